@@ -1,0 +1,3 @@
+from segbench.cli import main
+
+main()

@@ -1,0 +1,123 @@
+"""Typed errors and the import policy.
+
+Every error a user can cause names the file, the item and the rule that was broken, and says what
+to do. Importers take an :class:`ImportPolicy`: fail on the first bad item, or skip it and record it
+in a :class:`SkipReport` that is written next to the output. Nothing is dropped silently.
+
+Only error types and the skip bookkeeping live here; validation rules live with the code that owns
+the data they check.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class SegbenchError(Exception):
+    """Base class of every error segbench raises on purpose.
+
+    Args:
+        message: what is wrong, in one sentence.
+        path: the file the problem was found in, if any.
+        item: the item inside that file (image id, annotation id, category, ...), if any.
+        hint: what the user can do about it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        item: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.item = item
+        self.hint = hint
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ": ".join(part for part in (self.path, self.item) if part)
+        text = f"{where}: {self.message}" if where else self.message
+        return f"{text}\n  fix: {self.hint}" if self.hint else text
+
+    def as_record(self) -> dict[str, Any]:
+        """The error as a JSON-ready record (used by skip reports)."""
+        return {
+            "error": type(self).__name__,
+            "path": self.path,
+            "item": self.item,
+            "message": self.message,
+        }
+
+
+class InputError(SegbenchError):
+    """An input file or directory is missing, unreadable or malformed."""
+
+
+class AnnotationError(InputError):
+    """One annotation (or image record) inside an input file breaks a rule."""
+
+
+class InsufficientDataError(SegbenchError):
+    """The inputs are valid but cannot support the requested sizes (splits, ρ, quotas)."""
+
+
+class ProviderError(SegbenchError):
+    """A language or image-editing provider failed or answered outside its contract."""
+
+
+class VersioningError(SegbenchError):
+    """A git or DVC operation failed."""
+
+
+class RoundStateError(SegbenchError):
+    """An annotation round was asked to do something its status does not allow."""
+
+
+class OnError(str, enum.Enum):
+    """What an importer does with a bad item."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass
+class SkipReport:
+    """Items skipped under :attr:`OnError.SKIP`, in the order they were met."""
+
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.skipped)
+
+    def counts(self) -> dict[str, int]:
+        """Number of skipped items per error type."""
+        out: dict[str, int] = {}
+        for record in self.skipped:
+            out[record["error"]] = out.get(record["error"], 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": len(self.skipped), "by_error": self.counts(), "items": self.skipped}
+
+
+@dataclass
+class ImportPolicy:
+    """Fail fast on the first bad item, or skip it and record it.
+
+    Usage: ``policy.handle(error)`` either raises ``error`` (fail) or records it and returns
+    (skip); the caller then leaves the item out.
+    """
+
+    on_error: OnError = OnError.FAIL
+    report: SkipReport = field(default_factory=SkipReport)
+
+    def handle(self, error: AnnotationError) -> None:
+        if self.on_error is OnError.FAIL:
+            raise error
+        self.report.skipped.append(error.as_record())

@@ -1,0 +1,26 @@
+"""The manifest every builder writes next to its output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Manifest(BaseModel):
+    """What was built, from what, by which code, with which parameters.
+
+    Everything but ``created_at`` is a function of the inputs, the parameters and the code, so two
+    builds of the same inputs give manifests that differ only in that timestamp.
+    """
+
+    dataset: str
+    builder_version: str = Field(description="version of the builder's logic; bumped when output changes")
+    segbench_version: str
+    created_at: str
+    seed: int | None = None
+    params: dict[str, Any]
+    inputs: dict[str, str] = Field(description="input file (as given) -> sha256")
+    outputs: dict[str, str] = Field(description="output file relative to the dataset root -> sha256")
+    counts: dict[str, Any]
+    skipped: int = 0

@@ -1,0 +1,124 @@
+"""Settings: where data, caches and Prefect state live, which providers to use.
+
+Sources, highest priority first: CLI flags (passed as overrides), environment variables
+(``SEGBENCH_*``), a TOML config file (``--config``, ``$SEGBENCH_CONFIG`` or ``./segbench.toml``), the
+defaults below. Only flows and the CLI read settings; tasks take explicit arguments.
+
+:func:`configure_runtime` turns settings into the environment Prefect, DVC and matplotlib read at
+import time. It must run before ``prefect`` is imported, which is why the CLI imports flows lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from segbench.errors import InputError
+
+DEFAULT_CONFIG_NAME = "segbench.toml"
+
+
+class Settings(BaseSettings):
+    """All knobs of a segbench installation. Relative paths are taken from the working directory."""
+
+    model_config = SettingsConfigDict(env_prefix="SEGBENCH_", extra="forbid")
+
+    data_root: Path = Path("data")
+    work_dir: Path = Path(".segbench")
+    prefect_home: Path | None = None
+    prefect_result_storage: Path | None = None
+    cache_dir: Path | None = None
+    provider: Literal["offline", "openai"] = "offline"
+    openai_base_url: str | None = None
+    openai_model: str = "gpt-4o-mini"
+    openai_api_key: SecretStr | None = None
+    label_studio_url: str = "http://127.0.0.1:8089"
+    label_studio_token: SecretStr | None = None
+    dvc_remote: str | None = None
+    telemetry: bool = False
+
+    @model_validator(mode="after")
+    def _derive_paths(self) -> Settings:
+        # Derived defaults keep every file segbench writes inside the project unless configured.
+        self.prefect_home = self.prefect_home or self.work_dir / "prefect"
+        self.prefect_result_storage = self.prefect_result_storage or self.prefect_home / "results"
+        self.cache_dir = self.cache_dir or self.data_root / "cache"
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
+        if settings_cls.model_config.get("toml_file"):
+            sources += (TomlConfigSettingsSource(settings_cls),)
+        return sources
+
+
+def find_config_file(explicit: str | Path | None = None) -> Path | None:
+    """The config file in force: the explicit one, ``$SEGBENCH_CONFIG``, or ``./segbench.toml``."""
+    if explicit is not None or os.environ.get("SEGBENCH_CONFIG"):
+        path = Path(explicit or os.environ["SEGBENCH_CONFIG"])
+        if not path.is_file():
+            raise InputError("config file not found", path=path, hint="check --config / $SEGBENCH_CONFIG")
+        return path
+    default = Path(DEFAULT_CONFIG_NAME)
+    return default if default.is_file() else None
+
+
+def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from flags (``overrides``; ``None`` values are ignored), env, config file, defaults.
+
+    Raises:
+        InputError: the config file is missing, or a value anywhere is invalid (names the key).
+    """
+    path = find_config_file(config_file)
+    cls: type[Settings] = Settings
+    if path is not None:
+        cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}})
+    try:
+        return cls(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise InputError(
+            f"invalid setting {key!r}: {first['msg']}",
+            path=path,
+            hint=f"fix {key} in the config file, the SEGBENCH_{key.upper()} variable or the flag",
+        ) from None
+
+
+def configure_runtime(settings: Settings) -> None:
+    """Export the environment Prefect, DVC and matplotlib read when they are imported.
+
+    Telemetry is off unless ``settings.telemetry``; state goes under ``settings.work_dir`` rather
+    than the user's home.
+    """
+    work = settings.work_dir.resolve()
+    env = {
+        "PREFECT_HOME": str(settings.prefect_home.resolve()),
+        "PREFECT_LOCAL_STORAGE_PATH": str(settings.prefect_result_storage.resolve()),
+        "DVC_SITE_CACHE_DIR": str(work / "dvc-site-cache"),
+        "MPLCONFIGDIR": str(work / "matplotlib"),
+    }
+    os.environ.update(env)
+    # A cold ephemeral Prefect API takes 8-17 s to start here; the 20 s default is too tight.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+    if not settings.telemetry:
+        os.environ.update(
+            {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "DVC_NO_ANALYTICS": "1"}
+        )
