@@ -102,11 +102,12 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         ) from None
 
 
-def configure_runtime(settings: Settings) -> None:
+def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
     """Export the environment Prefect, DVC and matplotlib read when they are imported.
 
     Telemetry is off unless ``settings.telemetry``; state goes under ``settings.work_dir`` rather
-    than the user's home.
+    than the user's home. Prefect's console logs are hidden unless ``verbose`` (the CLI shows
+    progress and a summary; the run logs still reach the Prefect API and its UI).
     """
     work = settings.work_dir.resolve()
     env = {
@@ -118,6 +119,8 @@ def configure_runtime(settings: Settings) -> None:
     os.environ.update(env)
     # A cold ephemeral Prefect API takes 8-17 s to start here; the 20 s default is too tight.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     if not settings.telemetry:
         os.environ.update(
             {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "DVC_NO_ANALYTICS": "1"}

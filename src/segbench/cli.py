@@ -1,0 +1,222 @@
+"""The ``segbench`` command line: build, evaluate, publish, demo.
+
+Settings are resolved here (flags > environment > config file > defaults) and exported with
+:func:`segbench.settings.configure_runtime` *before* any flow module (and so Prefect) is imported.
+Errors segbench raises on purpose end the command with their message and exit code 2, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+
+from segbench import console
+from segbench.errors import OnError, SegbenchError
+from segbench.settings import Settings, configure_runtime, load_settings
+
+app = typer.Typer(
+    help="Build segmentation evaluation datasets end to end and evaluate models on them.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+build_app = typer.Typer(help="Build a dataset into the data root.", no_args_is_help=True)
+evaluate_app = typer.Typer(help="Evaluate predictions on a published dataset version.", no_args_is_help=True)
+app.add_typer(build_app, name="build")
+app.add_typer(evaluate_app, name="evaluate")
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    return ctx.obj["settings"]
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Path = typer.Option(None, "--config", help="TOML config file (default: ./segbench.toml if present)."),
+    data_root: Path = typer.Option(None, "--data-root", help="Where datasets are written [default: data]."),
+    work_dir: Path = typer.Option(None, "--work-dir", help="Prefect state, demo inputs, temporary files "
+                                                          "[default: .segbench]."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
+) -> None:
+    settings = load_settings(config, data_root=data_root, work_dir=work_dir)
+    configure_runtime(settings, verbose=verbose)
+    ctx.obj = {"settings": settings}
+
+
+def _run(listener_needed: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    from segbench import progress
+
+    if not listener_needed:
+        return fn(*args, **kwargs)
+    with console.RichListener() as listener, progress.listening(listener):
+        return fn(*args, **kwargs)
+
+
+def _coco_cd_params(**values: Any):
+    from segbench.schemas.coco_cd import CocoCdParams
+
+    return CocoCdParams(**{k: v for k, v in values.items() if v is not None})
+
+
+@build_app.command("coco-cd")
+def build_coco_cd_command(
+    ctx: typer.Context,
+    coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}2017.json "
+                                                           "and the train2017/, val2017/ image folders."),
+    stuff_root: Path = typer.Option(..., "--stuff-root", help="Folder with stuff_{train,val}2017.json (COCO-Stuff)."),
+    out: Path = typer.Option(None, "--out", help="Output folder [default: <data root>/coco_cd]."),
+    rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several [default: 0.5, 0.95]."),
+    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group [default: 50]."),
+    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group [default: 125]."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every random draw [default: 13]."),
+    on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
+                                                                     "them in skipped.json."),
+    images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
+    publish: bool = typer.Option(False, "--publish", help="Publish a DVC version of the data root afterwards."),
+) -> None:
+    """Build COCO-CD: cat/dog images, indoor/outdoor context from COCO-Stuff, ρ-controlled splits."""
+    settings = _settings(ctx)
+    params = _coco_cd_params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
+                             test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
+    from segbench.flows.coco_cd import build_coco_cd
+
+    summary = _run(True, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params)
+    _print_build_summary(summary)
+    if publish:
+        _publish(settings, commit=False, message=None, tag=None, remote=None)
+
+
+def _print_build_summary(summary: dict[str, Any]) -> None:
+    counts = summary["counts"]
+    console.out.print(console.key_values("COCO-CD", {
+        "source images": counts["source_images"],
+        "with cat or dog": counts["with_target_class"],
+        "  both classes (excluded)": counts["both_classes"],
+        "  foreground too small / too large": f"{counts['fg_too_small']} / {counts['fg_too_large']}",
+        "retained": counts["kept"],
+        "  indoor / outdoor / unknown": "{indoor} / {outdoor} / {unknown}".format(**counts["context"]),
+        "usable for splits": counts["usable"],
+        "skipped (see skipped.json)": sum(summary["skipped"].values()),
+    }))
+    rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
+            for split, values in splits.items()]
+    console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
+    console.out.print(f"Dataset: [bold]{summary['out']}[/]  (tables in {Path(summary['out']) / 'tables'})")
+
+
+@evaluate_app.command("coco-cd")
+def evaluate_coco_cd_command(
+    ctx: typer.Context,
+    predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
+                                                                ".npz files with 'probs' (3 × 512 × 512)."),
+    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset [default: working tree]."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
+    rho: float = typer.Option(0.95, "--rho", help="Which ρ directory to read."),
+    split: str = typer.Option("test", "--split", help="train, val or test."),
+    out: Path = typer.Option(None, "--out", help="Report folder [default: <data root>/eval/coco_cd/<run>]."),
+) -> None:
+    """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles."""
+    settings = _settings(ctx)
+    from segbench.flows.evaluate import evaluate_coco_cd
+
+    dataset_dir = _relative_to(settings.data_root / "coco_cd", repo)
+    out = out or settings.data_root / "eval" / "coco_cd" / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
+    result = _run(True, evaluate_coco_cd, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+                  split=split, dataset_dir=dataset_dir)
+    _print_eval_summary(result)
+
+
+def _relative_to(path: Path, repo: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _print_eval_summary(result: dict[str, Any]) -> None:
+    m = result["metrics"]
+    console.out.print(console.key_values("COCO-CD evaluation", {
+        "images": m.get("num_images"),
+        "mIoU (cat, dog)": m.get("miou"),
+        "Fg-IoU": m.get("fg_iou"),
+        "FG-Corr / FG-Flip / FG-Miss": " / ".join(
+            f"{m['fg_decomposition'][k]:.4f}" for k in ("corr", "flip", "miss")) if m.get("fg_decomposition") else None,
+        "Flip (per-image mean)": m.get("flip_image_mean"),
+        "top-decile share of flips": (m.get("flip_risk") or {}).get("top_decile_share"),
+    }))
+    console.out.print(f"Report: [bold]{result['report']}[/]")
+
+
+def _publish(settings: Settings, *, commit: bool, message: str | None, tag: str | None, remote: str | None) -> Any:
+    from segbench.flows.publish import publish_data
+
+    repo = Path(".").resolve()
+    record = _run(False, publish_data, repo=repo, data_dir=_relative_to(settings.data_root, repo),
+                  remote=remote or settings.dvc_remote, commit=commit, message=message, tag=tag)
+    console.out.print(console.key_values("Published", {
+        "data version (md5)": record.md5, "files": record.files, "pushed": record.pushed,
+        "commit": record.commit or "not committed (git add data.dvc && git commit)", "tag": record.tag,
+    }))
+    return record
+
+
+@app.command()
+def publish(
+    ctx: typer.Context,
+    remote: str = typer.Option(None, "--remote", help="DVC remote URL or name to push to [default: configured]."),
+    commit: bool = typer.Option(False, "--commit", help="Commit data.dvc to git."),
+    message: str = typer.Option(None, "--message", "-m", help="Commit message."),
+    tag: str = typer.Option(None, "--tag", help="Tag the commit (needs --commit)."),
+) -> None:
+    """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
+    _publish(_settings(ctx), commit=commit, message=message, tag=tag, remote=remote)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    seed: int = typer.Option(0, "--seed", help="Seed of the generated demo world."),
+) -> None:
+    """Run everything on a generated demo world: build every dataset, publish, evaluate."""
+    from segbench.flows.demo import run_demo
+
+    settings = _settings(ctx)
+    result = _run(True, run_demo, settings=settings, seed=seed)
+    _print_build_summary(result["coco_cd"])
+    console.out.print(console.key_values("Published", {"data version (md5)": result["publish"].md5,
+                                                       "pushed to": result["remote"]}))
+    _print_eval_summary(result["evaluation"])
+    console.out.print("\n[bold green]Demo finished.[/]")
+    for label, path in result["paths"].items():
+        console.out.print(f"  {label:<22} {path}")
+
+
+def main() -> None:
+    """Console entry point: run the app, turning segbench errors into a message and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except SegbenchError as exc:
+        console.error(str(exc))
+        sys.exit(2)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        console.error(f"invalid parameter {'.'.join(map(str, first['loc']))}: {first['msg']}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.error("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        raise

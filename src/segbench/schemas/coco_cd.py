@@ -1,0 +1,92 @@
+"""COCO-CD parameters and records (seed 002: cat/dog × indoor/outdoor under correlation shift)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from segbench.errors import OnError
+
+Context = Literal["indoor", "outdoor", "unknown"]
+
+
+@lru_cache(maxsize=1)
+def released_context_lists() -> dict:
+    """The curated lists and thresholds of the released COCO-CD build (shipped with segbench)."""
+    text = resources.files("segbench.resources").joinpath("coco_cd_context.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _released(key: str) -> list[str]:
+    return list(released_context_lists()[key])
+
+
+class CocoCdParams(BaseModel):
+    """Everything that decides the content of a COCO-CD build. Defaults reproduce the released one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rhos: tuple[float, ...] = Field((0.5, 0.95), description="train correlations, one split directory each")
+    val_per_group: int = Field(50, ge=1)
+    test_per_group: int = Field(125, ge=1)
+    seed: int = 13
+    classes: tuple[str, str] = ("cat", "dog")
+    majority_context: tuple[str, str] = Field(
+        ("indoor", "outdoor"), description="the context each class is paired with in train (ρ > 0.5)"
+    )
+    size: int = Field(512, ge=8, description="side of the resized images and label masks")
+    fg_min: float = Field(0.01, ge=0, le=1, description="foreground fraction at size² must exceed this")
+    fg_max: float = Field(0.99, ge=0, le=1, description="... and stay below this")
+    context_share: float = Field(0.5, gt=0, lt=1)
+    context_min_area: float = Field(0.02, ge=0, le=1, description="evidence must cover this image fraction")
+    indoor: tuple[str, ...] = Field(default_factory=lambda: tuple(_released("indoor")))
+    outdoor: tuple[str, ...] = Field(default_factory=lambda: tuple(_released("outdoor")))
+    neutral: tuple[str, ...] = Field(default_factory=lambda: tuple(_released("neutral")))
+    write_images: bool = Field(True, description="also write the resized images (masks are always written)")
+    on_error: OnError = OnError.FAIL
+
+    @field_validator("rhos")
+    @classmethod
+    def _check_rhos(cls, rhos: tuple[float, ...]) -> tuple[float, ...]:
+        if not rhos:
+            raise ValueError("give at least one ρ")
+        for rho in rhos:
+            if not 0.5 <= rho <= 1.0:
+                raise ValueError(f"ρ = {rho} is outside [0.5, 1]: ρ is the share of the majority pairing")
+        return tuple(sorted(set(rhos)))
+
+    @model_validator(mode="after")
+    def _check_lists(self) -> CocoCdParams:
+        if self.fg_min >= self.fg_max:
+            raise ValueError("fg_min must be below fg_max")
+        if set(self.majority_context) != {"indoor", "outdoor"}:
+            raise ValueError("majority_context must pair one class with indoor and the other with outdoor")
+        overlap = set(self.indoor) & set(self.outdoor)
+        if overlap:
+            raise ValueError(f"classes on both the indoor and outdoor lists: {sorted(overlap)}")
+        both = set(self.classes) & (set(self.indoor) | set(self.outdoor))
+        if both:
+            raise ValueError(f"the target classes cannot be context evidence: {sorted(both)}")
+        return self
+
+
+class ContextRecord(BaseModel):
+    """One row of ``context.jsonl``: the evidence behind one image's context label."""
+
+    image_id: int
+    split: str
+    file_name: str
+    model_config = ConfigDict(populate_by_name=True)
+
+    label: str = Field(alias="class", description="the image's class (cat or dog)")
+    width: int
+    height: int
+    fg_ratio: float
+    indoor_area: float
+    outdoor_area: float
+    indoor_share: float | None
+    context: Context
