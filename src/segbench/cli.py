@@ -37,14 +37,23 @@ def _settings(ctx: typer.Context) -> Settings:
 def _root(
     ctx: typer.Context,
     config: Path = typer.Option(None, "--config", help="TOML config file (default: ./segbench.toml if present)."),
-    data_root: Path = typer.Option(None, "--data-root", help="Where datasets are written [default: data]."),
+    data_root: Path = typer.Option(None, "--data-root", help="Where datasets are written (default: data)."),
     work_dir: Path = typer.Option(None, "--work-dir", help="Prefect state, demo inputs, temporary files "
-                                                          "[default: .segbench]."),
+                                                          "(default: .segbench)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                 callback=lambda value: _print_version() if value else None),
 ) -> None:
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
     configure_runtime(settings, verbose=verbose)
     ctx.obj = {"settings": settings}
+
+
+def _print_version() -> None:
+    from segbench import __version__
+
+    console.out.print(f"segbench {__version__}")
+    raise typer.Exit()
 
 
 def _run(listener_needed: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -68,11 +77,11 @@ def build_coco_cd_command(
     coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}2017.json "
                                                            "and the train2017/, val2017/ image folders."),
     stuff_root: Path = typer.Option(..., "--stuff-root", help="Folder with stuff_{train,val}2017.json (COCO-Stuff)."),
-    out: Path = typer.Option(None, "--out", help="Output folder [default: <data root>/coco_cd]."),
-    rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several [default: 0.5, 0.95]."),
-    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group [default: 50]."),
-    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group [default: 125]."),
-    seed: int = typer.Option(None, "--seed", help="Seed of every random draw [default: 13]."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/coco_cd)."),
+    rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
+    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
+    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
                                                                      "them in skipped.json."),
     images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
@@ -82,12 +91,15 @@ def build_coco_cd_command(
     settings = _settings(ctx)
     params = _coco_cd_params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
                              test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
+    from segbench.tasks.coco_cd import source_files
+
+    source_files(coco_root, stuff_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.coco_cd import build_coco_cd
 
     summary = _run(True, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params)
     _print_build_summary(summary)
     if publish:
-        _publish(settings, commit=False, message=None, tag=None, remote=None)
+        _publish(settings)
 
 
 def _print_build_summary(summary: dict[str, Any]) -> None:
@@ -113,11 +125,11 @@ def evaluate_coco_cd_command(
     ctx: typer.Context,
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
                                                                 ".npz files with 'probs' (3 × 512 × 512)."),
-    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset [default: working tree]."),
+    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
     rho: float = typer.Option(0.95, "--rho", help="Which ρ directory to read."),
     split: str = typer.Option("test", "--split", help="train, val or test."),
-    out: Path = typer.Option(None, "--out", help="Report folder [default: <data root>/eval/coco_cd/<run>]."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/coco_cd/<run>)."),
 ) -> None:
     """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles."""
     settings = _settings(ctx)
@@ -151,29 +163,46 @@ def _print_eval_summary(result: dict[str, Any]) -> None:
     console.out.print(f"Report: [bold]{result['report']}[/]")
 
 
-def _publish(settings: Settings, *, commit: bool, message: str | None, tag: str | None, remote: str | None) -> Any:
+def _publish(settings: Settings, *, commit: bool = False, message: str | None = None, tag: str | None = None,
+             remote: str | None = None, remote_url: str | None = None, init_git: bool = False) -> Any:
     from segbench.flows.publish import publish_data
+    from segbench.tasks.versioning import ensure_repo
 
     repo = Path(".").resolve()
-    record = _run(False, publish_data, repo=repo, data_dir=_relative_to(settings.data_root, repo),
-                  remote=remote or settings.dvc_remote, commit=commit, message=message, tag=tag)
-    console.out.print(console.key_values("Published", {
-        "data version (md5)": record.md5, "files": record.files, "pushed": record.pushed,
-        "commit": record.commit or "not committed (git add data.dvc && git commit)", "tag": record.tag,
-    }))
+    ensure_repo(repo, init_git=init_git)
+    record = publish_data(repo=str(repo), data_dir=_relative_to(settings.data_root, repo), remote=remote,
+                          remote_url=remote_url or settings.dvc_remote, commit=commit, message=message, tag=tag)
+    _print_publish_summary(record)
     return record
+
+
+def _print_publish_summary(record: Any) -> None:
+    console.out.print(console.key_values("Published", {
+        "data version (md5)": record.md5,
+        "files": f"{record.nfiles} ({record.size / 1e6:.1f} MB)",
+        "changed since last publish": record.changed,
+        "pushed to": record.remote or "no remote configured (dvc remote add -d NAME URL)",
+        "commit": record.commit if record.committed else f"{record.commit or '–'} (no new commit; "
+                  "commit with --commit or git add data.dvc)",
+        "tag": record.tag,
+        "datasets": ", ".join(d.dataset for d in record.datasets) or "none",
+    }))
 
 
 @app.command()
 def publish(
     ctx: typer.Context,
-    remote: str = typer.Option(None, "--remote", help="DVC remote URL or name to push to [default: configured]."),
+    remote: str = typer.Option(None, "--remote", help="Name of a configured DVC remote (default: the default remote)."),
+    remote_url: str = typer.Option(None, "--remote-url", help="URL or path of a remote to use as the default "
+                                                              "(saved in .dvc/config.local)."),
     commit: bool = typer.Option(False, "--commit", help="Commit data.dvc to git."),
     message: str = typer.Option(None, "--message", "-m", help="Commit message."),
     tag: str = typer.Option(None, "--tag", help="Tag the commit (needs --commit)."),
+    init_git: bool = typer.Option(False, "--init-git", help="Run git init first if the folder is not a repository."),
 ) -> None:
     """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
-    _publish(_settings(ctx), commit=commit, message=message, tag=tag, remote=remote)
+    _publish(_settings(ctx), commit=commit, message=message, tag=tag, remote=remote, remote_url=remote_url,
+             init_git=init_git)
 
 
 @app.command()
@@ -196,9 +225,9 @@ def demo(
 
 
 def main() -> None:
-    """Console entry point: run the app, turning segbench errors into a message and exit code 2."""
+    """Console entry point: segbench errors end with their message and exit code 2."""
     try:
-        app(standalone_mode=False)
+        app()  # click handles its own usage errors and exits
     except SegbenchError as exc:
         console.error(str(exc))
         sys.exit(2)
@@ -209,14 +238,3 @@ def main() -> None:
     except KeyboardInterrupt:
         console.error("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(1)
-        raise

@@ -59,6 +59,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

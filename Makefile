@@ -1,0 +1,20 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+.PHONY: install demo test bench clean
+
+install: .venv/.installed
+
+.venv/.installed: pyproject.toml requirements.lock scripts/install.sh scripts/debian-packages.txt
+	bash scripts/install.sh
+	touch $@
+
+demo: install
+	.venv/bin/segbench demo
+
+test: install
+	bash scripts/test.sh
+
+bench: install
+	.venv/bin/python bench/coco_cd_scale.py
+
+clean:
+	rm -rf .venv .segbench

@@ -1,0 +1,166 @@
+"""Prefect flows for COCO-CD evaluation: ``evaluate-coco-cd`` and ``predict-baseline-coco-cd``.
+
+Orchestration only. The work is done by pure functions in ``segbench.tasks.flip_metrics``
+(reading and metrics), ``segbench.tasks.flip_report`` and ``segbench.tasks.baseline``; the tasks
+here are thin wrappers around one coarse unit each (a shard of a few hundred images, the report).
+
+Usage::
+
+    from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
+    predict_baseline(repo=".", rev=None, out="preds/baseline")
+    result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline",
+                              out="data/eval/coco_cd/baseline")
+    result["summary"]["fg_decomposition"]["flip"], result["paths"]["report"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench.tasks.baseline import write_baseline_predictions
+from segbench.tasks.flip_inputs import evaluate_images, prediction_paths, read_split, split_relpath
+from segbench.tasks.flip_metrics import FlipAccumulator
+from segbench.tasks.flip_report import write_report
+from segbench.tasks.versioning import DatasetSource
+
+DEFAULT_SHARD_SIZE = 256
+
+
+def _shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    if size < 1:
+        raise ValueError(f"shard_size must be at least 1, got {size}")
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+@task(name="load-coco-cd-split", cache_policy=NO_CACHE)
+def load_split(repo: str, rev: str | None, relpath: str) -> list[dict[str, Any]]:
+    """The split's image entries, sorted by id (``flip_inputs.read_split``)."""
+    with DatasetSource(repo, rev) as source:
+        return read_split(source, relpath)
+
+
+@task(name="evaluate-coco-cd-shard", cache_policy=NO_CACHE)
+def evaluate_shard(
+    repo: str,
+    rev: str | None,
+    dataset_dir: str,
+    images: list[dict[str, Any]],
+    predictions: dict[int, str],
+) -> FlipAccumulator:
+    """Evaluate one shard of images; the flow adds the shards' accumulators with ``+=``."""
+    with DatasetSource(repo, rev) as source:
+        return evaluate_images(source, dataset_dir, images, predictions)
+
+
+@task(name="write-coco-cd-report", cache_policy=NO_CACHE)
+def write_report_task(
+    out: str, summary: dict[str, Any], evaluated: dict[str, Any]
+) -> dict[str, str]:
+    """Write metrics.json, report.md and the plots (``flip_report.write_report``)."""
+    return {name: str(path) for name, path in write_report(out, summary, evaluated).items()}
+
+
+@task(name="predict-baseline-shard", cache_policy=NO_CACHE)
+def predict_shard(
+    repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]], out: str, seed: int
+) -> int:
+    """Write baseline predictions for one shard; returns how many were written."""
+    with DatasetSource(repo, rev) as source:
+        return len(write_baseline_predictions(source, dataset_dir, images, out, seed=seed))
+
+
+@flow(name="evaluate-coco-cd")
+def evaluate_coco_cd(
+    repo: str | Path,
+    rev: str | None,
+    predictions: str | Path,
+    out: str | Path,
+    rho: float = 0.95,
+    split: str = "test",
+    dataset_dir: str = "data/coco_cd",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+) -> dict[str, Any]:
+    """Evaluate a predictions directory on a COCO-CD split and write the report.
+
+    Args:
+        repo: project root holding ``dataset_dir``. rev: git revision, ``None`` = working tree.
+        predictions: directory of ``{id:012d}.npz`` (``probs``, (3, 512, 512)) or ``.png`` files.
+        out: report directory (metrics.json, report.md, per_group_iou.png, flip_by_risk_decile.png).
+        rho, split: which split file: ``{dataset_dir}/splits/rho_{rho:g}/{split}.json``.
+        shard_size: images per evaluation task.
+
+    Returns:
+        ``{"summary": <metrics dict>, "paths": {"metrics", "report", "per_group_iou",
+        "flip_by_risk_decile": str}}``.
+
+    Raises:
+        InputError: split or masks missing/malformed; predictions missing (names the directory,
+            the count and the first ids), of the wrong shape or with labels outside 0..2.
+    """
+    logger = get_run_logger()
+    repo, predictions, out = str(repo), str(predictions), str(out)
+    relpath = split_relpath(dataset_dir, rho, split)
+    images = load_split(repo, rev, relpath)
+    found = prediction_paths(predictions, [image["id"] for image in images])
+    futures = [
+        evaluate_shard.submit(
+            repo, rev, dataset_dir, shard, {int(im["id"]): found[int(im["id"])] for im in shard}
+        )
+        for shard in _shards(images, shard_size)
+    ]
+    total = FlipAccumulator()
+    for future in futures:  # in shard order; the summary does not depend on it anyway
+        total += future.result()
+    summary = total.summarize()
+    evaluated = {
+        "source": DatasetSource(repo, rev).describe(),
+        "rev": rev,
+        "rho": rho,
+        "split": split,
+        "split_file": relpath,
+        "predictions": predictions,
+    }
+    paths = write_report_task(out, summary, evaluated)
+    logger.info(
+        "evaluated %d images: mIoU %s, FG-Flip %s -> %s",
+        summary["num_images"],
+        summary["miou"],
+        summary["fg_decomposition"]["flip"],
+        paths["report"],
+    )
+    return {"summary": summary, "paths": paths}
+
+
+@flow(name="predict-baseline-coco-cd")
+def predict_baseline(
+    repo: str | Path,
+    rev: str | None,
+    out: str | Path,
+    rho: float = 0.95,
+    split: str = "test",
+    dataset_dir: str = "data/coco_cd",
+    seed: int = 0,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+) -> dict[str, Any]:
+    """Write context-biased baseline predictions (``{id:012d}.npz``) for every image of a split.
+
+    Returns:
+        ``{"out": str, "num_images": int}``.
+
+    Raises:
+        InputError: the split or a gt mask is missing or malformed.
+    """
+    logger = get_run_logger()
+    repo, out = str(repo), str(out)
+    images = load_split(repo, rev, split_relpath(dataset_dir, rho, split))
+    futures = [
+        predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
+        for shard in _shards(images, shard_size)
+    ]
+    written = sum(future.result() for future in futures)
+    logger.info("wrote %d baseline predictions to %s", written, out)
+    return {"out": out, "num_images": written}
