@@ -150,17 +150,23 @@ def _relative_to(path: Path, repo: Path) -> str:
 
 
 def _print_eval_summary(result: dict[str, Any]) -> None:
-    m = result["metrics"]
+    m = result["summary"]
+    fg = m["fg_decomposition"]
     console.out.print(console.key_values("COCO-CD evaluation", {
-        "images": m.get("num_images"),
-        "mIoU (cat, dog)": m.get("miou"),
-        "Fg-IoU": m.get("fg_iou"),
-        "FG-Corr / FG-Flip / FG-Miss": " / ".join(
-            f"{m['fg_decomposition'][k]:.4f}" for k in ("corr", "flip", "miss")) if m.get("fg_decomposition") else None,
-        "Flip (per-image mean)": m.get("flip_image_mean"),
-        "top-decile share of flips": (m.get("flip_risk") or {}).get("top_decile_share"),
+        "images": m["num_images"],
+        "IoU cat / dog": f"{_fmt(m['class_iou']['cat'])} / {_fmt(m['class_iou']['dog'])}",
+        "mIoU (cat, dog)": m["miou"],
+        "Fg-IoU": m["fg_iou"],
+        "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(fg[k]) for k in ("corr", "flip", "miss")),
+        "Flip per-image mean": m["flip"]["per_image_mean"],
+        "gap cat / dog (aligned − counterf.)": f"{_fmt(m['gaps']['cat']['gap'])} / {_fmt(m['gaps']['dog']['gap'])}",
+        "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
     }))
-    console.out.print(f"Report: [bold]{result['report']}[/]")
+    console.out.print(f"Report: [bold]{result['paths']['report']}[/]")
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"
 
 
 def _publish(settings: Settings, *, commit: bool = False, message: str | None = None, tag: str | None = None,
@@ -214,14 +220,21 @@ def demo(
     from segbench.flows.demo import run_demo
 
     settings = _settings(ctx)
-    result = _run(True, run_demo, settings=settings, seed=seed)
+    result = _run(True, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+                  seed=seed, dvc_remote=settings.dvc_remote)
     _print_build_summary(result["coco_cd"])
-    console.out.print(console.key_values("Published", {"data version (md5)": result["publish"].md5,
-                                                       "pushed to": result["remote"]}))
+    _print_publish_summary(result["publish"])
     _print_eval_summary(result["evaluation"])
-    console.out.print("\n[bold green]Demo finished.[/]")
+    console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
     for label, path in result["paths"].items():
-        console.out.print(f"  {label:<22} {path}")
+        console.out.print(f"  {label:<22} {_display(Path(path))}")
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def main() -> None:

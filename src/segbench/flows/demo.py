@@ -1,0 +1,78 @@
+"""The demo: the whole product on a generated world, offline and without keys.
+
+Generates the demo world, builds every dataset that exists, publishes a DVC version of the data
+root (to a local remote under the work dir unless one is configured), predicts with the
+context-biased baseline and evaluates it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench.flows.coco_cd import build_coco_cd
+from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
+from segbench.flows.publish import publish_data
+from segbench.schemas.coco_cd import CocoCdParams
+from segbench.tasks import versioning
+from segbench.tasks.demo_world import generate_demo_world
+
+# The demo world has 40-95 images per group: 10 val and 20 test per group leave room for ρ = 0.95.
+DEMO_COCO_CD = {"val_per_group": 10, "test_per_group": 20}
+
+
+@task(name="generate-demo-world", cache_policy=NO_CACHE)
+def generate_world(root: Path, seed: int) -> Path:
+    generate_demo_world(root, seed=seed)
+    return root
+
+
+@flow(name="demo")
+def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_remote: str | None = None) -> dict[str, Any]:
+    """Run build → publish → predict → evaluate on the demo world.
+
+    Args:
+        repo: the git + DVC project that versions ``data_root`` (``git init`` is run if it is not
+            in a repository yet).
+        dvc_remote: remote URL to push to; default: the repository's default remote, else
+            ``<work_dir>/dvc-remote``.
+
+    Returns:
+        The build summary, the publish record, the evaluation result and the paths worth opening.
+    """
+    repo, data_root, work_dir = Path(repo).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
+    world = generate_world(work_dir / "demo-world", seed)
+    coco_cd = build_coco_cd(world, world, data_root / "coco_cd", CocoCdParams(**DEMO_COCO_CD))
+
+    versioning.ensure_repo(repo, init_git=not _inside_git(repo))
+    if dvc_remote is None and versioning.default_remote(repo) is None:
+        dvc_remote = str(work_dir / "dvc-remote")
+    data_dir = data_root.relative_to(repo).as_posix()
+    record = publish_data(repo=str(repo), data_dir=data_dir, remote_url=dvc_remote)
+
+    dataset_dir = f"{data_dir}/coco_cd"
+    predictions = work_dir / "predictions" / "coco_cd-baseline"
+    predict_baseline(repo=repo, rev=None, out=predictions, rho=0.95, split="test", dataset_dir=dataset_dir)
+    report_dir = data_root / "eval" / "coco_cd" / "demo-baseline"
+    evaluation = evaluate_coco_cd(repo=repo, rev=None, predictions=predictions, out=report_dir, rho=0.95,
+                                  split="test", dataset_dir=dataset_dir)
+    return {
+        "coco_cd": coco_cd,
+        "publish": record,
+        "evaluation": evaluation,
+        "paths": {
+            "demo world (inputs)": world,
+            "COCO-CD": data_root / "coco_cd",
+            "COCO-CD tables": data_root / "coco_cd" / "tables",
+            "baseline predictions": predictions,
+            "evaluation report": evaluation["paths"]["report"],
+            "DVC pointer": repo / f"{data_dir}.dvc",
+        },
+    }
+
+
+def _inside_git(path: Path) -> bool:
+    return any((parent / ".git").exists() for parent in (path, *path.parents))
