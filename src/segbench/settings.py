@@ -117,6 +117,7 @@ def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
         "MPLCONFIGDIR": str(work / "matplotlib"),
     }
     os.environ.update(env)
+    settings.prefect_home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level
     # A cold ephemeral Prefect API takes 8-17 s to start here; the 20 s default is too tight.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose:

@@ -1,6 +1,5 @@
 """Canonical JSON, atomic writes, fingerprints and the staging directory."""
 
-import json
 import os
 
 import numpy as np

@@ -251,11 +251,11 @@ def class_annotations_of(instances: CocoIndex, image_id: int, classes: Sequence[
     return out
 
 
-def png_bytes(array_or_image: np.ndarray | Image.Image) -> bytes:
+def png_bytes(array_or_image: np.ndarray | Image.Image, compress_level: int = 6) -> bytes:
     """PNG-encode without metadata, so equal pixels give equal bytes."""
     image = array_or_image if isinstance(array_or_image, Image.Image) else Image.fromarray(array_or_image)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False, compress_level=6)
+    image.save(buffer, format="PNG", optimize=False, compress_level=compress_level)
     return buffer.getvalue()
 
 

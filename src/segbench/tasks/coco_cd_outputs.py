@@ -90,7 +90,8 @@ def write_image_and_mask(
     atomic_write_bytes(stage / "masks" / f"{stem}.png", png_bytes(label_mask(instances, image_id, params)))
     if params.write_images:
         image = resized_image(coco_root / instances.images[image_id]["file_name"], params.size)
-        atomic_write_bytes(stage / "images" / f"{stem}.png", png_bytes(image))
+        # Level 1 encodes a 512² photo 4x faster than the default for 20% more bytes.
+        atomic_write_bytes(stage / "images" / f"{stem}.png", png_bytes(image, compress_level=1))
 
 
 def write_skip_report(stage: Path, report: SkipReport) -> Path:
