@@ -44,6 +44,7 @@ class CocoIndex:
         self.annotations = annotations
         self.info = info or {}
         self.licenses = licenses or []
+        self.split_paths: dict[str, str] = {}  # split -> file, for indices merged from several
         self.anns_by_image: dict[int, list[dict[str, Any]]] = {}
         for ann in annotations:
             self.anns_by_image.setdefault(ann["image_id"], []).append(ann)
@@ -58,6 +59,10 @@ class CocoIndex:
             path=self.path,
             hint="check the class names in the parameters against this file",
         )
+
+    def path_of(self, image_id: int) -> str:
+        """The file an image came from (its split's file when merged)."""
+        return self.split_paths.get(self.images[image_id].get("split", ""), self.path)
 
     def category_names(self) -> dict[int, str]:
         return {cat_id: cat["name"] for cat_id, cat in self.categories.items()}
@@ -202,7 +207,7 @@ def merge_splits(indices: Sequence[tuple[str, CocoIndex]]) -> CocoIndex:
                 )
             ann_split[ann["id"]] = split
             annotations.append(ann)
-    return CocoIndex(
+    merged = CocoIndex(
         path=" + ".join(index.path for _, index in indices),
         images=images,
         categories=dict(first.categories),
@@ -210,6 +215,8 @@ def merge_splits(indices: Sequence[tuple[str, CocoIndex]]) -> CocoIndex:
         info=first.info,
         licenses=first.licenses,
     )
+    merged.split_paths = {split: index.path for split, index in indices}
+    return merged
 
 
 def annotation_rle(ann: dict[str, Any], image: dict[str, Any], *, path: str) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def select_candidates(
             continue
         (label, anns), = per_class.items()
         try:
-            ratio = foreground_ratio(instances.images[image_id], anns, params.size, path=instances.path)
+            ratio = foreground_ratio(instances.images[image_id], anns, params.size, path=instances.path_of(image_id))
         except AnnotationError as error:
             policy.handle(error)
             counts["invalid_segmentation"] += 1
@@ -236,7 +236,7 @@ def label_mask(instances: CocoIndex, image_id: int, params: CocoCdParams) -> np.
     by_class = class_annotations_of(instances, image_id, params.classes)
     for value, name in enumerate(params.classes, start=1):
         if by_class.get(name):
-            rle = union_rle([annotation_rle(a, image, path=instances.path) for a in by_class[name]])
+            rle = union_rle([annotation_rle(a, image, path=instances.path_of(image_id)) for a in by_class[name]])
             label[rle_to_bitmap(rle).astype(bool)] = value
     return resize_nearest(label, (params.size, params.size))
 

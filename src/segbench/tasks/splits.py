@@ -97,7 +97,6 @@ def draw_splits(
             raise InsufficientDataError(
                 f"group {group_names[g]} has {len(pool)} items; val + test need {need} "
                 f"({val_per_group} + {test_per_group} per group)",
-                item=group_names[g],
                 hint="lower --val-per-group / --test-per-group, or add source images",
             )
         picks = rng.sample(pool, need)
@@ -112,7 +111,6 @@ def draw_splits(
         empty = next(g for g in GROUPS if not remainder[g])
         raise InsufficientDataError(
             f"group {group_names[empty]} has no items left for train after val and test",
-            item=group_names[empty],
             hint="lower --val-per-group / --test-per-group, or add source images",
         )
 
@@ -129,7 +127,6 @@ def draw_splits(
                         f"ρ = {rho:g} needs {n} train items from group {group_names[g]} "
                         f"({per_class_total} per class, as for ρ = 0.5) but only {len(remainder[g])} remain "
                         "after val and test",
-                        item=group_names[g],
                         hint="lower ρ or --val-per-group / --test-per-group, or add source images",
                     )
                 ids.extend(train_rng.sample(remainder[g], n))
