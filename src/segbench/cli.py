@@ -56,11 +56,10 @@ def _print_version() -> None:
     raise typer.Exit()
 
 
-def _run(listener_needed: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a flow with progress bars on the terminal."""
     from segbench import progress
 
-    if not listener_needed:
-        return fn(*args, **kwargs)
     with console.RichListener() as listener, progress.listening(listener):
         return fn(*args, **kwargs)
 
@@ -96,10 +95,18 @@ def build_coco_cd_command(
     source_files(coco_root, stuff_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.coco_cd import build_coco_cd
 
-    summary = _run(True, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params)
+    repo = Path(".").resolve()
+    if publish:
+        from segbench.tasks.versioning import configure_remote, ensure_repo
+
+        ensure_repo(repo)  # refuse before building, not after
+        if settings.dvc_remote:
+            configure_remote(repo, settings.dvc_remote, local=True)
+    summary = _run(build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
+                   publish_repo=repo if publish else None, publish_data_dir=_relative_to(settings.data_root, repo))
     _print_build_summary(summary)
     if publish:
-        _publish(settings)
+        _print_publish_summary(summary["publish"])
 
 
 def _print_build_summary(summary: dict[str, Any]) -> None:
@@ -137,7 +144,7 @@ def evaluate_coco_cd_command(
 
     dataset_dir = _relative_to(settings.data_root / "coco_cd", repo)
     out = out or settings.data_root / "eval" / "coco_cd" / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
-    result = _run(True, evaluate_coco_cd, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+    result = _run(evaluate_coco_cd, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
                   split=split, dataset_dir=dataset_dir)
     _print_eval_summary(result)
 
@@ -220,7 +227,7 @@ def demo(
     from segbench.flows.demo import run_demo
 
     settings = _settings(ctx)
-    result = _run(True, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+    result = _run(run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                   seed=seed, dvc_remote=settings.dvc_remote)
     _print_build_summary(result["coco_cd"])
     _print_publish_summary(result["publish"])

@@ -40,8 +40,12 @@ def test_build_publish_change_param_and_evaluate_the_first_version(tmp_path):
     first_test = (repo / test_file).read_bytes()
     first_manifest = json.loads((out / "manifest.json").read_text())
 
-    build_coco_cd(world, world, out, CocoCdParams(val_per_group=2, test_per_group=3, size=64, seed=14))
+    # This time the build flow publishes as its last step; committing is left to the user.
+    summary = build_coco_cd(world, world, out, CocoCdParams(val_per_group=2, test_per_group=3, size=64, seed=14),
+                            publish_repo=repo)
+    assert summary["publish"].changed and summary["publish"].pushed and not summary["publish"].committed
     second = publish_data(repo=str(repo), commit=True, message="COCO-CD seed 14")
+    assert not second.changed and second.md5 == summary["publish"].md5
     assert second.commit != first.commit and second.md5 != first.md5
     assert (repo / test_file).read_bytes() != first_test
     assert _git(repo, "log", "--format=%s") == "COCO-CD seed 14\nCOCO-CD seed 13"

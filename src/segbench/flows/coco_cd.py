@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.errors import ImportPolicy
+from segbench.flows.publish import publish_data
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks import coco_cd as cd
 from segbench.tasks import coco_cd_outputs as outputs
@@ -95,10 +96,18 @@ def _render_all(stage: Path, sources: cd.Sources, coco_root: Path, plan: SplitPl
 
 
 @flow(name="build-coco-cd")
-def build_coco_cd(coco_root: Path, stuff_root: Path, out: Path, params: CocoCdParams | None = None) -> dict[str, Any]:
+def build_coco_cd(
+    coco_root: Path,
+    stuff_root: Path,
+    out: Path,
+    params: CocoCdParams | None = None,
+    publish_repo: Path | None = None,
+    publish_data_dir: str = "data",
+) -> dict[str, Any]:
     """Build COCO-CD from a COCO 2017 root and COCO-Stuff annotations into ``out``.
 
-    The output is built in a staging directory and replaces ``out`` only when complete.
+    The output is built in a staging directory and replaces ``out`` only when complete. With
+    ``publish_repo``, the last step publishes a DVC version of ``publish_data_dir`` in that repo.
 
     Returns:
         A summary: output path, counts at every stage, coverage and group-count tables, skipped items.
@@ -139,4 +148,7 @@ def build_coco_cd(coco_root: Path, stuff_root: Path, out: Path, params: CocoCdPa
         write_manifest(stage, manifest)
     if len(policy.report):
         logger.warning("skipped %d item(s); see %s", len(policy.report), out / "skipped.json")
-    return {"out": str(out), "counts": counts, "coverage": tables["coverage"], "skipped": policy.report.counts()}
+    summary = {"out": str(out), "counts": counts, "coverage": tables["coverage"], "skipped": policy.report.counts()}
+    if publish_repo is not None:
+        summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
+    return summary

@@ -1,7 +1,7 @@
 """Prefect flows for COCO-CD evaluation: ``evaluate-coco-cd`` and ``predict-baseline-coco-cd``.
 
-Orchestration only. The work is done by pure functions in ``segbench.tasks.flip_metrics``
-(reading and metrics), ``segbench.tasks.flip_report`` and ``segbench.tasks.baseline``; the tasks
+Orchestration only. The work is done by pure functions in ``segbench.tasks.flip_inputs``
+(reading), ``segbench.tasks.flip_metrics``, ``segbench.tasks.flip_report`` and ``segbench.tasks.baseline``; the tasks
 here are thin wrappers around one coarse unit each (a shard of a few hundred images, the report).
 
 Usage::
@@ -21,6 +21,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from segbench import progress
 from segbench.tasks.baseline import write_baseline_predictions
 from segbench.tasks.flip_inputs import evaluate_images, prediction_paths, read_split, split_relpath
 from segbench.tasks.flip_metrics import FlipAccumulator
@@ -113,8 +114,11 @@ def evaluate_coco_cd(
         for shard in _shards(images, shard_size)
     ]
     total = FlipAccumulator()
-    for future in futures:  # in shard order; the summary does not depend on it anyway
-        total += future.result()
+    with progress.step("Evaluating predictions", len(images)) as current:
+        for future in futures:  # in shard order; the summary does not depend on it anyway
+            shard = future.result()
+            total += shard
+            current.advance(len(shard.images))
     summary = total.summarize()
     evaluated = {
         "source": DatasetSource(repo, rev).describe(),
@@ -161,6 +165,11 @@ def predict_baseline(
         predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
         for shard in _shards(images, shard_size)
     ]
-    written = sum(future.result() for future in futures)
+    written = 0
+    with progress.step("Predicting with the baseline", len(images)) as current:
+        for future in futures:
+            count = future.result()
+            written += count
+            current.advance(count)
     logger.info("wrote %d baseline predictions to %s", written, out)
     return {"out": out, "num_images": written}
