@@ -124,7 +124,8 @@ def _print_build_summary(summary: dict[str, Any]) -> None:
     rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
             for split, values in splits.items()]
     console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
-    console.out.print(f"Dataset: [bold]{summary['out']}[/]  (tables in {Path(summary['out']) / 'tables'})")
+    out = _display(Path(summary["out"]))
+    console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
 
 
 @evaluate_app.command("coco-cd")
@@ -169,7 +170,7 @@ def _print_eval_summary(result: dict[str, Any]) -> None:
         "gap cat / dog (aligned − counterf.)": f"{_fmt(m['gaps']['cat']['gap'])} / {_fmt(m['gaps']['dog']['gap'])}",
         "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
     }))
-    console.out.print(f"Report: [bold]{result['paths']['report']}[/]")
+    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
 
 
 def _fmt(value: float | None) -> str:

@@ -231,3 +231,21 @@ def test_group_too_small_for_the_requested_sizes(world, tmp_path):
     with pytest.raises(InsufficientDataError, match=r"^group cat·indoor has \d+ items; val \+ test need 40"):
         build(world, out, PARAMS.model_copy(update={"val_per_group": 10, "test_per_group": 30}))
     _assert_untouched(out)
+
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "coco_cd_world_seed3"
+
+
+def test_outputs_match_the_golden_files(built):
+    """Tables and evidence of a fixed world and params, pinned. Regenerate deliberately with
+    SEGBENCH_UPDATE_GOLDEN=1 when a change of output is intended (and bump BUILDER_VERSION)."""
+    import os
+
+    out, _ = built
+    for name in ("context.jsonl", "tables/context_coverage.json", "tables/group_counts.json",
+                 "splits/rho_0.95/train.json"):
+        golden = GOLDEN / name
+        if os.environ.get("SEGBENCH_UPDATE_GOLDEN"):
+            golden.parent.mkdir(parents=True, exist_ok=True)
+            golden.write_bytes((out / name).read_bytes())
+        assert (out / name).read_bytes() == golden.read_bytes(), name
