@@ -73,8 +73,8 @@ def _coco_cd_params(**values: Any):
 @build_app.command("coco-cd")
 def build_coco_cd_command(
     ctx: typer.Context,
-    coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}2017.json "
-                                                           "and the train2017/, val2017/ image folders."),
+    coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}"
+                                                           "2017.json and the train2017/, val2017/ image folders."),
     stuff_root: Path = typer.Option(..., "--stuff-root", help="Folder with stuff_{train,val}2017.json (COCO-Stuff)."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/coco_cd)."),
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,14 @@ class CocoIndex:
         self.info = info or {}
         self.licenses = licenses or []
         self.split_paths: dict[str, str] = {}  # split -> file, for indices merged from several
-        self.anns_by_image: dict[int, list[dict[str, Any]]] = {}
-        for ann in annotations:
-            self.anns_by_image.setdefault(ann["image_id"], []).append(ann)
+
+    @cached_property
+    def anns_by_image(self) -> dict[int, list[dict[str, Any]]]:
+        """image id → its annotations (built on first use: a COCO-Stuff file rarely needs it)."""
+        out: dict[int, list[dict[str, Any]]] = {}
+        for ann in self.annotations:
+            out.setdefault(ann["image_id"], []).append(ann)
+        return out
 
     def category_id(self, name: str) -> int:
         """The id of the category called ``name``; :class:`InputError` listing the names if absent."""
@@ -149,15 +155,23 @@ def load_coco(path: str | Path, *, policy: ImportPolicy) -> CocoIndex:
     annotations: list[dict[str, Any]] = []
     seen: set[int] = set()
     for ann in data["annotations"]:
-        problem = _annotation_problem(ann, images, categories)
-        if problem is None and ann["id"] in seen:
-            problem = "annotation id appears twice"
+        # Fast path for the common valid annotation (a COCO-Stuff file has ~1.3M); the full check
+        # below runs only to explain what is wrong.
+        try:
+            area = ann["area"]
+            valid = (type(ann["id"]) is int and ann["image_id"] in images and ann["category_id"] in categories
+                     and (type(area) is float or type(area) is int) and 0 <= area < math.inf
+                     and "segmentation" in ann and ann["id"] not in seen)
+        except (KeyError, TypeError):
+            valid = False
+        if valid:
+            seen.add(ann["id"])
+            annotations.append(ann)
+            continue
+        problem = _annotation_problem(ann, images, categories) or "annotation id appears twice"
         if problem:
             item = f"annotation {ann.get('id')}" if isinstance(ann, dict) else "annotation"
             policy.handle(AnnotationError(problem, path=path, item=item, hint="fix or remove the annotation"))
-            continue
-        seen.add(ann["id"])
-        annotations.append(ann)
 
     return CocoIndex(
         path=str(path),

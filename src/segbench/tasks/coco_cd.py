@@ -67,11 +67,13 @@ def load_sources(coco_root: Path, stuff_root: Path, policy: ImportPolicy) -> Sou
     return Sources(instances, stuff, files)
 
 
-def class_annotations(instances: CocoIndex, classes: Sequence[str]) -> dict[int, dict[str, list[dict]]]:
-    """image id → class name → that image's annotations of the target classes."""
+def class_annotations(
+    instances: CocoIndex, classes: Sequence[str], annotations: Iterable[dict] | None = None
+) -> dict[int, dict[str, list[dict]]]:
+    """image id → class name → its annotations of the target classes (among ``annotations``, or all)."""
     wanted = {instances.category_id(name): name for name in classes}
     out: dict[int, dict[str, list[dict]]] = {}
-    for ann in instances.annotations:
+    for ann in instances.annotations if annotations is None else annotations:
         name = wanted.get(ann["category_id"])
         if name is not None:
             out.setdefault(ann["image_id"], {}).setdefault(name, []).append(ann)
@@ -233,22 +235,12 @@ def label_mask(instances: CocoIndex, image_id: int, params: CocoCdParams) -> np.
     """The ``size × size`` uint8 label map: background 0, first class 1, second class 2 (wins overlaps)."""
     image = instances.images[image_id]
     label = np.zeros((image["height"], image["width"]), dtype=np.uint8)
-    by_class = class_annotations_of(instances, image_id, params.classes)
+    by_class = class_annotations(instances, params.classes, instances.anns_by_image.get(image_id, [])).get(image_id, {})
     for value, name in enumerate(params.classes, start=1):
         if by_class.get(name):
             rle = union_rle([annotation_rle(a, image, path=instances.path_of(image_id)) for a in by_class[name]])
             label[rle_to_bitmap(rle).astype(bool)] = value
     return resize_nearest(label, (params.size, params.size))
-
-
-def class_annotations_of(instances: CocoIndex, image_id: int, classes: Sequence[str]) -> dict[str, list[dict]]:
-    names = instances.category_names()
-    out: dict[str, list[dict]] = {}
-    for ann in instances.anns_by_image.get(image_id, []):
-        name = names[ann["category_id"]]
-        if name in classes:
-            out.setdefault(name, []).append(ann)
-    return out
 
 
 def png_bytes(array_or_image: np.ndarray | Image.Image, compress_level: int = 6) -> bytes:

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from segbench.errors import InputError
 
 FLOAT_DIGITS = 6
@@ -53,8 +55,12 @@ def canonical_json(value: Any, *, indent: int | None = None) -> str:
     )
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename."""
+def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
+
+    ``durable=False`` skips the per-file fsync: for files inside a :func:`staged_directory`,
+    which syncs once before it swaps the directory in.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -62,8 +68,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -89,13 +96,13 @@ def read_json(path: str | Path) -> Any:
     """Read a JSON file, turning a missing or malformed file into an :class:`InputError`."""
     path = Path(path)
     try:
-        with path.open("rb") as handle:
-            return json.load(handle)
+        # orjson parses COCO-size files about twice as fast as the standard library.
+        return orjson.loads(path.read_bytes())
     except FileNotFoundError:
         raise InputError("file not found", path=path, hint="check the path") from None
     except IsADirectoryError:
         raise InputError("expected a file, found a directory", path=path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except orjson.JSONDecodeError as exc:
         raise InputError(
             f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file"
         ) from None
@@ -146,6 +153,7 @@ def staged_directory(target: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    os.sync()  # one flush for everything written into the stage, before it becomes visible
     previous = target.with_name(f".{target.name}.previous")
     shutil.rmtree(previous, ignore_errors=True)
     if target.exists():

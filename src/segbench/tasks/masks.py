@@ -148,6 +148,7 @@ def resize_nearest(bitmap: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     Values are preserved exactly; the dtype must be uint8 or bool.
     """
     as_bool = bitmap.dtype == bool
-    image = Image.fromarray(bitmap.astype(np.uint8))
+    # pycocotools decodes column-major; PIL copies a non-C-contiguous array 3-4x slower.
+    image = Image.fromarray(np.ascontiguousarray(bitmap, dtype=np.uint8))
     out = np.asarray(image.resize(size, resample=Image.Resampling.NEAREST))
     return out.astype(bool) if as_bool else out
