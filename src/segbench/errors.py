@@ -71,6 +71,10 @@ class ProviderError(SegbenchError):
     """A language or image-editing provider failed or answered outside its contract."""
 
 
+class ServiceError(SegbenchError):
+    """An external service (the Label Studio server, ...) is unreachable or refused the request."""
+
+
 class VersioningError(SegbenchError):
     """A git or DVC operation failed."""
 

@@ -1,0 +1,111 @@
+"""Human annotation rounds: the round record, one annotator's answer, and the aggregated answer.
+
+A round is a saved record under a key (``data/rounds/<key>.json``): what was asked (kind, label
+config, params, overlap), about which items (their ids and images), where (backend and project id)
+and how far it got (status, timestamps, counts). Launch and ingest are separate steps linked by
+that record; ingest writes ``data/rounds/<key>.answers.json``.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class RoundStatus(str, enum.Enum):
+    """created → launched → ingested → closed; any but closed → cancelled. Ingest may repeat."""
+
+    CREATED = "created"
+    LAUNCHED = "launched"
+    INGESTED = "ingested"
+    CLOSED = "closed"
+    CANCELLED = "cancelled"
+
+
+class RoundItem(BaseModel):
+    """One thing people are asked about.
+
+    ``image`` is relative to the data root (e.g. ``coco_cd/images/000000000139.png``); paths that
+    are absolute or climb out of the data root are refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    item_id: str = Field(min_length=1)
+    image: str
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+    data: dict[str, Any] = Field(default_factory=dict, description="extra task fields shown to people")
+
+    @field_validator("image")
+    @classmethod
+    def _inside_data_root(cls, image: str) -> str:
+        path = PurePosixPath(image)
+        if not image or path.is_absolute() or ".." in path.parts or "\\" in image:
+            raise ValueError(f"image path {image!r} must be relative to the data root, without '..'")
+        return path.as_posix()
+
+
+class RoundConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label_config: str = Field(description="template name in segbench.annotation_ui, e.g. coco_cd_context")
+    params: dict[str, Any] = Field(default_factory=dict, description="template parameters")
+    overlap: int = Field(1, ge=1, description="annotators per task")
+
+
+class Round(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    kind: str = Field(description="what the round is for, e.g. coco_cd_context_audit")
+    dataset: str
+    dataset_version: str = Field(description="the dataset's manifest sha256 (or data version) the items come from")
+    config: RoundConfig
+    items: list[RoundItem]
+    backend: Literal["labelstudio", "files"] = "labelstudio"
+    project_id: int | None = Field(None, description="Label Studio project id once launched")
+    status: RoundStatus = RoundStatus.CREATED
+    created_at: str
+    updated_at: str
+    launched_at: str | None = None
+    ingested_at: str | None = None
+    closed_at: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+
+
+class Polygon(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    points: list[tuple[float, float]] = Field(description="(x, y) in pixels of the item's image")
+
+
+class Answer(BaseModel):
+    """Everything one annotator said about one item, as the backend returned it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    item_id: str
+    annotator: str = Field(description="backend-qualified id, e.g. labelstudio:3 or worker:A1B2C3")
+    source_id: str = Field(description="the backend's id of this answer (annotation id, results row)")
+    updated_at: str | None = None
+    choices: dict[str, list[str]] = Field(default_factory=dict, description="control name → chosen labels")
+    polygons: dict[str, list[Polygon]] = Field(default_factory=dict, description="control name → polygons")
+
+
+class ItemAnswer(BaseModel):
+    """The aggregated answer of one item: a majority per choice control, polygons per annotator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    annotators: list[str]
+    majority: dict[str, str | None] = Field(description="control → majority label (None on a tie)")
+    agreement: dict[str, float] = Field(description="control → share of annotators with the majority")
+    polygons: dict[str, dict[str, list[Polygon]]] = Field(
+        default_factory=dict, description="control → annotator → polygons (kept per annotator)"
+    )
