@@ -8,6 +8,7 @@ traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import typer
 from pydantic import ValidationError
 
 from segbench import console
+from segbench.cli_rounds import print_ingest
+from segbench.cli_rounds import app as rounds_app
 from segbench.errors import OnError, SegbenchError
 from segbench.settings import Settings, configure_runtime, load_settings
 
@@ -27,6 +30,7 @@ build_app = typer.Typer(help="Build a dataset into the data root.", no_args_is_h
 evaluate_app = typer.Typer(help="Evaluate predictions on a published dataset version.", no_args_is_help=True)
 app.add_typer(build_app, name="build")
 app.add_typer(evaluate_app, name="evaluate")
+app.add_typer(rounds_app, name="rounds")
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -45,6 +49,8 @@ def _root(
                                  callback=lambda value: _print_version() if value else None),
 ) -> None:
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
+    if config is not None:  # flows read their secrets from the settings themselves
+        os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
     ctx.obj = {"settings": settings}
 
@@ -231,6 +237,7 @@ def demo(
     result = _run(run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                   seed=seed, dvc_remote=settings.dvc_remote)
     _print_build_summary(result["coco_cd"])
+    print_ingest(result["audit"])
     _print_publish_summary(result["publish"])
     _print_eval_summary(result["evaluation"])
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")

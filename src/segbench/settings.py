@@ -43,6 +43,7 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = None
     label_studio_url: str = "http://127.0.0.1:8089"
     label_studio_token: SecretStr | None = None
+    label_studio_files: Path | None = None
     dvc_remote: str | None = None
     telemetry: bool = False
 
@@ -52,6 +53,8 @@ class Settings(BaseSettings):
         self.prefect_home = self.prefect_home or self.work_dir / "prefect"
         self.prefect_result_storage = self.prefect_result_storage or self.prefect_home / "results"
         self.cache_dir = self.cache_dir or self.data_root / "cache"
+        # The only folder the server serves files from; rounds copy their images into it.
+        self.label_studio_files = self.label_studio_files or self.work_dir / "label-studio" / "files"
         return self
 
     @classmethod

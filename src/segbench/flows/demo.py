@@ -1,8 +1,9 @@
 """The demo: the whole product on a generated world, offline and without keys.
 
-Generates the demo world, builds every dataset that exists, publishes a DVC version of the data
-root (to a local remote under the work dir unless one is configured), predicts with the
-context-biased baseline and evaluates it.
+Generates the demo world, builds every dataset that exists, runs the COCO-CD context audit as a
+files-backend round answered by simulated workers, publishes a DVC version of the data root (to a
+local remote under the work dir unless one is configured), predicts with the context-biased
+baseline and evaluates it.
 """
 
 from __future__ import annotations
@@ -14,14 +15,31 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.flows.coco_cd import build_coco_cd
+from segbench.flows.coco_cd_audit import create_coco_cd_audit
 from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
 from segbench.flows.publish import publish_data
+from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.tasks import versioning
+from segbench.tasks.coco_cd_audit import CONTROL, LABELS
 from segbench.tasks.demo_world import generate_demo_world
+from segbench.tasks.io import read_json
+from segbench.tasks.simulated_crowd import simulate_results, write_results_csv
 
 # The demo world has 40-95 images per group: 10 val and 20 test per group leave room for ρ = 0.95.
 DEMO_COCO_CD = {"val_per_group": 10, "test_per_group": 20}
+AUDIT_KEY = "demo-context-audit"
+
+
+@flow(name="demo-context-audit")
+def run_audit(data_root: Path, world: Path, seed: int) -> dict[str, Any]:
+    """The context audit on 5 validation images per group, answered by 3 simulated workers."""
+    create_coco_cd_audit(data_root, AUDIT_KEY, per_group=5, seed=seed, backend="files", overlap=3, overwrite=True)
+    round_ = launch_round(data_root, AUDIT_KEY)
+    truth = {str(r["image_id"]): r["expected_context"] for r in read_json(world / "demo_world.json")["images"]}
+    rows = simulate_results(round_, truth, control=CONTROL, labels=LABELS, workers=3, noise=0.1, seed=seed)
+    write_results_csv(rows, files_dir(data_root, AUDIT_KEY) / "results" / "simulated-workers.csv")
+    return ingest_round(data_root, AUDIT_KEY)
 
 
 @task(name="generate-demo-world", cache_policy=NO_CACHE)
@@ -46,6 +64,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_rem
     repo, data_root, work_dir = Path(repo).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
     world = generate_world(work_dir / "demo-world", seed)
     coco_cd = build_coco_cd(world, world, data_root / "coco_cd", CocoCdParams(**DEMO_COCO_CD))
+    audit = run_audit(data_root, world, seed)
 
     versioning.ensure_repo(repo, init_git=not _inside_git(repo))
     if dvc_remote is None and versioning.default_remote(repo) is None:
@@ -63,11 +82,13 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_rem
         "coco_cd": coco_cd,
         "publish": record,
         "evaluation": evaluation,
+        "audit": audit,
         "paths": {
             "demo world (inputs)": world,
             "COCO-CD": data_root / "coco_cd",
             "COCO-CD tables": data_root / "coco_cd" / "tables",
             "baseline predictions": predictions,
+            "context audit": audit["reports"]["audit_markdown"],
             "evaluation report": evaluation["paths"]["report"],
             "DVC pointer": repo / f"{data_dir}.dvc",
         },

@@ -1,0 +1,395 @@
+"""Conversions between annotation backends and segbench answer records.
+
+Label Studio's JSON export and AMT-style results rows (the files backend) become
+:class:`~segbench.schemas.rounds.Answer` records; a round's items become AMT-style task files;
+:func:`merge_answers` makes re-ingest converge. Every function is pure apart from the file reads and
+writes it is named for.
+
+What does not belong here: HTTP (``client.py`` alone talks to Label Studio), round status
+(``rounds.py``) and aggregation or agreement (``segbench.tasks.agreement``).
+
+Checks run per answer (one Label Studio annotation, one results row). A bad answer goes to the
+:class:`ImportPolicy`: raised, or skipped whole and recorded in its report. A partly kept answer
+would misrepresent what the annotator said, so nothing is dropped from inside an answer.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from segbench.errors import AnnotationError, ImportPolicy, InputError
+from segbench.schemas.rounds import Answer, Polygon, Round
+from segbench.tasks.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+# Label Studio stores points as floats in percent; its front end can leave float noise just
+# beyond the border when a point is snapped to it.
+PERCENT_TOLERANCE = 1e-6
+# Half a pixel: a point drawn on the border pixel may legitimately land up to its outer edge.
+PIXEL_TOLERANCE = 0.5
+FILES_REQUIRED = ("WorkerId", "AssignmentId", "Input.item_id")
+TASK_COLUMNS = ("item_id", "image", "width", "height")
+LABEL_SEPARATOR = "|"
+
+Allowed = Mapping[str, set[str]] | None
+
+
+# --- Label Studio ------------------------------------------------------------------------------------
+
+def answers_from_labelstudio(
+    export: list[dict[str, Any]],
+    round: Round,
+    policy: ImportPolicy,
+    *,
+    allowed: Allowed = None,
+    source: str | Path | None = None,
+) -> list[Answer]:
+    """One Answer per non-cancelled annotation of a Label Studio JSON export.
+
+    Choices come from ``choices`` results (``value.choices``), polygons from ``polygonlabels``
+    results, converted from percent to pixels of the round item's width and height.
+
+    Args:
+        export: the export (a list of tasks, each with ``data.item_id`` and ``annotations``).
+        round: the round the tasks belong to.
+        policy: fail on the first bad annotation, or skip it into ``policy.report``.
+        allowed: control name → allowed labels; None accepts any control and label.
+        source: where the export came from (a file, a project URL), named in errors.
+
+    Returns:
+        The answers, sorted by (item_id, annotator, source_id).
+
+    Raises:
+        AnnotationError: under a fail policy, for a task whose item is not in the round, an
+            unknown control or label, a polygon with fewer than 3 points or without exactly one
+            label, a point outside the image, an ``original_width/height`` that disagrees with the
+            item, or a result type segbench does not read.
+    """
+    items = {item.item_id: item for item in round.items}
+    answers, cancelled = [], 0
+    for task in export:
+        for annotation in task.get("annotations") or []:
+            if annotation.get("was_cancelled"):
+                cancelled += 1  # the annotator pressed "skip": no answer, not an error
+                continue
+            where = f"task {task.get('id')} / annotation {annotation.get('id')}"
+            try:
+                answers.append(_labelstudio_answer(task, annotation, items, allowed, where, source))
+            except AnnotationError as error:
+                policy.handle(error)
+    if cancelled:
+        logger.info("round %s: %d cancelled Label Studio annotations carry no answer", round.key, cancelled)
+    return sorted(answers, key=_order)
+
+
+def _labelstudio_answer(task, annotation, items, allowed, where, source) -> Answer:
+    def fail(message: str, hint: str | None = None) -> AnnotationError:
+        return AnnotationError(message, path=source, item=where, hint=hint)
+
+    item_id = (task.get("data") or {}).get("item_id")
+    if item_id is None or str(item_id) not in items:
+        raise fail(f"task item_id {item_id!r} is not an item of this round",
+                   hint="export the round's own project, or check the tasks' item_id field")
+    item = items[str(item_id)]
+    choices: dict[str, list[str]] = {}
+    polygons: dict[str, list[Polygon]] = {}
+    for result in annotation.get("result") or []:
+        kind, control = result.get("type"), result.get("from_name", "")
+        value = result.get("value") or {}
+        if kind == "choices":
+            labels = [str(label) for label in value.get("choices") or []]
+            _check_labels(control, labels, allowed, fail)
+            choices[control] = sorted(set(choices.get(control, [])) | set(labels))
+        elif kind == "polygonlabels":
+            labels = [str(label) for label in value.get("polygonlabels") or []]
+            _check_labels(control, labels, allowed, fail)
+            if len(labels) != 1:
+                raise fail(f"polygon {result.get('id')} has {len(labels)} labels; a polygon needs exactly one")
+            points = _polygon_pixels(result, item.width, item.height, fail)
+            polygons.setdefault(control, []).append(Polygon(label=labels[0], points=points))
+        else:
+            raise fail(f"result type {kind!r} (control {control!r}) is not read by segbench; "
+                       "only choices and polygonlabels are", hint="use a segbench label config")
+    completed_by = annotation.get("completed_by")
+    if isinstance(completed_by, dict):  # exports made with user details inline the user object
+        completed_by = completed_by.get("id")
+    return Answer(
+        item_id=item.item_id,
+        annotator=f"labelstudio:{completed_by}",
+        source_id=f"labelstudio:{annotation.get('id')}",
+        updated_at=annotation.get("updated_at") or annotation.get("created_at"),
+        choices=dict(sorted(choices.items())),
+        polygons=dict(sorted(polygons.items())),
+    )
+
+
+def _polygon_pixels(result: dict, width: int, height: int, fail) -> list[tuple[float, float]]:
+    """Percent points → pixels of the round item, checking size agreement and bounds."""
+    rid = result.get("id")
+    for name, expected in (("original_width", width), ("original_height", height)):
+        got = result.get(name)
+        if got is not None and int(got) != expected:
+            raise fail(f"polygon {rid}: {name} is {got} but the round item is {width}x{height}",
+                       hint="the image shown differs from the round's image; relaunch the round with the right files")
+    raw = (result.get("value") or {}).get("points") or []
+    if len(raw) < 3:
+        raise fail(f"polygon {rid} has {len(raw)} points; a polygon needs at least 3 (x, y) pairs")
+    points = []
+    for x_pct, y_pct in raw:
+        x, y = float(x_pct) * width / 100.0, float(y_pct) * height / 100.0
+        outside_pct = not all(-PERCENT_TOLERANCE <= v <= 100 + PERCENT_TOLERANCE for v in (x_pct, y_pct))
+        outside_px = not (-PIXEL_TOLERANCE <= x <= width + PIXEL_TOLERANCE
+                          and -PIXEL_TOLERANCE <= y <= height + PIXEL_TOLERANCE)
+        if outside_pct or outside_px:
+            raise fail(f"polygon {rid}: point ({x_pct}%, {y_pct}%) = ({x:.1f}, {y:.1f}) px lies outside "
+                       f"the {width}x{height} image; points must be within [0, 100] percent")
+        # Clamp what the tolerance let through, and round now so that the answers file read back
+        # compares equal to a fresh conversion (canonical JSON keeps FLOAT_DIGITS).
+        points.append((round(min(max(x, 0.0), width), FLOAT_DIGITS), round(min(max(y, 0.0), height), FLOAT_DIGITS)))
+    return points
+
+
+def _check_labels(control: str, labels: list[str], allowed: Allowed, fail) -> None:
+    if allowed is None:
+        return
+    if control not in allowed:
+        raise fail(f"control {control!r} is not in the label config (controls: {', '.join(sorted(allowed))})")
+    unknown = sorted(set(labels) - set(allowed[control]))
+    if unknown:
+        raise fail(f"label {unknown[0]!r} is not allowed for control {control!r} "
+                   f"(allowed: {', '.join(sorted(allowed[control]))})")
+
+
+# --- files backend (AMT-style) -----------------------------------------------------------------------
+
+def answers_from_files(
+    rows: list[dict[str, Any]], round: Round, policy: ImportPolicy, allowed: Allowed = None
+) -> list[Answer]:
+    """One Answer per AMT-style results row.
+
+    A row has ``WorkerId``, ``AssignmentId``, ``Input.item_id`` and ``Answer.<control>`` columns
+    holding a label (several separated by ``|``; empty = no answer for that control). Rows whose
+    ``AssignmentStatus`` is ``Rejected`` were refused by the requester and are left out (counted
+    in a warning). ``SubmitTime`` becomes ``updated_at``.
+
+    Raises:
+        AnnotationError: under a fail policy, for a row missing a required column, an item not in
+            the round, or an unknown control or label (the error names the row and assignment).
+    """
+    items = {item.item_id for item in round.items}
+    answers, rejected = [], 0
+    for index, row in enumerate(rows, start=1):
+        if str(row.get("AssignmentStatus", "")).strip().lower() == "rejected":
+            rejected += 1
+            continue
+        where = f"row {index} / assignment {row.get('AssignmentId')}"
+        try:
+            answers.append(_files_answer(row, items, allowed, where))
+        except AnnotationError as error:
+            policy.handle(error)
+    if rejected:
+        logger.warning("round %s: left out %d rejected assignments", round.key, rejected)
+    return sorted(answers, key=_order)
+
+
+def _files_answer(row: Mapping[str, Any], items: set[str], allowed: Allowed, where: str) -> Answer:
+    def fail(message: str, hint: str | None = None) -> AnnotationError:
+        return AnnotationError(message, item=where, hint=hint)
+
+    for column in FILES_REQUIRED:
+        if _cell(row.get(column)) == "":
+            raise fail(f"column {column!r} is missing or empty")
+    item_id = _cell(row["Input.item_id"])
+    if item_id not in items:
+        raise fail(f"Input.item_id {item_id!r} is not an item of this round",
+                   hint="the results file belongs to another round")
+    choices = {}
+    for column, value in row.items():
+        if not column.startswith("Answer."):
+            continue
+        labels = _labels(value)
+        if labels:
+            control = column[len("Answer."):]
+            _check_labels(control, labels, allowed, fail)
+            choices[control] = sorted(set(labels))
+    return Answer(
+        item_id=item_id,
+        annotator=f"worker:{_cell(row['WorkerId'])}",
+        source_id=f"files:{_cell(row['AssignmentId'])}",
+        updated_at=_cell(row.get("SubmitTime")) or None,
+        choices=dict(sorted(choices.items())),
+    )
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _labels(value: Any) -> list[str]:
+    if isinstance(value, list):
+        parts = [_cell(v) for v in value]
+    else:
+        parts = [p.strip() for p in _cell(value).split(LABEL_SEPARATOR)]
+    return [p for p in parts if p]
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """Read a results file of the files backend: CSV (with a header) or JSON (a list of rows).
+
+    Raises:
+        InputError: the file is missing, unreadable or malformed, or a row lacks one of
+            ``WorkerId``, ``AssignmentId``, ``Input.item_id`` or has no ``Answer.<control>``
+            column (the message names the file, the row and the column).
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        rows = read_json(path)
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise InputError("expected a JSON list of results rows (objects)", path=path)
+        for index, row in enumerate(rows, start=1):
+            _check_columns(row.keys(), path, f"row {index}")
+        return rows
+    if path.suffix.lower() != ".csv":
+        raise InputError(f"unknown results format {path.suffix!r}; expected .csv or .json", path=path)
+    try:
+        # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", path=path, hint="check the path") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", path=path, hint="save the file as UTF-8 CSV") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not reader.fieldnames:
+        raise InputError("no header row", path=path, hint="export the results with their column names")
+    _check_columns(reader.fieldnames, path, "header")
+    try:
+        rows = []
+        for row in reader:
+            if None in row:  # csv.DictReader puts cells beyond the header under the key None
+                raise InputError(f"row {reader.line_num - 1} has more cells than the header", path=path)
+            rows.append(dict(row))
+        return rows
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV at line {reader.line_num}: {exc}", path=path) from None
+
+
+def _check_columns(columns: Iterable[str], path: Path, where: str) -> None:
+    columns = set(columns)
+    for column in FILES_REQUIRED:
+        if column not in columns:
+            raise InputError(f"{where}: column {column!r} is missing", path=path,
+                             hint=f"a results row needs {', '.join(FILES_REQUIRED)} and Answer.<control> columns")
+    if not any(c.startswith("Answer.") for c in columns):
+        raise InputError(f"{where}: no Answer.<control> column", path=path,
+                         hint="name answer columns Answer.<control>, e.g. Answer.context")
+
+
+def write_file_tasks(round: Round, out_dir: str | Path) -> list[Path]:
+    """Write the round's tasks for an external crowd: ``tasks.csv`` (AMT input format) and ``tasks.json``.
+
+    Columns: ``item_id``, ``image`` (relative to the data root), ``width``, ``height``, then the
+    item's ``data`` fields flattened (nested keys joined with ``.``, lists as JSON), sorted. Both
+    files hold the same rows in the round's item order; JSON keeps the values' types.
+
+    Raises:
+        InputError: a data field would overwrite one of the four task columns.
+    """
+    rows = []
+    for item in round.items:
+        extra = _flatten(item.data)
+        clash = sorted(set(extra) & set(TASK_COLUMNS))
+        if clash:
+            raise InputError(f"data field {clash[0]!r} clashes with a task column", item=f"item {item.item_id}",
+                             hint=f"rename the field; {', '.join(TASK_COLUMNS)} are reserved")
+        rows.append({"item_id": item.item_id, "image": item.image, "width": item.width, "height": item.height,
+                     **extra})
+    extras = sorted({k for row in rows for k in row} - set(TASK_COLUMNS))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=[*TASK_COLUMNS, *extras], lineterminator="\n", restval="")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_value(v) for k, v in row.items()})
+    out_dir = Path(out_dir)
+    return [atomic_write_text(out_dir / "tasks.csv", buffer.getvalue()),
+            write_json(out_dir / "tasks.json", rows, indent=1)]
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return canonical_json(value)
+    if value is None:
+        return ""
+    return value
+
+
+# --- re-ingest -----------------------------------------------------------------------------------------
+
+def merge_answers(old: list[Answer], new: list[Answer]) -> list[Answer]:
+    """Merge freshly fetched answers into the saved ones so that re-ingest converges.
+
+    Keyed by ``source_id`` (the backend's own answer id): an answer only in ``old`` is kept, one
+    only in ``new`` is added, and for one in both the newer ``updated_at`` wins. Ties, and
+    timestamps that are missing or not ISO 8601, go to ``new``: the latest fetch is the backend's
+    current state. Merging the same fetch twice therefore returns the same list.
+
+    Returns:
+        Answers without duplicate source ids, sorted by (item_id, annotator, source_id).
+    """
+    merged: dict[str, Answer] = {}
+    for answer in [*old, *new]:
+        current = merged.get(answer.source_id)
+        if current is None or not _older(answer, current):
+            merged[answer.source_id] = answer
+    return sorted(merged.values(), key=_order)
+
+
+def merge_counts(old: list[Answer], new: list[Answer]) -> dict[str, int]:
+    """What :func:`merge_answers` does: ``added``, ``updated``, ``unchanged`` and ``kept`` (only in old)."""
+    before = {a.source_id: a for a in old}
+    after = {a.source_id: a for a in merge_answers(old, new)}
+    fetched = {a.source_id for a in new}
+    return {
+        "added": sum(1 for s in after if s not in before),
+        "updated": sum(1 for s in after if s in before and after[s] != before[s]),
+        "unchanged": sum(1 for s in after if s in before and s in fetched and after[s] == before[s]),
+        "kept": sum(1 for s in before if s not in fetched),
+    }
+
+
+def _older(candidate: Answer, current: Answer) -> bool:
+    """True when ``candidate`` is strictly older than ``current`` by comparable timestamps."""
+    a, b = _timestamp(candidate.updated_at), _timestamp(current.updated_at)
+    return a is not None and b is not None and a < b
+
+
+def _timestamp(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    # Label Studio writes UTC with a Z; a naive time is taken as UTC so the two compare.
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _order(answer: Answer) -> tuple[str, str, str]:
+    return (answer.item_id, answer.annotator, answer.source_id)

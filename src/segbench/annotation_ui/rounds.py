@@ -1,0 +1,268 @@
+"""Round records on disk and the status transitions between them.
+
+A round is a saved record under a key (``data/rounds/<key>.json``, see
+:mod:`segbench.schemas.rounds`). :class:`RoundStore` reads and writes those records atomically;
+the ``mark_*`` functions are pure: they take a round and a timestamp and return a new round, or
+raise :class:`RoundStateError` naming the round, its status and the steps it allows.
+
+What does not belong here: talking to Label Studio (``client.py``), converting backend answers
+(``convert.py``), aggregation (``segbench.tasks.agreement``) and reading the clock (flows pass
+``now`` in, so these functions stay testable without dates).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from segbench.errors import InputError, RoundStateError
+from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
+from segbench.tasks.io import read_json, write_json
+
+__all__ = [
+    "RoundStatus",
+    "RoundStore",
+    "mark_cancelled",
+    "mark_closed",
+    "mark_ingested",
+    "mark_launched",
+    "new_round",
+]
+
+logger = logging.getLogger(__name__)
+
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the same rule as Round.key
+_ANSWERS_SUFFIX = ".answers"
+
+# Which status each status may move to. Launch and ingest may repeat (a relaunch imports what is
+# missing, a re-ingest converges); cancelling twice is harmless; closed and cancelled are final.
+_NEXT: dict[RoundStatus, tuple[RoundStatus, ...]] = {
+    RoundStatus.CREATED: (RoundStatus.LAUNCHED, RoundStatus.CANCELLED),
+    RoundStatus.LAUNCHED: (RoundStatus.LAUNCHED, RoundStatus.INGESTED, RoundStatus.CANCELLED),
+    RoundStatus.INGESTED: (RoundStatus.INGESTED, RoundStatus.CLOSED, RoundStatus.CANCELLED),
+    RoundStatus.CLOSED: (),
+    RoundStatus.CANCELLED: (RoundStatus.CANCELLED,),
+}
+
+# Fields that define what a round asks; two rounds with equal values here are the same round.
+_DEFINITION = ("kind", "dataset", "dataset_version", "config", "items", "backend")
+
+
+class RoundStore:
+    """Round records as ``root/<key>.json`` (``root`` is ``data/rounds``).
+
+    Answers of a round live next to it in ``root/<key>.answers.json``; the store only names that
+    path, the ingest step writes it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        """The record file of ``key`` (the key is checked, so it can never leave ``root``)."""
+        return self.root / f"{_check_key(key)}.json"
+
+    def answers_path(self, key: str) -> Path:
+        return self.root / f"{_check_key(key)}{_ANSWERS_SUFFIX}.json"
+
+    def keys(self) -> list[str]:
+        """Keys of the saved rounds, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(
+            p.name[: -len(".json")]
+            for p in self.root.glob("*.json")
+            if p.is_file() and not p.name.endswith(f"{_ANSWERS_SUFFIX}.json")
+        )
+
+    def exists(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def create(self, round: Round, overwrite: bool = False) -> Round:
+        """Save a new round under its key.
+
+        Raises:
+            RoundStateError: a round with that key exists and ``overwrite`` is false. The message
+                says whether the existing round asks the same thing (then load it) or what differs.
+        """
+        if self.exists(round.key) and not overwrite:
+            existing = self.load(round.key)
+            differs = [name for name in _DEFINITION if getattr(existing, name) != getattr(round, name)]
+            what = (
+                f"a different round (differs in: {', '.join(differs)})"
+                if differs
+                else "the same definition; load it instead of creating it again"
+            )
+            raise RoundStateError(
+                f"round {round.key!r} already exists (status {existing.status.value}) with {what}",
+                path=self.path(round.key),
+                hint="choose another key, or pass overwrite=True to replace the record "
+                "(its answers file is kept; a Label Studio project is not deleted)",
+            )
+        return self.save(round)
+
+    def load(self, key: str) -> Round:
+        """The saved round ``key``.
+
+        Raises:
+            InputError: no such round (the message lists the existing keys), or the record is
+                malformed.
+        """
+        path = self.path(key)
+        if not path.is_file():
+            existing = ", ".join(self.keys()) or "none"
+            raise InputError(
+                f"no round with key {key!r}",
+                path=path,
+                hint=f"existing rounds: {existing}; create one with `segbench rounds create`",
+            )
+        try:
+            return Round.model_validate(read_json(path))
+        except ValidationError as exc:
+            raise InputError(f"not a valid round record ({exc.error_count()} errors: {_first_error(exc)})",
+                             path=path, hint="restore the file from version control") from None
+
+    def save(self, round: Round) -> Round:
+        """Write the record atomically (a crash leaves the previous record intact)."""
+        write_json(self.path(round.key), round.model_dump(mode="json"), indent=2)
+        return round
+
+    def list(self) -> list[Round]:
+        """Every saved round, sorted by key."""
+        return [self.load(key) for key in self.keys()]
+
+
+def new_round(
+    key: str,
+    kind: str,
+    dataset: str,
+    dataset_version: str,
+    config: RoundConfig,
+    items: Iterable[RoundItem],
+    backend: Literal["labelstudio", "files"],
+    now: str,
+) -> Round:
+    """A round in status ``created``.
+
+    Raises:
+        InputError: no items, duplicate item ids, a key that is not a file-safe name, or any other
+            field the schema refuses (the message names it).
+    """
+    items = list(items)
+    _check_key(key)
+    if not items:
+        raise InputError("a round needs at least one item", item=f"round {key}",
+                         hint="check the selection the round was built from")
+    seen: set[str] = set()
+    duplicates = sorted({i.item_id for i in items if i.item_id in seen or seen.add(i.item_id)})
+    if duplicates:
+        shown = ", ".join(duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
+        raise InputError(f"item ids must be unique; repeated: {shown}", item=f"round {key}",
+                         hint="deduplicate the selection before creating the round")
+    try:
+        return Round(key=key, kind=kind, dataset=dataset, dataset_version=dataset_version, config=config,
+                     items=items, backend=backend, created_at=now, updated_at=now)
+    except ValidationError as exc:
+        raise InputError(f"invalid round: {_first_error(exc)}", item=f"round {key}") from None
+
+
+def mark_launched(round: Round, project_id: int | None, now: str) -> Round:
+    """created or launched → launched.
+
+    A relaunch keeps the round's project (it never creates a second one) and its first
+    ``launched_at``. Label Studio rounds need a project id; files rounds have none.
+
+    Raises:
+        RoundStateError: the status does not allow a launch, the project id does not fit the
+            backend, or a relaunch names a different project.
+    """
+    check_step(round, RoundStatus.LAUNCHED, "launch")
+    if round.backend == "labelstudio" and project_id is None:
+        raise RoundStateError(f"round {round.key!r} is a Label Studio round; launching it needs a project id",
+                              item=f"round {round.key}")
+    if round.backend == "files" and project_id is not None:
+        raise RoundStateError(f"round {round.key!r} uses the files backend; it has no project (got {project_id})",
+                              item=f"round {round.key}")
+    if round.project_id is not None and project_id != round.project_id:
+        raise RoundStateError(
+            f"round {round.key!r} was launched as project {round.project_id}; a relaunch reuses it (got {project_id})",
+            item=f"round {round.key}",
+            hint="relaunch into the same project, or create a new round under another key",
+        )
+    return round.model_copy(update={
+        "status": RoundStatus.LAUNCHED,
+        "project_id": project_id,
+        "launched_at": round.launched_at or now,
+        "updated_at": now,
+    })
+
+
+def mark_ingested(round: Round, counts: Mapping[str, int], now: str) -> Round:
+    """launched or ingested → ingested; ``counts`` replace the previous counts (ingest may repeat).
+
+    Raises:
+        RoundStateError: the status does not allow an ingest.
+    """
+    check_step(round, RoundStatus.INGESTED, "ingest")
+    return round.model_copy(update={
+        "status": RoundStatus.INGESTED,
+        "counts": dict(sorted(counts.items())),
+        "ingested_at": now,
+        "updated_at": now,
+    })
+
+
+def mark_closed(round: Round, now: str) -> Round:
+    """ingested → closed: the answers are final.
+
+    Raises:
+        RoundStateError: the round has not been ingested, or is already closed or cancelled.
+    """
+    check_step(round, RoundStatus.CLOSED, "close")
+    return round.model_copy(update={"status": RoundStatus.CLOSED, "closed_at": now, "updated_at": now})
+
+
+def mark_cancelled(round: Round, now: str) -> Round:
+    """Any status but closed → cancelled (``updated_at`` records when).
+
+    Raises:
+        RoundStateError: the round is closed.
+    """
+    check_step(round, RoundStatus.CANCELLED, "cancel")
+    return round.model_copy(update={"status": RoundStatus.CANCELLED, "updated_at": now})
+
+
+def check_step(round: Round, target: RoundStatus, verb: str) -> None:
+    """Raise a RoundStateError naming the round, its status and what it allows, unless allowed."""
+    allowed = _NEXT[round.status]
+    if target in allowed:
+        return
+    needs = [s.value for s, nexts in _NEXT.items() if target in nexts]
+    next_steps = ", ".join(s.value for s in allowed) or "none (the round is final)"
+    raise RoundStateError(
+        f"cannot {verb} round {round.key!r}: its status is {round.status.value}; "
+        f"{verb} needs status {' or '.join(needs)}; allowed next: {next_steps}",
+        item=f"round {round.key}",
+        hint="create a new round under another key" if not allowed else None,
+    )
+
+
+def _check_key(key: str) -> str:
+    if not isinstance(key, str) or not _KEY.match(key) or key.endswith(_ANSWERS_SUFFIX):
+        raise InputError(
+            f"invalid round key {key!r}: use letters, digits, '_', '.', '-', starting with a letter or digit, "
+            f"not ending in {_ANSWERS_SUFFIX!r}",
+            hint="pick a key such as coco_cd_audit_2026-01",
+        )
+    return key
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]

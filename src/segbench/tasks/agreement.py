@@ -1,0 +1,222 @@
+"""Aggregation of annotators' answers and inter-annotator agreement (Cohen's and Fleiss' kappa).
+
+Pure functions over :class:`~segbench.schemas.rounds.Answer` records: no files, no backend, no
+Prefect. Reading answers and writing reports belong to the round flows; converting backend exports
+belongs to ``segbench.annotation_ui.convert``.
+
+Conventions shared by every function here:
+
+* One vote per annotator and item. When an annotator answered an item more than once (two Label
+  Studio annotations by the same user), the latest ``updated_at`` counts (then the largest
+  ``source_id``), so duplicates never weigh twice.
+* A choice answer with several labels counts as one category, the sorted labels joined by ``|``.
+* Undefined statistics are ``None``, never NaN (canonical JSON has no NaN, and a NaN compares
+  unequal to itself in tests).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from segbench.schemas.rounds import Answer, ItemAnswer, Polygon
+
+# Chance agreement this close to 1 makes kappa 0/0: every rating used the same category.
+_DEGENERATE = 1e-12
+
+
+def aggregate(answers: Iterable[Answer], controls: Sequence[str]) -> list[ItemAnswer]:
+    """Majority label per item and choice control; polygons kept per annotator.
+
+    Tie rule: when two or more labels share the highest number of votes, there is no majority
+    (``None``); the agreement is still the top share. A control nobody answered on an item is
+    absent from that item's ``majority`` and ``agreement``.
+
+    Agreement is the share of the item's annotators (everyone who answered the item, on any
+    control) who chose the majority label; an annotator who left the control empty counts as not
+    agreeing.
+
+    Args:
+        answers: answers of one round, any order.
+        controls: the choice controls to aggregate.
+
+    Returns:
+        One ItemAnswer per answered item, sorted by item id; annotators sorted.
+    """
+    out = []
+    for item_id, by_annotator in sorted(_votes_by_item(answers).items()):
+        annotators = sorted(by_annotator)
+        majority: dict[str, str | None] = {}
+        agreement: dict[str, float] = {}
+        for control in controls:
+            labels = [_category(a.choices[control]) for a in by_annotator.values() if a.choices.get(control)]
+            if not labels:
+                continue
+            label, top = _majority(labels)
+            majority[control] = label
+            agreement[control] = top / len(annotators)
+        polygons: dict[str, dict[str, list[Polygon]]] = {}
+        for annotator in annotators:
+            for control, shapes in by_annotator[annotator].polygons.items():
+                polygons.setdefault(control, {})[annotator] = list(shapes)
+        out.append(ItemAnswer(item_id=item_id, annotators=annotators, majority=majority, agreement=agreement,
+                              polygons=dict(sorted(polygons.items()))))
+    return out
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
+    """Cohen's kappa of two raters who labelled the same items (``a[i]`` and ``b[i]`` rate item i).
+
+    κ = (p_o − p_e) / (1 − p_e), with p_o the share of items where they agree and p_e the chance
+    agreement Σ_k p_a(k)·p_b(k) from each rater's own label frequencies.
+
+    Returns:
+        κ, or None when undefined: no items, or p_e = 1 (both raters used one and the same label).
+
+    Raises:
+        ValueError: the two sequences have different lengths.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"Cohen's kappa needs the same items for both raters; got {len(a)} and {len(b)} ratings")
+    if not a:
+        return None
+    n = len(a)
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    count_a, count_b = Counter(a), Counter(b)
+    expected = sum(count_a[k] * count_b[k] for k in count_a) / (n * n)
+    return _kappa(observed, expected)
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[str]]) -> float | None:
+    """Fleiss' kappa of items × ratings, each item rated by the same number n ≥ 2 of raters.
+
+    The raters may differ from item to item (as on crowd platforms). Categories come from the
+    data. With n_ij the number of ratings of item i in category j (N items):
+    P_i = (Σ_j n_ij² − n) / (n(n − 1)), P̄ = mean P_i, p_j = Σ_i n_ij / (N n), P_e = Σ_j p_j²,
+    κ = (P̄ − P_e) / (1 − P_e).
+
+    Returns:
+        κ, or None when undefined: no items, or P_e = 1 (every rating has the same label).
+
+    Raises:
+        ValueError: items have different numbers of ratings, or fewer than 2.
+    """
+    if not ratings:
+        return None
+    sizes = {len(r) for r in ratings}
+    if len(sizes) != 1 or min(sizes) < 2:
+        raise ValueError(f"Fleiss' kappa needs the same number (at least 2) of ratings per item; got {sorted(sizes)}")
+    n = sizes.pop()
+    categories = sorted({label for item in ratings for label in item})
+    index = {label: j for j, label in enumerate(categories)}
+    counts = np.zeros((len(ratings), len(categories)), dtype=np.int64)  # (N items, k categories)
+    for i, item in enumerate(ratings):
+        for label in item:
+            counts[i, index[label]] += 1
+    per_item = ((counts**2).sum(axis=1) - n) / (n * (n - 1))  # (N,)
+    shares = counts.sum(axis=0) / (len(ratings) * n)  # (k,)
+    return _kappa(float(per_item.mean()), float((shares**2).sum()))
+
+
+def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]:
+    """Agreement on one choice control, with the kappa that fits how the round was rated.
+
+    Choice rule:
+
+    * Cohen's κ when every rated item has exactly two ratings and they come from the same two
+      annotators everywhere; rater A is the one whose id sorts first, so pairs line up.
+    * Fleiss' κ when every rated item has the same number n ≥ 2 of ratings (annotators may
+      differ per item).
+    * Otherwise no kappa, with the reason (items rated by different numbers of people, or by
+      one person only).
+
+    Returns:
+        ``control``, ``method`` ("cohen", "fleiss" or None), ``kappa`` (None when not computed or
+        undefined), ``reason`` (why there is no kappa, else None), ``items`` (rated items),
+        ``annotators`` (distinct), ``raters`` (the two ids, Cohen only), ``mean_agreement``
+        (mean share of an item's ratings that chose its most frequent label, over items with at
+        least two ratings; None if there are none) and ``items_by_ratings`` (number of ratings →
+        number of items, keys as strings for JSON).
+    """
+    rated: dict[str, dict[str, str]] = {}  # item → annotator → category
+    for item_id, by_annotator in _votes_by_item(answers).items():
+        votes = {ann: _category(a.choices[control]) for ann, a in by_annotator.items() if a.choices.get(control)}
+        if votes:
+            rated[item_id] = votes
+    histogram = Counter(len(votes) for votes in rated.values())
+    shares = [_majority(list(v.values()))[1] / len(v) for v in rated.values() if len(v) >= 2]
+    summary: dict[str, Any] = {
+        "control": control,
+        "method": None,
+        "kappa": None,
+        "reason": None,
+        "items": len(rated),
+        "annotators": len({ann for votes in rated.values() for ann in votes}),
+        "raters": None,
+        "mean_agreement": sum(shares) / len(shares) if shares else None,
+        "items_by_ratings": {str(k): histogram[k] for k in sorted(histogram)},
+    }
+    pairs = {tuple(sorted(votes)) for votes in rated.values()}
+    if not rated:
+        summary["reason"] = f"no answers for control {control!r}"
+    elif set(histogram) == {2} and len(pairs) == 1:
+        first, second = pairs.pop()
+        items = sorted(rated)
+        summary.update(method="cohen", raters=[first, second],
+                       kappa=cohen_kappa([rated[i][first] for i in items], [rated[i][second] for i in items]))
+    elif len(histogram) == 1 and min(histogram) >= 2:
+        summary.update(method="fleiss", kappa=fleiss_kappa([sorted(rated[i].values()) for i in sorted(rated)]))
+    elif len(histogram) == 1:
+        summary["reason"] = "every item has one rating; agreement needs at least two per item"
+    else:
+        counts = ", ".join(f"{k} ratings: {histogram[k]} items" for k in sorted(histogram))
+        summary["reason"] = f"items have different numbers of ratings ({counts}); kappa needs the same number"
+    if summary["method"] and summary["kappa"] is None:
+        summary["reason"] = "chance agreement is 1 (every rating has the same label); kappa is undefined"
+    return summary
+
+
+def _kappa(observed: float, expected: float) -> float | None:
+    if 1.0 - expected < _DEGENERATE:
+        return None
+    value = (observed - expected) / (1.0 - expected)
+    return value if math.isfinite(value) else None
+
+
+def _majority(labels: Sequence[str]) -> tuple[str | None, int]:
+    """The most frequent label and its count; None as label when the top count is shared."""
+    ranked = Counter(labels).most_common()
+    top = ranked[0][1]
+    tied = sum(1 for _, count in ranked if count == top) > 1
+    return (None if tied else ranked[0][0]), top
+
+
+def _category(labels: Sequence[str]) -> str:
+    return "|".join(sorted(set(labels)))
+
+
+def _votes_by_item(answers: Iterable[Answer]) -> dict[str, dict[str, Answer]]:
+    """item id → annotator → that annotator's latest answer on the item."""
+    out: dict[str, dict[str, Answer]] = {}
+    for answer in answers:
+        by_annotator = out.setdefault(answer.item_id, {})
+        current = by_annotator.get(answer.annotator)
+        if current is None or _recency(answer) > _recency(current):
+            by_annotator[answer.annotator] = answer
+    return out
+
+
+def _recency(answer: Answer) -> tuple[float, str]:
+    stamp = float("-inf")
+    if answer.updated_at:
+        try:
+            parsed = dt.datetime.fromisoformat(answer.updated_at)
+            stamp = (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).timestamp()
+        except ValueError:
+            pass  # an unparseable time orders like a missing one; source_id then decides
+    return stamp, answer.source_id

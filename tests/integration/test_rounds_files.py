@@ -1,0 +1,104 @@
+"""A COCO-CD context audit round through the files backend (an external crowd): create → launch
+(task files) → results files → ingest → ingest again → more results → ingest (converges) → audit
+table → close. Same round record and ingest path as Label Studio, no server needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from segbench.errors import AnnotationError, OnError, RoundStateError
+from segbench.schemas.coco_cd import CocoCdParams
+from segbench.tasks.demo_world import generate_demo_world
+from segbench.tasks.io import read_json
+from segbench.tasks.simulated_crowd import write_results_csv
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory) -> Path:
+    from segbench.flows.coco_cd import build_coco_cd
+
+    world = tmp_path_factory.mktemp("world")
+    generate_demo_world(world, seed=2, group_sizes=SIZES)
+    root = tmp_path_factory.mktemp("project") / "data"
+    build_coco_cd(world, world, root / "coco_cd", CocoCdParams(val_per_group=3, test_per_group=2, size=64))
+    return root
+
+
+def rows(round_, answers: dict[str, str], worker: str) -> list[dict[str, str]]:
+    return [{"WorkerId": worker, "AssignmentId": f"{worker}-{item.item_id}", "Input.item_id": item.item_id,
+             "Answer.context": answers[item.item_id]} for item in round_.items]
+
+
+def test_audit_round_end_to_end(data_root):
+    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.rounds import close_round, files_dir, ingest_round, launch_round, list_rounds, round_progress
+
+    round_ = create_coco_cd_audit(data_root, "audit-1", per_group=3, seed=1, backend="files", overlap=3)
+    assert len(round_.items) == 12 and round_.status.value == "created"
+    with pytest.raises(RoundStateError, match="audit-1"):
+        create_coco_cd_audit(data_root, "audit-1", per_group=3, backend="files")
+
+    launched = launch_round(data_root, "audit-1")
+    folder = files_dir(data_root, "audit-1")
+    assert launched.status.value == "launched" and (folder / "tasks.csv").is_file()
+    assert "item_id" in (folder / "tasks.csv").read_text().splitlines()[0]
+    assert launch_round(data_root, "audit-1").counts == launched.counts  # relaunch: same tasks
+
+    val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")
+    auto = {str(i["id"]): i["context"] for i in val["images"]}
+    truth = {item.item_id: auto[item.item_id] for item in launched.items}
+    first_item = launched.items[0].item_id
+    worker_b = {**truth, first_item: "ambiguous"}
+    write_results_csv(rows(launched, truth, "WA"), folder / "results" / "batch-1.csv")
+    write_results_csv(rows(launched, worker_b, "WB"), folder / "results" / "batch-2.csv")
+
+    progress = round_progress(data_root, "audit-1")
+    assert progress["done"] == 12 and progress["by_annotator"] == {"worker:WA": 12, "worker:WB": 12}
+
+    first = ingest_round(data_root, "audit-1")
+    answers_file = Path(first["answers"])
+    first_bytes = answers_file.read_bytes()
+    assert first["counts"]["answers"] == 24 and first["counts"]["annotators"] == 2
+    again = ingest_round(data_root, "audit-1")
+    assert answers_file.read_bytes() == first_bytes and again["counts"] == first["counts"]
+
+    write_results_csv(rows(launched, truth, "WC"), folder / "results" / "batch-3.csv")
+    third = ingest_round(data_root, "audit-1")
+    assert third["counts"]["answers"] == 36 and third["counts"]["annotators"] == 3
+    items = {i["item_id"]: i for i in read_json(answers_file)["items"]}
+    assert items[first_item]["majority"]["context"] == truth[first_item]  # 2 of 3 outvote the ambiguous one
+
+    table = read_json(Path(third["reports"]["audit_json"]))
+    assert table["overall"]["items"] == 12 and table["overall"]["agree"] == 12
+    assert table["overall"]["agreement"] == 1.0 and table["overall"]["ambiguous"] == 0
+    assert sum(g["items"] for g in table["groups"].values()) == 12
+    assert "| overall | 12 |" in Path(third["reports"]["audit_markdown"]).read_text()
+
+    closed = close_round(data_root, "audit-1")
+    assert closed.status.value == "closed" and [r.key for r in list_rounds(data_root)] == ["audit-1"]
+    with pytest.raises(RoundStateError, match="closed"):
+        launch_round(data_root, "audit-1")
+
+
+def test_results_for_items_outside_the_round_fail_or_are_reported(data_root):
+    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.rounds import files_dir, ingest_round, launch_round
+
+    create_coco_cd_audit(data_root, "audit-bad", per_group=1, seed=2, backend="files", overlap=1)
+    round_ = launch_round(data_root, "audit-bad")
+    good = rows(round_, {i.item_id: "indoor" for i in round_.items}, "WA")
+    stray = {"WorkerId": "WA", "AssignmentId": "WA-stray", "Input.item_id": "424242", "Answer.context": "indoor"}
+    write_results_csv([*good, stray], files_dir(data_root, "audit-bad") / "results" / "batch.csv")
+    with pytest.raises(AnnotationError, match="424242"):
+        ingest_round(data_root, "audit-bad")
+    result = ingest_round(data_root, "audit-bad", on_error=OnError.SKIP)
+    assert result["counts"]["skipped"] == 1 and result["counts"]["answers"] == 4
+    skipped = json.loads(Path(result["answers"]).read_text())["skipped"]
+    assert skipped["count"] == 1 and "424242" in json.dumps(skipped["items"])
