@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
-# Run the whole test suite. pytest's exit code 5 (no tests collected) is reported, not hidden.
+# Run the whole test suite, Label Studio tests included. A throwaway Label Studio server is
+# installed if needed and started with the public test-only values of scripts/label-studio.test.env
+# (its own port and folder, so a user's server is left alone) on a fresh database, and stopped
+# again however pytest ends. pytest's exit code is kept; exit 5 (no tests collected) is reported,
+# not hidden. SEGBENCH_TEST_LABEL_STUDIO=0 runs without the server (its tests then skip, or fail
+# when CI is set).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+test_server() { SEGBENCH_LABEL_STUDIO_TEST=1 bash scripts/label-studio.sh "$@"; }
+
+if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
+  trap 'test_server stop >/dev/null || echo "warning: could not stop the Label Studio test server" >&2' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  test_server install || exit 1
+  test_server start --fresh || exit 1
+  # SEGBENCH_LABEL_STUDIO_URL, _TOKEN and _FILES for the tests' label_studio fixture.
+  eval "$(test_server env)" || exit 1
+fi
+
 .venv/bin/python -m pytest "$@"
 status=$?
 if [ "$status" -eq 5 ]; then

@@ -40,3 +40,35 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+@pytest.fixture(scope="session")
+def label_studio():
+    """The Label Studio test server that scripts/test.sh starts, with a client for it.
+
+    Reads ``SEGBENCH_LABEL_STUDIO_URL``, ``_TOKEN`` and ``_FILES`` (the server's files root). When
+    the server cannot be reached the test fails under CI and is skipped elsewhere.
+    """
+    from types import SimpleNamespace
+
+    from segbench.annotation_ui.client import LabelStudioClient
+    from segbench.errors import ServiceError
+
+    start = (
+        "start it with: SEGBENCH_LABEL_STUDIO_TEST=1 scripts/label-studio.sh start && "
+        'eval "$(SEGBENCH_LABEL_STUDIO_TEST=1 scripts/label-studio.sh env)" (or run bash scripts/test.sh)'
+    )
+    give_up = pytest.fail if os.environ.get("CI") else pytest.skip
+    names = ("SEGBENCH_LABEL_STUDIO_URL", "SEGBENCH_LABEL_STUDIO_TOKEN", "SEGBENCH_LABEL_STUDIO_FILES")
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        give_up(f"Label Studio test server not configured ({', '.join(missing)} unset); {start}")
+    url, token, files = (os.environ[name] for name in names)
+    client = LabelStudioClient(url, token)
+    try:
+        client.check()
+    except ServiceError as exc:
+        client.close()
+        give_up(f"Label Studio test server not usable: {exc.message}; {start}")
+    yield SimpleNamespace(url=url, token=token, files=Path(files), client=client)
+    client.close()

@@ -1,0 +1,107 @@
+"""The COCO-CD context audit as a round on the real Label Studio server: create → launch (twice) →
+two annotators answer through the API → progress → ingest → ingest again → more answers → ingest
+(converges) → agreement and audit table. Plus the faults: a dead server or a wrong token change
+no round state, and an ingest cut short by an unreachable server completes when run again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from segbench.errors import ServiceError
+from segbench.schemas.coco_cd import CocoCdParams
+from segbench.tasks.demo_world import generate_demo_world
+from segbench.tasks.io import read_json
+
+pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
+
+SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
+DEAD_URL = "http://127.0.0.1:9"  # discard port: nothing listens there
+
+
+@pytest.fixture
+def data_root(tmp_path) -> Path:
+    from segbench.flows.coco_cd import build_coco_cd
+
+    world = tmp_path / "world"
+    generate_demo_world(world, seed=4, group_sizes=SIZES)
+    root = tmp_path / "data"
+    build_coco_cd(world, world, root / "coco_cd", CocoCdParams(val_per_group=3, test_per_group=2, size=64))
+    return root
+
+
+def _choice(label: str) -> list[dict]:
+    return [{"from_name": "context", "to_name": "image", "type": "choices", "value": {"choices": [label]}}]
+
+
+def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
+    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.rounds import ingest_round, launch_round, round_progress
+
+    client = label_studio.client
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", label_studio.token)
+    key = f"audit-{data_root.parent.name}"[:60]
+    create_coco_cd_audit(data_root, key, per_group=2, seed=3, backend="labelstudio", overlap=2)
+
+    with pytest.raises(ServiceError, match="127.0.0.1:9"):
+        launch_round(data_root, key, DEAD_URL, label_studio.files)
+    assert read_json(data_root / "rounds" / f"{key}.json")["status"] == "created"
+
+    launched = launch_round(data_root, key, label_studio.url, label_studio.files)
+    relaunched = launch_round(data_root, key, label_studio.url, label_studio.files)
+    assert launched.project_id == relaunched.project_id and relaunched.counts["tasks_imported"] == 0
+    tasks = client.task_item_ids(launched.project_id)
+    assert sorted(tasks.values()) == sorted(item.item_id for item in launched.items)  # 8 tasks, none twice
+
+    val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")
+    auto = {str(image["id"]): image["context"] for image in val["images"]}
+    alice, bob = (client.create_user(f"{name}-{key}@example.com") for name in ("alice", "bob"))
+    task_ids = sorted(tasks)
+    for task_id in task_ids:
+        client.annotate(task_id, _choice(auto[tasks[task_id]]), completed_by=alice)
+    for task_id in task_ids[:4]:
+        client.annotate(task_id, _choice(auto[tasks[task_id]]), completed_by=bob)
+
+    progress = round_progress(data_root, key, label_studio.url)
+    assert progress["done"] == 8 and progress["tasks"] == 8
+    assert progress["by_annotator"] == {f"labelstudio:{alice}": 8, f"labelstudio:{bob}": 4}
+
+    first = ingest_round(data_root, key, label_studio.url)
+    answers_file = Path(first["answers"])
+    first_bytes = answers_file.read_bytes()
+    assert first["counts"]["answers"] == 12 and first["counts"]["annotators"] == 2
+    assert first["agreement"]["context"]["kappa"] is None  # 8 items with 1 or 2 ratings: no kappa
+    assert ingest_round(data_root, key, label_studio.url)["counts"] == first["counts"]
+    assert answers_file.read_bytes() == first_bytes
+
+    for task_id in task_ids[4:]:  # bob finishes, disagreeing once
+        label = auto[tasks[task_id]] if task_id != task_ids[-1] else "ambiguous"
+        client.annotate(task_id, _choice(label), completed_by=bob)
+    with pytest.raises(ServiceError):  # the server goes away mid-way: nothing changes
+        ingest_round(data_root, key, DEAD_URL)
+    assert answers_file.read_bytes() == first_bytes
+
+    final = ingest_round(data_root, key, label_studio.url)
+    assert final["counts"]["answers"] == 16
+    answers = read_json(answers_file)["answers"]
+    assert len({a["source_id"] for a in answers}) == 16
+    agreement = final["agreement"]["context"]
+    assert agreement["method"] == "cohen" and agreement["kappa"] is not None and agreement["kappa"] < 1
+    table = json.loads(Path(final["reports"]["audit_json"]).read_text())
+    assert table["overall"]["items"] == 8 and table["overall"]["no_majority"] == 1  # 1 vs 1 on the last item
+    assert table["overall"]["agree"] == table["overall"]["judged"] == 7
+
+
+def test_wrong_token_is_refused_without_changing_the_round(data_root, label_studio, monkeypatch):
+    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.rounds import launch_round
+
+    create_coco_cd_audit(data_root, "audit-token", per_group=1, backend="labelstudio")
+    wrong = "x" * 40
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", wrong)
+    with pytest.raises(ServiceError, match="token") as info:
+        launch_round(data_root, "audit-token", label_studio.url, label_studio.files)
+    assert wrong not in str(info.value) and label_studio.url in str(info.value)
+    assert read_json(data_root / "rounds" / "audit-token.json")["status"] == "created"
