@@ -83,3 +83,41 @@ def test_bad_input_ends_with_a_message_not_a_traceback(dirs, tmp_path):
     bad_rho = segbench("build", "coco-cd", "--coco-root", str(world), "--stuff-root", str(world), "--rho", "0.2",
                        cwd=project, home=home)
     assert bad_rho.returncode == 2 and "outside [0.5, 1]" in bad_rho.stderr
+
+
+def test_a_files_round_through_the_command_line(dirs, tmp_path):
+    project, home = dirs
+    world = tmp_path / "world"
+    generate_demo_world(world, seed=1, group_sizes=SIZES)
+    build = segbench("build", "coco-cd", "--coco-root", str(world), "--stuff-root", str(world), "--no-images",
+                     "--val-per-group", "2", "--test-per-group", "3", cwd=project, home=home)
+    assert build.returncode == 0, build.stderr
+    no_images = segbench("rounds", "create", "a1", "--backend", "files", cwd=project, home=home)
+    assert no_images.returncode == 2 and "--no-images" in no_images.stderr  # the audit shows the images
+    assert segbench("build", "coco-cd", "--coco-root", str(world), "--stuff-root", str(world),
+                    "--val-per-group", "2", "--test-per-group", "3", cwd=project, home=home).returncode == 0
+
+    create = segbench("rounds", "create", "a1", "--backend", "files", "--per-group", "1", "--overlap", "1",
+                      cwd=project, home=home)
+    assert create.returncode == 0, create.stderr
+    assert "Next: segbench rounds launch a1" in create.stdout
+    again = segbench("rounds", "create", "a1", "--backend", "files", "--per-group", "1", cwd=project, home=home)
+    assert again.returncode == 2 and "a1" in again.stderr and "overwrite" in again.stderr
+    launch = segbench("rounds", "launch", "a1", cwd=project, home=home)
+    assert launch.returncode == 0 and "tasks.csv" in launch.stdout
+
+    tasks = (project / "data" / "rounds" / "a1" / "tasks.csv").read_text().splitlines()
+    item_ids = [line.split(",")[0] for line in tasks[1:]]
+    results = project / "data" / "rounds" / "a1" / "results"
+    results.mkdir()
+    (results / "batch.csv").write_text("WorkerId,AssignmentId,Input.item_id,Answer.context\n" + "".join(
+        f"W1,A{n},{item},indoor\n" for n, item in enumerate(item_ids)))
+    status = segbench("rounds", "status", "a1", cwd=project, home=home)
+    assert status.returncode == 0 and "4 / 4" in status.stdout
+    ingest = segbench("rounds", "ingest", "a1", cwd=project, home=home)
+    assert ingest.returncode == 0, ingest.stderr
+    assert "audit markdown" in ingest.stdout and (project / "data" / "coco_cd_audit" / "a1.md").is_file()
+    assert segbench("rounds", "close", "a1", cwd=project, home=home).returncode == 0
+    listing = segbench("rounds", "list", cwd=project, home=home)
+    assert listing.returncode == 0 and "closed" in listing.stdout
+    assert list(home.iterdir()) == []

@@ -52,6 +52,9 @@ def create_coco_cd_audit(
 
     dataset = Path(data_root) / dataset_dir
     manifest = read_manifest(dataset)
+    if not manifest.params.get("write_images", True):
+        raise InputError("this build has no images (built with --no-images); people need to see them",
+                         path=dataset, hint="rebuild COCO-CD with images, then create the round")
     items = audit.sample_audit_items(_val_split(dataset), per_group=per_group, seed=seed, dataset_dir=dataset_dir,
                                      size=int(manifest.params["size"]))
     round_ = new_round(
