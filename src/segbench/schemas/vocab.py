@@ -30,3 +30,39 @@ class RelationAnswer(BaseModel):
 
     category: str
     judgements: list[RelationJudgement] = Field(description="one per candidate, in any order")
+
+
+# --- the valid-vocabulary build ------------------------------------------------------------------
+
+STRENGTH = {"exact": 0, "synonym": 1, "hyponym": 2, "meronym": 3}  # lower is stronger (seed 003, §2)
+
+
+class CategorySpec(BaseModel):
+    """One dataset category as shipped in ``resources/categories/*.json``.
+
+    ``name`` may hold several comma-separated names (ADE20K's ``"road, route"``); each of them is an
+    exact match of the category. ``synonyms`` are known alternative names; they are always put to
+    the judge as candidates, mined or not.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    name: str = Field(min_length=1)
+    synonyms: list[str] = Field(default_factory=list)
+
+
+class VocabParams(BaseModel):
+    """Parameters of ``segbench build vocab``; recorded in the manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    spacy_model: str = Field("en_core_web_sm", description="spaCy pipeline package (a setting)")
+    caption_field: str = Field("caption", description="JSONL field / TSV or parquet column of the captions")
+    shard_size: int = Field(2000, ge=1, description="unique captions per mining shard (one task each)")
+    workers: int = Field(2, ge=0, description="mining worker processes; 0 or 1 mines in-process")
+    batch_size: int = Field(256, ge=1, description="spaCy nlp.pipe batch size")
+    min_count: int = Field(2, ge=1, description="drop nouns seen fewer times than this")
+    top_k: int = Field(50, ge=1, description="mined candidates per category put to the judge")
+    question_batch: int = Field(25, ge=1, description="candidates per question")
+    questions_per_task: int = Field(8, ge=1, description="questions per judging task")

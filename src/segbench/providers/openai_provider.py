@@ -1,0 +1,359 @@
+"""The OpenAI language provider: the only module that talks to an OpenAI-compatible chat API.
+
+It sends each :class:`~segbench.providers.base.Question` as a chat completion with a strict JSON
+schema (the pydantic answer schema), validates the reply with pydantic, re-asks once when the reply
+does not validate (showing the model its error), and retries rate limits, server errors, timeouts and
+dropped connections with exponential backoff and jitter (honouring ``Retry-After``). Works against
+api.openai.com and any OpenAI-compatible server (``base_url``).
+
+The API key is handed to the official client and nowhere else: it never appears in errors, logs,
+``repr`` or the cache (which lives in ``cache.py``, as does everything about replaying answers).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import logging
+import random
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from openai.lib._pydantic import to_strict_json_schema
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from segbench.errors import ProviderError
+from segbench.providers.base import Question, Usage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx: the statuses OpenAI documents as transient
+MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail instead of hanging
+REASK = (
+    "Your previous answer could not be used: {problem}\n"
+    "Answer the same request again with JSON that matches the schema exactly."
+)
+
+
+@functools.lru_cache(maxsize=64)
+def response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """The ``response_format`` for ``schema``: the same strict JSON schema ``chat.completions.parse`` sends.
+
+    Sent as a plain dict (rather than through ``parse``) so that a reply that does not validate
+    reaches us as text, which the re-ask shows back to the model.
+    """
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "strict": True, "schema": to_strict_json_schema(schema)},
+    }
+
+
+def display_url(base_url: str | None) -> str:
+    """``base_url`` without credentials (``user:pass@`` is dropped), for messages and logs."""
+    parts = urlsplit(base_url or DEFAULT_BASE_URL)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if it said."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000
+        if "retry-after" in headers:
+            value = headers["retry-after"]
+            try:
+                return float(value)
+            except ValueError:  # the HTTP-date form
+                when = email.utils.parsedate_to_datetime(value).timestamp()
+                return max(0.0, when - time.time())
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _is_transient(exc: Exception) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    return isinstance(exc, openai.APIStatusError) and (exc.status_code in RETRY_STATUS or exc.status_code >= 500)
+
+
+def _validation_problem(exc: ValidationError, limit: int = 800) -> str:
+    """A short, model-readable summary of what failed validation."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        lines.append(f"{where}: {err['msg']}")
+    text = "; ".join(lines)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Connection:
+    """The client and the key, kept where generic serialisers cannot reach them.
+
+    A provider is passed to Prefect flows as a parameter, and Prefect stores parameters through
+    FastAPI's ``jsonable_encoder``, which walks ``vars()`` of plain objects. An object with
+    ``__slots__`` has no ``vars()``, so encoding fails and Prefect stores only the type name instead
+    of the key.
+    """
+
+    __slots__ = ("client", "secret")
+
+    def __init__(self, secret: str | None, base_url: str | None, timeout: float) -> None:
+        self.secret = secret
+        # Retries are ours (counted, logged, Retry-After honoured), so the client's own are off.
+        # A placeholder key keeps the client from silently reading OPENAI_API_KEY for a keyless server.
+        self.client = openai.OpenAI(api_key=secret or "unused", base_url=base_url, max_retries=0, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return "<connection>"
+
+
+class OpenAIProvider:
+    """Answers questions with an OpenAI-compatible chat model under a strict JSON schema.
+
+    Args:
+        model: the model id sent with every request.
+        base_url: an OpenAI-compatible server (``http://host:port/v1``); ``None`` for api.openai.com.
+        api_key: the key; ``None`` for local servers that need none.
+        concurrency: most requests in flight at once (shared by every caller of this provider).
+        max_retries: retries of a transient failure before giving up (so ``max_retries + 1`` attempts).
+        timeout: seconds per request.
+        price_per_1k: ``(input, output)`` USD per 1,000 tokens, to estimate ``usage.cost_usd``.
+        temperature: sent when given; ``None`` leaves the model's default (some models accept no other).
+        backoff_base: first backoff in seconds; doubled per retry, capped at ``backoff_max``.
+
+    The constructor makes no network call.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None,
+        concurrency: int = 4,
+        max_retries: int = 4,
+        timeout: float = 60,
+        price_per_1k: tuple[float, float] | None = None,
+        temperature: float | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.model = model
+        self.base_url = base_url
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.price_per_1k = price_per_1k
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.params: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        self._conn = _Connection(key or None, base_url, timeout)
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._usage = Usage()
+        self._random = random.Random()
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={display_url(self.base_url)!r})"
+
+    @property
+    def usage(self) -> Usage:
+        with self._lock:
+            return self._usage.model_copy()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._conn.client.close()
+
+    def answer(self, question: Question, schema: type[T]) -> T:
+        """One validated answer; re-asks once when the reply does not validate.
+
+        Raises:
+            ProviderError: the API failed after retries, refused the request, or the reply did not
+                validate twice (names the model, the base URL and the question kind).
+        """
+        fmt = response_format(schema)
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": question.system},
+            {"role": "user", "content": question.user},
+        ]
+        text, problem = self._reply(question, messages, fmt)
+        if problem is None:
+            parsed, problem = self._parse(text, schema)
+            if parsed is not None:
+                return parsed
+        log.info("re-asking %s for %s: %s", self.model, question.kind, problem)
+        self._count(reasks=1)
+        messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": REASK.format(problem=problem)},
+        ]
+        text, second = self._reply(question, messages, fmt)
+        if second is None:
+            parsed, second = self._parse(text, schema)
+            if parsed is not None:
+                return parsed
+        raise self._error(
+            question,
+            f"no valid {schema.__name__} after one re-ask: {second}",
+            hint="check that the model supports strict JSON-schema output (structured outputs)",
+        )
+
+    def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
+        """Answers in the order of ``questions``, at most ``concurrency`` requests at a time.
+
+        Every question is attempted even when some fail.
+
+        Raises:
+            ProviderError: one or more questions failed; the first failure (in input order) is named.
+        """
+        if not questions:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(questions))) as pool:
+            futures = [pool.submit(self.answer, q, schema) for q in questions]
+        results: list[T] = []
+        failures: list[ProviderError] = []
+        for future in futures:
+            exc = future.exception()
+            if exc is None:
+                results.append(future.result())
+            elif isinstance(exc, ProviderError):
+                failures.append(exc)
+            else:
+                raise exc
+        if failures:
+            first = failures[0]
+            raise ProviderError(
+                f"{len(failures)} of {len(questions)} questions failed; first: {first.message}",
+                item=first.item,
+                hint=first.hint,
+            ) from first
+        return results
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _parse(self, text: str, schema: type[T]) -> tuple[T | None, str | None]:
+        try:
+            return schema.model_validate_json(text), None
+        except ValidationError as exc:
+            return None, _validation_problem(exc)
+
+    def _reply(self, question: Question, messages: list[dict[str, str]], fmt: dict[str, Any]) -> tuple[str, str | None]:
+        """The reply text and, when it cannot be validated at all, why (refusal, empty, truncated)."""
+        completion = self._complete(question, messages, fmt)
+        if not completion.choices:
+            return "", "the reply had no choices"
+        choice = completion.choices[0]
+        message = choice.message
+        if getattr(message, "refusal", None):
+            return "", f"the model refused: {self._scrub(message.refusal)}"
+        text = message.content or ""
+        if not text:
+            return "", "the reply was empty"
+        if choice.finish_reason == "length":
+            return text, "the reply was cut off at the token limit"
+        return text, None
+
+    def _complete(self, question: Question, messages: list[dict[str, str]], fmt: dict[str, Any]) -> Any:
+        """One chat completion, retrying transient failures with backoff."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                with self._slots:
+                    completion = self._conn.client.chat.completions.create(
+                        model=self.model, messages=messages, response_format=fmt, **self.params
+                    )
+            except openai.OpenAIError as exc:
+                if not _is_transient(exc):
+                    raise self._error(question, self._describe(exc), hint=self._hint(exc)) from None
+                if attempt == self.max_retries:
+                    raise self._error(
+                        question,
+                        f"gave up after {attempt + 1} attempts: {self._describe(exc)}",
+                        hint="retry later, or lower the concurrency",
+                    ) from None
+                delay = self._delay(attempt, exc)
+                self._count(retries=1)
+                log.warning(
+                    "%s at %s (%s): %s; retry %d/%d in %.2f s",
+                    self.model, display_url(self.base_url), question.kind,
+                    self._describe(exc), attempt + 1, self.max_retries, delay,
+                )  # fmt: skip
+                time.sleep(delay)
+                continue
+            self._record(completion)
+            return completion
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff."""
+        asked = _retry_after(exc)
+        if asked is not None:
+            if asked > MAX_RETRY_AFTER:
+                return MAX_RETRY_AFTER
+            # A little jitter on top, so workers told the same instant do not return together.
+            return asked + self._random.uniform(0, 0.1 * asked + 0.01)
+        backoff = min(self.backoff_max, self.backoff_base * 2**attempt)
+        return backoff / 2 + self._random.uniform(0, backoff / 2)  # "equal jitter"
+
+    def _record(self, completion: Any) -> None:
+        usage = getattr(completion, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", 0) or 0
+        output = getattr(usage, "completion_tokens", 0) or 0
+        cost = 0.0
+        if self.price_per_1k is not None:
+            cost = prompt / 1000 * self.price_per_1k[0] + output / 1000 * self.price_per_1k[1]
+        self._count(calls=1, prompt_tokens=prompt, completion_tokens=output, cost_usd=cost)
+
+    def _count(self, **amounts: float) -> None:
+        with self._lock:
+            self._usage = self._usage.add(Usage(**amounts))
+
+    def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, openai.APITimeoutError):
+            return "request timed out"
+        if isinstance(exc, openai.APIConnectionError):
+            return "connection failed"
+        if isinstance(exc, openai.APIStatusError):
+            return f"HTTP {exc.status_code}: {self._scrub(str(exc.message))[:300]}"
+        return f"{type(exc).__name__}: {self._scrub(str(exc))[:300]}"
+
+    @staticmethod
+    def _hint(exc: Exception) -> str | None:
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return "check the API key (settings openai_api_key or the OPENAI_API_KEY variable)"
+        if status == 404:
+            return "check the model name and the base URL (it usually ends in /v1)"
+        if status == 400:
+            return "check that the model supports strict JSON-schema output (structured outputs)"
+        return None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the API key masked: servers sometimes echo what they were sent."""
+        return text.replace(self._conn.secret, "***") if self._conn.secret else text
+
+    def _error(self, question: Question, detail: str, *, hint: str | None = None) -> ProviderError:
+        return ProviderError(
+            f"model {self.model} at {display_url(self.base_url)}: {self._scrub(detail)}",
+            item=question.kind,
+            hint=hint,
+        )

@@ -1,0 +1,229 @@
+"""The OpenAI provider against a local OpenAI-compatible server: answers, retries, re-asks,
+bounded concurrency, usage, and that the API key never leaks into errors, logs or the cache."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from typing import Any
+
+import pytest
+from support.openai_server import last_user_message, response_schema
+
+from segbench.errors import ProviderError
+from segbench.providers import make_provider
+from segbench.providers.base import Question
+from segbench.providers.cache import CachedProvider
+from segbench.providers.openai_provider import OpenAIProvider
+from segbench.schemas.vocab import RelationAnswer
+from segbench.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+SECRET = "sk-test-SECRET-abcdef0123456789"
+
+
+def ask(category: str, candidates: tuple[str, ...] = ("dog", "puppy")) -> Question:
+    inputs = {"category": category, "candidates": list(candidates)}
+    return Question(
+        kind="vocab.relations",
+        version="1",
+        inputs=inputs,
+        system="You judge how nouns relate to a category.",
+        user=json.dumps(inputs),
+    )
+
+
+def relate(body: dict) -> dict:
+    """The test model: parses the question's inputs from the first user message."""
+    inputs = json.loads(next(m for m in body["messages"] if m["role"] == "user")["content"])
+    judgements = [{"noun": n, "relation": "exact" if n == inputs["category"] else "none"} for n in inputs["candidates"]]
+    return {"category": inputs["category"], "judgements": judgements}
+
+
+@pytest.fixture
+def server(openai_server):
+    openai_server.handler = relate
+    return openai_server
+
+
+def provider_for(server, **kwargs) -> OpenAIProvider:
+    options = {"api_key": SECRET, "backoff_base": 0.01, "timeout": 5, **kwargs}
+    return OpenAIProvider("test-model", base_url=server.base_url, **options)
+
+
+def test_valid_answer_and_usage(server):
+    provider = provider_for(server, price_per_1k=(0.5, 2.0))
+    answer = provider.answer(ask("dog"), RelationAnswer)
+    assert answer.category == "dog"
+    assert {j.noun: j.relation for j in answer.judgements} == {"dog": "exact", "puppy": "none"}
+    (request,) = server.requests
+    assert request.body["model"] == "test-model"
+    fmt = request.body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    assert response_schema(request.body)["additionalProperties"] is False
+    assert request.headers["Authorization"] == f"Bearer {SECRET}"  # sent to the server, and only there
+    usage = provider.usage
+    assert (usage.calls, usage.prompt_tokens, usage.completion_tokens) == (1, 20, 10)
+    assert usage.cost_usd == pytest.approx(20 / 1000 * 0.5 + 10 / 1000 * 2.0)
+    assert (usage.retries, usage.reasks) == (0, 0)
+
+
+def test_rate_limit_honours_retry_after(server):
+    server.fail_next(1, 429, retry_after=0.4)
+    provider = provider_for(server)
+    start = time.monotonic()
+    assert provider.answer(ask("dog"), RelationAnswer).category == "dog"
+    assert time.monotonic() - start >= 0.4
+    assert server.count == 2
+    assert provider.usage.retries == 1 and provider.usage.calls == 1
+
+
+def test_server_errors_are_retried(server):
+    server.fail_next(2, 500)
+    provider = provider_for(server)
+    assert provider.answer(ask("dog"), RelationAnswer).category == "dog"
+    assert server.count == 3 and provider.usage.retries == 2
+
+
+def test_retries_run_out(server):
+    server.fail_next(10, 503)
+    provider = provider_for(server, max_retries=2)
+    with pytest.raises(ProviderError, match="gave up after 3 attempts") as info:
+        provider.answer(ask("dog"), RelationAnswer)
+    assert server.count == 3
+    message = str(info.value)
+    assert "test-model" in message and server.base_url in message and "vocab.relations" in message
+
+
+def test_client_errors_are_not_retried(server):
+    server.fail_next(1, 401)
+    provider = provider_for(server)
+    with pytest.raises(ProviderError, match="HTTP 401") as info:
+        provider.answer(ask("dog"), RelationAnswer)
+    assert server.count == 1 and "API key" in info.value.hint
+
+
+def test_timeouts_and_refused_connections_are_retried(server):
+    server.latency = 1.0
+    provider = provider_for(server, timeout=0.2, max_retries=1)
+    with pytest.raises(ProviderError, match="timed out"):
+        provider.answer(ask("dog"), RelationAnswer)
+    assert provider.usage.retries == 1
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    closed = OpenAIProvider("test-model", base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET, max_retries=1,
+                            backoff_base=0.01)  # fmt: skip
+    with pytest.raises(ProviderError, match="connection failed"):
+        closed.answer(ask("dog"), RelationAnswer)
+    assert closed.usage.retries == 1
+
+
+def test_invalid_answer_is_reasked_once(server):
+    server.invalid_next(1)
+    provider = provider_for(server)
+    assert provider.answer(ask("dog"), RelationAnswer).category == "dog"
+    assert server.count == 2 and provider.usage.reasks == 1 and provider.usage.calls == 2
+    second = server.requests[1].body["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[2]["content"] == '{"category": "dog", "judgements": ['  # the model sees its answer
+    assert "could not be used" in last_user_message(server.requests[1].body)  # and what was wrong
+
+
+def test_invalid_twice_fails_and_is_not_cached(server, tmp_path):
+    server.invalid_next(2, '{"category": "dog", "judgements": [{"noun": "dog", "relation": "same"}]}')
+    cached = CachedProvider(provider_for(server), tmp_path / "llm")
+    with pytest.raises(ProviderError, match="after one re-ask") as info:
+        cached.answer(ask("dog"), RelationAnswer)
+    assert "judgements.0.relation" in info.value.message
+    assert server.count == 2
+    assert not list(tmp_path.rglob("*.json"))
+    assert cached.answer(ask("dog"), RelationAnswer).category == "dog"  # asked again, then cached
+    assert len(list(tmp_path.rglob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("through_cache", [False, True])
+def test_bounded_concurrency(server, tmp_path, through_cache):
+    server.latency = 0.3
+    provider = provider_for(server, concurrency=3)
+    target = CachedProvider(provider, tmp_path) if through_cache else provider
+    questions = [ask(f"category{i}") for i in range(7)]
+    start = time.monotonic()
+    answers = target.answer_many(questions, RelationAnswer)
+    elapsed = time.monotonic() - start
+    assert [a.category for a in answers] == [q.inputs["category"] for q in questions]
+    assert server.max_in_flight == 3
+    # ceil(7 / 3) = 3 rounds of 0.3 s; sequential would take 2.1 s. Loose bounds, slow machines.
+    assert 0.85 <= elapsed < 1.9
+    assert provider.usage.calls == 7
+
+
+def test_answer_many_reports_failures_after_trying_all(server):
+    server.fail_next(1, 400)
+    provider = provider_for(server, concurrency=1)
+    with pytest.raises(ProviderError, match="1 of 3 questions failed"):
+        provider.answer_many([ask("a"), ask("b"), ask("c")], RelationAnswer)
+    assert server.count == 3
+
+
+def test_the_key_never_leaks(server, tmp_path, caplog):
+    for name in (None, "openai", "httpx", "httpcore", "segbench"):  # the client libraries log requests
+        caplog.set_level(logging.DEBUG, logger=name)
+    cached = CachedProvider(provider_for(server, max_retries=1), tmp_path / "llm")
+    server.fail_next(1, 429, retry_after=0)
+    server.invalid_next(1)
+    cached.answer_many([ask("dog"), ask("cat")], RelationAnswer)
+    errors = []
+    for inject in (lambda: server.fail_next(2, 500), lambda: server.invalid_next(2), lambda: server.fail_next(1, 401)):
+        inject()
+        with pytest.raises(ProviderError) as info:
+            cached.answer(ask(f"bird{len(errors)}"), RelationAnswer)
+        errors.append(info.value)
+    assert server.requests and all(r.headers["Authorization"].endswith(SECRET) for r in server.requests)
+    assert all(SECRET not in str(e) and SECRET not in repr(e.__cause__) for e in errors)
+    assert "Request options" in caplog.text  # the openai client's debug log was captured
+    assert SECRET not in caplog.text and "retry 1/1" in caplog.text
+    assert SECRET not in repr(cached)
+    files = [p for p in (tmp_path / "llm").rglob("*") if p.is_file()]
+    assert len(files) == 2 and all(SECRET not in p.read_text() for p in files)
+
+
+def test_the_key_stays_out_of_prefect_parameters(tmp_path):
+    # Flows take the provider as a parameter, and Prefect stores flow parameters in its database.
+    from prefect import flow
+
+    @flow
+    def uses(provider: Any) -> None: ...
+
+    provider = CachedProvider(OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", api_key=SECRET), tmp_path)
+    stored = uses.serialize_parameters({"provider": provider, "inner": provider.inner})
+    assert SECRET not in json.dumps(stored, default=str)
+
+
+def test_key_echoed_by_server_is_masked(server):
+    def echo(body):
+        raise RuntimeError(f"bad key {SECRET}")  # the test server reports it as a 500
+
+    server.handler = echo
+    provider = provider_for(server, max_retries=0)
+    with pytest.raises(ProviderError) as info:
+        provider.answer(ask("dog"), RelationAnswer)
+    assert SECRET not in str(info.value) and "***" in str(info.value)
+
+
+def test_make_provider_openai(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    settings = Settings(
+        provider="openai", openai_base_url=server.base_url, openai_model="local-model",
+        work_dir=tmp_path / "work", cache_dir=tmp_path / "cache",
+    )  # fmt: skip
+    provider = make_provider(settings)
+    assert isinstance(provider, CachedProvider) and provider.name == "openai" and provider.model == "local-model"
+    assert provider.answer(ask("dog"), RelationAnswer).category == "dog"
+    assert server.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
+    assert len(list((tmp_path / "cache" / "llm").rglob("*.json"))) == 1
+    replay = make_provider(settings, replay_only=True)
+    assert replay.answer(ask("dog"), RelationAnswer).category == "dog" and server.count == 1
