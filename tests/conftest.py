@@ -23,6 +23,7 @@ os.environ.update(
         "DVC_NO_ANALYTICS": "1",
         "DVC_SITE_CACHE_DIR": str(_SESSION_DIR / "dvc-site-cache"),
         "MPLCONFIGDIR": str(_SESSION_DIR / "matplotlib"),
+        "HF_HOME": str(_SESSION_DIR / "huggingface"),
         "GIT_AUTHOR_NAME": "segbench tests",
         "GIT_AUTHOR_EMAIL": "tests@segbench.invalid",
         "GIT_COMMITTER_NAME": "segbench tests",

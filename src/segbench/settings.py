@@ -123,6 +123,7 @@ def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
         "PREFECT_LOCAL_STORAGE_PATH": str(settings.prefect_result_storage.resolve()),
         "DVC_SITE_CACHE_DIR": str(work / "dvc-site-cache"),
         "MPLCONFIGDIR": str(work / "matplotlib"),
+        "HF_HOME": str(work / "huggingface"),  # the Sentence-BERT baseline loads offline, but may cache
     }
     os.environ.update(env)
     settings.prefect_home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level

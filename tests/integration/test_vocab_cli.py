@@ -136,3 +136,62 @@ def test_evaluate_vocab_command(tmp_path, baseline):
         assert all("baseline" in r for r in rows)
     else:
         assert metrics["baseline"] is None
+
+
+def _panoptic_repo(tmp_path):
+    """Two car instances and a road as COCO-panoptic RGB ids; ids 0 (void) unlisted."""
+    pan = tmp_path / "panoptic"
+    pan.mkdir()
+    ids = np.zeros((4, 6), np.int64)
+    ids[:2, :] = 10  # road
+    ids[2:, :3] = 11  # car
+    ids[2:, 3:] = 300  # car; > 255 so the G channel is used
+    rgb = np.stack([ids % 256, ids // 256 % 256, ids // 65536], axis=-1).astype(np.uint8)
+    Image.fromarray(rgb).save(pan / "img1.png")
+    (pan / "img1.json").write_text(json.dumps({"segments_info": [
+        {"id": 10, "category_id": 0}, {"id": 11, "category_id": 1}, {"id": 300, "category_id": 1}]}))
+    descriptions = [{"image_id": "img1", "descriptions": [
+        {"segment_id": 10, "description": "an empty street"},
+        {"segment_id": 11, "description": "the wheel of a car"},
+        {"segment_id": 300, "description": "a fluffy puppy"},
+    ]}]
+    (tmp_path / "desc.json").write_text(json.dumps(descriptions))
+    (tmp_path / "vocab.json").write_text(json.dumps(VOCAB))
+    return tmp_path
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_vocab_panoptic(tmp_path):
+    root = _panoptic_repo(tmp_path)
+    out = root / "report"
+    args = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--panoptic", "panoptic",
+            "--repo", str(root), "--out", str(out), "--no-baseline"]
+    result = CliRunner().invoke(cli_vocab.evaluate_app, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((out / "metrics.json").read_text())["metrics"]
+    # road (10): synonym. car 11: meronym ("wheel"). car 300: "puppy" → dog from synonyms on (FP dog, FN car).
+    # exact: nothing mapped → road and car FN only → PQ 0 over 2 classes.
+    # synonyms / hyponyms: road TP (PQ 1), car 2 FN (0), dog 1 FP (0) → 1/3.
+    # meronyms: road 1, car TP + FN → 1 / 1.5, dog 0 → (1 + 2/3) / 3; SQ (1 + 1 + 0) / 3.
+    pq = [lv["pq"] for lv in metrics["levels"]]
+    assert pq == pytest.approx([0.0, 1 / 3, 1 / 3, 5 / 9])
+    assert [lv["sq"] for lv in metrics["levels"]] == pytest.approx([0.0, 1 / 3, 1 / 3, 2 / 3])
+    assert metrics["lac"]["pq"]["area"] == pytest.approx((1 / 3 + 1 / 3 + 5 / 18) / 3)
+    assert metrics["pq"][3]["per_class"]["car"] == {"pq": pytest.approx(2 / 3), "sq": 1.0, "rq": pytest.approx(2 / 3),
+                                                   "tp": 1, "fp": 0, "fn": 1}
+    # semantic metrics from the same segments: meronyms car IoU 6/12, dog IoU 0 (6 px predicted, none in gt)
+    assert [lv["miou"] for lv in metrics["levels"]] == pytest.approx([0.0, 1 / 3, 1 / 3, 0.5])
+    assert [lv["region_acc"] for lv in metrics["levels"]] == pytest.approx([0.0, 1 / 3, 1 / 3, 2 / 3])
+    assert metrics["num_regions"] == 3
+    report = (out / "report.md").read_text()
+    assert "| PQ | SQ | RQ |" in report and "| meronyms | 0.5000 |" in report
+    assert (out / "lac.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_evaluate_vocab_needs_exactly_one_ground_truth(tmp_path):
+    root = _panoptic_repo(tmp_path)
+    base = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--repo", str(root),
+            "--out", str(root / "report"), "--no-baseline"]
+    for extra in ([], ["--gt", "gt", "--panoptic", "panoptic"]):
+        result = CliRunner().invoke(cli_vocab.evaluate_app, base + extra)
+        assert isinstance(result.exception, InputError) and "exactly one" in str(result.exception)

@@ -23,7 +23,9 @@ Metrics per level follow detectron2's ``SemSegEvaluator``: IoU per class with gt
 pixels, mIoU their mean; mACC the mean recall over classes with gt pixels; pACC correct / gt pixels;
 plus region accuracy (share of described regions mapped to their gt class). The LAC plots a metric
 against the four levels at x = 0, 1/3, 2/3, 1; its area is the trapezoid rule over those points, so
-a metric in [0, 1] gives an area in [0, 1]. PQ needs panoptic segments and is not computed here.
+a metric in [0, 1] gives an area in [0, 1]. PQ needs panoptic segments: with panoptic ground truth
+(:mod:`segbench.tasks.panoptic_quality`) regions are its segments (``regions`` of
+:meth:`LacAccumulator.update`) and the report gains PQ / SQ / RQ per level; otherwise PQ is ``null``.
 Metrics never mutate their inputs and never print.
 """
 
@@ -138,29 +140,44 @@ class LacAccumulator:
         baseline: Mapping[int, int] | None = None,
         *,
         image_id: str,
+        regions: np.ndarray | None = None,
+        region_class: Mapping[int, int] | None = None,
     ) -> None:
-        """Add one image whose regions are its gt class regions.
+        """Add one image; its regions are its gt class regions unless ``regions`` is given.
 
         Args:
-            gt: (H, W) int64 class indices, -1 = ignore. labels: {gt class index of a region:
-                (L,) predicted class index per level, -1 = unmatched}. baseline: {region: class index}
-                from the forced-choice baseline, or ``None``. image_id: for bookkeeping.
+            gt: (H, W) int64 class indices, -1 = ignore. labels: {region id: (L,) predicted class
+                index per level, -1 = unmatched}. baseline: {region: class index} from the
+                forced-choice baseline, or ``None``. image_id: for bookkeeping. regions: (H, W) int
+                region ids (e.g. panoptic segments), -1 = no region; default: ``gt`` itself, so a
+                region id is its gt class index. region_class: {region id: gt class index}, needed
+                with ``regions``.
         """
-        present = {int(v) for v in np.unique(gt) if v >= 0}
+        if regions is None:
+            regions, truth = gt, None
+        elif region_class is None:
+            raise ValueError("region_class is needed when regions are given")
+        else:
+            truth = region_class
+        present = {int(v) for v in np.unique(regions) if v >= 0}
         described = {r: v for r, v in labels.items() if r in present}
         self.absent_segments += len(labels) - len(described)
         self.undescribed_regions += len(present - set(described))
         self.regions += len(present)
+
+        def correct(r: int, v: int) -> bool:
+            return (r if truth is None else truth.get(r)) == v
+
         for level in range(len(LEVELS)):
             level_labels = {r: int(v[level]) for r, v in described.items()}
-            self.confusion[level] += confusion(gt, relabel(gt, level_labels), self.num_classes)
-            self.region_correct[level] += sum(r == v for r, v in level_labels.items())
+            self.confusion[level] += confusion(gt, relabel(regions, level_labels), self.num_classes)
+            self.region_correct[level] += sum(correct(r, v) for r, v in level_labels.items())
             if baseline is not None:
                 self.agreement[level] += sum(baseline.get(r) == v for r, v in level_labels.items())
         if baseline is not None:
             chosen = {r: int(baseline[r]) for r in described if r in baseline}
-            self.baseline_confusion += confusion(gt, relabel(gt, chosen), self.num_classes)
-            self.baseline_correct += sum(r == v for r, v in chosen.items())
+            self.baseline_confusion += confusion(gt, relabel(regions, chosen), self.num_classes)
+            self.baseline_correct += sum(correct(r, v) for r, v in chosen.items())
             self.baseline_regions += len(present)
         self.image_ids.append(str(image_id))
 
@@ -196,7 +213,7 @@ class LacAccumulator:
             "lac": {k: {"values": [lv[k] for lv in levels], "area": lac_area([lv[k] for lv in levels])}
                     for k in METRICS},
             "baseline": None,
-            "pq": None,  # needs panoptic segments; not computed
+            "pq": None,  # needs panoptic segments: panoptic_quality.attach_to_summary fills it
         }
         if self.baseline_regions:
             m = confusion_metrics(self.baseline_confusion, class_names)
@@ -262,6 +279,9 @@ def decode_label_map(data: bytes, *, source: str) -> np.ndarray:
 REPORT_NAME = "report.md"
 METRICS_NAME = "metrics.json"
 PLOT_NAME = "lac.png"
+METRIC_HEADS = ("mIoU", "mACC", "pACC", "region acc")
+PQ_METRICS = ("pq", "sq", "rq")
+PQ_HEADS = ("PQ", "SQ", "RQ")
 
 
 def _fmt(value: float | None) -> str:
@@ -275,11 +295,14 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     lines += [f"- **images / gt regions**: {summary['num_images']} / {summary['num_regions']}",
               f"- **gt regions without a description** (scored unmatched): {summary['undescribed_regions']}",
               f"- **described segments absent from their gt map** (skipped): {summary['absent_segments']}", ""]
-    lines += ["## Metrics per lexical level", "", "| level | mIoU | mACC | pACC | region acc |", "|---|---|---|---|---|"]
-    lines += [f"| {lv['level']} | " + " | ".join(_fmt(lv[k]) for k in METRICS) + " |" for lv in summary["levels"]]
+    pq = summary.get("pq") is not None
+    keys, heads = (METRICS + PQ_METRICS, METRIC_HEADS + PQ_HEADS) if pq else (METRICS, METRIC_HEADS)
+    lines += ["## Metrics per lexical level", "", "| level | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    lines += [f"| {lv['level']} | " + " | ".join(_fmt(lv[k]) for k in keys) + " |" for lv in summary["levels"]]
+    area_keys = METRICS + ("pq",) if pq else METRICS
     lines += ["", "Normalised LAC area (trapezoid over the four levels at x = 0, 1/3, 2/3, 1):", "",
-              "| mIoU | mACC | pACC | region acc |", "|---|---|---|---|",
-              "| " + " | ".join(_fmt(summary["lac"][k]["area"]) for k in METRICS) + " |", ""]
+              "| " + " | ".join(heads[:len(area_keys)]) + " |", "|---" * len(area_keys) + "|",
+              "| " + " | ".join(_fmt(summary["lac"][k]["area"]) for k in area_keys) + " |", ""]
     base = summary.get("baseline")
     lines += ["## Sentence-BERT baseline (forced choice)", ""]
     if base is None:
@@ -290,7 +313,11 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
                   "Agreement with the lexical mapping (share of gt regions mapped to the same class):", "",
                   "| " + " | ".join(LEVELS) + " |", "|" + "---|" * len(LEVELS),
                   "| " + " | ".join(_fmt(base["agreement"][n]) for n in LEVELS) + " |", ""]
-    lines += ["PQ is not reported: it needs panoptic ground truth (segments), which this evaluation does not read.", ""]
+    if not pq:
+        lines += ["PQ is not reported: it needs panoptic ground truth (segments, `--panoptic`).", ""]
+    else:
+        lines += [("PQ / SQ / RQ follow panopticapi: each gt segment is predicted with its own pixels and the "
+                   "class its description maps to; unmatched descriptions predict nothing."), ""]
     return "\n".join(lines)
 
 
@@ -304,11 +331,12 @@ def plot_lac(summary: Mapping[str, Any]) -> bytes:
     ax = fig.add_subplot()
     x = np.linspace(0.0, 1.0, len(LEVELS))
     base = summary.get("baseline")
-    for key, color in zip(METRICS, ("#4c72b0", "#dd8452", "#55a868", "#c44e52"), strict=True):
+    keys = METRICS + ("pq",) if "pq" in summary["lac"] else METRICS
+    for key, color in zip(keys, ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3"), strict=False):
         curve = summary["lac"][key]
         y = [np.nan if v is None else v for v in curve["values"]]
         ax.plot(x, y, marker="o", color=color, label=f"{key} (area {_fmt(curve['area'])})")
-        if base is not None and base[key] is not None:
+        if base is not None and base.get(key) is not None:
             ax.axhline(base[key], color=color, linestyle="--", linewidth=0.8)
     ax.set_xticks(x, list(LEVELS))
     ax.set_ylim(0, 1.05)
