@@ -136,6 +136,51 @@ def _print_build_summary(summary: dict[str, Any]) -> None:
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
 
 
+@build_app.command("waterbirds")
+def build_waterbirds_command(
+    ctx: typer.Context,
+    cub_root: Path = typer.Option(..., "--cub-root", help="CUB-200-2011 root: images.txt, classes.txt, "
+                                                         "image_class_labels.txt, train_test_split.txt, images/, "
+                                                         "segmentations/."),
+    places_root: Path = typer.Option(..., "--places-root", help="Places365 root with one folder per place "
+                                                               "(bamboo_forest, forest/broadleaf, ocean, lake/natural)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/waterbirds_seg)."),
+    rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
+    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 5; "
+                                                                    "the released build has 74)."),
+    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 10; "
+                                                                      "the released build has 642)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
+                                                                        "tokens, or substrings as the released build."),
+) -> None:
+    """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits."""
+    from segbench.tasks.waterbirds import WaterbirdsParams, read_cub
+
+    settings = _settings(ctx)
+    params = WaterbirdsParams(**{k: v for k, v in {
+        "rhos": tuple(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
+        "seed": seed, "species_match": species_match}.items() if v is not None})
+    read_cub(cub_root)  # fail on a wrong path before starting Prefect
+    from segbench.flows.waterbirds import build_waterbirds
+
+    summary = _run(build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params)
+    print_waterbirds_summary(summary)
+
+
+def print_waterbirds_summary(summary: dict[str, Any]) -> None:
+    counts = summary["counts"]
+    console.out.print(console.key_values("Waterbirds-seg", {
+        "birds": counts["birds"], **{f"  {k}": v for k, v in counts["per_class"].items()},
+        **{f"  {k}": v for k, v in counts["per_group"].items()}, "rendered": counts["rendered"],
+        "substring-rule mislabels": ", ".join(m["species"] for m in summary["mislabels"]) or "none",
+    }))
+    rows = [[r, split, *values, sum(values)] for r, splits in counts["splits"].items() for split, values in splits.items()]
+    console.out.print(console.table("Group counts", ["ρ", "split", "land·land", "land·water", "water·land",
+                                                     "water·water", "total"], rows))
+    console.out.print(f"Dataset: [bold]{_display(Path(summary['out']))}[/]")
+
+
 @build_app.command("vocab")
 def build_vocab_command(
     ctx: typer.Context,
@@ -199,6 +244,38 @@ def evaluate_coco_cd_command(
     result = _run(evaluate_coco_cd, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
                   split=split, dataset_dir=dataset_dir)
     _print_eval_summary(result)
+
+
+@evaluate_app.command("waterbirds")
+def evaluate_waterbirds_command(
+    ctx: typer.Context,
+    predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps "
+                                                                "(0/1 landbird/2 waterbird) or .npz files with 'probs'."),
+    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
+    rho: float = typer.Option(0.95, "--rho", help="Which ρ directory to read."),
+    split: str = typer.Option("test", "--split", help="train, val or test."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/waterbirds_seg/<run>)."),
+) -> None:
+    """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."""
+    settings = _settings(ctx)
+    from segbench.flows.evaluate import evaluate_waterbirds
+
+    dataset_dir = _relative_to(settings.data_root / "waterbirds_seg", repo)
+    out = out or (settings.data_root / "eval" / "waterbirds_seg"
+                  / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
+    result = _run(evaluate_waterbirds, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+                  split=split, dataset_dir=dataset_dir)
+    m = result["summary"]
+    fg = m["fg_decomposition"]
+    console.out.print(console.key_values("Waterbirds-seg evaluation", {
+        "images": m["num_images"],
+        "IoU landbird / waterbird": f"{_fmt(m['class_iou']['landbird'])} / {_fmt(m['class_iou']['waterbird'])}",
+        "mIoU": m["miou"], "Fg-IoU": m["fg_iou"],
+        "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(fg[k]) for k in ("corr", "flip", "miss")),
+        "Flip per-image mean": m["flip"]["per_image_mean"],
+    }))
+    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
 
 
 def _relative_to(path: Path, repo: Path) -> str:
@@ -285,6 +362,7 @@ def demo(
     result = _run(run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                   provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
     _print_build_summary(result["coco_cd"])
+    print_waterbirds_summary(result["waterbirds"])
     print_vocab_summary(result["vocab"], provider)
     print_ingest(result["audit"])
     _print_publish_summary(result["publish"])

@@ -1,7 +1,8 @@
 """The demo: the whole product on a generated world, offline and without keys.
 
-Generates the demo world (with captions), builds every dataset that exists — COCO-CD, and the
-valid vocabulary of its categories from the captions — runs the COCO-CD context audit as a
+Generates the demo world (with captions) and a small CUB/Places-like source, builds every dataset
+that exists — COCO-CD, Waterbirds-seg, and the valid vocabulary of COCO-CD's categories from the
+captions — runs the COCO-CD context audit as a
 files-backend round answered by simulated workers, publishes a DVC version of the data root (to a
 local remote under the work dir unless one is configured), predicts with the context-biased
 baseline and evaluates it.
@@ -21,10 +22,12 @@ from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
 from segbench.flows.publish import publish_data
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.flows.vocab import build_vocab
+from segbench.flows.waterbirds import build_waterbirds
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.schemas.vocab import VocabParams
 from segbench.tasks import versioning
 from segbench.tasks.coco_cd_audit import CONTROL, LABELS
+from segbench.tasks.demo_birds import generate_demo_birds
 from segbench.tasks.demo_captions import generate_demo_captions
 from segbench.tasks.demo_world import generate_demo_world
 from segbench.tasks.io import read_json
@@ -70,6 +73,8 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
     repo, data_root, work_dir = Path(repo).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
     world = generate_world(work_dir / "demo-world", seed)
     coco_cd = build_coco_cd(world, world, data_root / "coco_cd", CocoCdParams(**DEMO_COCO_CD))
+    cub, places = generate_demo_birds(work_dir / "demo-birds", seed=seed)
+    waterbirds = build_waterbirds(cub, places, data_root / "waterbirds_seg")
     vocab = build_vocab(generate_demo_captions(world, seed=seed), "coco_cd", data_root / "vocab" / "coco_cd",
                         provider, VocabParams(spacy_model=spacy_model), nltk_data=work_dir / "nltk_data")
     audit = run_audit(data_root, world, seed)
@@ -88,6 +93,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
                                   split="test", dataset_dir=dataset_dir)
     return {
         "coco_cd": coco_cd,
+        "waterbirds": waterbirds,
         "vocab": vocab,
         "publish": record,
         "evaluation": evaluation,
@@ -96,6 +102,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
             "demo world (inputs)": world,
             "COCO-CD": data_root / "coco_cd",
             "COCO-CD tables": data_root / "coco_cd" / "tables",
+            "Waterbirds-seg": data_root / "waterbirds_seg",
             "vocabulary": data_root / "vocab" / "coco_cd" / "coco_cd.json",
             "baseline predictions": predictions,
             "context audit": audit["reports"]["audit_markdown"],

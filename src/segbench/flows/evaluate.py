@@ -1,4 +1,5 @@
-"""Prefect flows for COCO-CD evaluation: ``evaluate-coco-cd`` and ``predict-baseline-coco-cd``.
+"""Prefect flows for label-flip evaluation: ``evaluate-coco-cd``, ``evaluate-waterbirds`` and
+``predict-baseline-coco-cd``. Both evaluations compute the same metrics; only the names differ.
 
 Orchestration only. The work is done by pure functions in ``segbench.tasks.flip_inputs``
 (reading), ``segbench.tasks.flip_metrics``, ``segbench.tasks.flip_report`` and ``segbench.tasks.baseline``; the tasks
@@ -24,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.tasks.baseline import write_baseline_predictions
 from segbench.tasks.flip_inputs import evaluate_images, prediction_paths, read_split, split_relpath
-from segbench.tasks.flip_metrics import FlipAccumulator
+from segbench.tasks.flip_metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
 from segbench.tasks.flip_report import write_report
 from segbench.tasks.versioning import DatasetSource
 
@@ -59,10 +60,10 @@ def evaluate_shard(
 
 @task(name="write-coco-cd-report", cache_policy=NO_CACHE)
 def write_report_task(
-    out: str, summary: dict[str, Any], evaluated: dict[str, Any]
+    out: str, summary: dict[str, Any], evaluated: dict[str, Any], names: FlipNames = COCO_CD_NAMES
 ) -> dict[str, str]:
     """Write metrics.json, report.md and the plots (``flip_report.write_report``)."""
-    return {name: str(path) for name, path in write_report(out, summary, evaluated).items()}
+    return {name: str(path) for name, path in write_report(out, summary, evaluated, names).items()}
 
 
 @task(name="predict-baseline-shard", cache_policy=NO_CACHE)
@@ -102,6 +103,33 @@ def evaluate_coco_cd(
         InputError: split or masks missing/malformed; predictions missing (names the directory,
             the count and the first ids), of the wrong shape or with labels outside 0..2.
     """
+    return _evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, COCO_CD_NAMES)
+
+
+@flow(name="evaluate-waterbirds")
+def evaluate_waterbirds(
+    repo: str | Path,
+    rev: str | None,
+    predictions: str | Path,
+    out: str | Path,
+    rho: float = 0.95,
+    split: str = "test",
+    dataset_dir: str = "data/waterbirds_seg",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+) -> dict[str, Any]:
+    """Evaluate a predictions directory on a Waterbirds-seg split: the COCO-CD metrics, with
+    classes landbird/waterbird (label values 1/2) and contexts land/water.
+
+    Predictions are ``{id:012d}.png`` label maps or ``.npz`` files with ``probs`` of shape
+    (3, H, W) at each image's own size. Arguments, return value and errors as
+    :func:`evaluate_coco_cd`.
+    """
+    return _evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, WATERBIRDS_NAMES)
+
+
+def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float,
+              split: str, dataset_dir: str, shard_size: int, names: FlipNames) -> dict[str, Any]:
+    """The body of both evaluation flows (runs inside the calling flow)."""
     logger = get_run_logger()
     repo, predictions, out = str(repo), str(predictions), str(out)
     relpath = split_relpath(dataset_dir, rho, split)
@@ -119,7 +147,7 @@ def evaluate_coco_cd(
             shard = future.result()
             total += shard
             current.advance(len(shard.images))
-    summary = total.summarize()
+    summary = total.summarize(names)
     evaluated = {
         "source": DatasetSource(repo, rev).describe(),
         "rev": rev,
@@ -128,7 +156,7 @@ def evaluate_coco_cd(
         "split_file": relpath,
         "predictions": predictions,
     }
-    paths = write_report_task(out, summary, evaluated)
+    paths = write_report_task(out, summary, evaluated, names)
     logger.info(
         "evaluated %d images: mIoU %s, FG-Flip %s -> %s",
         summary["num_images"],

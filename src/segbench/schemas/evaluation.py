@@ -6,7 +6,9 @@ only describe and validate the summary; computing it belongs to ``segbench.tasks
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 
 class _Model(BaseModel):
@@ -97,3 +99,19 @@ class FlipSummary(_Model):
     gaps: dict[str, Gap]
     flip_risk: FlipRisk | None
     flip_risk_unavailable: str | None = Field(description="why flip_risk is null, if it is")
+
+
+@cache
+def summary_model(classes: tuple[str, str] = ("cat", "dog")) -> type[FlipSummary]:
+    """:class:`FlipSummary` with the IoU fields named after ``classes`` (COCO-CD's: the model itself).
+
+    Other datasets (Waterbirds-seg: landbird, waterbird) get a subclass whose per-class IoU objects
+    have their class names, so the summary stays strictly validated.
+    """
+    if tuple(classes) == ("cat", "dog"):
+        return FlipSummary
+    iou = create_model("ClassIoU_" + "_".join(classes), __base__=_Model,
+                       **{name: (float | None, ...) for name in ("background", *classes)})
+    group = create_model("GroupResult_" + "_".join(classes), __base__=GroupResult, iou=(iou, ...))
+    return create_model("FlipSummary_" + "_".join(classes), __base__=FlipSummary, class_iou=(iou, ...),
+                        per_group=(list[group], ...))

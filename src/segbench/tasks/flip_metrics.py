@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from segbench.schemas.evaluation import FlipSummary
+from segbench.schemas.evaluation import summary_model
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +45,41 @@ GROUPS: dict[int, tuple[str, str, str]] = {
 GAP_GROUPS = {"cat": (0, 1), "dog": (3, 2)}
 
 
-def group_name(group_id: int) -> str:
+
+
+@dataclass(frozen=True)
+class FlipNames:
+    """The names a flip evaluation reports under; the numbers do not depend on them.
+
+    ``classes`` are y = 0, 1 (label values 1, 2) and ``contexts`` a = 0, 1. Group ``2·y + a`` is
+    aligned when ``a == y`` (cat·indoor, dog·outdoor; landbird·land, waterbird·water).
+    """
+
+    dataset: str = "COCO-CD"
+    classes: tuple[str, str] = ("cat", "dog")
+    contexts: tuple[str, str] = ("indoor", "outdoor")
+
+    @property
+    def class_names(self) -> tuple[str, str, str]:
+        return ("background", *self.classes)
+
+    def group(self, group_id: int) -> tuple[str, str, str]:
+        """(class, context, kind) of a group id."""
+        y, a = divmod(group_id, 2)
+        return self.classes[y], self.contexts[a], "aligned" if y == a else "counterfactual"
+
+    def gap_groups(self) -> dict[str, tuple[int, int]]:
+        """Per class: (aligned group, counterfactual group)."""
+        return {self.classes[0]: (0, 1), self.classes[1]: (3, 2)}
+
+
+COCO_CD_NAMES = FlipNames()
+WATERBIRDS_NAMES = FlipNames("Waterbirds-seg", ("landbird", "waterbird"), ("land", "water"))
+
+
+def group_name(group_id: int, names: FlipNames = COCO_CD_NAMES) -> str:
     """Display name of a group, e.g. ``"cat·indoor (aligned)"``."""
-    cls, context, kind = GROUPS[group_id]
+    cls, context, kind = names.group(group_id)
     return f"{cls}·{context} ({kind})"
 
 
@@ -145,9 +177,9 @@ def _confusion(gt: np.ndarray, pred: np.ndarray) -> np.ndarray:
     return np.bincount(idx, minlength=NUM_CLASSES**2).reshape(NUM_CLASSES, NUM_CLASSES)
 
 
-def _class_iou(cm: np.ndarray) -> dict[str, float | None]:
+def _class_iou(cm: np.ndarray, names: FlipNames = COCO_CD_NAMES) -> dict[str, float | None]:
     out = {}
-    for c, name in enumerate(CLASS_NAMES):
+    for c, name in enumerate(names.class_names):
         union = int(cm[c, :].sum() + cm[:, c].sum() - cm[c, c])
         out[name] = _ratio(cm[c, c], union)
     return out
@@ -231,8 +263,10 @@ class FlipAccumulator:
         self.images_without_probs += other.images_without_probs
         return self
 
-    def summarize(self) -> dict[str, Any]:
+    def summarize(self, names: FlipNames = COCO_CD_NAMES) -> dict[str, Any]:
         """The metrics as a JSON-ready dict shaped like :class:`FlipSummary`.
+
+        ``names`` only renames classes, contexts and groups (COCO-CD's by default).
 
         Raises:
             ValueError: an image id was added twice (shards overlapped).
@@ -242,7 +276,8 @@ class FlipAccumulator:
             raise ValueError("an image was added more than once; shards must not overlap")
         images = sorted(self.images, key=lambda r: r.image_id)
         cm = self.confusion
-        class_iou = _class_iou(cm)
+        class_iou = _class_iou(cm, names)
+        first, second = names.classes
         fg_total = int(cm[1:, :].sum())
         fg_union = int(cm.sum() - cm[0, 0])
         flips = [r.flip for r in images if r.flip is not None]
@@ -250,7 +285,7 @@ class FlipAccumulator:
             "num_images": len(images),
             "confusion_matrix": cm.tolist(),
             "class_iou": class_iou,
-            "miou": _mean_or_none(class_iou["cat"], class_iou["dog"]),
+            "miou": _mean_or_none(class_iou[first], class_iou[second]),
             "fg_iou": _ratio(cm[1:, 1:].sum(), fg_union),
             "fg_decomposition": {
                 "gt_fg_pixels": fg_total,
@@ -264,29 +299,29 @@ class FlipAccumulator:
                 "images_counted": len(flips),
                 "images_without_gt_fg": len(images) - len(flips),
             },
-            "per_group": self._per_group(images),
-            "gaps": self._gaps(),
+            "per_group": self._per_group(images, names),
+            "gaps": self._gaps(names),
             **self._risk(images),
         }
-        return FlipSummary.model_validate(summary).model_dump(mode="json", by_alias=True)
+        return summary_model(names.classes).model_validate(summary).model_dump(mode="json", by_alias=True)
 
-    def _per_group(self, images: list[ImageRecord]) -> list[dict[str, Any]]:
+    def _per_group(self, images: list[ImageRecord], names: FlipNames) -> list[dict[str, Any]]:
         return [
             {
                 "group_id": g,
-                "name": group_name(g),
-                "kind": GROUPS[g][2],
+                "name": group_name(g, names),
+                "kind": names.group(g)[2],
                 "num_images": sum(1 for r in images if r.group_id == g),
-                "iou": _class_iou(self.group_confusion[g]),
+                "iou": _class_iou(self.group_confusion[g], names),
             }
             for g in sorted(GROUPS)
         ]
 
-    def _gaps(self) -> dict[str, dict[str, Any]]:
+    def _gaps(self, names: FlipNames) -> dict[str, dict[str, Any]]:
         out = {}
-        for cls, (aligned, counter) in GAP_GROUPS.items():
-            a = _class_iou(self.group_confusion[aligned])[cls]
-            c = _class_iou(self.group_confusion[counter])[cls]
+        for cls, (aligned, counter) in names.gap_groups().items():
+            a = _class_iou(self.group_confusion[aligned], names)[cls]
+            c = _class_iou(self.group_confusion[counter], names)[cls]
             out[cls] = {
                 "aligned_group": aligned,
                 "counterfactual_group": counter,

@@ -16,6 +16,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from segbench.tasks.flip_metrics import COCO_CD_NAMES, FlipNames
 from segbench.tasks.io import atomic_write_bytes, atomic_write_text, write_json
 
 log = logging.getLogger(__name__)
@@ -37,27 +38,30 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
-    """The Markdown report.
+def render_markdown(
+    summary: Mapping[str, Any], evaluated: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES
+) -> str:
+    """The Markdown report (``names``: the dataset's class and context names, COCO-CD's by default).
 
     Args:
         summary: ``FlipAccumulator.summarize()`` output.
         evaluated: what was evaluated: ``source``, ``rev``, ``rho``, ``split``, ``split_file``,
             ``predictions`` (and optionally more keys, listed as they are).
     """
-    lines = ["# COCO-CD evaluation", "", "## What was evaluated", ""]
+    first, second = names.classes
+    lines = [f"# {names.dataset} evaluation", "", "## What was evaluated", ""]
     lines += [f"- **{key}**: `{evaluated[key]}`" for key in sorted(evaluated)]
     lines += [f"- **images**: {summary['num_images']}", ""]
 
     iou = summary["class_iou"]
     lines += ["## Overlap", ""]
     lines += _table(
-        ["background IoU", "cat IoU", "dog IoU", "mIoU (cat, dog)", "Fg-IoU"],
+        ["background IoU", f"{first} IoU", f"{second} IoU", f"mIoU ({first}, {second})", "Fg-IoU"],
         [
             [
                 fmt(iou["background"]),
-                fmt(iou["cat"]),
-                fmt(iou["dog"]),
+                fmt(iou[first]),
+                fmt(iou[second]),
                 fmt(summary["miou"]),
                 fmt(summary["fg_iou"]),
             ]
@@ -91,36 +95,36 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
 
     lines += ["## Per-group IoU", ""]
     lines += _table(
-        ["group", "images", "cat IoU", "dog IoU"],
+        ["group", "images", f"{first} IoU", f"{second} IoU"],
         [
-            [g["name"], str(g["num_images"]), fmt(g["iou"]["cat"]), fmt(g["iou"]["dog"])]
+            [g["name"], str(g["num_images"]), fmt(g["iou"][first]), fmt(g["iou"][second])]
             for g in summary["per_group"]
         ],
     )
-    names = {g["group_id"]: g["name"] for g in summary["per_group"]}
+    group_names = {g["group_id"]: g["name"] for g in summary["per_group"]}
     lines += ["Aligned − counterfactual IoU gap per class:", ""]
     lines += _table(
         ["class", "aligned", "counterfactual", "gap"],
         [
             [
                 cls,
-                f"{fmt(gap['aligned_iou'])} ({names[gap['aligned_group']]})",
-                f"{fmt(gap['counterfactual_iou'])} ({names[gap['counterfactual_group']]})",
+                f"{fmt(gap['aligned_iou'])} ({group_names[gap['aligned_group']]})",
+                f"{fmt(gap['counterfactual_iou'])} ({group_names[gap['counterfactual_group']]})",
                 fmt(gap["gap"]),
             ]
             for cls, gap in sorted(summary["gaps"].items())
         ],
     )
-    return "\n".join(lines + _risk_section(summary)).rstrip("\n") + "\n"
+    return "\n".join(lines + _risk_section(summary, names)).rstrip("\n") + "\n"
 
 
-def _risk_section(summary: Mapping[str, Any]) -> list[str]:
+def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> list[str]:
     lines = ["## Flip-risk deciles", ""]
     risk = summary["flip_risk"]
     if risk is None:
         return lines + [f"Flip-risk unavailable: {summary['flip_risk_unavailable']}.", ""]
     lines += [
-        "Images sorted by flip-risk (mean renormalised cat/dog entropy over predicted-foreground "
+        f"Images sorted by flip-risk (mean renormalised {'/'.join(names.classes)} entropy over predicted-foreground "
         f"pixels), low to high; {risk['num_records']} images ranked.",
         "",
     ]
@@ -151,13 +155,14 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def plot_per_group_iou(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: grouped bars, one group of (cat IoU, dog IoU) per (class, context) group."""
+def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> bytes:
+    """PNG bytes: grouped bars, one group of (class IoU, class IoU) per (class, context) group."""
     fig = Figure(figsize=(8, 4.5))
     ax = fig.add_subplot()
     groups = summary["per_group"]
     width = 0.38
-    for offset, cls, color in ((-width / 2, "cat", "#4c72b0"), (width / 2, "dog", "#dd8452")):
+    first, second = names.classes
+    for offset, cls, color in ((-width / 2, first, "#4c72b0"), (width / 2, second, "#dd8452")):
         values = [g["iou"][cls] or 0.0 for g in groups]  # an undefined IoU is drawn as an empty bar
         bars = ax.bar(
             [i + offset for i in range(len(groups))], values, width, label=f"{cls} IoU", color=color
@@ -206,7 +211,10 @@ def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
 
 
 def write_report(
-    out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]
+    out_dir: str | Path,
+    summary: Mapping[str, Any],
+    evaluated: Mapping[str, Any],
+    names: FlipNames = COCO_CD_NAMES,
 ) -> dict[str, Path]:
     """Write ``metrics.json``, ``report.md`` and both plots into ``out_dir``.
 
@@ -220,11 +228,11 @@ def write_report(
         "metrics": write_json(
             out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(summary)}, indent=2
         ),
-        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated)),
-        "per_group_iou": atomic_write_bytes(out / GROUP_PLOT_NAME, plot_per_group_iou(summary)),
+        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated, names)),
+        "per_group_iou": atomic_write_bytes(out / GROUP_PLOT_NAME, plot_per_group_iou(summary, names)),
         "flip_by_risk_decile": atomic_write_bytes(
             out / DECILE_PLOT_NAME, plot_flip_by_risk_decile(summary)
         ),
     }
-    log.info("wrote the COCO-CD report to %s", out)
+    log.info("wrote the %s report to %s", names.dataset, out)
     return paths

@@ -1,0 +1,168 @@
+"""The Waterbirds-seg build flow: CUB + Places → place assignment → splits → composites + manifest.
+
+Layout under the dataset root (like COCO-CD)::
+
+    species.json                        species → landbird/waterbird, substring-mislabel report
+    tables/group_counts.{json,md}       group counts per split and ρ
+    splits/rho_<ρ>/{train,val,test}.json
+    images/<id:012d>.png                composited RGB images (the bird image's size)
+    masks/<id:012d>.png                 label maps (0 background, 1 landbird, 2 waterbird)
+    manifest.json
+
+Tasks are coarse (one per stage, rendering in shards), with caching off so Prefect never hashes
+the inputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress
+from segbench.errors import InputError
+from segbench.flows.publish import publish_data
+from segbench.tasks import waterbirds as wb
+from segbench.tasks.coco_cd import png_bytes
+from segbench.tasks.coco_cd_outputs import markdown_table
+from segbench.tasks.io import atomic_write_bytes, atomic_write_text, staged_directory, write_json
+from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.tasks.splits import SplitPlan, draw_splits, rho_name
+
+RENDER_SHARD = 200
+GROUP_NAMES = [f"{c}·{a}" for c in wb.CLASSES for a in wb.CONTEXTS]
+
+
+def _image_size(path: Path) -> tuple[int, int]:
+    try:
+        with Image.open(path) as img:
+            return img.size
+    except FileNotFoundError:
+        raise InputError("bird image not found", path=path) from None
+    except OSError as exc:
+        raise InputError(f"not a readable image ({exc})", path=path) from None
+
+
+@task(name="load-waterbirds-sources", cache_policy=NO_CACHE)
+def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams
+                 ) -> tuple[list[wb.Bird], dict[int, wb.Record]]:
+    """Read both trees, type every bird, assign place types and place images."""
+    birds = wb.read_cub(cub_root)
+    places = wb.read_places(places_root, (*params.land_places, *params.water_places))
+    types = wb.bird_types(birds, params.species_match)
+    contexts = wb.assign_contexts(types, seed=params.seed, aligned_share=params.aligned_share)
+    place_files = wb.assign_places(contexts, places, params)
+    records = {}
+    for bird in progress.track(birds, "Reading bird images"):
+        width, height = _image_size(Path(cub_root) / "images" / bird.path)
+        records[bird.image_id] = wb.Record(bird, types[bird.image_id], contexts[bird.image_id],
+                                           place_files[bird.image_id], width, height)
+    return birds, records
+
+
+@task(name="draw-splits", cache_policy=NO_CACHE)
+def plan_splits(records: dict[int, wb.Record], params: wb.WaterbirdsParams) -> SplitPlan:
+    pools: dict[int, list[int]] = {}
+    for image_id, record in records.items():
+        pools.setdefault(record.group_id, []).append(image_id)
+    # Aligned pairings: landbird (y 0) with land (a 0), waterbird (y 1) with water (a 1).
+    return draw_splits(pools, majority=[0, 1], rhos=params.rhos, val_per_group=params.val_per_group,
+                       test_per_group=params.test_per_group, seed=params.seed, group_names=GROUP_NAMES)
+
+
+@task(name="write-records", cache_policy=NO_CACHE)
+def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Record], plan: SplitPlan,
+                  params: wb.WaterbirdsParams) -> dict[str, Any]:
+    species = wb.species_table(birds, params.species_match)
+    write_json(stage / "species.json", species, indent=1)
+    counts = plan.group_counts({i: r.group_id for i, r in records.items()})
+    rows = [[rho, split, *values, sum(values)] for rho, splits in counts.items() for split, values in splits.items()]
+    text = ("# Group counts per split and correlation regime\n\n"
+            "Groups are 2·y + a with y: landbird 0, waterbird 1; a: land 0, water 1. "
+            "Val and test are shared by every ρ.\n\n"
+            + markdown_table(["ρ", "split", *[f"{g} ({i})" for i, g in enumerate(GROUP_NAMES)], "total"], rows))
+    write_json(stage / "tables" / "group_counts.json", {"groups": GROUP_NAMES, "counts": counts}, indent=1)
+    atomic_write_text(stage / "tables" / "group_counts.md", text)
+    for rho, train_ids in sorted(plan.train.items()):
+        for split, ids in (("train", train_ids), ("val", plan.val), ("test", plan.test)):
+            coco = wb.split_coco(records, ids, f"Waterbirds-seg {split}, ρ = {rho:g}")
+            write_json(stage / "splits" / rho_name(rho) / f"{split}.json", coco)
+    return {"group_counts": counts, "mislabels": species["substring_mislabels"]}
+
+
+@task(name="render-shard", cache_policy=NO_CACHE)
+def render_shard(stage: Path, cub_root: Path, places_root: Path, records: list[wb.Record]) -> int:
+    for record in records:
+        image, label = wb.render(cub_root, places_root, record.bird, record.place_file, record.y)
+        stem = f"{record.bird.image_id:012d}"
+        atomic_write_bytes(stage / "masks" / f"{stem}.png", png_bytes(Image.fromarray(label, mode="L")),
+                           durable=False)
+        # Level 1: photos encode several times faster for a little more space.
+        atomic_write_bytes(stage / "images" / f"{stem}.png", png_bytes(image, compress_level=1), durable=False)
+    return len(records)
+
+
+def _render_all(stage: Path, cub_root: Path, places_root: Path, records: dict[int, wb.Record], plan: SplitPlan
+                ) -> int:
+    ids = sorted({*plan.val, *plan.test, *(i for train in plan.train.values() for i in train)})
+    shards = [[records[i] for i in ids[k : k + RENDER_SHARD]] for k in range(0, len(ids), RENDER_SHARD)]
+    with progress.step("Compositing birds on places", len(ids)) as current:
+        futures = [render_shard.submit(stage, cub_root, places_root, shard) for shard in shards]
+        for future in futures:
+            current.advance(future.result())
+    return len(ids)
+
+
+@flow(name="build-waterbirds")
+def build_waterbirds(
+    cub_root: Path,
+    places_root: Path,
+    out: Path,
+    params: wb.WaterbirdsParams | None = None,
+    publish_repo: Path | None = None,
+    publish_data_dir: str = "data",
+) -> dict[str, Any]:
+    """Build Waterbirds-seg from a CUB-200-2011 root and a Places root into ``out``.
+
+    Only birds that land in some split are rendered. The output replaces ``out`` only when complete;
+    with ``publish_repo`` the last step publishes a DVC version of ``publish_data_dir``.
+
+    Returns:
+        A summary: output path, counts (birds per type and group, rendered, splits) and the
+        species that substring matching would mislabel.
+
+    Raises:
+        InputError: a source file is missing or unreadable.
+        InsufficientDataError: the groups cannot supply the requested val/test sizes or ρ.
+    """
+    params = params or wb.WaterbirdsParams()
+    cub_root, places_root, out = Path(cub_root), Path(places_root), Path(out)
+    logger = get_run_logger()
+    birds, records = load_records(cub_root, places_root, params)
+    plan = plan_splits(records, params)
+    with staged_directory(out) as stage:
+        tables = write_records(stage, birds, records, plan, params)
+        rendered = _render_all(stage, cub_root, places_root, records, plan)
+        counts = {
+            "birds": len(birds),
+            "per_class": {c: sum(r.y == y for r in records.values()) for y, c in enumerate(wb.CLASSES)},
+            "per_group": {n: sum(r.group_id == g for r in records.values()) for g, n in enumerate(GROUP_NAMES)},
+            "rendered": rendered,
+            "train_per_class_total": plan.per_class_total,
+            "splits": tables["group_counts"],
+        }
+        inputs = {name: cub_root / name for name in wb.CUB_FILES}
+        manifest = build_manifest(dataset="waterbirds_seg", builder_version=wb.BUILDER_VERSION, root=stage,
+                                  params=params.model_dump(mode="json"), inputs=inputs, counts=counts,
+                                  seed=params.seed)
+        write_manifest(stage, manifest)
+    if tables["mislabels"] and params.species_match == "tokens":
+        logger.info("substring matching would mislabel %d species as waterbirds; see species.json",
+                    len(tables["mislabels"]))
+    summary = {"out": str(out), "counts": counts, "mislabels": tables["mislabels"]}
+    if publish_repo is not None:
+        summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
+    return summary
