@@ -224,26 +224,35 @@ def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
     console.out.print(f"Vocabulary: [bold]{_display(Path(summary['out']))}[/]")
 
 
+def _evaluate(ctx: typer.Context, flow_name: str, dataset: str, predictions: Path, rev: str | None, repo: Path,
+              rho: float, split: str, out: Path | None) -> None:
+    """Run one of the flip-metric evaluations (COCO-CD or Waterbirds-seg) and print its summary."""
+    from segbench.flows import evaluate
+
+    settings = _settings(ctx)
+    dataset_dir = _relative_to(settings.data_root / dataset, repo)
+    out = out or settings.data_root / "eval" / dataset / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
+    result = _run(getattr(evaluate, flow_name), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+                  split=split, dataset_dir=dataset_dir)
+    _print_eval_summary(result)
+
+
+_REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
+_REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
+_RHO = typer.Option(0.95, "--rho", help="Which ρ directory to read.")
+_SPLIT = typer.Option("test", "--split", help="train, val or test.")
+_OUT = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/<dataset>/<run>).")
+
+
 @evaluate_app.command("coco-cd")
 def evaluate_coco_cd_command(
     ctx: typer.Context,
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
                                                                 ".npz files with 'probs' (3 × 512 × 512)."),
-    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
-    repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
-    rho: float = typer.Option(0.95, "--rho", help="Which ρ directory to read."),
-    split: str = typer.Option("test", "--split", help="train, val or test."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/coco_cd/<run>)."),
+    rev: str = _REV, repo: Path = _REPO, rho: float = _RHO, split: str = _SPLIT, out: Path = _OUT,
 ) -> None:
     """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles."""
-    settings = _settings(ctx)
-    from segbench.flows.evaluate import evaluate_coco_cd
-
-    dataset_dir = _relative_to(settings.data_root / "coco_cd", repo)
-    out = out or settings.data_root / "eval" / "coco_cd" / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
-    result = _run(evaluate_coco_cd, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
-                  split=split, dataset_dir=dataset_dir)
-    _print_eval_summary(result)
+    _evaluate(ctx, "evaluate_coco_cd", "coco_cd", predictions, rev, repo, rho, split, out)
 
 
 @evaluate_app.command("waterbirds")
@@ -251,31 +260,10 @@ def evaluate_waterbirds_command(
     ctx: typer.Context,
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps "
                                                                 "(0/1 landbird/2 waterbird) or .npz files with 'probs'."),
-    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
-    repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
-    rho: float = typer.Option(0.95, "--rho", help="Which ρ directory to read."),
-    split: str = typer.Option("test", "--split", help="train, val or test."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/waterbirds_seg/<run>)."),
+    rev: str = _REV, repo: Path = _REPO, rho: float = _RHO, split: str = _SPLIT, out: Path = _OUT,
 ) -> None:
     """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."""
-    settings = _settings(ctx)
-    from segbench.flows.evaluate import evaluate_waterbirds
-
-    dataset_dir = _relative_to(settings.data_root / "waterbirds_seg", repo)
-    out = out or (settings.data_root / "eval" / "waterbirds_seg"
-                  / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
-    result = _run(evaluate_waterbirds, repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
-                  split=split, dataset_dir=dataset_dir)
-    m = result["summary"]
-    fg = m["fg_decomposition"]
-    console.out.print(console.key_values("Waterbirds-seg evaluation", {
-        "images": m["num_images"],
-        "IoU landbird / waterbird": f"{_fmt(m['class_iou']['landbird'])} / {_fmt(m['class_iou']['waterbird'])}",
-        "mIoU": m["miou"], "Fg-IoU": m["fg_iou"],
-        "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(fg[k]) for k in ("corr", "flip", "miss")),
-        "Flip per-image mean": m["flip"]["per_image_mean"],
-    }))
-    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
+    _evaluate(ctx, "evaluate_waterbirds", "waterbirds_seg", predictions, rev, repo, rho, split, out)
 
 
 def _relative_to(path: Path, repo: Path) -> str:
@@ -288,14 +276,16 @@ def _relative_to(path: Path, repo: Path) -> str:
 def _print_eval_summary(result: dict[str, Any]) -> None:
     m = result["summary"]
     fg = m["fg_decomposition"]
-    console.out.print(console.key_values("COCO-CD evaluation", {
+    first, second = (name for name in m["class_iou"] if name != "background")
+    console.out.print(console.key_values("Evaluation", {
         "images": m["num_images"],
-        "IoU cat / dog": f"{_fmt(m['class_iou']['cat'])} / {_fmt(m['class_iou']['dog'])}",
-        "mIoU (cat, dog)": m["miou"],
+        f"IoU {first} / {second}": f"{_fmt(m['class_iou'][first])} / {_fmt(m['class_iou'][second])}",
+        f"mIoU ({first}, {second})": m["miou"],
         "Fg-IoU": m["fg_iou"],
         "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(fg[k]) for k in ("corr", "flip", "miss")),
         "Flip per-image mean": m["flip"]["per_image_mean"],
-        "gap cat / dog (aligned − counterf.)": f"{_fmt(m['gaps']['cat']['gap'])} / {_fmt(m['gaps']['dog']['gap'])}",
+        f"gap {first} / {second} (aligned − counterf.)":
+            f"{_fmt(m['gaps'][first]['gap'])} / {_fmt(m['gaps'][second]['gap'])}",
         "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
     }))
     console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
