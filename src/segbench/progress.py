@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -66,6 +66,20 @@ def step(description: str, total: int | None = None) -> Iterator[Step]:
         yield current
     finally:
         current.finish()
+
+
+def gather(futures: Iterable[Any], description: str, total: int, units: Callable[[Any], int]) -> list[Any]:
+    """The results of submitted task runs, in submission order, advancing one step by ``units(result)``.
+
+    Flows submit one task run per shard and collect them here, so every long sharded stage shows
+    the same progress bar.
+    """
+    results = []
+    with step(description, total) as current:
+        for future in futures:
+            results.append(future.result())
+            current.advance(units(results[-1]))
+    return results
 
 
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:

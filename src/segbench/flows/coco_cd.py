@@ -88,10 +88,8 @@ def _render_all(stage: Path, sources: cd.Sources, coco_root: Path, plan: SplitPl
     image_ids = sorted({*plan.val, *plan.test, *(i for ids in plan.train.values() for i in ids)})
     shards = [image_ids[i : i + RENDER_SHARD] for i in range(0, len(image_ids), RENDER_SHARD)]
     what = "Rendering label masks and images" if params.write_images else "Rendering label masks"
-    with progress.step(what, len(image_ids)) as current:
-        futures = [render_shard.submit(stage, sources.instances, coco_root, shard, params) for shard in shards]
-        for future in futures:
-            current.advance(future.result())
+    futures = [render_shard.submit(stage, sources.instances, coco_root, shard, params) for shard in shards]
+    progress.gather(futures, what, len(image_ids), units=int)
     return len(image_ids)
 
 

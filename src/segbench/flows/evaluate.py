@@ -142,11 +142,8 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
         for shard in _shards(images, shard_size)
     ]
     total = FlipAccumulator()
-    with progress.step("Evaluating predictions", len(images)) as current:
-        for future in futures:  # in shard order; the summary does not depend on it anyway
-            shard = future.result()
-            total += shard
-            current.advance(len(shard.images))
+    for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
+        total += shard  # in shard order; the summary does not depend on it anyway
     summary = total.summarize(names)
     evaluated = {
         "source": DatasetSource(repo, rev).describe(),
@@ -193,11 +190,6 @@ def predict_baseline(
         predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
         for shard in _shards(images, shard_size)
     ]
-    written = 0
-    with progress.step("Predicting with the baseline", len(images)) as current:
-        for future in futures:
-            count = future.result()
-            written += count
-            current.advance(count)
+    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int))
     logger.info("wrote %d baseline predictions to %s", written, out)
     return {"out": out, "num_images": written}

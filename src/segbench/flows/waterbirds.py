@@ -109,10 +109,8 @@ def _render_all(stage: Path, cub_root: Path, places_root: Path, records: dict[in
                 ) -> int:
     ids = sorted({*plan.val, *plan.test, *(i for train in plan.train.values() for i in train)})
     shards = [[records[i] for i in ids[k : k + RENDER_SHARD]] for k in range(0, len(ids), RENDER_SHARD)]
-    with progress.step("Compositing birds on places", len(ids)) as current:
-        futures = [render_shard.submit(stage, cub_root, places_root, shard) for shard in shards]
-        for future in futures:
-            current.advance(future.result())
+    futures = [render_shard.submit(stage, cub_root, places_root, shard) for shard in shards]
+    progress.gather(futures, "Compositing birds on places", len(ids), units=int)
     return len(ids)
 
 
