@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from segbench import cli_vocab, console
+from segbench import cli_cafe, cli_cafe_eval, cli_spin, cli_spin_eval, cli_vocab, console
 from segbench.cli_rounds import print_ingest
 from segbench.cli_rounds import app as rounds_app
 from segbench.errors import OnError, SegbenchError
@@ -33,6 +33,8 @@ app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds_app, name="rounds")
 app.add_typer(cli_vocab.app, name="vocab")
 evaluate_app.command("vocab")(cli_vocab.evaluate_vocab_command)
+for _module in (cli_cafe, cli_cafe_eval, cli_spin, cli_spin_eval):
+    _module.register(build_app, evaluate_app, app)
 
 
 def _settings(ctx: typer.Context) -> Settings:
