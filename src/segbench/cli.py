@@ -16,9 +16,9 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from segbench import cli_cafe, cli_cafe_eval, cli_spin, cli_spin_eval, cli_vocab, console
-from segbench.cli_rounds import print_ingest
+from segbench import cli_cafe, cli_cafe_eval, cli_spin, cli_spin_dataset, cli_spin_eval, cli_vocab, console
 from segbench.cli_rounds import app as rounds_app
+from segbench.cli_rounds import print_ingest
 from segbench.errors import OnError, SegbenchError
 from segbench.settings import Settings, configure_runtime, load_settings
 
@@ -33,7 +33,7 @@ app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds_app, name="rounds")
 app.add_typer(cli_vocab.app, name="vocab")
 evaluate_app.command("vocab")(cli_vocab.evaluate_vocab_command)
-for _module in (cli_cafe, cli_cafe_eval, cli_spin, cli_spin_eval):
+for _module in (cli_cafe, cli_cafe_eval, cli_spin, cli_spin_dataset, cli_spin_eval):
     _module.register(build_app, evaluate_app, app)
 
 
@@ -49,6 +49,8 @@ def _root(
     work_dir: Path = typer.Option(None, "--work-dir", help="Prefect state, demo inputs, temporary files "
                                                           "(default: .segbench)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
+    wait: float = typer.Option(0.0, "--wait", help="Seconds to wait when another command is writing to the same "
+                                                   "data root (default: stop at once)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
                                  callback=lambda value: _print_version() if value else None),
 ) -> None:
@@ -56,7 +58,7 @@ def _root(
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
-    ctx.obj = {"settings": settings}
+    ctx.obj = {"settings": settings, "wait": wait}
 
 
 def _print_version() -> None:
@@ -66,11 +68,12 @@ def _print_version() -> None:
     raise typer.Exit()
 
 
-def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a flow with progress bars on the terminal."""
+def _run(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a flow with progress bars on the terminal, holding the data root's lock."""
     from segbench import progress
+    from segbench.locking import command_lock
 
-    with console.RichListener() as listener, progress.listening(listener):
+    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener):
         return fn(*args, **kwargs)
 
 
@@ -112,7 +115,7 @@ def build_coco_cd_command(
         ensure_repo(repo)  # refuse before building, not after
         if settings.dvc_remote:
             configure_remote(repo, settings.dvc_remote, local=True)
-    summary = _run(build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
+    summary = _run(ctx, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
                    publish_repo=repo if publish else None, publish_data_dir=_relative_to(settings.data_root, repo))
     _print_build_summary(summary)
     if publish:
@@ -166,7 +169,7 @@ def build_waterbirds_command(
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds import build_waterbirds
 
-    summary = _run(build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params)
+    summary = _run(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params)
     print_waterbirds_summary(summary)
 
 
@@ -207,7 +210,7 @@ def build_vocab_command(
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.vocab import build_vocab
 
-    summary = _run(build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
+    summary = _run(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
                    nltk_data=settings.work_dir / "nltk_data")
     print_vocab_summary(summary, provider)
 
@@ -234,7 +237,7 @@ def _evaluate(ctx: typer.Context, flow_name: str, dataset: str, predictions: Pat
     settings = _settings(ctx)
     dataset_dir = _relative_to(settings.data_root / dataset, repo)
     out = out or settings.data_root / "eval" / dataset / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
-    result = _run(getattr(evaluate, flow_name), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+    result = _run(ctx, getattr(evaluate, flow_name), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
                   split=split, dataset_dir=dataset_dir)
     _print_eval_summary(result)
 
@@ -335,8 +338,11 @@ def publish(
     init_git: bool = typer.Option(False, "--init-git", help="Run git init first if the folder is not a repository."),
 ) -> None:
     """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
-    _publish(_settings(ctx), commit=commit, message=message, tag=tag, remote=remote, remote_url=remote_url,
-             init_git=init_git)
+    from segbench.locking import command_lock
+
+    with command_lock(ctx):
+        _publish(_settings(ctx), commit=commit, message=message, tag=tag, remote=remote, remote_url=remote_url,
+                 init_git=init_git)
 
 
 @app.command()
@@ -346,12 +352,11 @@ def demo(
 ) -> None:
     """Run everything on a generated demo world: build every dataset, publish, evaluate."""
     from segbench.flows.demo import run_demo
-
     from segbench.providers import make_provider
 
     settings = _settings(ctx)
     provider = make_provider(settings, replay_only=settings.replay_only)
-    result = _run(run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+    result = _run(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                   provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
     _print_build_summary(result["coco_cd"])
     print_waterbirds_summary(result["waterbirds"])

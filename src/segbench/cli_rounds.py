@@ -10,6 +10,7 @@ import typer
 
 from segbench import console
 from segbench.errors import OnError
+from segbench.locking import command_lock
 
 app = typer.Typer(help="Human annotation rounds on Label Studio or as files for an external crowd.",
                   no_args_is_help=True)
@@ -51,8 +52,9 @@ def create(
     """Create a round record (data/rounds/KEY.json) with its selected items."""
     from segbench.flows.coco_cd_audit import create_coco_cd_audit
 
-    round_ = create_coco_cd_audit(_data_root(ctx), key, per_group=per_group, seed=seed, backend=backend.value,
-                                  overlap=overlap, overwrite=overwrite)
+    with command_lock(ctx):
+        round_ = create_coco_cd_audit(_data_root(ctx), key, per_group=per_group, seed=seed, backend=backend.value,
+                                      overlap=overlap, overwrite=overwrite)
     _print_round(round_, "Round created")
     console.out.print(f"Next: segbench rounds launch {key}")
 
@@ -66,7 +68,8 @@ def launch(
     from segbench.flows.rounds import files_dir, launch_round
 
     settings = ctx.obj["settings"]
-    round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files)
+    with command_lock(ctx):
+        round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files)
     _print_round(round_, "Round launched")
     if round_.backend == "labelstudio":
         console.out.print(f"Annotate at {settings.label_studio_url.rstrip('/')}/projects/{round_.project_id}")
@@ -101,7 +104,8 @@ def ingest(
     from segbench.flows.rounds import ingest_round
 
     settings = ctx.obj["settings"]
-    result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error)
+    with command_lock(ctx):
+        result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error)
     print_ingest(result)
 
 
@@ -130,7 +134,9 @@ def close(
     """Close an ingested round (its answers are final), or cancel it."""
     from segbench.flows.rounds import close_round
 
-    _print_round(close_round(_data_root(ctx), key, cancel=cancel), "Round cancelled" if cancel else "Round closed")
+    with command_lock(ctx):
+        round_ = close_round(_data_root(ctx), key, cancel=cancel)
+    _print_round(round_, "Round cancelled" if cancel else "Round closed")
 
 
 @app.command("list")

@@ -83,6 +83,10 @@ class RoundStateError(SegbenchError):
     """An annotation round was asked to do something its status does not allow."""
 
 
+class BusyError(SegbenchError):
+    """Another segbench command holds the lock on the data root this command writes to."""
+
+
 class OnError(str, enum.Enum):
     """What an importer does with a bad item."""
 

@@ -1,0 +1,160 @@
+"""CAFE records: the edit types, and the edit plan an image editor carries out.
+
+A CAFE sample is the tuple (I, M, q+, q-, c) of seed 000: the edited image, the target mask, the
+positive and the misleading negative prompt, and the counterfactual category (edit type).
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class EditType(str, enum.Enum):
+    """The three counterfactual categories; the values are the export's ``edit_type`` strings."""
+
+    SM = "Superficial Mimicry"
+    CC = "Context Conflict"
+    OC = "Ontological Conflict"
+
+    @property
+    def abbr(self) -> str:
+        return self.name
+
+
+class EditPlan(BaseModel):
+    """What to change in one target and which prompt pair the change supports.
+
+    SM: ``pattern`` (another object's surface pattern) is painted on the target; q+ = the object,
+    q- = the pattern's object. CC: everything outside the target becomes ``scene``; q+ = the object,
+    q- = the concept the new context suggests. OC: the target is re-rendered in ``material``;
+    q+ = the material rendering, q- = the original identity. Exactly the field of the plan's edit
+    type is set.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target_key: str = Field(description="'<source>:<image id>:<annotation id>'")
+    edit_type: EditType
+    object_name: str = Field(min_length=1, description="the target's original identity, e.g. 'vase'")
+    q_pos: str = Field(min_length=1)
+    q_neg: str = Field(min_length=1)
+    instruction: str = Field(min_length=1, description="the edit, worded for an image-editing model")
+    pattern: str | None = Field(None, description="SM: whose surface pattern, e.g. 'watermelon'")
+    scene: str | None = Field(None, description="CC: the new surroundings, e.g. 'snowy mountain slope'")
+    material: str | None = Field(None, description="OC: the new substance, e.g. 'amethyst crystal'")
+
+
+# Share of each edit type among the targets by default: the released CAFE split sizes
+# (seed 000, Sec. 3: SM 1,111 / CC 593 / OC 442 of 2,146 samples).
+PAPER_EDIT_MIX: dict[str, float] = {"SM": 1111 / 2146, "CC": 593 / 2146, "OC": 442 / 2146}
+SOURCE_NAME = r"^[a-z0-9][a-z0-9_-]*$"
+
+
+class SourceSpec(BaseModel):
+    """A COCO-format source of targets: ``name=annotations.json:images_dir`` on the command line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=SOURCE_NAME, description="short source name, e.g. coco, lvis, saco_gold")
+    annotations: Path
+    images: Path
+
+    @classmethod
+    def parse(cls, text: str) -> SourceSpec:
+        """Parse ``name=annotations:images``; :class:`ValueError` says which part is missing."""
+        name, sep, rest = text.partition("=")
+        annotations, sep2, images = rest.rpartition(":")
+        if not sep or not sep2 or not name.strip() or not annotations or not images:
+            raise ValueError(f"source {text!r} is not NAME=ANNOTATIONS_JSON:IMAGES_DIR "
+                             "(e.g. coco=instances_val2017.json:val2017)")
+        return cls(name=name.strip(), annotations=Path(annotations), images=Path(images))
+
+
+class CafeParams(BaseModel):
+    """Everything that decides the content of a CAFE candidate build; recorded in the manifest.
+
+    Area bounds: below 2% of the image an edited pattern or material is too small for people to
+    verify (and for a mask IoU of 0.3 to mean much); above 60% the object is most of the picture,
+    so a context swap leaves almost no surroundings to change.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_area_fraction: float = Field(0.02, gt=0, lt=1, description="target area / image area must be at least this")
+    max_area_fraction: float = Field(0.6, gt=0, le=1, description="... and at most this")
+    targets_per_image: int = Field(1, ge=1, description="targets drawn from one image (file) at most")
+    sole_instance: bool = Field(
+        True, description="only objects that are the one instance of their category in the image: the export "
+        "marks the single mask as exhaustive, so another instance would count against a correct prediction")
+    quotas: dict[str, int] = Field(default_factory=dict, description="source name → most targets taken (default all)")
+    edit_mix: dict[str, float] = Field(default_factory=lambda: dict(PAPER_EDIT_MIX),
+                                       description="edit type (SM, CC, OC) → share of the targets")
+    seed: int = 0
+    plan_batch: int = Field(25, ge=1, description="plan questions per provider task")
+    edit_shard: int = Field(16, ge=1, description="targets edited per task")
+    jpeg_quality: int = Field(95, ge=50, le=100)
+
+    @model_validator(mode="after")
+    def _check(self) -> CafeParams:
+        if self.min_area_fraction >= self.max_area_fraction:
+            raise ValueError("min_area_fraction must be below max_area_fraction")
+        unknown = sorted(set(self.edit_mix) - {t.name for t in EditType})
+        if unknown:
+            raise ValueError(f"edit_mix names unknown edit types {unknown}; use SM, CC, OC")
+        if any(w < 0 for w in self.edit_mix.values()) or sum(self.edit_mix.values()) <= 0:
+            raise ValueError("edit_mix shares must be non-negative and not all zero")
+        if any(n < 0 for n in self.quotas.values()):
+            raise ValueError("quotas must be non-negative")
+        return self
+
+
+class Target(BaseModel):
+    """One selected object: where it comes from (provenance) and its mask M."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(description="'<source>:<image id>:<annotation id>'")
+    source: str
+    image_id: int
+    annotation_id: int
+    category_id: int
+    object_name: str = Field(min_length=1, description="the category name (or SA-Co noun phrase), readable")
+    file_name: str = Field(description="the source image, relative to the source's images folder")
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+    area: float = Field(gt=0, description="mask pixels")
+    area_fraction: float
+    bbox: tuple[float, float, float, float]
+    segmentation: dict[str, Any] = Field(description="compressed RLE {'size', 'counts'} of M")
+
+
+class PlanAnswer(BaseModel):
+    """A language provider's answer to a ``cafe.edit_plan`` question (every field required: strict schema).
+
+    ``detail`` is the pattern (SM), the new scene (CC) or the material (OC).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    detail: str = Field(description="SM: whose pattern; CC: the new surroundings; OC: the new material")
+    q_pos: str = Field(description="the positive prompt: valid in the edited image")
+    q_neg: str = Field(description="the misleading negative prompt: suggested by the edit but invalid")
+    instruction: str = Field(description="the edit, worded for an image-editing model")
+
+
+class Candidate(BaseModel):
+    """A candidate sample (I, M, q+, q-, c) before verification; one row of ``candidates.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: int = Field(gt=0, lt=1_000_000_000, description="the positive image id of the export")
+    key: str = Field(description="'<target key>:<edit type abbr>'")
+    target: Target
+    plan: EditPlan
+    image: str = Field(description="the edited image, relative to the candidates folder")
+    review_image: str = Field(description="the edited image with M outlined, relative to the candidates folder")
+    edit_seed: int
