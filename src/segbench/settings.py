@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     openai_concurrency: int = 4
     openai_max_retries: int = 4
     openai_timeout: float = 60
+    openai_image_model: str = "gpt-image-1"  # image edits (CAFE): a gpt-image model or dall-e-2
+    openai_image_timeout: float = 300  # seconds per image edit; they take far longer than chat answers
     replay_only: bool = False  # answer language questions from the cache only; a miss is an error
     spacy_model: str = "en_core_web_sm"
     label_studio_url: str = "http://127.0.0.1:8089"
