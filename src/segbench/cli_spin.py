@@ -1,9 +1,81 @@
-"""`segbench` commands for spin."""
+"""`segbench` commands for the SPIN taxonomy and crowd answers: ``build spin-taxonomy`` and
+``spin import``. Heavy imports (Prefect, pycocotools) happen inside the commands."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from segbench import console
+from segbench.errors import OnError
+
+spin_app = typer.Typer(help="SPIN crowd annotation: import answers into resolved subpart masks.",
+                       no_args_is_help=True)
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
     """Add this module's commands to the `build`, `evaluate` and root command groups."""
+    build_app.command("spin-taxonomy")(build_taxonomy_command)
+    app.add_typer(spin_app, name="spin")
+
+
+def build_taxonomy_command(
+    ctx: typer.Context,
+    edits: Path = typer.Option(None, "--edits", help="Edit file (exclude / rename / add rules); default: the "
+                                                     "shipped taxonomy_edits.yaml."),
+    out: Path = typer.Option(None, "--out", help="Folder of taxonomy.yaml (default: <data root>/spin)."),
+    replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
+) -> None:
+    """Build the SPIN subpart taxonomy: ask for the subparts of every PartImageNet part, apply the edits,
+    write taxonomy.yaml and print what changed since the previous build."""
+    from segbench.providers import make_provider
+    from segbench.tasks.spin_taxonomy import load_catalog, load_edits
+    from segbench.tasks.spin_wordnet import with_subpart_answers
+
+    settings = ctx.obj["settings"]
+    if edits is not None:
+        load_edits(edits, load_catalog())  # a bad edit file fails before Prefect starts
+    provider = with_subpart_answers(make_provider(settings, replay_only=replay_only or settings.replay_only))
+    from segbench.flows.spin_taxonomy import build_spin_taxonomy
+
+    result = build_spin_taxonomy(out or settings.data_root / "spin", provider, edits)
+    console.out.print(result["diff_markdown"])
+    counts = result["counts"]
+    console.out.print(console.key_values("SPIN taxonomy", {
+        "parts": counts["parts"], "subparts (object-specific)": f"{counts['subparts']} ({counts['object_specific']})",
+        "proposed / removed by edits": f"{counts['proposed']} / {counts['removed']}",
+        "provider": f"{provider.name} ({provider.model})",
+        "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
+        "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
+
+
+@spin_app.command("import")
+def import_command(
+    ctx: typer.Context,
+    round_key: str = typer.Option(..., "--round", help="The SPIN round (one per super-category and part)."),
+    results: Path = typer.Option(None, "--results", help="AMT-style results file (CSV or JSON) to import instead "
+                                 "of the round's ingested answers; Answer.polygons holds JSON "
+                                 "[{label, points: [[x, y], ...]}] in pixels."),
+    parts: Path = typer.Option(None, "--parts", help="COCO parts file (PartImageNet) for the part masks, when the "
+                                                     "round items carry none."),
+    taxonomy: Path = typer.Option(None, "--taxonomy", help="Taxonomy YAML (default: <data root>/spin/taxonomy.yaml)."),
+    containment: float = typer.Option(0.8, "--containment", min=0.0, max=1.0,
+                                      help="Share of a subpart mask that must lie inside its part."),
+    on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad results row, or skip and "
+                                                                      "report it."),
+) -> None:
+    """Validate and resolve a SPIN round's answers into data/spin/crowd/ (raw, report, resolved.json)."""
+    from segbench.flows.spin_crowd import import_spin_round
+    from segbench.locking import command_lock
+
+    settings = ctx.obj["settings"]
+    with command_lock():
+        result = import_spin_round(settings.data_root, round_key, results=results, parts=parts, taxonomy=taxonomy,
+                                   containment=containment, on_error=on_error)
+    report = result["report"]
+    console.out.print(console.key_values(f"SPIN round {round_key}", {
+        "answers": report["answers"], "items answered": report["items_answered"],
+        "subparts resolved": report["resolved"], "absent / no voters": f"{report['absent']} / {report['no_voters']}",
+        **{f"flag {k}": v for k, v in report["flags"].items()},
+        "skipped rows": report["skipped"]["count"], "resolved": result["paths"]["resolved"]}))

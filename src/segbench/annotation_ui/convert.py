@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -50,6 +51,7 @@ def answers_from_labelstudio(
     *,
     allowed: Allowed = None,
     source: str | Path | None = None,
+    check_polygons: bool = True,
 ) -> list[Answer]:
     """One Answer per non-cancelled annotation of a Label Studio JSON export.
 
@@ -62,6 +64,9 @@ def answers_from_labelstudio(
         policy: fail on the first bad annotation, or skip it into ``policy.report``.
         allowed: control name → allowed labels; None accepts any control and label.
         source: where the export came from (a file, a project URL), named in errors.
+        check_polygons: refuse polygons with fewer than 3 points or points outside the image. False
+            keeps them as drawn (converted to pixels, not clamped) for importers that flag bad
+            polygons themselves and keep the rest of the answer (the SPIN crowd import).
 
     Returns:
         The answers, sorted by (item_id, annotator, source_id).
@@ -81,7 +86,7 @@ def answers_from_labelstudio(
                 continue
             where = f"task {task.get('id')} / annotation {annotation.get('id')}"
             try:
-                answers.append(_labelstudio_answer(task, annotation, items, allowed, where, source))
+                answers.append(_labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons))
             except AnnotationError as error:
                 policy.handle(error)
     if cancelled:
@@ -89,7 +94,7 @@ def answers_from_labelstudio(
     return sorted(answers, key=_order)
 
 
-def _labelstudio_answer(task, annotation, items, allowed, where, source) -> Answer:
+def _labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons=True) -> Answer:
     def fail(message: str, hint: str | None = None) -> AnnotationError:
         return AnnotationError(message, path=source, item=where, hint=hint)
 
@@ -112,7 +117,7 @@ def _labelstudio_answer(task, annotation, items, allowed, where, source) -> Answ
             _check_labels(control, labels, allowed, fail)
             if len(labels) != 1:
                 raise fail(f"polygon {result.get('id')} has {len(labels)} labels; a polygon needs exactly one")
-            points = _polygon_pixels(result, item.width, item.height, fail)
+            points = _polygon_pixels(result, item.width, item.height, fail, check=check_polygons)
             polygons.setdefault(control, []).append(Polygon(label=labels[0], points=points))
         else:
             raise fail(f"result type {kind!r} (control {control!r}) is not read by segbench; "
@@ -130,8 +135,8 @@ def _labelstudio_answer(task, annotation, items, allowed, where, source) -> Answ
     )
 
 
-def _polygon_pixels(result: dict, width: int, height: int, fail) -> list[tuple[float, float]]:
-    """Percent points → pixels of the round item, checking size agreement and bounds."""
+def _polygon_pixels(result: dict, width: int, height: int, fail, *, check: bool = True) -> list[tuple[float, float]]:
+    """Percent points → pixels of the round item, checking size agreement (and bounds, if ``check``)."""
     rid = result.get("id")
     for name, expected in (("original_width", width), ("original_height", height)):
         got = result.get(name)
@@ -139,6 +144,9 @@ def _polygon_pixels(result: dict, width: int, height: int, fail) -> list[tuple[f
             raise fail(f"polygon {rid}: {name} is {got} but the round item is {width}x{height}",
                        hint="the image shown differs from the round's image; relaunch the round with the right files")
     raw = (result.get("value") or {}).get("points") or []
+    if not check:
+        return [(round(float(x) * width / 100.0, FLOAT_DIGITS), round(float(y) * height / 100.0, FLOAT_DIGITS))
+                for x, y in raw]
     if len(raw) < 3:
         raise fail(f"polygon {rid} has {len(raw)} points; a polygon needs at least 3 (x, y) pairs")
     points = []
@@ -170,7 +178,8 @@ def _check_labels(control: str, labels: list[str], allowed: Allowed, fail) -> No
 # --- files backend (AMT-style) -----------------------------------------------------------------------
 
 def answers_from_files(
-    rows: list[dict[str, Any]], round: Round, policy: ImportPolicy, allowed: Allowed = None
+    rows: list[dict[str, Any]], round: Round, policy: ImportPolicy, allowed: Allowed = None, *,
+    check_polygons: bool = True,
 ) -> list[Answer]:
     """One Answer per AMT-style results row.
 
@@ -179,11 +188,19 @@ def answers_from_files(
     ``AssignmentStatus`` is ``Rejected`` were refused by the requester and are left out (counted
     in a warning). ``SubmitTime`` becomes ``updated_at``.
 
+    A polygon control (``Answer.polygons``, see :data:`POLYGON_CONTROLS`) holds JSON, in pixels of
+    the item's image: ``[{"label": "Eye", "points": [[x, y], ...]}, ...]`` (empty cell or ``[]`` = none).
+
+    Args:
+        check_polygons: refuse polygons with fewer than 3 points or points outside the image (False:
+            keep them as drawn, for importers that flag bad polygons themselves).
+
     Raises:
         AnnotationError: under a fail policy, for a row missing a required column, an item not in
-            the round, or an unknown control or label (the error names the row and assignment).
+            the round, an unknown control or label, or a polygon cell that is not that JSON (the
+            error names the row and assignment).
     """
-    items = {item.item_id for item in round.items}
+    items = {item.item_id: item for item in round.items}
     answers, rejected = [], 0
     for index, row in enumerate(rows, start=1):
         if str(row.get("AssignmentStatus", "")).strip().lower() == "rejected":
@@ -191,7 +208,7 @@ def answers_from_files(
             continue
         where = f"row {index} / assignment {row.get('AssignmentId')}"
         try:
-            answers.append(_files_answer(row, items, allowed, where))
+            answers.append(_files_answer(row, items, allowed, where, check_polygons))
         except AnnotationError as error:
             policy.handle(error)
     if rejected:
@@ -199,7 +216,8 @@ def answers_from_files(
     return sorted(answers, key=_order)
 
 
-def _files_answer(row: Mapping[str, Any], items: set[str], allowed: Allowed, where: str) -> Answer:
+def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: Allowed, where: str,
+                  check_polygons: bool = True) -> Answer:
     def fail(message: str, hint: str | None = None) -> AnnotationError:
         return AnnotationError(message, item=where, hint=hint)
 
@@ -210,13 +228,19 @@ def _files_answer(row: Mapping[str, Any], items: set[str], allowed: Allowed, whe
     if item_id not in items:
         raise fail(f"Input.item_id {item_id!r} is not an item of this round",
                    hint="the results file belongs to another round")
-    choices = {}
+    choices, polygons = {}, {}
     for column, value in row.items():
         if not column.startswith("Answer."):
             continue
+        control = column[len("Answer."):]
+        if control in POLYGON_CONTROLS:
+            drawn = _file_polygons(value, items[item_id], fail, check_polygons)
+            _check_labels(control, sorted({p.label for p in drawn}), allowed, fail)
+            if drawn:
+                polygons[control] = drawn
+            continue
         labels = _labels(value)
         if labels:
-            control = column[len("Answer."):]
             _check_labels(control, labels, allowed, fail)
             choices[control] = sorted(set(labels))
     return Answer(
@@ -225,7 +249,45 @@ def _files_answer(row: Mapping[str, Any], items: set[str], allowed: Allowed, whe
         source_id=f"files:{_cell(row['AssignmentId'])}",
         updated_at=_cell(row.get("SubmitTime")) or None,
         choices=dict(sorted(choices.items())),
+        polygons=dict(sorted(polygons.items())),
     )
+
+
+# Answer columns that hold polygons (JSON) rather than labels.
+POLYGON_CONTROLS = frozenset({"polygons"})
+POLYGON_FORMAT = '[{"label": "<label>", "points": [[x, y], ...]}, ...] in pixels of the image'
+
+
+def _file_polygons(value: Any, item: Any, fail, check: bool) -> list[Polygon]:
+    """The polygons of one results cell (a JSON string, or already parsed when read from JSON)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    try:
+        data = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError as exc:
+        raise fail(f"Answer.polygons is not JSON ({exc.msg} at character {exc.pos})",
+                   hint=f"write {POLYGON_FORMAT}") from None
+    if not isinstance(data, list):
+        raise fail("Answer.polygons must be a JSON list", hint=f"write {POLYGON_FORMAT}")
+    out = []
+    for index, entry in enumerate(data):
+        points = entry.get("points") if isinstance(entry, dict) else None
+        label = entry.get("label") if isinstance(entry, dict) else None
+        if not isinstance(label, str) or not label.strip() or not isinstance(points, list) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, (int, float)) and
+                                                                      not isinstance(v, bool) for v in p)
+                for p in points):
+            raise fail(f"Answer.polygons entry {index} is not {{label, points: [[x, y], ...]}}",
+                       hint=f"write {POLYGON_FORMAT}")
+        pts = [(round(float(x), FLOAT_DIGITS), round(float(y), FLOAT_DIGITS)) for x, y in points]
+        if check:
+            if len(pts) < 3:
+                raise fail(f"polygon {index} has {len(pts)} points; a polygon needs at least 3 (x, y) pairs")
+            if not all(-PIXEL_TOLERANCE <= x <= item.width + PIXEL_TOLERANCE and
+                       -PIXEL_TOLERANCE <= y <= item.height + PIXEL_TOLERANCE for x, y in pts):
+                raise fail(f"polygon {index} has a point outside the {item.width}x{item.height} image")
+        out.append(Polygon(label=label.strip(), points=pts))
+    return out
 
 
 def _cell(value: Any) -> str:

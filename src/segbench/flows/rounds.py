@@ -179,9 +179,11 @@ def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: Impor
             raise SegbenchError(f"round {round_.key} is not launched yet", hint=f"segbench rounds launch {round_.key}")
         client = _client(url)
         client.check()
-        return answers_from_labelstudio(client.export(round_.project_id), round_, policy, allowed=allowed)
+        return answers_from_labelstudio(client.export(round_.project_id), round_, policy, allowed=allowed,
+                                        check_polygons=round_.kind not in FLAGS_OWN_POLYGONS)
     rows = [row for path in _result_files(data_root, round_.key) for row in read_results(path)]
-    return answers_from_files(rows, round_, policy, allowed=allowed)
+    return answers_from_files(rows, round_, policy, allowed=allowed,
+                              check_polygons=round_.kind not in FLAGS_OWN_POLYGONS)
 
 
 def _previous_answers(path: Path) -> list[Answer]:
@@ -237,9 +239,27 @@ def _coco_cd_audit_report(round_: Round, items: list, data_root: Path) -> dict[s
     return write_audit_report(round_, items, data_root)
 
 
+def _cafe_verification_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
+    from segbench.flows.cafe_verify import write_verification_report
+
+    return write_verification_report(round_, items, data_root)
+
+
+def _spin_subparts_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
+    from segbench.flows.spin_crowd import ingest_report
+
+    return ingest_report(round_, items, data_root)
+
+
+# Round kinds whose importer keeps bad polygons and flags them itself (the SPIN crowd import), so
+# ingest must not refuse a whole answer for one bad polygon.
+FLAGS_OWN_POLYGONS = frozenset({"spin_subparts"})
+
 # Reports written after each ingest, per round kind.
 REPORTS: dict[str, Callable[[Round, list, Path], dict[str, Path]]] = {
     "coco_cd_context_audit": _coco_cd_audit_report,
+    "cafe_verification": _cafe_verification_report,
+    "spin_subparts": _spin_subparts_report,
 }
 
 

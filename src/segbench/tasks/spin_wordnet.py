@@ -1,0 +1,174 @@
+"""Offline subpart proposals for the SPIN taxonomy (seed 001, Sec. 3.1) from WordNet 3.0 part meronyms.
+
+SPIN asked GPT-4 for the expected subparts of every PartImageNet (object, part); offline, WordNet's
+part-of relation stands in for the language model. :func:`wordnet_subparts` is the pure rule;
+:class:`WordNetSubpartProvider` answers ``spin.subparts`` questions with it under the
+:class:`~segbench.providers.base.LanguageProvider` protocol, so the build flow and the answer cache
+treat it like any other provider. It reuses the WordNet reader of the project's
+:class:`~segbench.providers.wordnet_provider.WordNetProvider` (same data, same provider name and model).
+
+The rule, per (object, part):
+
+1. *wholes*: the synsets of the object's ImageNet classes, plus their hypernyms that are not too close
+   to the root (depth >= 6, as the WordNet provider does: "organism" has "cell" as a part);
+2. the part's noun senses that are part meronyms of a whole (up to 3 levels) — this is what picks
+   ``wing.n.02`` (aircraft) for an aeroplane and ``wing.n.01`` for a bird; for animals with no such
+   sense, the body-part senses (lexicographer file ``noun.body``) are used;
+3. a vehicle or bottle ``Body`` (what is left of the object besides its other parts) has no WordNet
+   sense of its own: the object's own direct part meronyms stand in for its subparts;
+4. the subparts are the direct part meronyms of the chosen senses, as Title Case names.
+
+WordNet lists anatomy nobody can see (skull, veins); the people's edit file removes those.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from segbench.errors import ProviderError
+from segbench.providers.base import Question, Usage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+RULE_VERSION = "1"  # bumped when wordnet_subparts changes what it proposes (part of the cache key)
+MERONYM_DEPTH = 3
+MIN_INHERIT_DEPTH = 6
+ANIMAL_LEXNAME = "noun.body"
+WHOLE_PART = "body"  # the PartImageNet part that is "the rest of the object" for vehicles and bottles
+
+
+def subpart_name(lemma: str) -> str:
+    """``spare_tire`` → ``Spare Tire``: the display form of a WordNet lemma."""
+    return " ".join(word[:1].upper() + word[1:] for word in lemma.replace("_", " ").split())
+
+
+def _hypernyms(synset: Any) -> list[Any]:
+    return synset.hypernyms() + synset.instance_hypernyms()
+
+
+def _wholes(wn: Any, wnids: Sequence[str]) -> set[Any]:
+    wholes: set[Any] = set()
+    for wnid in wnids:
+        try:
+            synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
+        except (ValueError, LookupError):  # not a WordNet 3.0 noun offset: nothing to inherit from
+            log.warning("wnid %s is not a WordNet 3.0 noun; ignored", wnid)
+            continue
+        wholes.add(synset)
+        wholes.update(h for h in synset.closure(_hypernyms) if h.min_depth() >= MIN_INHERIT_DEPTH)
+    return wholes
+
+
+def _meronym_closure(wholes: set[Any]) -> set[Any]:
+    parts: set[Any] = set()
+    frontier = wholes
+    for _ in range(MERONYM_DEPTH):
+        frontier = {p for whole in frontier for p in whole.part_meronyms()} - parts
+        parts |= frontier
+    return parts
+
+
+def wordnet_subparts(wn: Any, *, part: str, wnids: Sequence[str], animal: bool,
+                     other_parts: Sequence[str] = ()) -> list[str]:
+    """Subpart names WordNet proposes for ``part`` of objects of the classes ``wnids`` (rule above).
+
+    Args:
+        wn: an NLTK WordNet reader.
+        part: the SPIN part name (``Head``, ``Side Mirror``).
+        wnids: ImageNet wnids of the object's classes (``n01669191``).
+        animal: the object is an animal (enables the ``noun.body`` fallback).
+        other_parts: the object's other part names, never proposed as subparts of ``part``.
+
+    Returns:
+        Sorted, distinct Title Case names (possibly empty).
+    """
+    wholes = _wholes(wn, wnids)
+    lemma = part.strip().lower().replace(" ", "_")
+    lemma = wn.morphy(lemma, "n") or lemma
+    object_parts = _meronym_closure(wholes)
+    senses = [s for s in wn.synsets(lemma, pos="n") if s in object_parts]
+    if not senses and animal:
+        senses = [s for s in wn.synsets(lemma, pos="n") if s.lexname() == ANIMAL_LEXNAME]
+    if not senses and not animal and lemma == WHOLE_PART:
+        senses = list(wholes)
+    names = {subpart_name(m.lemmas()[0].name()) for s in senses for m in s.part_meronyms()}
+    excluded = {subpart_name(p.replace(" ", "_")) for p in [*other_parts, part]}
+    return sorted(names - excluded)
+
+
+class WordNetSubpartProvider:
+    """Answers ``spin.subparts`` questions offline with :func:`wordnet_subparts`.
+
+    Args:
+        wordnet_provider: the project's WordNet provider, whose reader (prepared on first use) is shared.
+
+    Its ``name`` and ``model`` are the WordNet provider's, so the taxonomy says ``wordnet:wordnet-3.0``;
+    ``params`` carry the rule version, so the cache never replays answers of an older rule.
+    """
+
+    concurrency = 1
+
+    def __init__(self, wordnet_provider: Any) -> None:
+        self._wordnet = wordnet_provider
+        self.name = wordnet_provider.name
+        self.model = wordnet_provider.model
+        self.params = {"spin_subparts_rule": RULE_VERSION, "meronym_depth": MERONYM_DEPTH}
+        self._usage = Usage()
+
+    def __repr__(self) -> str:
+        return f"WordNetSubpartProvider({self._wordnet!r})"
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage.model_copy()
+
+    def answer(self, question: Question, schema: type[T]) -> T:
+        """Answer one ``spin.subparts`` question.
+
+        Raises:
+            ProviderError: another question kind, malformed inputs, or an answer ``schema`` refuses.
+        """
+        if question.kind != "spin.subparts":
+            raise ProviderError(f"this provider answers spin.subparts only, not {question.kind!r}",
+                                item=question.kind)
+        inputs = question.inputs
+        try:
+            names = wordnet_subparts(self._wordnet.wordnet, part=inputs["part"], wnids=inputs["wnids"],
+                                     animal=bool(inputs["animal"]), other_parts=inputs.get("other_parts", []))
+        except (KeyError, TypeError) as exc:
+            raise ProviderError(f"spin.subparts inputs lack or mistype {exc}", item=question.kind) from None
+        try:
+            result = schema.model_validate({"object": inputs["object"], "part": inputs["part"], "subparts": names})
+        except ValidationError as exc:
+            raise ProviderError(f"WordNet answer does not fit {schema.__name__}: {exc.errors()[0]['msg']}",
+                                item=question.kind) from None
+        self._usage = self._usage.add(Usage(calls=1))
+        return result
+
+    def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
+        return [self.answer(q, schema) for q in questions]
+
+
+def with_subpart_answers(provider: Any) -> Any:
+    """``provider``, able to answer ``spin.subparts`` offline.
+
+    A (cached) WordNet provider that does not answer that kind itself gets its inner provider wrapped
+    in :class:`WordNetSubpartProvider`, under the same cache folder and replay mode; any other
+    provider (a language model) is returned as is.
+    """
+    from segbench.providers.cache import CachedProvider
+    from segbench.providers.wordnet_provider import WordNetProvider
+
+    inner = provider.inner if isinstance(provider, CachedProvider) else provider
+    if not isinstance(inner, WordNetProvider) or "spin.subparts" in inner.kinds:
+        return provider
+    wrapped = WordNetSubpartProvider(inner)
+    if isinstance(provider, CachedProvider):
+        return CachedProvider(wrapped, provider.cache_dir, replay_only=provider.replay_only)
+    return wrapped
