@@ -1,9 +1,53 @@
-"""`segbench` commands for the SPIN dataset."""
+"""`segbench build spin`: the SPIN dataset from PartImageNet, the taxonomy and the resolved crowd subparts.
+
+Registered by :mod:`segbench.cli`; the flow is imported inside the command so ``--help`` stays fast.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from segbench import console
+from segbench.errors import InputError, OnError
+
+
+def build_spin_command(
+    ctx: typer.Context,
+    partimagenet_root: Path = typer.Option(
+        ..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}.json and images/<split>/"),
+    cap: int = typer.Option(1200, "--cap", min=1, help="images kept per super-category"),
+    seed: int = typer.Option(0, "--seed", help="seeds the choice among equally good images under the cap"),
+    on_error: OnError = typer.Option(
+        OnError.FAIL, "--on-error", help="fail on a bad record, or skip it and list it in skipped.json"),
+) -> None:
+    """Build SPIN: wholes / parts / subparts COCO files per split, images, statistics and a manifest.
+
+    Reads <data root>/spin/taxonomy.yaml and spin/crowd/resolved.json; replaces spin/dataset/ when done.
+    """
+    from segbench.cli import _run
+    from segbench.flows.spin import build_spin
+    from segbench.schemas.spin_dataset import SpinBuildParams
+
+    if not (partimagenet_root / "annotations").is_dir():  # fail on a wrong path before starting Prefect
+        raise InputError("not a PartImageNet root (no annotations/ folder)", path=partimagenet_root,
+                         hint="pass the folder holding annotations/{train,val,test}.json and images/")
+    settings = (ctx.obj or {}).get("settings")
+    data_root = Path(settings.data_root) if settings is not None else Path("data")
+    params = SpinBuildParams(cap_per_supercategory=cap, seed=seed, on_error=on_error)
+    summary = _run(ctx, build_spin, partimagenet_root, data_root, params)
+    overall = summary["counts"]["composition"]["overall"]
+    console.out.print(console.key_values(f"SPIN → {summary['out']}", {
+        "images": overall["images"],
+        **{f"{level} (categories / annotations)": f"{o['categories_used']} / {o['annotations']}"
+           for level, o in ((lv, overall[lv]) for lv in ("wholes", "parts", "subparts"))},
+        "left out: no parts / over the cap": f"{sum(summary['counts']['without_parts'].values())} / "
+                                             f"{summary['counts']['over_cap']}",
+        "skipped records": summary["skipped"],
+    }))
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
     """Add this module's commands to the `build`, `evaluate` and root command groups."""
+    build_app.command("spin")(build_spin_command)

@@ -68,7 +68,7 @@ def evaluate_spin_command(
 
     with console.RichListener() as listener, progress.listening(listener):
         result = evaluate_spin(repo=repo, rev=rev, predictions=files, out=out, split=split,
-                               dataset_dir=dataset_dir or _relative_to(data_root / "spin", repo),
+                               dataset_dir=dataset_dir or _relative_to(data_root / "spin" / "dataset", repo),
                                answers=answers, on_error=on_error)
     print_summary(result)
     console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")

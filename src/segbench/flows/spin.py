@@ -1,0 +1,148 @@
+"""The SPIN dataset flow: PartImageNet + taxonomy + resolved crowd subparts → the hierarchical COCO files.
+
+Layout under ``<data_root>/spin/``::
+
+    taxonomy.yaml                         (input, from the taxonomy flow)
+    crowd/resolved.json                   (input, from the crowd import)
+    tasks/<stem>-<part_ann_id>.png        annotation overlays (``spin_round_items``)
+    dataset/                              this flow's output, replaced only when complete
+        spin_<split>_{wholes,parts,subparts}.json
+        images/<split>/<stem>.JPEG
+        stats/composition.{json,md}  stats/subparts.{json,md}  stats/subpart_boxplots.png
+        skipped.json                      (bad records left out under ``on_error=skip``)
+        manifest.json
+
+The same selection (cap per super-category, seeded) feeds the annotation items and the build, so
+the crowd is only asked about images the dataset keeps.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress
+from segbench.errors import ImportPolicy
+from segbench.schemas.rounds import RoundItem
+from segbench.schemas.spin import load_taxonomy, read_resolved
+from segbench.schemas.spin_dataset import SpinBuildParams
+from segbench.tasks import spin_dataset as sd
+from segbench.tasks import spin_stats as st
+from segbench.tasks.coco_cd_outputs import write_skip_report
+from segbench.tasks.io import staged_directory, write_json
+from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.tasks.partimagenet import SourceImage, read_partimagenet
+from segbench.tasks.spin_items import round_items
+from segbench.tasks.spin_stats_report import write_stats
+
+
+def spin_paths(data_root: Path) -> dict[str, Path]:
+    spin = Path(data_root) / "spin"
+    return {"taxonomy": spin / "taxonomy.yaml", "resolved": spin / "crowd" / "resolved.json",
+            "dataset": spin / "dataset"}
+
+
+def selected_images(partimagenet_root: Path, params: SpinBuildParams, policy: ImportPolicy
+                    ) -> tuple[Any, dict[int, SourceImage]]:
+    """Read the source and apply the seeded per-super-category cap (shared by items and build)."""
+    source = read_partimagenet(partimagenet_root, policy=policy)
+    keep = sd.select_images(source.images.values(), cap=params.cap_per_supercategory, seed=params.seed)
+    return source, {image_id: source.images[image_id] for image_id in keep}
+
+
+def spin_round_items(partimagenet_root: Path, data_root: Path, params: SpinBuildParams | None = None,
+                     taxonomy_path: Path | None = None) -> dict[tuple[str, str], list[RoundItem]]:
+    """The annotation items of the selected images, per (super-category, part) with subparts.
+
+    Overlays are written to ``<data_root>/spin/tasks/``. Raises ``InputError`` for a bad source or
+    taxonomy (``AnnotationError`` for a bad record under the fail policy).
+    """
+    params = params or SpinBuildParams()
+    taxonomy = load_taxonomy(taxonomy_path or spin_paths(data_root)["taxonomy"])
+    _, images = selected_images(Path(partimagenet_root), params, ImportPolicy(on_error=params.on_error))
+    return round_items(images.values(), data_root, decomposable=sd.decomposable_parts(taxonomy))
+
+
+@task(name="read-partimagenet", cache_policy=NO_CACHE)
+def load_source(partimagenet_root: Path, params: SpinBuildParams, policy: ImportPolicy):
+    return selected_images(partimagenet_root, params, policy)
+
+
+@task(name="write-spin-files", cache_policy=NO_CACHE)
+def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[dict[str, Any]],
+                categories: list[sd.SubpartCategory]) -> dict[str, dict[str, Any]]:
+    cocos = sd.spin_cocos(images, subparts, categories)
+    for split, levels in cocos.items():
+        for level, coco in levels.items():
+            write_json(stage / sd.coco_name(split, level), coco)
+    for image in progress.track(sorted(images.values(), key=lambda i: i.image_id), "Copying images"):
+        destination = stage / sd.image_destination(image)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(image.path, destination)
+    return cocos
+
+
+@task(name="spin-statistics", cache_policy=NO_CACHE)
+def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    rows = [r for split, levels in cocos.items() for r in st.subpart_measures(levels, split)]
+    per_part = [r for split, levels in cocos.items() for r in st.subparts_per_part(levels, split)]
+    table, summary = st.composition(cocos), st.summarize(rows, per_part)
+    write_stats(stage / "stats", table=table, summary=summary, groups=st.grouped_values(rows, per_part))
+    return table
+
+
+@flow(name="build-spin")
+def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams | None = None,
+               taxonomy_path: Path | None = None, resolved_path: Path | None = None,
+               out: Path | None = None) -> dict[str, Any]:
+    """Build SPIN from a PartImageNet root, the taxonomy and the resolved crowd subparts.
+
+    Paths default to ``<data_root>/spin/{taxonomy.yaml, crowd/resolved.json, dataset}``; only the
+    ``dataset`` folder is replaced (atomically), never ``spin/`` itself.
+
+    Returns:
+        A summary: output path, Table 1 counts, images left out (no parts; over the cap), resolved
+        records outside the selection, skipped records.
+
+    Raises:
+        InputError: a missing or malformed source, taxonomy or resolved file.
+        AnnotationError: (``on_error=fail``) a bad image, part or resolved record.
+    """
+    params = params or SpinBuildParams()
+    paths = spin_paths(data_root)
+    taxonomy_path, resolved_path = Path(taxonomy_path or paths["taxonomy"]), Path(resolved_path or paths["resolved"])
+    out = Path(out or paths["dataset"])
+    logger = get_run_logger()
+    policy = ImportPolicy(on_error=params.on_error)
+    source, images = load_source(Path(partimagenet_root), params, policy)
+    categories = sd.subpart_categories(load_taxonomy(taxonomy_path))
+    subparts, outside = sd.subpart_annotations(read_resolved(resolved_path), images, categories, policy=policy,
+                                               path=resolved_path)
+    with staged_directory(out) as stage:
+        cocos = write_files(stage, images, subparts, categories)
+        table = write_statistics(stage, cocos)
+        if len(policy.report):
+            write_skip_report(stage, policy.report)
+        counts = {"composition": table, "without_parts": source.without_parts,
+                  "over_cap": len(source.images) - len(images), "resolved_outside_selection": outside,
+                  "per_supercategory": _per_super(images)}
+        inputs = {f"partimagenet_{split}": path for split, path in source.annotation_files.items()}
+        inputs |= {"taxonomy": taxonomy_path, "resolved": resolved_path}
+        manifest = build_manifest(dataset="spin", builder_version=sd.BUILDER_VERSION, root=stage,
+                                  params=params.model_dump(mode="json"), inputs=inputs, counts=counts,
+                                  seed=params.seed, skipped=len(policy.report))
+        write_manifest(stage, manifest)
+    if len(policy.report):
+        logger.warning("left out %d bad records; see %s", len(policy.report), out / "skipped.json")
+    return {"out": str(out), "counts": counts, "skipped": len(policy.report)}
+
+
+def _per_super(images: dict[int, SourceImage]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for image in images.values():
+        out[image.supercategory] = out.get(image.supercategory, 0) + 1
+    return dict(sorted(out.items()))
