@@ -1,0 +1,111 @@
+"""CAFE evaluation speed: the vectorised evaluator against a straightforward per-image loop.
+
+Generates a seeded CAFE-like export (default 10k pairs = 20k images of 256-640 px, one target mask
+per positive, 0-4 predictions per image: jittered copies of the target, other blobs, scores around
+the 0.5 threshold) and scores it twice from the same parsed JSON:
+
+- fast: ``segbench.tasks.cafe_metrics.evaluate_cafe`` (validation and indexing included);
+- reference: ``segbench.tasks.cafe_reference.reference_cafe``: one pycocotools ``COCOeval`` per
+  image with ``COCO.loadRes``, and a Python loop over pairs, as SAM3's and CAFE's scripts do.
+
+Asserts identical numbers (1e-9) and prints both times and the ratio (target: ≥ 3×).
+
+    .venv/bin/python bench/cafe_eval.py               # 10k pairs
+    .venv/bin/python bench/cafe_eval.py --pairs 1000  # a quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from typing import Any
+
+import numpy as np
+from pycocotools import mask as mask_utils
+
+from segbench.tasks.cafe_metrics import OVERALL, SUBSETS, evaluate_cafe
+from segbench.tasks.cafe_reference import reference_cafe
+from segbench.tasks.cgf1_inputs import load_ground_truth, load_predictions
+
+EDIT_TYPES = ("Superficial Mimicry", "Context Conflict", "Ontological Conflict")
+TABLE_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP", "AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR",
+              "CSR")
+CGF1_KEYS = {"cgF1": "cgF1", "cgF1@0.5": "cgF1@0.5", "cgF1@0.75": "cgF1@0.75", "IL_MCC": "IL_MCC",
+             "pmF1": "positive_micro_F1"}
+
+
+def _ellipse(rng: np.random.Generator, h: int, w: int, cx: float, cy: float, rx: float, ry: float) -> dict[str, Any]:
+    """A 24-point ellipse polygon rasterised the COCO way, as a JSON-ready RLE."""
+    angles = np.linspace(0, 2 * np.pi, 24, endpoint=False) + rng.uniform(0, 0.2)
+    xs = np.clip(cx + rx * np.cos(angles), 0, w)
+    ys = np.clip(cy + ry * np.sin(angles), 0, h)
+    rle = mask_utils.merge(mask_utils.frPyObjects([np.stack([xs, ys], 1).ravel().tolist()], h, w))
+    return {"size": [h, w], "counts": rle["counts"].decode("ascii")}
+
+
+def generate(pairs: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A CAFE export with ``pairs`` pairs and COCO results for both images of each pair."""
+    rng = np.random.default_rng(seed)
+    images, annotations, predictions = [], [], []
+    for k in range(pairs):
+        h, w = (int(v) for v in rng.integers(256, 641, size=2))
+        pos_id, edit = k + 1, EDIT_TYPES[int(rng.integers(0, 3))]
+        common = {"height": h, "width": w, "file_name": f"{pos_id:06d}.png", "edit_type": edit,
+                  "is_instance_exhaustive": 1}
+        images.append({"id": pos_id, "text_input": "object", **common})
+        images.append({"id": pos_id + 1_000_000_000, "text_input": "decoy", "fp_source_id": pos_id, **common})
+        cx, cy = rng.uniform(0.2 * w, 0.8 * w), rng.uniform(0.2 * h, 0.8 * h)
+        rx, ry = rng.uniform(0.05 * w, 0.3 * w), rng.uniform(0.05 * h, 0.3 * h)
+        annotations.append({"id": pos_id, "image_id": pos_id, "category_id": 1, "iscrowd": 0,
+                            "segmentation": _ellipse(rng, h, w, cx, cy, rx, ry), "area": 0, "bbox": [0, 0, 1, 1]})
+        for image_id, mean_score in ((pos_id, 0.65), (pos_id + 1_000_000_000, 0.4)):
+            for _ in range(int(rng.integers(0, 5))):
+                if rng.random() < 0.6:  # a jittered copy of the target
+                    jitter = rng.normal(0, 0.15, size=4)
+                    shape = (cx + jitter[0] * rx, cy + jitter[1] * ry, rx * (1 + jitter[2]), ry * (1 + jitter[3]))
+                else:
+                    shape = (rng.uniform(0, w), rng.uniform(0, h), rng.uniform(5, 0.3 * w), rng.uniform(5, 0.3 * h))
+                predictions.append({"image_id": image_id, "category_id": 1, "bbox": [0, 0, 1, 1],
+                                    "score": round(float(np.clip(rng.normal(mean_score, 0.25), 0, 1)), 3),
+                                    "segmentation": _ellipse(rng, h, w, *shape)})
+    gt = {"images": images, "annotations": annotations, "categories": [{"id": 1, "name": "object"}]}
+    return gt, predictions
+
+
+def fast(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    truth = load_ground_truth(gt, "bench-gt")
+    return evaluate_cafe(truth, load_predictions(predictions, "bench-predictions", truth))
+
+
+def compare(ours: dict[str, Any], ref: dict[str, Any]) -> None:
+    for subset in (*SUBSETS, OVERALL):
+        for key in TABLE_KEYS:
+            assert math.isclose(ours[subset][key], ref[subset][key], abs_tol=1e-9), (subset, key)
+        for key, ref_key in CGF1_KEYS.items():
+            assert math.isclose(ours[subset][key], ref[subset]["cgF1_summary"][ref_key], abs_tol=1e-9), (subset, key)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    gt, predictions = generate(args.pairs, args.seed)
+    print(f"generated {args.pairs} pairs, {len(predictions)} predictions in {time.perf_counter() - start:.1f} s")
+    start = time.perf_counter()
+    ours = fast(gt, predictions)
+    t_fast = time.perf_counter() - start
+    start = time.perf_counter()
+    ref = reference_cafe(gt, predictions)
+    t_ref = time.perf_counter() - start
+    compare(ours, ref)
+    overall = ours[OVERALL]
+    print(f"Overall: N {overall['N']}, cgF1 {overall['cgF1']:.4f}, AFPR {overall['AFPR']:.4f} (identical in both)")
+    print(f"fast {t_fast:.2f} s, reference {t_ref:.2f} s, ratio {t_ref / t_fast:.1f}x (target >= 3x)")
+
+
+if __name__ == "__main__":
+    main()
