@@ -35,7 +35,7 @@ def evaluate_spin_command(
     rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
     dataset_dir: str = typer.Option(None, "--dataset-dir", help="SPIN folder inside the repo (default: "
-                                                               "<data root>/spin)."),
+                                                               "<data root>/spin/dataset)."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/spin/<run>)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "

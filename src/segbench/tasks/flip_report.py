@@ -32,7 +32,8 @@ def fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table as lines, followed by a blank line."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines + [""]
@@ -55,7 +56,7 @@ def render_markdown(
 
     iou = summary["class_iou"]
     lines += ["## Overlap", ""]
-    lines += _table(
+    lines += table_lines(
         ["background IoU", f"{first} IoU", f"{second} IoU", f"mIoU ({first}, {second})", "Fg-IoU"],
         [
             [
@@ -74,7 +75,7 @@ def render_markdown(
         f"Over {dec['gt_fg_pixels']} ground-truth foreground pixels; the three rates sum to 1.",
         "",
     ]
-    lines += _table(
+    lines += table_lines(
         ["FG-Corr", "FG-Flip", "FG-Miss", "Flip (global)", "Flip (per-image mean)"],
         [
             [
@@ -94,7 +95,7 @@ def render_markdown(
         ]
 
     lines += ["## Per-group IoU", ""]
-    lines += _table(
+    lines += table_lines(
         ["group", "images", f"{first} IoU", f"{second} IoU"],
         [
             [g["name"], str(g["num_images"]), fmt(g["iou"][first]), fmt(g["iou"][second])]
@@ -103,7 +104,7 @@ def render_markdown(
     )
     group_names = {g["group_id"]: g["name"] for g in summary["per_group"]}
     lines += ["Aligned − counterfactual IoU gap per class:", ""]
-    lines += _table(
+    lines += table_lines(
         ["class", "aligned", "counterfactual", "gap"],
         [
             [
@@ -137,7 +138,7 @@ def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) 
             f"foreground, {risk['images_without_gt_fg']} without ground-truth foreground.",
             "",
         ]
-    lines += _table(
+    lines += table_lines(
         ["decile", "images", "mean risk", "mean flip"],
         [
             [str(d["decile"]), str(d["count"]), fmt(d["mean_risk"]), fmt(d["mean_flip"])]
@@ -147,7 +148,7 @@ def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) 
     return lines + [f"Top-decile share of all flips: {fmt(risk['top_decile_share'])}", ""]
 
 
-def _png(fig: Figure) -> bytes:
+def png_bytes(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     # No "Software" tag: the bytes then do not change with the matplotlib version.
@@ -174,7 +175,7 @@ def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NA
     ax.set_title("Per-group IoU")
     ax.legend(loc="upper center", ncol=2, fontsize=8)
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
@@ -207,7 +208,7 @@ def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
         ax.set_ylim(0, 1)
         ax.set_title(f"Flip by risk decile (top-decile share {fmt(risk['top_decile_share'])})")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def write_report(

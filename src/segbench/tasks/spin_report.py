@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from segbench.tasks.flip_report import _png, _table
+from segbench.tasks.flip_report import png_bytes, table_lines
 from segbench.tasks.io import atomic_write_bytes, atomic_write_text, write_json
 from segbench.tasks.spin_metrics import LEVELS
 
@@ -48,7 +48,7 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     rows = [[LEVEL_LABEL[level], prompt, pct(lv["miou"]), pct(lv["mean_entity_iou"]), str(lv["entities"]),
              pct(lv["abstention_rate"]), str(lv["unprompted_predictions"])]
             for level in LEVELS for prompt, p in prompts.items() for lv in [p["levels"][level]]]
-    lines += _table(["level", "prompt", "mIoU", "mean entity IoU", "entities", "abstention", "unprompted"], rows)
+    lines += table_lines(["level", "prompt", "mIoU", "mean entity IoU", "entities", "abstention", "unprompted"], rows)
 
     lines += ["## Hierarchical consistency (%)", "",
               "SpCS: mean containment |child ∩ parent| / |child| over predicted pairs linked in the ground truth; "
@@ -60,7 +60,7 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
         rows.append([prompt, pct(s["mean"]), pct(s["pooled"]), pct(s["s2p"]["score"]), str(s["s2p"]["pairs"]),
                      pct(s["p2o"]["score"]), str(s["p2o"]["pairs"]), pct(p["secs"]["score"]),
                      str(p["secs"]["pixels"])])
-    lines += _table(["prompt", "SpCS-Avg", "SpCS pooled", "SpCS-S2P", "S2P pairs", "SpCS-P2O", "P2O pairs", "SeCS",
+    lines += table_lines(["prompt", "SpCS-Avg", "SpCS pooled", "SpCS-S2P", "S2P pairs", "SpCS-P2O", "P2O pairs", "SeCS",
                      "SeCS pixels"], rows)
     skipped = [f"{prompt}: {child} pairs without a child prediction, {parent} without a parent one"
                for prompt, p in prompts.items()
@@ -71,7 +71,7 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
 
     for prompt, p in prompts.items():
         lines += [f"## Per super-category ({prompt} prompts, %)", ""]
-        lines += _table(["super-category", *(f"mIoU {LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS-S2P", "SpCS-P2O",
+        lines += table_lines(["super-category", *(f"mIoU {LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS-S2P", "SpCS-P2O",
                          "SeCS"],
                         [[name, *(pct(v["miou"][lv]) for lv in LEVELS), pct(v["spcs"]["s2p"]["score"]),
                           pct(v["spcs"]["p2o"]["score"]), pct(v["secs"]["score"])]
@@ -81,7 +81,7 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     if recognition:
         lines += ["## Recognition (mACC, %)", "", "Accuracy per category, averaged over the level's categories; the "
                   "yes rate shows a bias towards answering yes.", ""]
-        lines += _table(["level", "prompt", "mACC", "accuracy", "yes rate", "answers"],
+        lines += table_lines(["level", "prompt", "mACC", "accuracy", "yes rate", "answers"],
                         [[LEVEL_LABEL[level], prompt, pct(r["macc"]), pct(r["accuracy"]), pct(r["yes_rate"]),
                           str(r["answers"])]
                          for level in LEVELS for prompt, by_level in recognition.items()
@@ -114,7 +114,7 @@ def plot_miou_by_level(summary: Mapping[str, Any]) -> bytes:
           {prompt: [p["levels"][lv]["miou"] for lv in LEVELS] for prompt, p in summary["prompts"].items()}, "mIoU (%)")
     ax.set_title("Localization by hierarchy level")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def plot_consistency(summary: Mapping[str, Any]) -> bytes:
@@ -126,7 +126,7 @@ def plot_consistency(summary: Mapping[str, Any]) -> bytes:
            for prompt, p in summary["prompts"].items()}, "score (%)")
     ax.set_title("Hierarchical consistency")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
@@ -150,7 +150,7 @@ def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
     if not prompts:
         fig.add_subplot().axis("off")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
