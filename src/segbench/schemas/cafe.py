@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from segbench.errors import OnError
+
 
 class EditType(str, enum.Enum):
     """The three counterfactual categories; the values are the export's ``edit_type`` strings."""
@@ -97,6 +99,7 @@ class CafeParams(BaseModel):
     plan_batch: int = Field(25, ge=1, description="plan questions per provider task")
     edit_shard: int = Field(16, ge=1, description="targets edited per task")
     jpeg_quality: int = Field(95, ge=50, le=100)
+    on_error: OnError = Field(OnError.FAIL, description="a bad annotation, image or edit: fail, or skip and report")
 
     @model_validator(mode="after")
     def _check(self) -> CafeParams:

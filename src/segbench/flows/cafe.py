@@ -1,0 +1,248 @@
+"""The CAFE candidate build (seed 000): sources → targets → edit plans → validated pairs → edits.
+
+``build_cafe_candidates`` writes ``<data root>/cafe_candidates/`` in a staged directory:
+``candidates.jsonl`` (one :class:`~segbench.schemas.cafe.Candidate` per line), ``images/`` (the
+edited images I), ``review/`` (I with M outlined, what the verification round shows),
+``tables/prompt_pairs.{md,json}``, ``skipped.json`` and ``manifest.json``. Plans come from the
+language provider (WordNet offline, a language model when configured), edits from the image
+editor; both go through content-addressed caches, so a rebuild replays them.
+
+The verification round and the export of verified pairs are in ``flows/cafe_verify.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress
+from segbench.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
+from segbench.providers.base import Question, Usage
+from segbench.schemas.cafe import CafeParams, Candidate, EditPlan, EditType, PlanAnswer, SourceSpec, Target
+from segbench.tasks import cafe_pairs, cafe_plans, cafe_targets
+from segbench.tasks.cafe_verification import outline
+from segbench.tasks.coco import load_coco
+from segbench.tasks.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    fingerprint,
+    staged_directory,
+    write_json,
+    write_jsonl,
+)
+from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.tasks.masks import rle_to_bitmap
+
+BUILDER_VERSION = "1"
+DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
+
+
+@task(name="select-cafe-targets", cache_policy=NO_CACHE)
+def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[Target], list[dict[str, Any]]]:
+    """The targets of one source, and the records of what was skipped (under ``on_error = skip``)."""
+    policy = ImportPolicy(on_error=params.on_error)
+    index = load_coco(source.annotations, policy=policy)
+    targets = cafe_targets.select_targets(index, source.name, params, policy)
+    get_run_logger().info("%s: %d images, %d targets", source.name, len(index.images), len(targets))
+    return targets, policy.report.skipped
+
+
+@task(name="ask-edit-plans", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
+    return provider.answer_many(questions, PlanAnswer)
+
+
+@task(name="edit-cafe-shard", cache_policy=NO_CACHE)
+def edit_shard(editor: Any, candidates: list[Candidate], images_dir: dict[str, Path], stage: Path,
+               params: CafeParams) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Edit one shard: write each edited image and its review image; return the candidates edited
+    and the records of those skipped (under ``on_error = skip``)."""
+    policy = ImportPolicy(on_error=params.on_error)
+    done = []
+    for candidate in candidates:
+        target = candidate.target
+        try:
+            image = _source_image(images_dir[target.source], target)
+            mask = rle_to_bitmap(target.segmentation).astype(bool)
+            edited = editor.edit(image, mask, candidate.plan, seed=candidate.edit_seed)
+        except (AnnotationError, ProviderError) as error:
+            policy.handle(_as_annotation_error(error, candidate.key))
+            continue
+        _write_jpeg(stage / candidate.image, edited, params.jpeg_quality)
+        _write_jpeg(stage / candidate.review_image, outline(edited, mask), params.jpeg_quality)
+        done.append(candidate)
+    return done, policy.report.skipped
+
+
+def _source_image(images_dir: Path, target: Target) -> Image.Image:
+    path = images_dir / target.file_name
+    try:
+        with Image.open(path) as handle:
+            image = handle.convert("RGB")
+    except (FileNotFoundError, OSError) as exc:
+        raise AnnotationError(f"source image unreadable ({type(exc).__name__})", path=path,
+                              item=f"image {target.image_id}", hint="check the images folder of the source") from None
+    if image.size != (target.width, target.height):
+        raise AnnotationError(f"image is {image.size[0]}x{image.size[1]} but the annotations say "
+                              f"{target.width}x{target.height}", path=path, item=f"image {target.image_id}",
+                              hint="the images folder does not belong to these annotations")
+    return image
+
+
+def _as_annotation_error(error: Exception, key: str) -> AnnotationError:
+    if isinstance(error, AnnotationError):
+        return error
+    return AnnotationError(f"edit failed: {getattr(error, 'message', str(error))}", item=key,
+                           hint="retry, or build with --on-error skip to leave this target out")
+
+
+def _write_jpeg(path: Path, image: Image.Image, quality: int) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    # Fixed quality and subsampling, no EXIF: the bytes depend on the pixels only.
+    image.save(buffer, format="JPEG", quality=quality, subsampling=0)
+    atomic_write_bytes(path, buffer.getvalue(), durable=False)
+
+
+def _plans(provider: Any, assigned: list[tuple[Target, EditType]], params: CafeParams
+           ) -> list[tuple[Target, EditPlan]]:
+    questions = [cafe_plans.plan_question(t, e, seed=params.seed) for t, e in assigned]
+    batches = [list(range(i, min(i + params.plan_batch, len(questions))))
+               for i in range(0, len(questions), params.plan_batch)]
+    futures = [ask_plans.submit(provider, [questions[i] for i in batch]) for batch in batches]
+    answers = progress.gather(futures, "edit plans", len(questions), len)
+    flat = [a for batch in answers for a in batch]
+    return [(t, cafe_plans.plan_from_answer(t, e, a)) for (t, e), a in zip(assigned, flat, strict=True)]
+
+
+def _validated(plans: list[tuple[Target, EditPlan]], wn: Any, skips: SkipReport) -> list[tuple[Target, EditPlan]]:
+    """Plans whose pair passes every rule, first per (target, edit type); the others into ``skips``."""
+    keys = [f"{t.key}:{p.edit_type.abbr}" for t, p in plans]
+    kept, repeats = cafe_pairs.deduplicate(keys)
+    for position in repeats:
+        skips.skipped.append({"error": "PromptPairRejected", "rule": "duplicate", "item": keys[position],
+                              "path": None, "message": "a plan for this target and edit type was already kept"})
+    out = []
+    for position in kept:
+        target, plan = plans[position]
+        problem = cafe_pairs.pair_problem(wn, plan.q_pos, plan.q_neg)
+        if problem:
+            skips.skipped.append({"error": "PromptPairRejected", "rule": problem[0], "item": keys[position],
+                                  "path": None, "message": problem[1], "q_pos": plan.q_pos, "q_neg": plan.q_neg})
+        else:
+            out.append((target, plan))
+    return out
+
+
+def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candidate]:
+    """Candidates with ids 1..N in key order and a per-sample edit seed derived from the build seed."""
+    rows = sorted(plans, key=lambda tp: (tp[0].key, tp[1].edit_type.abbr))
+    out = []
+    for number, (target, plan) in enumerate(rows, start=1):
+        stem = f"{target.source}_{target.image_id}_{target.annotation_id}_{plan.edit_type.abbr}"
+        key = f"{target.key}:{plan.edit_type.abbr}"
+        out.append(Candidate(id=number, key=key, target=target, plan=plan, image=f"images/{stem}.jpg",
+                             review_image=f"review/{stem}.jpg", edit_seed=int(fingerprint([seed, key])[:8], 16)))
+    return out
+
+
+@flow(name="build-cafe-candidates")
+def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, params: CafeParams | None = None,
+                          editor: Any = None, nltk_data: Path | None = None) -> dict[str, Any]:
+    """Build CAFE candidates from COCO-format sources into ``out`` (staged: all or nothing).
+
+    Args:
+        sources: the sources (name, annotations file, images folder); names must differ.
+        provider: a language provider answering ``cafe.edit_plan`` (the WordNet provider is
+            extended offline, see :func:`segbench.tasks.cafe_plans.with_offline_plans`). Typed
+            ``Any`` because Prefect builds a parameter schema and a Protocol is no valid type.
+        editor: an :class:`~segbench.providers.image_edit.ImageEditor` (default: from the settings).
+        nltk_data: where the WordNet data for the pair checks is prepared.
+
+    Returns:
+        A summary: output path, counts, skipped counts and provider usage.
+
+    Raises:
+        InputError: a missing or malformed source, repeated source names.
+        AnnotationError / ProviderError: under ``on_error = fail``, a bad annotation, image or edit.
+    """
+    from segbench.errors import InputError
+    from segbench.providers.wordnet_data import load_wordnet
+
+    params = params or CafeParams()
+    names = [s.name for s in sources]
+    if not sources or len(set(names)) != len(names):
+        raise InputError(f"give one or more sources with distinct names (got {names})",
+                         hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR, repeated with different names")
+    unknown = sorted(set(params.quotas) - set(names))
+    if unknown:
+        raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
+    logger = get_run_logger()
+    if editor is None:
+        from segbench.providers.image_edit import make_image_editor
+        from segbench.settings import load_settings
+
+        editor = make_image_editor(load_settings())
+    provider = cafe_plans.with_offline_plans(provider)
+    skips = SkipReport()
+    targets = []
+    for source in sorted(sources, key=lambda s: s.name):
+        found, skipped = select_source_targets(source, params)
+        targets += found
+        skips.skipped += skipped
+    assigned = cafe_targets.assign_edit_types(targets, params.edit_mix, seed=params.seed)
+
+    before = provider.usage
+    plans = _plans(provider, assigned, params)
+    usage = {k: getattr(provider.usage, k) - getattr(before, k) for k in Usage.model_fields}
+    wn = load_wordnet(Path(nltk_data or DEFAULT_NLTK_DATA))
+    candidates = _candidates(_validated(plans, wn, skips), params.seed)
+
+    images_dir = {s.name: Path(s.images) for s in sources}
+    with staged_directory(out) as stage:
+        shards = [candidates[i : i + params.edit_shard] for i in range(0, len(candidates), params.edit_shard)]
+        futures = [edit_shard.submit(editor, shard, images_dir, stage, params) for shard in shards]
+        results = progress.gather(futures, "edits", len(candidates), lambda result: len(result[0]))
+        candidates = [c for done, _ in results for c in done]
+        skips.skipped += [record for _, skipped in results for record in skipped]
+        summary = _write_candidates(stage, candidates, sources, params, skips, provider, editor)
+    logger.info("provider usage this run: %s", usage)
+    return {"out": str(out), **summary, "usage": usage}
+
+
+def _write_candidates(stage: Path, candidates: list[Candidate], sources: list[SourceSpec], params: CafeParams,
+                      skips: SkipReport, provider: Any, editor: Any) -> dict[str, Any]:
+    write_jsonl(stage / "candidates.jsonl", [c.model_dump(mode="json") for c in candidates])
+    stats = cafe_pairs.pair_statistics(sample_rows(candidates))
+    write_json(stage / "tables" / "prompt_pairs.json", stats, indent=1)
+    atomic_write_text(stage / "tables" / "prompt_pairs.md",
+                      cafe_pairs.pair_markdown(stats, title="CAFE candidates: prompt pairs"))
+    skipped = SkipReport(list(skips.skipped))
+    write_json(stage / "skipped.json", skipped.to_json(), indent=1)
+    inputs: dict[str, Path] = {f"{s.name}:annotations": Path(s.annotations) for s in sources}
+    by_name = {s.name: Path(s.images) for s in sources}
+    inputs |= {f"{c.target.source}:images/{c.target.file_name}": by_name[c.target.source] / c.target.file_name
+               for c in candidates}
+    counts = {"candidates": len(candidates), "by_edit_type": stats["by_edit_type"],
+              "skipped": skipped.counts(), "prompt_pairs": stats["prompt_pairs"]}
+    provenance = {"provider": provider.name, "provider_model": provider.model, "editor": editor.name,
+                  "editor_model": editor.model, "question_kind": cafe_plans.QUESTION_KIND,
+                  "prompt_version": cafe_plans.PROMPT_VERSION,
+                  "sources": {s.name: {"annotations": Path(s.annotations).name, "images": Path(s.images).name}
+                              for s in sources}}
+    manifest = build_manifest(dataset="cafe_candidates", builder_version=BUILDER_VERSION, root=stage,
+                              params={**params.model_dump(mode="json"), **provenance}, inputs=inputs,
+                              counts=counts, seed=params.seed, skipped=len(skipped))
+    write_manifest(stage, manifest)
+    return {"counts": counts, "skipped": skipped.counts()}
+
+
+def sample_rows(candidates: list[Candidate]) -> list[dict[str, Any]]:
+    """The rows :func:`segbench.tasks.cafe_pairs.pair_statistics` reads."""
+    return [{"source": c.target.source, "edit_type": c.plan.edit_type.abbr, "q_pos": c.plan.q_pos,
+             "q_neg": c.plan.q_neg} for c in candidates]
