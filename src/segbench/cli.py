@@ -17,6 +17,7 @@ import typer
 from pydantic import ValidationError
 
 from segbench import cli_cafe, cli_cafe_eval, cli_spin, cli_spin_dataset, cli_spin_eval, cli_vocab, console
+from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
 from segbench.cli_rounds import app as rounds_app
 from segbench.cli_rounds import print_ingest
 from segbench.errors import OnError, SegbenchError
@@ -35,10 +36,6 @@ app.add_typer(cli_vocab.app, name="vocab")
 evaluate_app.command("vocab")(cli_vocab.evaluate_vocab_command)
 for _module in (cli_cafe, cli_cafe_eval, cli_spin, cli_spin_dataset, cli_spin_eval):
     _module.register(build_app, evaluate_app, app)
-
-
-def _settings(ctx: typer.Context) -> Settings:
-    return ctx.obj["settings"]
 
 
 @app.callback()
@@ -68,15 +65,6 @@ def _print_version() -> None:
     raise typer.Exit()
 
 
-def _run(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a flow with progress bars on the terminal, holding the data root's lock."""
-    from segbench import progress
-    from segbench.locking import command_lock
-
-    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener):
-        return fn(*args, **kwargs)
-
-
 def _coco_cd_params(**values: Any):
     from segbench.schemas.coco_cd import CocoCdParams
 
@@ -100,7 +88,7 @@ def build_coco_cd_command(
     publish: bool = typer.Option(False, "--publish", help="Publish a DVC version of the data root afterwards."),
 ) -> None:
     """Build COCO-CD: cat/dog images, indoor/outdoor context from COCO-Stuff, ρ-controlled splits."""
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     params = _coco_cd_params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
                              test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
     from segbench.tasks.coco_cd import source_files
@@ -115,8 +103,8 @@ def build_coco_cd_command(
         ensure_repo(repo)  # refuse before building, not after
         if settings.dvc_remote:
             configure_remote(repo, settings.dvc_remote, local=True)
-    summary = _run(ctx, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
-                   publish_repo=repo if publish else None, publish_data_dir=_relative_to(settings.data_root, repo))
+    summary = run_flow(ctx, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
+                   publish_repo=repo if publish else None, publish_data_dir=relative_to_repo(settings.data_root, repo))
     _print_build_summary(summary)
     if publish:
         _print_publish_summary(summary["publish"])
@@ -137,7 +125,7 @@ def _print_build_summary(summary: dict[str, Any]) -> None:
     rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
             for split, values in splits.items()]
     console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
-    out = _display(Path(summary["out"]))
+    out = display_path(Path(summary["out"]))
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
 
 
@@ -162,14 +150,14 @@ def build_waterbirds_command(
     """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits."""
     from segbench.tasks.waterbirds import WaterbirdsParams, read_cub
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     params = WaterbirdsParams(**{k: v for k, v in {
         "rhos": tuple(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
         "seed": seed, "species_match": species_match}.items() if v is not None})
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds import build_waterbirds
 
-    summary = _run(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params)
+    summary = run_flow(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params)
     print_waterbirds_summary(summary)
 
 
@@ -183,7 +171,7 @@ def print_waterbirds_summary(summary: dict[str, Any]) -> None:
     rows = [[r, split, *values, sum(values)] for r, splits in counts["splits"].items() for split, values in splits.items()]
     console.out.print(console.table("Group counts", ["ρ", "split", "land·land", "land·water", "water·land",
                                                      "water·water", "total"], rows))
-    console.out.print(f"Dataset: [bold]{_display(Path(summary['out']))}[/]")
+    console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
 
 
 @build_app.command("vocab")
@@ -203,14 +191,14 @@ def build_vocab_command(
     from segbench.schemas.vocab import VocabParams
     from segbench.tasks.vocab import load_categories
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     dataset, _, _ = load_categories(categories)  # a bad name or file fails before Prefect starts
     params = VocabParams(spacy_model=settings.spacy_model,
                          **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None})
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.vocab import build_vocab
 
-    summary = _run(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
+    summary = run_flow(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
                    nltk_data=settings.work_dir / "nltk_data")
     print_vocab_summary(summary, provider)
 
@@ -226,7 +214,7 @@ def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
         "calls / cache hits": f"{usage['calls']} / {usage['cache_hits']}",
         "tokens in / out": f"{usage['prompt_tokens']} / {usage['completion_tokens']}",
     }))
-    console.out.print(f"Vocabulary: [bold]{_display(Path(summary['out']))}[/]")
+    console.out.print(f"Vocabulary: [bold]{display_path(Path(summary['out']))}[/]")
 
 
 def _evaluate(ctx: typer.Context, flow_name: str, dataset: str, predictions: Path, rev: str | None, repo: Path,
@@ -234,10 +222,10 @@ def _evaluate(ctx: typer.Context, flow_name: str, dataset: str, predictions: Pat
     """Run one of the flip-metric evaluations (COCO-CD or Waterbirds-seg) and print its summary."""
     from segbench.flows import evaluate
 
-    settings = _settings(ctx)
-    dataset_dir = _relative_to(settings.data_root / dataset, repo)
+    settings = settings_of(ctx)
+    dataset_dir = relative_to_repo(settings.data_root / dataset, repo)
     out = out or settings.data_root / "eval" / dataset / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
-    result = _run(ctx, getattr(evaluate, flow_name), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+    result = run_flow(ctx, getattr(evaluate, flow_name), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
                   split=split, dataset_dir=dataset_dir)
     _print_eval_summary(result)
 
@@ -271,13 +259,6 @@ def evaluate_waterbirds_command(
     _evaluate(ctx, "evaluate_waterbirds", "waterbirds_seg", predictions, rev, repo, rho, split, out)
 
 
-def _relative_to(path: Path, repo: Path) -> str:
-    try:
-        return path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
 def _print_eval_summary(result: dict[str, Any]) -> None:
     m = result["summary"]
     fg = m["fg_decomposition"]
@@ -293,7 +274,7 @@ def _print_eval_summary(result: dict[str, Any]) -> None:
             f"{_fmt(m['gaps'][first]['gap'])} / {_fmt(m['gaps'][second]['gap'])}",
         "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
     }))
-    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
 
 
 def _fmt(value: float | None) -> str:
@@ -307,7 +288,7 @@ def _publish(settings: Settings, *, commit: bool = False, message: str | None = 
 
     repo = Path(".").resolve()
     ensure_repo(repo, init_git=init_git)
-    record = publish_data(repo=str(repo), data_dir=_relative_to(settings.data_root, repo), remote=remote,
+    record = publish_data(repo=str(repo), data_dir=relative_to_repo(settings.data_root, repo), remote=remote,
                           remote_url=remote_url or settings.dvc_remote, commit=commit, message=message, tag=tag)
     _print_publish_summary(record)
     return record
@@ -341,7 +322,7 @@ def publish(
     from segbench.locking import command_lock
 
     with command_lock(ctx):
-        _publish(_settings(ctx), commit=commit, message=message, tag=tag, remote=remote, remote_url=remote_url,
+        _publish(settings_of(ctx), commit=commit, message=message, tag=tag, remote=remote, remote_url=remote_url,
                  init_git=init_git)
 
 
@@ -354,9 +335,9 @@ def demo(
     from segbench.flows.demo import run_demo
     from segbench.providers import make_provider
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     provider = make_provider(settings, replay_only=settings.replay_only)
-    result = _run(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+    result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                   provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
     _print_build_summary(result["coco_cd"])
     print_waterbirds_summary(result["waterbirds"])
@@ -364,16 +345,11 @@ def demo(
     print_ingest(result["audit"])
     _print_publish_summary(result["publish"])
     _print_eval_summary(result["evaluation"])
+    cli_cafe.print_export(result["cafe"]["export"])
+    cli_cafe_eval.print_cafe_evaluation(result["cafe_evaluation"])
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
     for label, path in result["paths"].items():
-        console.out.print(f"  {label:<22} {_display(Path(path))}")
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        console.out.print(f"  {label:<22} {display_path(Path(path))}")
 
 
 def main() -> None:

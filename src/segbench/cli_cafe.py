@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from segbench import console
+from segbench.cli_common import run_flow
 from segbench.errors import InputError, OnError
 
 
@@ -37,15 +38,6 @@ def _pairs(values: list[str], option: str, convert: Any) -> dict[str, Any]:
         except ValueError:
             raise InputError(f"{option} {text!r} is not NAME=VALUE", hint=f"e.g. {option} coco=500") from None
     return out
-
-
-def _run(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a flow with progress bars on the terminal, holding the data root's lock."""
-    from segbench import progress
-    from segbench.locking import command_lock
-
-    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener):
-        return fn(*args, **kwargs)
 
 
 def build_candidates_command(
@@ -90,7 +82,7 @@ def build_candidates_command(
     editor = make_image_editor(settings, replay_only=replay)
     from segbench.flows.cafe import build_cafe_candidates
 
-    summary = _run(ctx, build_cafe_candidates, sources, out or settings.data_root / "cafe_candidates", provider,
+    summary = run_flow(ctx, build_cafe_candidates, sources, out or settings.data_root / "cafe_candidates", provider,
                    params, editor=editor, nltk_data=settings.work_dir / "nltk_data")
     counts = summary["counts"]
     console.out.print(console.key_values("CAFE candidates", {
@@ -132,7 +124,11 @@ def export_command(
     from segbench.flows.cafe_verify import build_cafe
 
     settings = ctx.obj["settings"]
-    summary = _run(ctx, build_cafe, settings.data_root, round_key, out=out)
+    summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out)
+    print_export(summary)
+
+
+def print_export(summary: dict[str, Any]) -> None:
     counts = summary["counts"]
     console.out.print(console.key_values("CAFE", {
         "samples (pairs)": counts["samples"], **{f"  {k}": v for k, v in counts["by_edit_type"].items()},

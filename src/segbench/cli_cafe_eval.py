@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from segbench import console
+from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -40,24 +41,22 @@ def evaluate_cafe_command(
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cafe/<run>)."),
 ) -> None:
     """Evaluate predictions on CAFE: TA-TP/FN, TA-FP/UA-FP, AFPR/UFPR, ACSR/UCSR and cgF1 per subset."""
-    from segbench.cli import _relative_to, _run, _settings
     from segbench.schemas.cafe_eval import CafeEvalParams
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     params = CafeEvalParams(score_threshold=score_threshold, iou_threshold=iou_threshold, calibrate=calibrate,
                             calibration_fraction=calibration_fraction, seed=seed,
                             **({"taus": tuple(tau)} if tau else {}))
     out = out or settings.data_root / "eval" / "cafe" / f"{rev or 'worktree'}-{predictions.stem}"
     from segbench.flows.evaluate_cafe import evaluate_cafe
 
-    result = _run(ctx, evaluate_cafe, repo=repo, rev=rev, gt=gt, predictions=predictions, out=out,
-                  dataset_dir=_relative_to(settings.data_root / "cafe", repo), params=params,
+    result = run_flow(ctx, evaluate_cafe, repo=repo, rev=rev, gt=gt, predictions=predictions, out=out,
+                  dataset_dir=relative_to_repo(settings.data_root / "cafe", repo), params=params,
                   calibration_gt=calibration_gt, calibration_predictions=calibration_predictions)
-    _print_cafe(result)
+    print_cafe_evaluation(result)
 
 
-def _print_cafe(result: dict[str, Any]) -> None:
-    from segbench.cli import _display
+def print_cafe_evaluation(result: dict[str, Any]) -> None:
     from segbench.tasks.cafe_metrics import OVERALL, SUBSETS
 
     m = result["metrics"]
@@ -69,7 +68,7 @@ def _print_cafe(result: dict[str, Any]) -> None:
                              ("Rates and cgF1", ("AFPR", "UFPR", "ACSR", "UCSR", "cgF1", "IL_MCC", "pmF1"))):
         console.out.print(console.table(heading, ["subset", *columns],
                                         [[s, *(m[s][c] for c in columns)] for s in (*SUBSETS, OVERALL)]))
-    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
 
 
 def evaluate_cgf1_command(
@@ -81,13 +80,12 @@ def evaluate_cgf1_command(
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cgf1/<run>)."),
 ) -> None:
     """cgF1, IL_MCC, pmF1, IL_FPR and the rest of SAM3's cgF1 summary on any SA-Co-format ground truth."""
-    from segbench.cli import _display, _run, _settings
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     out = out or settings.data_root / "eval" / "cgf1" / f"{gt[0].stem}-{predictions.stem}"
     from segbench.flows.evaluate_cafe import evaluate_cgf1
 
-    result = _run(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold)
+    result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold)
     m = result["metrics"]
     console.out.print(console.key_values("cgF1", {
         "images (IL TP / FP / TN / FN)": f"{m['num_images']} ({m['IL_TP']} / {m['IL_FP']} / {m['IL_TN']} / "
@@ -95,4 +93,4 @@ def evaluate_cgf1_command(
         **{name: m[name] for name in ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1",
                                       "IL_FPR")},
     }))
-    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from segbench import console
+from segbench.cli_common import run_flow
 from segbench.errors import InputError, OnError
 
 
@@ -26,7 +27,6 @@ def build_spin_command(
 
     Reads <data root>/spin/taxonomy.yaml and spin/crowd/resolved.json; replaces spin/dataset/ when done.
     """
-    from segbench.cli import _run
     from segbench.flows.spin import build_spin
     from segbench.schemas.spin_dataset import SpinBuildParams
 
@@ -36,7 +36,7 @@ def build_spin_command(
     settings = (ctx.obj or {}).get("settings")
     data_root = Path(settings.data_root) if settings is not None else Path("data")
     params = SpinBuildParams(cap_per_supercategory=cap, seed=seed, on_error=on_error)
-    summary = _run(ctx, build_spin, partimagenet_root, data_root, params)
+    summary = run_flow(ctx, build_spin, partimagenet_root, data_root, params)
     overall = summary["counts"]["composition"]["overall"]
     console.out.print(console.key_values(f"SPIN → {summary['out']}", {
         "images": overall["images"],

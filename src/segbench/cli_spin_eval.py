@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from segbench import console
+from segbench.cli_common import display_path, relative_to_repo
 from segbench.errors import InputError, OnError
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
@@ -48,7 +49,6 @@ def evaluate_spin_command(
     prompt?: general|specific}], one prediction per ground-truth entity prompt.
     """
     from segbench import progress
-    from segbench.cli import _display, _relative_to
     from segbench.tasks.spin_inputs import prediction_files
 
     files: dict[str, Path] = prediction_files(predictions, split) if predictions is not None else {}
@@ -68,10 +68,10 @@ def evaluate_spin_command(
 
     with console.RichListener() as listener, progress.listening(listener):
         result = evaluate_spin(repo=repo, rev=rev, predictions=files, out=out, split=split,
-                               dataset_dir=dataset_dir or _relative_to(data_root / "spin" / "dataset", repo),
+                               dataset_dir=dataset_dir or relative_to_repo(data_root / "spin" / "dataset", repo),
                                answers=answers, on_error=on_error)
     print_summary(result)
-    console.out.print(f"Report: [bold]{_display(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
 
 
 def print_summary(result: dict[str, Any]) -> None:

@@ -17,6 +17,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.flows.coco_cd import build_coco_cd
+from segbench.flows.demo_cafe import run_cafe_demo
+from segbench.flows.evaluate_cafe import evaluate_cafe
 from segbench.flows.coco_cd_audit import create_coco_cd_audit
 from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
 from segbench.flows.publish import publish_data
@@ -26,11 +28,12 @@ from segbench.flows.waterbirds import build_waterbirds
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.schemas.vocab import VocabParams
 from segbench.tasks import versioning
+from segbench.tasks.cafe_baseline import prompt_blind_predictions
 from segbench.tasks.coco_cd_audit import CONTROL, LABELS
 from segbench.tasks.demo_birds import generate_demo_birds
 from segbench.tasks.demo_captions import generate_demo_captions
 from segbench.tasks.demo_world import generate_demo_world
-from segbench.tasks.io import read_json
+from segbench.tasks.io import read_json, write_json
 from segbench.tasks.simulated_crowd import simulate_results, write_results_csv
 
 # The demo world has 40-95 images per group: 10 val and 20 test per group leave room for ρ = 0.95.
@@ -78,6 +81,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
     vocab = build_vocab(generate_demo_captions(world, seed=seed), "coco_cd", data_root / "vocab" / "coco_cd",
                         provider, VocabParams(spacy_model=spacy_model), nltk_data=work_dir / "nltk_data")
     audit = run_audit(data_root, world, seed)
+    cafe = run_cafe_demo(data_root, work_dir, provider, seed)
 
     versioning.ensure_repo(repo, init_git=not _inside_git(repo))
     if dvc_remote is None and versioning.default_remote(repo) is None:
@@ -91,8 +95,15 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
     report_dir = data_root / "eval" / "coco_cd" / "demo-baseline"
     evaluation = evaluate_coco_cd(repo=repo, rev=None, predictions=predictions, out=report_dir, rho=0.95,
                                   split="test", dataset_dir=dataset_dir)
+    cafe_predictions = work_dir / "predictions" / "cafe-prompt-blind.json"
+    write_json(cafe_predictions, prompt_blind_predictions(read_json(cafe["export"]["files"]["CAFE"])))
+    cafe_evaluation = evaluate_cafe(repo=repo, rev=None, gt=None, predictions=cafe_predictions,
+                                    out=data_root / "eval" / "cafe" / "demo-prompt-blind",
+                                    dataset_dir=f"{data_dir}/cafe")
     return {
         "coco_cd": coco_cd,
+        "cafe": cafe,
+        "cafe_evaluation": cafe_evaluation,
         "waterbirds": waterbirds,
         "vocab": vocab,
         "publish": record,
@@ -107,6 +118,8 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
             "baseline predictions": predictions,
             "context audit": audit["reports"]["audit_markdown"],
             "evaluation report": evaluation["paths"]["report"],
+            **cafe["paths"],
+            "CAFE evaluation report": cafe_evaluation["paths"]["report"],
             "DVC pointer": repo / f"{data_dir}.dvc",
         },
     }

@@ -1,0 +1,41 @@
+"""What every ``segbench`` command module shares: settings, running a flow, showing paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from segbench import console
+from segbench.settings import Settings
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    """The settings the root command resolved (flags > environment > config file > defaults)."""
+    return ctx.find_root().obj["settings"]
+
+
+def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a flow with progress bars on the terminal, holding the data root's lock."""
+    from segbench import progress
+    from segbench.locking import command_lock
+
+    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener):
+        return fn(*args, **kwargs)
+
+
+def relative_to_repo(path: Path, repo: Path) -> str:
+    """``path`` as DVC and git name it inside ``repo`` (as given when it is outside)."""
+    try:
+        return path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it, for messages."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
