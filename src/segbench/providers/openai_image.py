@@ -33,7 +33,7 @@ from PIL import Image, ImageFilter, UnidentifiedImageError
 from segbench.errors import ProviderError
 from segbench.providers.base import Usage
 from segbench.providers.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
-from segbench.providers.openai_provider import MAX_RETRY_AFTER, _Connection, _is_transient, _retry_after, display_url
+from segbench.providers.openai_provider import OpenAIBackend, _Connection, _is_transient, display_url
 from segbench.schemas.cafe import EditPlan
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def api_mask(editable: np.ndarray, letterbox: Letterbox, grow: int = MASK_GROW) 
     return mask
 
 
-class OpenAIImageEditor:
+class OpenAIImageEditor(OpenAIBackend):
     """An :class:`~segbench.providers.image_edit.ImageEditor` backed by ``client.images.edit``.
 
     Args:
@@ -131,6 +131,9 @@ class OpenAIImageEditor:
     The constructor makes no network call. ``seed`` is not sent (the API has none): it only keys
     the cache, so different seeds are separate samples.
     """
+
+    HINT_NOT_FOUND = "check the image model name (openai_image_model) and the base URL (it usually ends in /v1)"
+    HINT_BAD_REQUEST = "check that the model supports image edits with a mask (gpt-image-1 or dall-e-2)"
 
     name = "openai"
     version = "1"  # bumped when the size mapping, mask convention or compositing changes
@@ -249,42 +252,6 @@ class OpenAIImageEditor:
                 return answer.convert("RGB")
         except (binascii.Error, OSError, UnidentifiedImageError, ValueError):
             raise self._error(plan, "the answer's image could not be decoded") from None
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff with jitter."""
-        asked = _retry_after(exc)
-        if asked is not None:
-            return min(asked, MAX_RETRY_AFTER) + self._random.uniform(0, 0.1 * min(asked, MAX_RETRY_AFTER) + 0.01)
-        backoff = min(self.backoff_max, self.backoff_base * 2**attempt)
-        return backoff / 2 + self._random.uniform(0, backoff / 2)
-
-    def _count(self, **amounts: float) -> None:
-        with self._lock:
-            self._usage = self._usage.add(Usage(**amounts))
-
-    def _describe(self, exc: Exception) -> str:
-        if isinstance(exc, openai.APITimeoutError):
-            return "request timed out"
-        if isinstance(exc, openai.APIConnectionError):
-            return "connection failed"
-        if isinstance(exc, openai.APIStatusError):
-            return f"HTTP {exc.status_code}: {self._scrub(str(exc.message))[:300]}"
-        return f"{type(exc).__name__}: {self._scrub(str(exc))[:300]}"
-
-    @staticmethod
-    def _hint(exc: Exception) -> str | None:
-        status = getattr(exc, "status_code", None)
-        if status in (401, 403):
-            return "check the API key (settings openai_api_key or the OPENAI_API_KEY variable)"
-        if status == 404:
-            return "check the image model name (openai_image_model) and the base URL (it usually ends in /v1)"
-        if status == 400:
-            return "check that the model supports image edits with a mask (gpt-image-1 or dall-e-2)"
-        return None
-
-    def _scrub(self, text: str) -> str:
-        """``text`` with the API key masked: servers sometimes echo what they were sent."""
-        return text.replace(self._conn.secret, "***") if self._conn.secret else text
 
     def _error(self, plan: EditPlan, detail: str, *, hint: str | None = None) -> ProviderError:
         return ProviderError(

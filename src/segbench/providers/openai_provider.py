@@ -122,7 +122,56 @@ class _Connection:
         return "<connection>"
 
 
-class OpenAIProvider:
+class OpenAIBackend:
+    """What the chat and image backends share: retry delays, usage counting, error texts.
+
+    Subclasses set ``_lock``, ``_usage``, ``_random``, ``_conn``, ``backoff_base`` and
+    ``backoff_max``, and word the hints for a missing model and a refused request.
+    """
+
+    HINT_NOT_FOUND = "check the model name and the base URL (it usually ends in /v1)"
+    HINT_BAD_REQUEST: str | None = None
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff."""
+        asked = _retry_after(exc)
+        if asked is not None:
+            if asked > MAX_RETRY_AFTER:
+                return MAX_RETRY_AFTER
+            # A little jitter on top, so workers told the same instant do not return together.
+            return asked + self._random.uniform(0, 0.1 * asked + 0.01)
+        backoff = min(self.backoff_max, self.backoff_base * 2**attempt)
+        return backoff / 2 + self._random.uniform(0, backoff / 2)  # "equal jitter"
+
+    def _count(self, **amounts: float) -> None:
+        with self._lock:
+            self._usage = self._usage.add(Usage(**amounts))
+
+    def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, openai.APITimeoutError):
+            return "request timed out"
+        if isinstance(exc, openai.APIConnectionError):
+            return "connection failed"
+        if isinstance(exc, openai.APIStatusError):
+            return f"HTTP {exc.status_code}: {self._scrub(str(exc.message))[:300]}"
+        return f"{type(exc).__name__}: {self._scrub(str(exc))[:300]}"
+
+    def _hint(self, exc: Exception) -> str | None:
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return "check the API key (settings openai_api_key or the OPENAI_API_KEY variable)"
+        if status == 404:
+            return self.HINT_NOT_FOUND
+        if status == 400:
+            return self.HINT_BAD_REQUEST
+        return None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the API key masked: servers sometimes echo what they were sent."""
+        return text.replace(self._conn.secret, "***") if self._conn.secret else text
+
+
+class OpenAIProvider(OpenAIBackend):
     """Answers questions with an OpenAI-compatible chat model under a strict JSON schema.
 
     Args:
@@ -138,6 +187,8 @@ class OpenAIProvider:
 
     The constructor makes no network call.
     """
+
+    HINT_BAD_REQUEST = "check that the model supports strict JSON-schema output (structured outputs)"
 
     name = "openai"
 
@@ -303,17 +354,6 @@ class OpenAIProvider:
             return completion
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff."""
-        asked = _retry_after(exc)
-        if asked is not None:
-            if asked > MAX_RETRY_AFTER:
-                return MAX_RETRY_AFTER
-            # A little jitter on top, so workers told the same instant do not return together.
-            return asked + self._random.uniform(0, 0.1 * asked + 0.01)
-        backoff = min(self.backoff_max, self.backoff_base * 2**attempt)
-        return backoff / 2 + self._random.uniform(0, backoff / 2)  # "equal jitter"
-
     def _record(self, completion: Any) -> None:
         usage = getattr(completion, "usage", None)
         prompt = getattr(usage, "prompt_tokens", 0) or 0
@@ -322,34 +362,6 @@ class OpenAIProvider:
         if self.price_per_1k is not None:
             cost = prompt / 1000 * self.price_per_1k[0] + output / 1000 * self.price_per_1k[1]
         self._count(calls=1, prompt_tokens=prompt, completion_tokens=output, cost_usd=cost)
-
-    def _count(self, **amounts: float) -> None:
-        with self._lock:
-            self._usage = self._usage.add(Usage(**amounts))
-
-    def _describe(self, exc: Exception) -> str:
-        if isinstance(exc, openai.APITimeoutError):
-            return "request timed out"
-        if isinstance(exc, openai.APIConnectionError):
-            return "connection failed"
-        if isinstance(exc, openai.APIStatusError):
-            return f"HTTP {exc.status_code}: {self._scrub(str(exc.message))[:300]}"
-        return f"{type(exc).__name__}: {self._scrub(str(exc))[:300]}"
-
-    @staticmethod
-    def _hint(exc: Exception) -> str | None:
-        status = getattr(exc, "status_code", None)
-        if status in (401, 403):
-            return "check the API key (settings openai_api_key or the OPENAI_API_KEY variable)"
-        if status == 404:
-            return "check the model name and the base URL (it usually ends in /v1)"
-        if status == 400:
-            return "check that the model supports strict JSON-schema output (structured outputs)"
-        return None
-
-    def _scrub(self, text: str) -> str:
-        """``text`` with the API key masked: servers sometimes echo what they were sent."""
-        return text.replace(self._conn.secret, "***") if self._conn.secret else text
 
     def _error(self, question: Question, detail: str, *, hint: str | None = None) -> ProviderError:
         return ProviderError(
