@@ -31,12 +31,11 @@ def build_taxonomy_command(
     write taxonomy.yaml and print what changed since the previous build."""
     from segbench.providers import make_provider
     from segbench.tasks.spin_taxonomy import load_catalog, load_edits
-    from segbench.tasks.spin_wordnet import with_subpart_answers
 
     settings = ctx.obj["settings"]
     if edits is not None:
         load_edits(edits, load_catalog())  # a bad edit file fails before Prefect starts
-    provider = with_subpart_answers(make_provider(settings, replay_only=replay_only or settings.replay_only))
+    provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.spin_taxonomy import build_spin_taxonomy
 
     result = build_spin_taxonomy(out or settings.data_root / "spin", provider, edits)

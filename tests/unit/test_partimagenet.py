@@ -135,7 +135,10 @@ def test_round_items_outline_each_part_and_carry_the_agreed_keys(root, tmp_path)
     assert list(items) == [("Car", "Body"), ("Car", "Tire")]  # the goose's torso is not asked about
     tire = items[("Car", "Tire")][0]
     assert tire.item_id == "n02930766_1-11" and tire.image == "spin/tasks/n02930766_1-11.png"
-    assert tire.data == {"image_id": 1, "part_ann_id": 11, "object": "Car", "object_class": "cab", "part": "Tire"}
+    cab = next(i for i in images if i.image_id == 1)
+    assert tire.data == {"image_id": 1, "part_ann_id": 11, "object": "Car", "object_class": "cab", "part": "Tire",
+                         "part_rle": {"size": [30, 40], "counts": cab.parts[1].rle["counts"]}}
+    assert json.loads(json.dumps(tire.data)) == tire.data  # saved with the round record as plain JSON
     overlay = np.asarray(Image.open(data_root / tire.image))
     assert overlay.shape == (30, 40, 3)
     assert tuple(overlay[20, 5]) == (255, 215, 0)  # on the outline of the first tire
@@ -145,5 +148,5 @@ def test_round_items_outline_each_part_and_carry_the_agreed_keys(root, tmp_path)
     assert list(contexts) == ["n02930766_1-11"]
     context = contexts["n02930766_1-11"]
     assert (context.height, context.width, context.part, context.object_class) == (30, 40, "Tire", "cab")
-    cab = next(i for i in images if i.image_id == 1)
     assert context.part_rle.model_dump() == {"size": (30, 40), "counts": cab.parts[1].rle["counts"]}
+    assert rle_to_bitmap(tire.data["part_rle"]).sum() == cab.parts[1].area  # the item's mask is the part's

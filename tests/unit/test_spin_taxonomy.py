@@ -34,12 +34,11 @@ def test_wordnet_proposes_meronyms_of_the_sense_that_belongs_to_the_object(wordn
 def test_the_shipped_edits_apply_to_wordnet_proposals(wordnet):
     from segbench.providers.wordnet_provider import WordNetProvider
     from segbench.schemas.spin import SubpartProposal
-    from segbench.tasks.spin_wordnet import WordNetSubpartProvider
 
     catalog = st.load_catalog()
-    inner = WordNetProvider()
-    inner._wn = wordnet  # the reader this module already loaded
-    answers = WordNetSubpartProvider(inner).answer_many(st.subpart_questions(catalog), SubpartProposal)
+    provider = WordNetProvider()
+    provider._wn = wordnet  # the reader this module already loaded
+    answers = provider.answer_many(st.subpart_questions(catalog), SubpartProposal)
     edits, _ = st.load_edits(st.default_edits_path(), catalog)
     outcome = st.apply_edits(catalog, st.proposals_from_answers(catalog, answers), PROPOSER, edits)
     head = next(p for p in outcome.parts if p.key == "Quadruped-Head")

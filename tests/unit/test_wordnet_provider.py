@@ -139,10 +139,56 @@ def test_answer_many_order_and_usage(tmp_path_factory, provider):
 
 
 def test_unknown_kind_names_the_kinds_it_answers(provider):
-    question = Question(kind="spin.subparts", version="1", inputs={}, system="", user="")
-    with pytest.raises(ProviderError, match="vocab.relations") as info:
+    question = Question(kind="example.unknown", version="1", inputs={}, system="", user="")
+    with pytest.raises(ProviderError, match="spin.subparts, vocab.relations") as info:
         provider.answer(question, RelationAnswer)
+    assert info.value.item == "example.unknown"
+
+
+def _subparts_question(**inputs) -> Question:
+    return Question(kind="spin.subparts", version="1", inputs=inputs, system="", user="")
+
+
+def test_spin_subparts(provider):
+    from segbench.schemas.spin import SubpartProposal
+
+    # The aircraft sense of wing (wing.n.02), found through the airliner's part meronyms.
+    plane = provider.answer(_subparts_question(object="Aeroplane", part="Wing", wnids=["n02690373"], animal=False,
+                                               other_parts=["Engine"]), SubpartProposal)
+    assert (plane.object, plane.part) == ("Aeroplane", "Wing") and {"Aileron", "Flap"} <= set(plane.subparts)
+    head = provider.answer(_subparts_question(object="Quadruped", part="Head", wnids=["n02099601"], animal=True,
+                                              other_parts=["Torso", "Ear"]), SubpartProposal)
+    assert "Skull" in head.subparts and "Ear" not in head.subparts  # another part is never its subpart
+    assert head.subparts == sorted(set(head.subparts))
+
+
+def test_spin_subparts_malformed_inputs(provider):
+    from segbench.schemas.spin import SubpartProposal
+
+    with pytest.raises(ProviderError, match="lack 'wnids'") as info:
+        provider.answer(_subparts_question(object="Car", part="Tire", animal=False), SubpartProposal)
     assert info.value.item == "spin.subparts"
+    with pytest.raises(ProviderError, match="'wnids': \\[str"):
+        provider.answer(_subparts_question(object="Car", part="Tire", wnids="n02930766", animal=False),
+                        SubpartProposal)
+
+
+def test_cached_spin_answers_of_an_older_rule_are_not_replayed(tmp_path, provider):
+    from segbench.providers.cache import CachedProvider
+    from segbench.schemas.spin import SubpartProposal
+    from segbench.tasks.spin_wordnet import RULE_VERSION
+
+    question = _subparts_question(object="Car", part="Tire", wnids=["n02930766"], animal=False, other_parts=[])
+    older = WordNetProvider(provider.nltk_data)
+    older.params = {**older.params, "spin_subparts_rule": f"{RULE_VERSION}-older"}
+    CachedProvider(older, tmp_path).answer(question, SubpartProposal)
+    current = WordNetProvider(provider.nltk_data)
+    assert current.params["spin_subparts_rule"] == RULE_VERSION
+    with pytest.raises(ProviderError, match="replay-only"):
+        CachedProvider(current, tmp_path, replay_only=True).answer(question, SubpartProposal)
+    CachedProvider(current, tmp_path).answer(question, SubpartProposal)
+    replayed = CachedProvider(WordNetProvider(provider.nltk_data), tmp_path, replay_only=True)
+    assert replayed.answer(question, SubpartProposal).part == "Tire" and replayed.usage.cache_hits == 1
 
 
 def test_malformed_inputs(provider):

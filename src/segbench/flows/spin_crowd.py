@@ -37,11 +37,13 @@ def default_taxonomy(data_root: Path) -> Path:
 
 def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: str, dataset_version: str,
                        backend: Literal["labelstudio", "files"] = "labelstudio", overlap: int = 3,
-                       taxonomy: Path | None = None) -> list[Round]:
+                       taxonomy: Path | None = None, overwrite: bool = False) -> list[Round]:
     """Create and save one round per (super-category, part) among ``items`` (see ``spin_rounds``).
 
+    ``overwrite`` replaces existing records of the same keys (their answers files are kept).
+
     Raises:
-        InputError: bad items or taxonomy. RoundStateError: a key exists with another definition.
+        InputError: bad items or taxonomy. RoundStateError: a key exists (unless ``overwrite``).
     """
     from segbench.annotation_ui.rounds import RoundStore
 
@@ -50,7 +52,7 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
     rounds = sc.spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
                             now=now, overlap=overlap)
     store = RoundStore(Path(data_root) / "rounds")
-    return [store.create(r) for r in rounds]
+    return [store.create(r, overwrite=overwrite) for r in rounds]
 
 
 def contexts_from_coco(path: Path, round_: Round) -> dict[str, PartContext]:

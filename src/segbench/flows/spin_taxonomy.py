@@ -51,9 +51,9 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None)
 
     Args:
         out_dir: normally ``data/spin``; only ``taxonomy.*`` files are written there.
-        provider: a language provider answering ``spin.subparts`` (for WordNet, wrap it with
-            :func:`segbench.tasks.spin_wordnet.with_subpart_answers`). Typed ``Any``: Prefect cannot
-            build a parameter schema from a ``Protocol``.
+        provider: a language provider answering ``spin.subparts`` (``make_provider``: WordNet offline,
+            a language model with ``provider = "openai"``). Typed ``Any``: Prefect cannot build a
+            parameter schema from a ``Protocol``.
         edits: the edit file (default: the shipped ``taxonomy_edits.yaml``).
 
     Returns:

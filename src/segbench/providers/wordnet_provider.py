@@ -6,6 +6,8 @@ answers these question kinds:
 
 * ``vocab.relations`` (seed 003, valid vocabularies): how each candidate noun relates to a dataset
   category — exact, synonym, hyponym, meronym or none — checked in that order, first match wins.
+* ``spin.subparts`` (seed 001, SPIN taxonomy): the subparts of one PartImageNet (object, part), from the
+  part meronyms of the part's sense that belongs to the object (rule in ``segbench.tasks.spin_wordnet``).
 
 All noun senses of the category count (WordNet does not know which sense a dataset means), so
 polysemous names relate to more nouns than a person would pick; a language model disambiguates
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from segbench.errors import ProviderError
 from segbench.providers.base import Question, Usage
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, load_wordnet
+from segbench.tasks.spin_wordnet import RULE_VERSION as SPIN_SUBPARTS_RULE
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +78,14 @@ class WordNetProvider:
         self.nltk_data = Path(nltk_data) if nltk_data is not None else Path(".segbench") / "nltk_data"
         self.source = Path(source)
         self.inherit_parts = inherit_parts
-        self.params: dict[str, Any] = {"inherit_parts": inherit_parts, "meronym_depth": MERONYM_DEPTH}
+        # Part of every cache key: a changed rule must not replay answers cached under the old one.
+        self.params: dict[str, Any] = {"inherit_parts": inherit_parts, "meronym_depth": MERONYM_DEPTH,
+                                       "spin_subparts_rule": SPIN_SUBPARTS_RULE}
         self._wn: Any = None
         self._usage = Usage()
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "vocab.relations": self._relations,
+            "spin.subparts": self._spin_subparts,
         }
 
     def __repr__(self) -> str:
@@ -183,6 +189,25 @@ class WordNetProvider:
             frontier = {part for whole in frontier for part in whole.part_meronyms()} - parts
             parts |= frontier
         return parts
+
+
+    # -- spin.subparts -------------------------------------------------------------------------
+
+    def _spin_subparts(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        from segbench.tasks.spin_wordnet import wordnet_subparts
+
+        try:
+            obj, part, wnids = inputs["object"], inputs["part"], inputs["wnids"]
+            animal, other_parts = inputs["animal"], inputs.get("other_parts", [])
+        except KeyError as exc:
+            raise ProviderError(f"spin.subparts inputs lack {exc}", item="spin.subparts",
+                                hint="ask with segbench.tasks.spin_taxonomy.subpart_questions") from None
+        if not (isinstance(part, str) and isinstance(wnids, list) and isinstance(other_parts, list)
+                and all(isinstance(w, str) for w in wnids)):
+            raise ProviderError("spin.subparts needs inputs {'object': str, 'part': str, 'wnids': [str, ...], "
+                                "'animal': bool, 'other_parts': [str, ...]}", item="spin.subparts")
+        names = wordnet_subparts(self.wordnet, part=part, wnids=wnids, animal=bool(animal), other_parts=other_parts)
+        return {"object": obj, "part": part, "subparts": names}
 
 
 def _hypernyms(synset: Any) -> list[Any]:

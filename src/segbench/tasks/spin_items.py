@@ -3,8 +3,9 @@
 SPIN's interface (seed, Sec. 3.1) presents each image–object pair with one of its parts outlined by
 a polygon and asks, subpart by subpart, whether it is present and where. An item here is that
 image–part pair: a :class:`~segbench.schemas.rounds.RoundItem` whose image is a PNG overlay under
-the data root and whose ``data`` names the object, its ImageNet class and the SPIN part.
-:func:`part_contexts` gives the crowd importer the part mask each answer must lie inside.
+the data root and whose ``data`` names the object, its ImageNet class and the SPIN part, and carries
+the part mask (``part_rle``) every answer must lie inside, so a round's ingest can check and resolve
+its answers without the source annotations. :func:`part_contexts` gives the same masks by item id.
 
 The round itself (label config, launch, ingest) is not built here.
 """
@@ -78,7 +79,8 @@ def round_items(images: Iterable[SourceImage], data_root: str | Path, *,
 
     Returns:
         ``{(object, part): [RoundItem, ...]}``, keys and items sorted; ``data`` is exactly
-        ``{"image_id", "part_ann_id", "object", "object_class", "part"}``.
+        ``{"image_id", "part_ann_id", "object", "object_class", "part", "part_rle"}`` (``part_rle``: the
+        part's compressed COCO RLE, ``{"size": [h, w], "counts": str}``).
 
     Raises:
         InputError: an image cannot be read.
@@ -92,7 +94,8 @@ def round_items(images: Iterable[SourceImage], data_root: str | Path, *,
         grouped.setdefault((image.supercategory, part.category.spin_name), []).append(RoundItem(
             item_id=key, image=relative, width=image.width, height=image.height,
             data={"image_id": image.image_id, "part_ann_id": part.ann_id, "object": image.supercategory,
-                  "object_class": image.object_class, "part": part.category.spin_name},
+                  "object_class": image.object_class, "part": part.category.spin_name,
+                  "part_rle": {"size": [int(v) for v in part.rle["size"]], "counts": part.rle["counts"]}},
         ))
     return {k: sorted(v, key=lambda item: item.item_id) for k, v in sorted(grouped.items())}
 

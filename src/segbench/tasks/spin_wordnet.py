@@ -1,11 +1,9 @@
 """Offline subpart proposals for the SPIN taxonomy (seed 001, Sec. 3.1) from WordNet 3.0 part meronyms.
 
 SPIN asked GPT-4 for the expected subparts of every PartImageNet (object, part); offline, WordNet's
-part-of relation stands in for the language model. :func:`wordnet_subparts` is the pure rule;
-:class:`WordNetSubpartProvider` answers ``spin.subparts`` questions with it under the
-:class:`~segbench.providers.base.LanguageProvider` protocol, so the build flow and the answer cache
-treat it like any other provider. It reuses the WordNet reader of the project's
-:class:`~segbench.providers.wordnet_provider.WordNetProvider` (same data, same provider name and model).
+part-of relation stands in for the language model. :func:`wordnet_subparts` is the pure rule; the
+offline :class:`~segbench.providers.wordnet_provider.WordNetProvider` answers ``spin.subparts``
+questions with it, so the build flow and the answer cache treat it like any other provider.
 
 The rule, per (object, part):
 
@@ -25,18 +23,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
-
-from segbench.errors import ProviderError
-from segbench.providers.base import Question, Usage
+from typing import Any
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T", bound=BaseModel)
-
-RULE_VERSION = "1"  # bumped when wordnet_subparts changes what it proposes (part of the cache key)
+# Bumped when wordnet_subparts changes what it proposes: the WordNet provider puts it in its params,
+# which are part of every cache key.
+RULE_VERSION = "1"
 MERONYM_DEPTH = 3
 MIN_INHERIT_DEPTH = 6
 ANIMAL_LEXNAME = "noun.body"
@@ -100,75 +93,3 @@ def wordnet_subparts(wn: Any, *, part: str, wnids: Sequence[str], animal: bool,
     names = {subpart_name(m.lemmas()[0].name()) for s in senses for m in s.part_meronyms()}
     excluded = {subpart_name(p.replace(" ", "_")) for p in [*other_parts, part]}
     return sorted(names - excluded)
-
-
-class WordNetSubpartProvider:
-    """Answers ``spin.subparts`` questions offline with :func:`wordnet_subparts`.
-
-    Args:
-        wordnet_provider: the project's WordNet provider, whose reader (prepared on first use) is shared.
-
-    Its ``name`` and ``model`` are the WordNet provider's, so the taxonomy says ``wordnet:wordnet-3.0``;
-    ``params`` carry the rule version, so the cache never replays answers of an older rule.
-    """
-
-    concurrency = 1
-
-    def __init__(self, wordnet_provider: Any) -> None:
-        self._wordnet = wordnet_provider
-        self.name = wordnet_provider.name
-        self.model = wordnet_provider.model
-        self.params = {"spin_subparts_rule": RULE_VERSION, "meronym_depth": MERONYM_DEPTH}
-        self._usage = Usage()
-
-    def __repr__(self) -> str:
-        return f"WordNetSubpartProvider({self._wordnet!r})"
-
-    @property
-    def usage(self) -> Usage:
-        return self._usage.model_copy()
-
-    def answer(self, question: Question, schema: type[T]) -> T:
-        """Answer one ``spin.subparts`` question.
-
-        Raises:
-            ProviderError: another question kind, malformed inputs, or an answer ``schema`` refuses.
-        """
-        if question.kind != "spin.subparts":
-            raise ProviderError(f"this provider answers spin.subparts only, not {question.kind!r}",
-                                item=question.kind)
-        inputs = question.inputs
-        try:
-            names = wordnet_subparts(self._wordnet.wordnet, part=inputs["part"], wnids=inputs["wnids"],
-                                     animal=bool(inputs["animal"]), other_parts=inputs.get("other_parts", []))
-        except (KeyError, TypeError) as exc:
-            raise ProviderError(f"spin.subparts inputs lack or mistype {exc}", item=question.kind) from None
-        try:
-            result = schema.model_validate({"object": inputs["object"], "part": inputs["part"], "subparts": names})
-        except ValidationError as exc:
-            raise ProviderError(f"WordNet answer does not fit {schema.__name__}: {exc.errors()[0]['msg']}",
-                                item=question.kind) from None
-        self._usage = self._usage.add(Usage(calls=1))
-        return result
-
-    def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
-        return [self.answer(q, schema) for q in questions]
-
-
-def with_subpart_answers(provider: Any) -> Any:
-    """``provider``, able to answer ``spin.subparts`` offline.
-
-    A (cached) WordNet provider that does not answer that kind itself gets its inner provider wrapped
-    in :class:`WordNetSubpartProvider`, under the same cache folder and replay mode; any other
-    provider (a language model) is returned as is.
-    """
-    from segbench.providers.cache import CachedProvider
-    from segbench.providers.wordnet_provider import WordNetProvider
-
-    inner = provider.inner if isinstance(provider, CachedProvider) else provider
-    if not isinstance(inner, WordNetProvider) or "spin.subparts" in inner.kinds:
-        return provider
-    wrapped = WordNetSubpartProvider(inner)
-    if isinstance(provider, CachedProvider):
-        return CachedProvider(wrapped, provider.cache_dir, replay_only=provider.replay_only)
-    return wrapped
