@@ -7,7 +7,6 @@ import os
 import pytest
 
 from segbench.errors import ProviderError
-from segbench.providers.cache import CachedProvider
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR
 from segbench.providers.wordnet_provider import WordNetProvider
 from segbench.schemas.cafe import EditType, PlanAnswer, Target
@@ -29,7 +28,7 @@ def _target(name: str, key: str = "coco:1:2") -> Target:
 
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory):
-    return plans.with_offline_plans(WordNetProvider(tmp_path_factory.mktemp("wn") / "nltk_data"))
+    return WordNetProvider(tmp_path_factory.mktemp("wn") / "nltk_data")
 
 
 def _plan(provider, name: str, edit_type: EditType, seed: int = 0, key: str = "coco:1:2"):
@@ -46,7 +45,7 @@ def test_question_carries_kind_version_and_the_seed():
 
 
 def test_superficial_mimicry_paints_an_unrelated_fruit_or_animal(provider):
-    wn = provider.inner.wordnet
+    wn = provider.wordnet
     for key in ("coco:1:2", "coco:3:4", "coco:5:6"):
         plan = _plan(provider, "dog", EditType.SM, key=key)
         assert plan.q_pos == "dog" and plan.q_neg == plan.pattern and plan.pattern in plans.PATTERN_NOUNS
@@ -81,16 +80,15 @@ def test_malformed_inputs_are_a_provider_error(provider):
         provider.answer(question, PlanAnswer)
 
 
-def test_other_kinds_still_reach_the_wordnet_provider(provider, tmp_path):
+def test_plan_rule_keys_leave_other_kinds_alone(provider, tmp_path):
     from segbench.providers.base import Question
     from segbench.schemas.vocab import RelationAnswer
 
     question = Question(kind="vocab.relations", version="1", inputs={"category": "dog", "candidates": ["puppy"]},
                         system="-", user="-")
     assert provider.answer(question, RelationAnswer).judgements[0].relation == "hyponym"
-    cached = plans.with_offline_plans(CachedProvider(provider.inner, tmp_path / "cache"))
-    assert isinstance(cached, CachedProvider) and isinstance(cached.inner, plans.WordNetPlanner)
-    assert plans.with_offline_plans(cached) is cached  # already able to answer
+    assert provider.params_for("vocab.relations") == provider.params  # the plan rule is not in vocab keys
+    assert provider.params_for("cafe.edit_plan") == {"cafe_edit_plan_rule": plans.OFFLINE_RULE_VERSION}
 
 
 def test_plan_from_answer_normalises_the_prompts():

@@ -173,17 +173,18 @@ def test_spin_subparts_malformed_inputs(provider):
                         SubpartProposal)
 
 
-def test_cached_spin_answers_of_an_older_rule_are_not_replayed(tmp_path, provider):
+def test_cached_spin_answers_of_an_older_rule_are_not_replayed(tmp_path, provider, monkeypatch):
+    from segbench.providers import wordnet_provider
     from segbench.providers.cache import CachedProvider
     from segbench.schemas.spin import SubpartProposal
     from segbench.tasks.spin_wordnet import RULE_VERSION
 
     question = _subparts_question(object="Car", part="Tire", wnids=["n02930766"], animal=False, other_parts=[])
-    older = WordNetProvider(provider.nltk_data)
-    older.params = {**older.params, "spin_subparts_rule": f"{RULE_VERSION}-older"}
-    CachedProvider(older, tmp_path).answer(question, SubpartProposal)
+    with monkeypatch.context() as patch:
+        patch.setattr(wordnet_provider, "SPIN_SUBPARTS_RULE", f"{RULE_VERSION}-older")
+        CachedProvider(WordNetProvider(provider.nltk_data), tmp_path).answer(question, SubpartProposal)
     current = WordNetProvider(provider.nltk_data)
-    assert current.params["spin_subparts_rule"] == RULE_VERSION
+    assert current.params_for("spin.subparts")["spin_subparts_rule"] == RULE_VERSION
     with pytest.raises(ProviderError, match="replay-only"):
         CachedProvider(current, tmp_path, replay_only=True).answer(question, SubpartProposal)
     CachedProvider(current, tmp_path).answer(question, SubpartProposal)

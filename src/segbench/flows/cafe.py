@@ -158,9 +158,8 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
 
     Args:
         sources: the sources (name, annotations file, images folder); names must differ.
-        provider: a language provider answering ``cafe.edit_plan`` (the WordNet provider is
-            extended offline, see :func:`segbench.tasks.cafe_plans.with_offline_plans`). Typed
-            ``Any`` because Prefect builds a parameter schema and a Protocol is no valid type.
+        provider: a language provider answering ``cafe.edit_plan`` (offline: the WordNet provider).
+            Typed ``Any`` because Prefect builds a parameter schema and a Protocol is no valid type.
         editor: an :class:`~segbench.providers.image_edit.ImageEditor` (default: from the settings).
         nltk_data: where the WordNet data for the pair checks is prepared.
 
@@ -188,7 +187,6 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         from segbench.settings import load_settings
 
         editor = make_image_editor(load_settings())
-    provider = cafe_plans.with_offline_plans(provider)
     skips = SkipReport()
     targets = []
     for source in sorted(sources, key=lambda s: s.name):

@@ -45,8 +45,15 @@ def key_material(provider: LanguageProvider, question: Question, schema: type[Ba
         "user": question.user,
         "inputs": question.inputs,
         "schema": schema.model_json_schema(),
-        "params": dict(getattr(provider, "params", {}) or {}),
+        "params": _params(provider, question.kind),
     }
+
+
+def _params(provider: LanguageProvider, kind: str) -> dict[str, Any]:
+    """The provider's rule parameters for ``kind`` (``params_for`` when it has rules per kind)."""
+    if hasattr(provider, "params_for"):
+        return dict(provider.params_for(kind))
+    return dict(getattr(provider, "params", {}) or {})
 
 
 def cache_key(provider: LanguageProvider, question: Question, schema: type[BaseModel]) -> str:

@@ -8,6 +8,8 @@ answers these question kinds:
   category — exact, synonym, hyponym, meronym or none — checked in that order, first match wins.
 * ``spin.subparts`` (seed 001, SPIN taxonomy): the subparts of one PartImageNet (object, part), from the
   part meronyms of the part's sense that belongs to the object (rule in ``segbench.tasks.spin_wordnet``).
+* ``cafe.edit_plan`` (seed 000, CAFE): a counterfactual edit plan and its prompt pair for one target,
+  from WordNet-checked lists (rule in ``segbench.tasks.cafe_plans``).
 
 All noun senses of the category count (WordNet does not know which sense a dataset means), so
 polysemous names relate to more nouns than a person would pick; a language model disambiguates
@@ -79,17 +81,28 @@ class WordNetProvider:
         self.source = Path(source)
         self.inherit_parts = inherit_parts
         # Part of every cache key: a changed rule must not replay answers cached under the old one.
-        self.params: dict[str, Any] = {"inherit_parts": inherit_parts, "meronym_depth": MERONYM_DEPTH,
-                                       "spin_subparts_rule": SPIN_SUBPARTS_RULE}
+        self.params: dict[str, Any] = {"inherit_parts": inherit_parts, "meronym_depth": MERONYM_DEPTH}
         self._wn: Any = None
         self._usage = Usage()
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "vocab.relations": self._relations,
             "spin.subparts": self._spin_subparts,
+            "cafe.edit_plan": self._cafe_plan,
         }
 
     def __repr__(self) -> str:
         return f"WordNetProvider(nltk_data={str(self.nltk_data)!r})"
+
+    def params_for(self, kind: str) -> dict[str, Any]:
+        """The rule parameters behind answers of ``kind``; part of their cache keys, so a changed rule
+        never replays answers cached under the old one, and a new kind leaves other kinds' keys alone."""
+        if kind == "spin.subparts":
+            return {**self.params, "spin_subparts_rule": SPIN_SUBPARTS_RULE}
+        if kind == "cafe.edit_plan":
+            from segbench.tasks.cafe_plans import OFFLINE_RULE_VERSION
+
+            return {"cafe_edit_plan_rule": OFFLINE_RULE_VERSION}
+        return dict(self.params)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -208,6 +221,12 @@ class WordNetProvider:
                                 "'animal': bool, 'other_parts': [str, ...]}", item="spin.subparts")
         names = wordnet_subparts(self.wordnet, part=part, wnids=wnids, animal=bool(animal), other_parts=other_parts)
         return {"object": obj, "part": part, "subparts": names}
+
+
+    def _cafe_plan(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        from segbench.tasks.cafe_plans import offline_plan
+
+        return offline_plan(self.wordnet, inputs)
 
 
 def _hypernyms(synset: Any) -> list[Any]:

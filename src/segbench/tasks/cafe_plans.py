@@ -27,13 +27,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from segbench.errors import ProviderError
-from segbench.providers.base import Question, Usage
+from segbench.providers.base import Question
 from segbench.schemas.cafe import EditPlan, EditType, PlanAnswer, Target
 
 T = TypeVar("T", bound=BaseModel)
 
 QUESTION_KIND = "cafe.edit_plan"
 PROMPT_VERSION = "1"  # bump when SYSTEM_PROMPT, the user prompt or PlanAnswer changes
+OFFLINE_RULE_VERSION = "1"  # bump when offline_plan answers differently; part of its cache keys
 
 SYSTEM_PROMPT = """You design counterfactual image edits for CAFE, a benchmark that tests whether \
 segmentation models reject prompts that look plausible but are semantically invalid.
@@ -229,53 +230,3 @@ def _ontological_conflict(wn: Any, obj: str, rng: random.Random) -> dict[str, An
     return {"detail": material, "q_pos": rendering, "q_neg": identity,
             "instruction": f"Re-render the {obj} as {_article(rendering)}, keeping its shape and pose; "
                            "keep everything outside it unchanged."}
-
-
-class WordNetPlanner:
-    """The offline language provider extended with ``cafe.edit_plan`` answers.
-
-    Wraps a :class:`~segbench.providers.wordnet_provider.WordNetProvider` and keeps its name,
-    model and params, so cache keys are those the WordNet provider itself would give the question.
-    Other question kinds go to the wrapped provider.
-    """
-
-    concurrency = 1
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name, self.model = inner.name, inner.model
-        self.params = dict(getattr(inner, "params", {}) or {})
-        self._usage = Usage()
-
-    def __repr__(self) -> str:
-        return f"WordNetPlanner({self.inner!r})"
-
-    @property
-    def usage(self) -> Usage:
-        return self._usage.add(self.inner.usage)
-
-    def answer(self, question: Question, schema: type[T]) -> T:
-        if question.kind != QUESTION_KIND:
-            return self.inner.answer(question, schema)
-        result = schema.model_validate(offline_plan(self.inner.wordnet, question.inputs))
-        self._usage = self._usage.add(Usage(calls=1))
-        return result
-
-    def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
-        return [self.answer(q, schema) for q in questions]
-
-
-def with_offline_plans(provider: Any) -> Any:
-    """``provider``, able to answer ``cafe.edit_plan`` offline when it is (or caches) the WordNet provider.
-
-    A provider that already answers the kind, or a language model, is returned unchanged.
-    """
-    from segbench.providers.cache import CachedProvider
-    from segbench.providers.wordnet_provider import WordNetProvider
-
-    if isinstance(provider, WordNetProvider) and QUESTION_KIND not in provider.kinds:
-        return WordNetPlanner(provider)
-    if isinstance(provider, CachedProvider) and isinstance(provider.inner, WordNetProvider) \
-            and QUESTION_KIND not in provider.inner.kinds:
-        return CachedProvider(WordNetPlanner(provider.inner), provider.cache_dir, replay_only=provider.replay_only)
-    return provider
