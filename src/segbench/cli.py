@@ -347,9 +347,15 @@ def demo(
     _print_eval_summary(result["evaluation"])
     cli_cafe.print_export(result["cafe"]["export"])
     cli_cafe_eval.print_cafe_evaluation(result["cafe_evaluation"])
+    cli_spin.print_taxonomy(result["spin"]["taxonomy"], provider, diff=False)
+    console.out.print(console.key_values("SPIN crowd rounds", {"rounds": len(result["spin"]["rounds"]),
+                                                               **result["spin"]["crowd"]}))
+    cli_spin_dataset.print_build(result["spin"]["spin"])
+    cli_spin_eval.print_summary(result["spin"]["evaluation"])
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
+    width = max(map(len, result["paths"]))
     for label, path in result["paths"].items():
-        console.out.print(f"  {label:<22} {display_path(Path(path))}")
+        console.out.print(f"  {label:<{width}}  {display_path(Path(path))}")
 
 
 def main() -> None:

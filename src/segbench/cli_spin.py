@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import typer
 
 from segbench import console
+from segbench.cli_common import display_path, run_flow
 from segbench.errors import OnError
 
-spin_app = typer.Typer(help="SPIN crowd annotation: import answers into resolved subpart masks.",
+spin_app = typer.Typer(help="SPIN crowd annotation: create the rounds, import answers into resolved subpart masks.",
                        no_args_is_help=True)
 
 
@@ -38,8 +40,13 @@ def build_taxonomy_command(
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.spin_taxonomy import build_spin_taxonomy
 
-    result = build_spin_taxonomy(out or settings.data_root / "spin", provider, edits)
-    console.out.print(result["diff_markdown"])
+    result = run_flow(ctx, build_spin_taxonomy, out or settings.data_root / "spin", provider, edits)
+    print_taxonomy(result, provider)
+
+
+def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
+    if diff:
+        console.out.print(result["diff_markdown"])
     counts = result["counts"]
     console.out.print(console.key_values("SPIN taxonomy", {
         "parts": counts["parts"], "subparts (object-specific)": f"{counts['subparts']} ({counts['object_specific']})",
@@ -47,6 +54,44 @@ def build_taxonomy_command(
         "provider": f"{provider.name} ({provider.model})",
         "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
         "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
+
+
+@spin_app.command("rounds")
+def rounds_command(
+    ctx: typer.Context,
+    partimagenet: Path = typer.Option(..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}"
+                                                                  ".json and images/<split>/."),
+    key: str = typer.Option(..., "--key", help="Prefix of the round keys: <key>-<super-category>-<part>."),
+    backend: str = typer.Option("labelstudio", "--backend", help="labelstudio, or files for an external crowd."),
+    overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
+    cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of the capped selection (default: 0, as build spin)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
+) -> None:
+    """Create the annotation rounds: one per (super-category, part), one task per image–object–part
+    showing the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first)."""
+    from segbench.flows.spin import source_version, spin_paths, spin_round_items
+    from segbench.flows.spin_crowd import create_spin_rounds
+    from segbench.locking import command_lock
+    from segbench.schemas.spin_dataset import SpinBuildParams
+
+    if backend not in ("labelstudio", "files"):
+        raise typer.BadParameter("choose labelstudio or files", param_hint="--backend")
+    chosen: Literal["labelstudio", "files"] = backend  # type: ignore[assignment]
+    data_root = ctx.obj["settings"].data_root
+    params = SpinBuildParams(**{k: v for k, v in {"cap_per_supercategory": cap, "seed": seed}.items()
+                                if v is not None})
+    with command_lock(ctx):
+        items = [item for group in spin_round_items(partimagenet, data_root, params).values() for item in group]
+        version = source_version(partimagenet, spin_paths(data_root)["taxonomy"])
+        rounds = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=chosen,
+                                    overlap=overlap, overwrite=overwrite)
+    console.out.print(console.table("SPIN rounds", ["round", "object-part", "tasks", "subparts asked"], [
+        [r.key, f"{r.config.params['object']}-{r.config.params['part']}", len(r.items),
+         len(r.config.params["subparts"])] for r in rounds]))
+    console.out.print(f"Task overlays: {display_path(data_root / 'spin' / 'tasks')}")
+    console.out.print("Next: segbench rounds launch KEY for each round, then segbench rounds ingest KEY "
+                      "(ingest imports the subpart answers).")
 
 
 @spin_app.command("import")

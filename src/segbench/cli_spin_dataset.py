@@ -36,7 +36,10 @@ def build_spin_command(
     settings = (ctx.obj or {}).get("settings")
     data_root = Path(settings.data_root) if settings is not None else Path("data")
     params = SpinBuildParams(cap_per_supercategory=cap, seed=seed, on_error=on_error)
-    summary = run_flow(ctx, build_spin, partimagenet_root, data_root, params)
+    print_build(run_flow(ctx, build_spin, partimagenet_root, data_root, params))
+
+
+def print_build(summary: dict) -> None:
     overall = summary["counts"]["composition"]["overall"]
     console.out.print(console.key_values(f"SPIN → {summary['out']}", {
         "images": overall["images"],

@@ -36,7 +36,7 @@ def evaluate_spin_command(
     rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
     dataset_dir: str = typer.Option(None, "--dataset-dir", help="SPIN folder inside the repo (default: "
-                                                               "<data root>/spin/dataset)."),
+                                                               "<data root>/spin: taxonomy.yaml and dataset/)."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/spin/<run>)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
@@ -68,7 +68,7 @@ def evaluate_spin_command(
 
     with console.RichListener() as listener, progress.listening(listener):
         result = evaluate_spin(repo=repo, rev=rev, predictions=files, out=out, split=split,
-                               dataset_dir=dataset_dir or relative_to_repo(data_root / "spin" / "dataset", repo),
+                               dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
                                answers=answers, on_error=on_error)
     print_summary(result)
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")

@@ -1,11 +1,11 @@
-"""The demo: the whole product on a generated world, offline and without keys.
+"""The demo: the whole product on generated worlds, offline and without keys.
 
-Generates the demo world (with captions) and a small CUB/Places-like source, builds every dataset
-that exists — COCO-CD, Waterbirds-seg, and the valid vocabulary of COCO-CD's categories from the
-captions — runs the COCO-CD context audit as a
-files-backend round answered by simulated workers, publishes a DVC version of the data root (to a
-local remote under the work dir unless one is configured), predicts with the context-biased
-baseline and evaluates it.
+Generates the demo world (with captions), a small CUB/Places-like source, COCO-format sources for
+CAFE and a PartImageNet-like source for SPIN; builds every dataset — COCO-CD, Waterbirds-seg, the
+valid vocabulary of COCO-CD's categories, CAFE (plans, edits, a verification round) and SPIN
+(taxonomy, crowd rounds, dataset, statistics) — with every human round answered by simulated
+workers through the files backend; publishes a DVC version of the data root (to a local remote
+under the work dir unless one is configured); and evaluates a baseline on COCO-CD, CAFE and SPIN.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.flows.coco_cd import build_coco_cd
-from segbench.flows.demo_cafe import run_cafe_demo
-from segbench.flows.evaluate_cafe import evaluate_cafe
 from segbench.flows.coco_cd_audit import create_coco_cd_audit
+from segbench.flows.demo_cafe import run_cafe_demo
+from segbench.flows.demo_spin import run_spin_demo
 from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
+from segbench.flows.evaluate_cafe import evaluate_cafe
 from segbench.flows.publish import publish_data
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.flows.vocab import build_vocab
@@ -82,6 +83,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
                         provider, VocabParams(spacy_model=spacy_model), nltk_data=work_dir / "nltk_data")
     audit = run_audit(data_root, world, seed)
     cafe = run_cafe_demo(data_root, work_dir, provider, seed)
+    spin = run_spin_demo(data_root, work_dir, provider, seed)
 
     versioning.ensure_repo(repo, init_git=not _inside_git(repo))
     if dvc_remote is None and versioning.default_remote(repo) is None:
@@ -104,6 +106,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
         "coco_cd": coco_cd,
         "cafe": cafe,
         "cafe_evaluation": cafe_evaluation,
+        "spin": spin,
         "waterbirds": waterbirds,
         "vocab": vocab,
         "publish": record,
@@ -120,6 +123,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
             "evaluation report": evaluation["paths"]["report"],
             **cafe["paths"],
             "CAFE evaluation report": cafe_evaluation["paths"]["report"],
+            **spin["paths"],
             "DVC pointer": repo / f"{data_dir}.dvc",
         },
     }

@@ -14,14 +14,14 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench.flows.evaluate_spin import evaluate_spin
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
-from segbench.flows.spin import build_spin, spin_paths, spin_round_items
+from segbench.flows.spin import build_spin, source_version, spin_paths, spin_round_items
 from segbench.flows.spin_crowd import create_spin_rounds
 from segbench.flows.spin_taxonomy import build_spin_taxonomy
 from segbench.schemas.spin import load_taxonomy
 from segbench.schemas.spin_dataset import SpinBuildParams
 from segbench.tasks.demo_spin import DemoSpinWorld, generate_demo_spin, read_truth
 from segbench.tasks.demo_spin_crowd import simulate_crowd_rows
-from segbench.tasks.io import fingerprint, read_json, sha256_file, write_json
+from segbench.tasks.io import read_json, write_json
 from segbench.tasks.spin_baseline import write_parent_mask_predictions
 
 KEY_PREFIX = "demo-spin"
@@ -47,12 +47,6 @@ def write_simulated_answers(data_root: Path, round_: Any, truth_path: Path, taxo
 def predict_parent_mask(dataset: Path, out: Path) -> dict[str, str]:
     """The parent-mask baseline's results files for the evaluated split."""
     return {level: str(path) for level, path in write_parent_mask_predictions(dataset, EVAL_SPLIT, out).items()}
-
-
-def source_version(source: Path, taxonomy: Path) -> str:
-    """What the rounds were made from: the source's annotation files and the taxonomy."""
-    files = sorted((source / "annotations").glob("*.json"))
-    return fingerprint({"annotations": {p.name: sha256_file(p) for p in files}, "taxonomy": sha256_file(taxonomy)})
 
 
 @flow(name="demo-spin")

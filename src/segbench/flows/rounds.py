@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench.errors import ImportPolicy, InputError, OnError, SegbenchError
 from segbench.schemas.rounds import Answer, Round
 from segbench.settings import load_settings
-from segbench.tasks.io import read_json, write_json
+from segbench.tasks.io import fingerprint, read_json, write_json
 
 ANSWERS_FORMAT = 1
 
@@ -84,6 +84,13 @@ def import_missing_tasks(client: Any, project_id: int, round_: Round) -> int:
     return len(tasks)
 
 
+def project_title(key: str, limit: int = 50) -> str:
+    """The Label Studio project title of a round: the server refuses titles over 50 characters, so a
+    long key is cut and told apart from its siblings by a short hash of the whole key."""
+    title = f"segbench · {key}"
+    return title if len(title) <= limit else f"{title[:limit - 9]}…{fingerprint(key)[:8]}"
+
+
 def _launch_labelstudio(round_: Round, data_root: Path, url: str | None, files_root: Path) -> tuple[int, dict[str, int]]:
     from segbench.annotation_ui.label_configs import render_label_config
 
@@ -92,7 +99,7 @@ def _launch_labelstudio(round_: Round, data_root: Path, url: str | None, files_r
     project_id = round_.project_id
     if project_id is None or not client.project_exists(project_id):
         project_id = client.create_project(
-            f"segbench · {round_.key}", render_label_config(round_.config.label_config, **round_.config.params),
+            project_title(round_.key), render_label_config(round_.config.label_config, **round_.config.params),
             description=f"{round_.kind} on {round_.dataset} ({round_.dataset_version[:12]})",
             maximum_annotations=round_.config.overlap)
     folder = copy_images(round_, data_root, files_root)

@@ -33,7 +33,7 @@ from segbench.schemas.spin_dataset import SpinBuildParams
 from segbench.tasks import spin_dataset as sd
 from segbench.tasks import spin_stats as st
 from segbench.tasks.coco_cd_outputs import write_skip_report
-from segbench.tasks.io import staged_directory, write_json
+from segbench.tasks.io import fingerprint, sha256_file, staged_directory, write_json
 from segbench.tasks.manifest import build_manifest, write_manifest
 from segbench.tasks.partimagenet import SourceImage, read_partimagenet
 from segbench.tasks.spin_items import round_items
@@ -44,6 +44,12 @@ def spin_paths(data_root: Path) -> dict[str, Path]:
     spin = Path(data_root) / "spin"
     return {"taxonomy": spin / "taxonomy.yaml", "resolved": spin / "crowd" / "resolved.json",
             "dataset": spin / "dataset"}
+
+
+def source_version(source: Path, taxonomy: Path) -> str:
+    """What annotation rounds are made from: the source's annotation files and the taxonomy."""
+    files = sorted((source / "annotations").glob("*.json"))
+    return fingerprint({"annotations": {p.name: sha256_file(p) for p in files}, "taxonomy": sha256_file(taxonomy)})
 
 
 def selected_images(partimagenet_root: Path, params: SpinBuildParams, policy: ImportPolicy
