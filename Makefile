@@ -15,6 +15,8 @@ test: install
 
 bench: install
 	.venv/bin/python bench/coco_cd_scale.py
+	.venv/bin/python bench/noun_mining.py
+	.venv/bin/python bench/cafe_eval.py
 
 clean:
 	rm -rf .venv .segbench

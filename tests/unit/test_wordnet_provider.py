@@ -231,3 +231,17 @@ def test_lexnames():
     sample = Path(DEBIAN_WORDNET_DIR / "data.noun").read_text(encoding="utf-8").splitlines()[29:2000]
     numbers = {int(line.split()[1]) for line in sample if line[:1].isdigit()}
     assert all(lines[n].split("\t")[1].startswith("noun.") for n in numbers)
+
+
+def test_concurrent_questions_get_the_answers_asked_one_by_one(provider):
+    """Flows ask in concurrent tasks; NLTK's reader shares file handles, so the provider serialises lookups."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Words no other test looks up: NLTK caches synsets it has read, and only reads can collide.
+    categories = ["accordion", "volcano", "cathedral", "submarine", "giraffe", "telescope", "umbrella", "harp"]
+    candidates = ["bellows", "crater", "nave", "periscope", "ossicone", "eyepiece", "canopy", "soundboard", "lava"]
+    questions = [Question(kind="vocab.relations", version="1", inputs={"category": c, "candidates": candidates},
+                          system="", user="") for c in categories * 4]
+    with ThreadPoolExecutor(8) as pool:
+        concurrent = list(pool.map(lambda q: provider.answer(q, RelationAnswer), questions))
+    assert concurrent == [provider.answer(q, RelationAnswer) for q in questions]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from pathlib import Path
 
 from segbench.errors import ProviderError
@@ -132,6 +133,12 @@ def use_nltk_data(nltk_data: str | Path) -> None:
     nltk.data.path.insert(0, path)
 
 
+# NLTK's WordNet reader is one object per process that seeks and reads shared file handles, so two
+# threads looking words up at once read each other's lines. Everything that answers from it in
+# threads (the provider's batches run as concurrent Prefect tasks) holds this lock.
+WORDNET_LOCK = threading.RLock()
+
+
 def load_wordnet(nltk_data: str | Path, *, source: str | Path = DEBIAN_WORDNET_DIR):
     """Prepare the data, point NLTK at it and return the loaded ``nltk.corpus.wordnet`` reader.
 
@@ -153,4 +160,5 @@ def load_wordnet(nltk_data: str | Path, *, source: str | Path = DEBIAN_WORDNET_D
     return wordnet
 
 
-__all__ = ["DEBIAN_PACKAGES", "INSTALL_COMMAND", "lexnames_text", "load_wordnet", "prepare_wordnet_data"]
+__all__ = ["DEBIAN_PACKAGES", "INSTALL_COMMAND", "WORDNET_LOCK", "lexnames_text", "load_wordnet",
+           "prepare_wordnet_data"]

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from segbench.errors import ProviderError
 from segbench.providers.base import Question, Usage
-from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, load_wordnet
+from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, WORDNET_LOCK, load_wordnet
 from segbench.tasks.spin_wordnet import RULE_VERSION as SPIN_SUBPARTS_RULE
 
 log = logging.getLogger(__name__)
@@ -116,8 +116,9 @@ class WordNetProvider:
     @property
     def wordnet(self) -> Any:
         """The NLTK WordNet reader, prepared and loaded on first use."""
-        if self._wn is None:
-            self._wn = load_wordnet(self.nltk_data, source=self.source)
+        with WORDNET_LOCK:
+            if self._wn is None:
+                self._wn = load_wordnet(self.nltk_data, source=self.source)
         return self._wn
 
     def answer(self, question: Question, schema: type[T]) -> T:
@@ -134,7 +135,8 @@ class WordNetProvider:
                 item=question.kind,
                 hint="use provider = 'openai' for this question kind",
             )
-        raw = handler(question.inputs)
+        with WORDNET_LOCK:
+            raw = handler(question.inputs)
         try:
             result = schema.model_validate(raw)
         except ValidationError as exc:
