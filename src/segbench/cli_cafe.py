@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +10,8 @@ import typer
 
 from segbench import console
 from segbench.cli_common import run_flow
+from segbench.cli_rounds import Backend
 from segbench.errors import InputError, OnError
-
-
-class Backend(str, enum.Enum):
-    labelstudio = "labelstudio"
-    files = "files"
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import typer
 
 from segbench import console
 from segbench.cli_common import display_path, run_flow
+from segbench.cli_rounds import Backend
 from segbench.errors import OnError
 
 spin_app = typer.Typer(help="SPIN crowd annotation: create the rounds, import answers into resolved subpart masks.",
@@ -62,7 +63,7 @@ def rounds_command(
     partimagenet: Path = typer.Option(..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}"
                                                                   ".json and images/<split>/."),
     key: str = typer.Option(..., "--key", help="Prefix of the round keys: <key>-<super-category>-<part>."),
-    backend: str = typer.Option("labelstudio", "--backend", help="labelstudio, or files for an external crowd."),
+    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
     seed: int = typer.Option(None, "--seed", help="Seed of the capped selection (default: 0, as build spin)."),
@@ -75,16 +76,13 @@ def rounds_command(
     from segbench.locking import command_lock
     from segbench.schemas.spin_dataset import SpinBuildParams
 
-    if backend not in ("labelstudio", "files"):
-        raise typer.BadParameter("choose labelstudio or files", param_hint="--backend")
-    chosen: Literal["labelstudio", "files"] = backend  # type: ignore[assignment]
     data_root = ctx.obj["settings"].data_root
     params = SpinBuildParams(**{k: v for k, v in {"cap_per_supercategory": cap, "seed": seed}.items()
                                 if v is not None})
     with command_lock(ctx):
         items = [item for group in spin_round_items(partimagenet, data_root, params).values() for item in group]
         version = source_version(partimagenet, spin_paths(data_root)["taxonomy"])
-        rounds = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=chosen,
+        rounds = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
                                     overlap=overlap, overwrite=overwrite)
     console.out.print(console.table("SPIN rounds", ["round", "object-part", "tasks", "subparts asked"], [
         [r.key, f"{r.config.params['object']}-{r.config.params['part']}", len(r.items),

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from segbench import console
-from segbench.cli_common import run_flow
+from segbench.cli_common import run_flow, settings_of
 from segbench.errors import InputError, OnError
 
 
@@ -33,8 +33,7 @@ def build_spin_command(
     if not (partimagenet_root / "annotations").is_dir():  # fail on a wrong path before starting Prefect
         raise InputError("not a PartImageNet root (no annotations/ folder)", path=partimagenet_root,
                          hint="pass the folder holding annotations/{train,val,test}.json and images/")
-    settings = (ctx.obj or {}).get("settings")
-    data_root = Path(settings.data_root) if settings is not None else Path("data")
+    data_root = settings_of(ctx).data_root
     params = SpinBuildParams(cap_per_supercategory=cap, seed=seed, on_error=on_error)
     print_build(run_flow(ctx, build_spin, partimagenet_root, data_root, params))
 

@@ -179,7 +179,7 @@ def test_verification_round_on_label_studio(tmp_path, label_studio, monkeypatch)
     sources = generate_demo_cafe(tmp_path / "src", seed=3, sizes={"coco": 4})
     build_cafe_candidates(sources, settings.data_root / "cafe_candidates", make_provider(settings),
                           editor=make_image_editor(settings), nltk_data=settings.work_dir / "nltk_data")
-    key = f"cafe-{tmp_path.parent.name}"[:38]  # unique per test run on a long-lived server
+    key = f"cafe-{tmp_path.parent.name}"  # unique per test run on a long-lived server
     round_ = create_cafe_verification(settings.data_root, key, backend="labelstudio", overlap=2)
     launched = launch_round(settings.data_root, key, label_studio.url, label_studio.files)
     tasks = client.task_item_ids(launched.project_id)

@@ -48,19 +48,29 @@ def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageP
     return CachedProvider(inner, settings.cache_dir / "llm", replay_only=replay_only)
 
 
-def _openai_provider(settings: Settings, *, replay_only: bool) -> LanguageProvider:
-    from segbench.providers.openai_provider import OpenAIProvider
+def openai_api_key(settings: Settings, *, replay_only: bool, purpose: str = "") -> str | None:
+    """The OpenAI key from the settings or ``OPENAI_API_KEY``, or ``None`` when none is needed.
 
+    Raises:
+        ProviderError: no key, no base URL, and not a replay (a replay needs no model, so no key;
+            a local OpenAI-compatible server may need none).
+    """
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     key = key or os.environ.get("OPENAI_API_KEY") or None
-    # A replay needs no model, so it needs no key either; a local server may need none.
     if key is None and settings.openai_base_url is None and not replay_only:
         raise ProviderError(
-            "provider 'openai' needs an API key or an OpenAI-compatible base URL",
+            f"provider 'openai' needs an API key or an OpenAI-compatible base URL{purpose}",
             item="provider",
             hint="set OPENAI_API_KEY (or SEGBENCH_OPENAI_API_KEY / openai_api_key in segbench.toml), "
             "or SEGBENCH_OPENAI_BASE_URL for a local server, or use provider = 'offline'",
         )
+    return key
+
+
+def _openai_provider(settings: Settings, *, replay_only: bool) -> LanguageProvider:
+    from segbench.providers.openai_provider import OpenAIProvider
+
+    key = openai_api_key(settings, replay_only=replay_only)
     price = getattr(settings, "openai_price_per_1k", None)
     return OpenAIProvider(
         settings.openai_model,

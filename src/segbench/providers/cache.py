@@ -61,20 +61,15 @@ def cache_key(provider: LanguageProvider, question: Question, schema: type[BaseM
     return fingerprint(key_material(provider, question, schema))
 
 
-class CachedProvider:
-    """A :class:`LanguageProvider` that replays cached answers and stores new ones.
+class CacheFront:
+    """What the content caches share: the wrapped backend, the cache folder, replay mode, the hit count.
 
-    Args:
-        inner: the provider asked on a miss.
-        cache_dir: the cache root (normally ``settings.cache_dir / "llm"``).
-        replay_only: answer from the cache alone; a miss raises :class:`ProviderError`.
-
-    ``answer_many`` asks ``inner`` for the misses only, with up to ``inner.concurrency`` (default 1)
-    questions in flight, and stores each answer as soon as it arrives, so a batch that fails half
-    way keeps the answers it paid for.
+    Subclasses name the file a key is stored in with ``SUFFIX`` and call ``_count_hit`` on a hit.
     """
 
-    def __init__(self, inner: LanguageProvider, cache_dir: str | Path, *, replay_only: bool = False) -> None:
+    SUFFIX = ".json"
+
+    def __init__(self, inner: Any, cache_dir: str | Path, *, replay_only: bool = False) -> None:
         self.inner = inner
         self.cache_dir = Path(cache_dir)
         self.replay_only = replay_only
@@ -83,7 +78,7 @@ class CachedProvider:
 
     def __repr__(self) -> str:
         mode = ", replay_only=True" if self.replay_only else ""
-        return f"CachedProvider({self.inner!r}, {str(self.cache_dir)!r}{mode})"
+        return f"{type(self).__name__}({self.inner!r}, {str(self.cache_dir)!r}{mode})"
 
     @property
     def name(self) -> str:
@@ -95,12 +90,32 @@ class CachedProvider:
 
     @property
     def usage(self) -> Usage:
+        """The wrapped backend's usage (when it keeps one) plus this cache's hits."""
         with self._lock:
             hits = self._hits
-        return self.inner.usage.add(Usage(cache_hits=hits))
+        inner = getattr(self.inner, "usage", None)
+        return (inner if isinstance(inner, Usage) else Usage()).add(Usage(cache_hits=hits))
 
     def path_for(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / f"{key}.json"
+        return self.cache_dir / key[:2] / f"{key}{self.SUFFIX}"
+
+    def _count_hit(self) -> None:
+        with self._lock:
+            self._hits += 1
+
+
+class CachedProvider(CacheFront):
+    """A :class:`LanguageProvider` that replays cached answers and stores new ones.
+
+    Args:
+        inner: the provider asked on a miss.
+        cache_dir: the cache root (normally ``settings.cache_dir / "llm"``).
+        replay_only: answer from the cache alone; a miss raises :class:`ProviderError`.
+
+    ``answer_many`` asks ``inner`` for the misses only, with up to ``inner.concurrency`` (default 1)
+    questions in flight, and stores each answer as soon as it arrives, so a batch that fails half
+    way keeps the answers it paid for.
+    """
 
     def answer(self, question: Question, schema: type[T]) -> T:
         """The cached answer, or ``inner``'s answer (then stored).
@@ -188,8 +203,7 @@ class CachedProvider:
             # A damaged entry is a miss (it is rewritten when the answer comes back), not a crash.
             log.warning("ignoring unreadable cache entry %s: %s", path, type(exc).__name__)
             return None
-        with self._lock:
-            self._hits += 1
+        self._count_hit()
         return result
 
     def _store(self, key: str, question: Question, schema: type[T], result: T) -> T:

@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import io
 import logging
-import os
-import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from segbench.errors import ProviderError
-from segbench.providers.base import Usage
+from segbench.providers.cache import CacheFront
 from segbench.schemas.cafe import EditPlan, EditType
 from segbench.tasks.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
 
@@ -148,7 +145,7 @@ def edit_key_material(
     }
 
 
-class CachedImageEditor:
+class CachedImageEditor(CacheFront):
     """An :class:`ImageEditor` that replays stored edits and stores new ones.
 
     Args:
@@ -161,35 +158,7 @@ class CachedImageEditor:
     never cached. A damaged entry counts as a miss.
     """
 
-    def __init__(self, inner: ImageEditor, cache_dir: str | Path, *, replay_only: bool = False) -> None:
-        self.inner = inner
-        self.cache_dir = Path(cache_dir)
-        self.replay_only = replay_only
-        self._hits = 0
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        mode = ", replay_only=True" if self.replay_only else ""
-        return f"CachedImageEditor({self.inner!r}, {str(self.cache_dir)!r}{mode})"
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def usage(self) -> Usage:
-        """The inner editor's usage (when it keeps one) plus this cache's hits."""
-        with self._lock:
-            hits = self._hits
-        inner = getattr(self.inner, "usage", None)
-        return (inner if isinstance(inner, Usage) else Usage()).add(Usage(cache_hits=hits))
-
-    def path_for(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / f"{key}.png"
+    SUFFIX = ".png"
 
     def edit(self, image: Image.Image, mask: np.ndarray, plan: EditPlan, *, seed: int) -> Image.Image:
         """The stored edit, or ``inner``'s edit (made mask-valid, then stored).
@@ -242,8 +211,7 @@ class CachedImageEditor:
         if result.size != size:
             log.warning("ignoring cached edit %s of size %s (expected %s)", path, result.size, size)
             return None
-        with self._lock:
-            self._hits += 1
+        self._count_hit()
         return result
 
 
@@ -268,23 +236,16 @@ def make_image_editor(settings: Settings, *, replay_only: bool | None = None) ->
 
         inner = PillowCompositor()
     elif settings.provider == "openai":
+        from segbench.providers import openai_api_key
         from segbench.providers.openai_image import OpenAIImageEditor
 
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        key = key or os.environ.get("OPENAI_API_KEY") or None
-        if key is None and settings.openai_base_url is None and not replay:
-            raise ProviderError(
-                "provider 'openai' needs an API key or an OpenAI-compatible base URL to edit images",
-                item="provider",
-                hint="set OPENAI_API_KEY (or SEGBENCH_OPENAI_API_KEY / openai_api_key in segbench.toml), "
-                "or SEGBENCH_OPENAI_BASE_URL for a local server, or use provider = 'offline'",
-            )
+        key = openai_api_key(settings, replay_only=replay, purpose=" to edit images")
         inner = OpenAIImageEditor(
-            getattr(settings, "openai_image_model", "gpt-image-1"),
+            settings.openai_image_model,
             base_url=settings.openai_base_url,
             api_key=key,
-            max_retries=getattr(settings, "openai_max_retries", 4),
-            timeout=getattr(settings, "openai_image_timeout", 300),
+            max_retries=settings.openai_max_retries,
+            timeout=settings.openai_image_timeout,
         )
     else:  # Settings validates the value; this guards callers that build settings by hand
         raise ProviderError(f"unknown provider {settings.provider!r}; choose 'offline' or 'openai'", item="provider")

@@ -20,8 +20,6 @@ import binascii
 import io
 import logging
 import math
-import random
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +29,8 @@ import openai
 from PIL import Image, ImageFilter, UnidentifiedImageError
 
 from segbench.errors import ProviderError
-from segbench.providers.base import Usage
 from segbench.providers.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
-from segbench.providers.openai_provider import OpenAIBackend, _Connection, _is_transient, display_url
+from segbench.providers.openai_provider import OpenAIBackend, _is_transient, display_url
 from segbench.schemas.cafe import EditPlan
 
 log = logging.getLogger(__name__)
@@ -135,7 +132,6 @@ class OpenAIImageEditor(OpenAIBackend):
     HINT_NOT_FOUND = "check the image model name (openai_image_model) and the base URL (it usually ends in /v1)"
     HINT_BAD_REQUEST = "check that the model supports image edits with a mask (gpt-image-1 or dall-e-2)"
 
-    name = "openai"
     version = "1"  # bumped when the size mapping, mask convention or compositing changes
 
     def __init__(
@@ -149,26 +145,8 @@ class OpenAIImageEditor(OpenAIBackend):
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
     ) -> None:
-        self.model = model
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self._conn = _Connection(api_key or None, base_url, timeout)
-        self._lock = threading.Lock()
-        self._usage = Usage()
-        self._random = random.Random()
-
-    def __repr__(self) -> str:
-        return f"OpenAIImageEditor(model={self.model!r}, base_url={display_url(self.base_url)!r})"
-
-    @property
-    def usage(self) -> Usage:
-        with self._lock:
-            return self._usage.model_copy()
-
-    def close(self) -> None:
-        self._conn.client.close()
+        self._connect(model, base_url, api_key, max_retries=max_retries, timeout=timeout,
+                      backoff_base=backoff_base, backoff_max=backoff_max)
 
     def edit(self, image: Image.Image, mask: np.ndarray, plan: EditPlan, *, seed: int) -> Image.Image:
         """The edited RGB image, same size as ``image``, changed only on the allowed side of M.

@@ -131,6 +131,33 @@ class OpenAIBackend:
 
     HINT_NOT_FOUND = "check the model name and the base URL (it usually ends in /v1)"
     HINT_BAD_REQUEST: str | None = None
+    name = "openai"
+
+    def _connect(self, model: str, base_url: str | None, api_key: str | SecretStr | None, *, max_retries: int,
+                 timeout: float, backoff_base: float, backoff_max: float) -> None:
+        """Set what every backend holds; makes no network call."""
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        self._conn = _Connection(key or None, base_url, timeout)
+        self._lock = threading.Lock()
+        self._usage = Usage()
+        self._random = random.Random()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={display_url(self.base_url)!r})"
+
+    @property
+    def usage(self) -> Usage:
+        with self._lock:
+            return self._usage.model_copy()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._conn.client.close()
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff."""
@@ -190,8 +217,6 @@ class OpenAIProvider(OpenAIBackend):
 
     HINT_BAD_REQUEST = "check that the model supports strict JSON-schema output (structured outputs)"
 
-    name = "openai"
-
     def __init__(
         self,
         model: str,
@@ -208,32 +233,12 @@ class OpenAIProvider(OpenAIBackend):
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        self.model = model
-        self.base_url = base_url
+        self._connect(model, base_url, api_key, max_retries=max_retries, timeout=timeout,
+                      backoff_base=backoff_base, backoff_max=backoff_max)
         self.concurrency = concurrency
-        self.max_retries = max_retries
         self.price_per_1k = price_per_1k
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
         self.params: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
-        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-        self._conn = _Connection(key or None, base_url, timeout)
         self._slots = threading.BoundedSemaphore(concurrency)
-        self._lock = threading.Lock()
-        self._usage = Usage()
-        self._random = random.Random()
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={display_url(self.base_url)!r})"
-
-    @property
-    def usage(self) -> Usage:
-        with self._lock:
-            return self._usage.model_copy()
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._conn.client.close()
 
     def answer(self, question: Question, schema: type[T]) -> T:
         """One validated answer; re-asks once when the reply does not validate.

@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from segbench.tasks.cafe_metrics import OVERALL, SUBSETS
-from segbench.tasks.flip_report import fmt, png_bytes
+from segbench.tasks.flip_report import fmt, png_bytes, table_lines
 from segbench.tasks.io import atomic_write_bytes, atomic_write_text, write_json
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,7 @@ def _cell(value: Any) -> str:
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows] + [""]
+    return table_lines(header, [[_cell(v) for v in row] for row in rows])
 
 
 def _what(evaluated: Mapping[str, Any]) -> list[str]:
