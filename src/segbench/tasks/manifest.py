@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,15 +26,19 @@ def build_manifest(
     seed: int | None = None,
     skipped: int = 0,
     now: dt.datetime | None = None,
+    input_hashes: Mapping[str, str] | None = None,
+    build_key: str | None = None,
 ) -> Manifest:
     """Describe the finished output under ``root``.
 
     Args:
         inputs: a label per input file (e.g. ``"instances_train2017"``) -> its path; hashed here.
         counts: numbers a reader wants at a glance (images kept, per split, per group, ...).
-        now: the timestamp to record (default: the current UTC time).
+        now: the timestamp to record (default: ``$SOURCE_DATE_EPOCH`` if set, else the current UTC time).
+        input_hashes: the inputs' sha256 when the caller has them already (see ``tasks.resume``).
+        build_key: the build key the output was made under (see ``tasks.resume.build_key``).
     """
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or build_time()
     return Manifest(
         dataset=dataset,
         builder_version=builder_version,
@@ -41,11 +46,21 @@ def build_manifest(
         created_at=now.replace(microsecond=0).isoformat(),
         seed=seed,
         params=dict(params),
-        inputs={label: sha256_file(path) for label, path in sorted(inputs.items())},
+        inputs=dict(sorted(input_hashes.items())) if input_hashes is not None
+        else {label: sha256_file(path) for label, path in sorted(inputs.items())},
         outputs=sha256_tree(root, exclude=[MANIFEST_NAME]),
         counts=dict(counts),
         skipped=skipped,
+        build_key=build_key,
     )
+
+
+def build_time() -> dt.datetime:
+    """Now, or the time ``SOURCE_DATE_EPOCH`` names, so manifests can be byte-identical too."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc)
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def write_manifest(root: str | Path, manifest: Manifest) -> Path:
