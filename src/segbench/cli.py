@@ -16,8 +16,19 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from segbench import cli_cafe, cli_cafe_eval, cli_spin, cli_spin_dataset, cli_spin_eval, cli_vocab, console
+from segbench import (
+    cli_cafe,
+    cli_cafe_eval,
+    cli_rebuild,
+    cli_spin,
+    cli_spin_dataset,
+    cli_spin_eval,
+    cli_vocab,
+    cli_vocab_eval,
+    console,
+)
 from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli_eval_common import FORCE, print_up_to_date
 from segbench.cli_rounds import app as rounds_app
 from segbench.cli_rounds import print_ingest
 from segbench.errors import OnError, SegbenchError
@@ -33,8 +44,7 @@ app.add_typer(build_app, name="build")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds_app, name="rounds")
 app.add_typer(cli_vocab.app, name="vocab")
-evaluate_app.command("vocab")(cli_vocab.evaluate_vocab_command)
-for _module in (cli_cafe, cli_cafe_eval, cli_spin, cli_spin_dataset, cli_spin_eval):
+for _module in (cli_cafe, cli_cafe_eval, cli_rebuild, cli_spin, cli_spin_dataset, cli_spin_eval, cli_vocab_eval):
     _module.register(build_app, evaluate_app, app)
 
 
@@ -50,12 +60,24 @@ def _root(
                                                    "data root (default: stop at once)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
                                  callback=lambda value: _print_version() if value else None),
+    runner: str = typer.Option(None, "--runner", help="Where sharded work runs: threads (in this process) or dask "
+                                                      "(default: dask when --dask-address or --workers is given)."),
+    dask_address: str = typer.Option(None, "--dask-address", help="Scheduler of a running Dask cluster, e.g. "
+                                                                  "tcp://10.0.0.5:8786 (workers need the same paths)."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Start a local Dask cluster of N worker processes "
+                                                               "for this command."),
 ) -> None:
+    from segbench.flows.runner import RunnerSpec
+
+    try:
+        runner_spec = RunnerSpec.from_options(runner, dask_address, workers)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from None
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
-    ctx.obj = {"settings": settings, "wait": wait}
+    ctx.obj = {"settings": settings, "wait": wait, "runner": runner_spec}
 
 
 def _print_version() -> None:
@@ -86,8 +108,15 @@ def build_coco_cd_command(
                                                                      "them in skipped.json."),
     images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
     publish: bool = typer.Option(False, "--publish", help="Publish a DVC version of the data root afterwards."),
+    shard_size: int = typer.Option(200, "--shard-size", min=1, help="Images per render unit, the grain of resume "
+                                                                    "and of Dask tasks (does not change the output)."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even when the output is up to date."),
 ) -> None:
-    """Build COCO-CD: cat/dog images, indoor/outdoor context from COCO-Stuff, ρ-controlled splits."""
+    """Build COCO-CD: cat/dog images, indoor/outdoor context from COCO-Stuff, ρ-controlled splits.
+
+    An output already built from the same inputs and parameters is left as is. A build that was
+    interrupted (even killed) resumes where it stopped when run again.
+    """
     settings = settings_of(ctx)
     params = _coco_cd_params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
                              test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
@@ -104,7 +133,8 @@ def build_coco_cd_command(
         if settings.dvc_remote:
             configure_remote(repo, settings.dvc_remote, local=True)
     summary = run_flow(ctx, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
-                   publish_repo=repo if publish else None, publish_data_dir=relative_to_repo(settings.data_root, repo))
+                       publish_repo=repo if publish else None,
+                       publish_data_dir=relative_to_repo(settings.data_root, repo), shard_size=shard_size, force=force)
     _print_build_summary(summary)
     if publish:
         _print_publish_summary(summary["publish"])
@@ -126,6 +156,10 @@ def _print_build_summary(summary: dict[str, Any]) -> None:
             for split, values in splits.items()]
     console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
     out = display_path(Path(summary["out"]))
+    if summary.get("up_to_date"):
+        console.out.print(f"Up to date: {out} was built from these inputs and parameters (--force rebuilds).")
+    elif "units" in summary:
+        console.out.print("Units: {computed} computed, {reused} reused from an interrupted run".format(**summary["units"]))
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
 
 
@@ -146,8 +180,11 @@ def build_waterbirds_command(
     seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
     species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
                                                                         "tokens, or substrings as the released build."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even when the output is up to date."),
 ) -> None:
-    """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits."""
+    """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
+
+    Does nothing when the output was built from the same inputs and options; a killed build resumes."""
     from segbench.tasks.waterbirds import WaterbirdsParams, read_cub
 
     settings = settings_of(ctx)
@@ -157,11 +194,14 @@ def build_waterbirds_command(
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds import build_waterbirds
 
-    summary = run_flow(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params)
+    summary = run_flow(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params,
+                       force=force)
     print_waterbirds_summary(summary)
 
 
 def print_waterbirds_summary(summary: dict[str, Any]) -> None:
+    from segbench.cli_build_status import build_status
+
     counts = summary["counts"]
     console.out.print(console.key_values("Waterbirds-seg", {
         "birds": counts["birds"], **{f"  {k}": v for k, v in counts["per_class"].items()},
@@ -172,6 +212,7 @@ def print_waterbirds_summary(summary: dict[str, Any]) -> None:
     console.out.print(console.table("Group counts", ["ρ", "split", "land·land", "land·water", "water·land",
                                                      "water·water", "total"], rows))
     console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
+    console.out.print(build_status(summary))
 
 
 @build_app.command("vocab")
@@ -185,8 +226,12 @@ def build_vocab_command(
     min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
     top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even when the output is up to date."),
 ) -> None:
-    """Build a valid vocabulary: mine nouns from captions, judge their relation to each category."""
+    """Build a valid vocabulary: mine nouns from captions, judge their relation to each category.
+
+    Does nothing when the output was built from the same inputs and options; a killed build resumes
+    without mining the finished shards again."""
     from segbench.providers import make_provider
     from segbench.schemas.vocab import VocabParams
     from segbench.tasks.vocab import load_categories
@@ -199,11 +244,13 @@ def build_vocab_command(
     from segbench.flows.vocab import build_vocab
 
     summary = run_flow(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
-                   nltk_data=settings.work_dir / "nltk_data")
+                   nltk_data=settings.work_dir / "nltk_data", force=force)
     print_vocab_summary(summary, provider)
 
 
 def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
+    from segbench.cli_build_status import build_status
+
     counts = summary["counts"]
     usage = counts["usage"]
     console.out.print(console.key_values(f"Vocabulary {summary['dataset']}", {
@@ -215,10 +262,11 @@ def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
         "tokens in / out": f"{usage['prompt_tokens']} / {usage['completion_tokens']}",
     }))
     console.out.print(f"Vocabulary: [bold]{display_path(Path(summary['out']))}[/]")
+    console.out.print(build_status(summary))
 
 
 def _evaluate(ctx: typer.Context, flow_name: str, dataset: str, predictions: Path, rev: str | None, repo: Path,
-              rho: float, split: str, out: Path | None) -> None:
+              rho: float, split: str, out: Path | None, force: bool) -> None:
     """Run one of the flip-metric evaluations (COCO-CD or Waterbirds-seg) and print its summary."""
     from segbench.flows import evaluate
 
@@ -226,7 +274,8 @@ def _evaluate(ctx: typer.Context, flow_name: str, dataset: str, predictions: Pat
     dataset_dir = relative_to_repo(settings.data_root / dataset, repo)
     out = out or settings.data_root / "eval" / dataset / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}"
     result = run_flow(ctx, getattr(evaluate, flow_name), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
-                  split=split, dataset_dir=dataset_dir)
+                      split=split, dataset_dir=dataset_dir, force=force)
+    print_up_to_date(result, out)
     _print_eval_summary(result)
 
 
@@ -243,9 +292,12 @@ def evaluate_coco_cd_command(
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
                                                                 ".npz files with 'probs' (3 × 512 × 512)."),
     rev: str = _REV, repo: Path = _REPO, rho: float = _RHO, split: str = _SPLIT, out: Path = _OUT,
+    force: bool = FORCE,
 ) -> None:
-    """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles."""
-    _evaluate(ctx, "evaluate_coco_cd", "coco_cd", predictions, rev, repo, rho, split, out)
+    """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles.
+
+    Does nothing when the report is up to date with the split, its masks and the predictions."""
+    _evaluate(ctx, "evaluate_coco_cd", "coco_cd", predictions, rev, repo, rho, split, out, force)
 
 
 @evaluate_app.command("waterbirds")
@@ -254,9 +306,12 @@ def evaluate_waterbirds_command(
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps "
                                                                 "(0/1 landbird/2 waterbird) or .npz files with 'probs'."),
     rev: str = _REV, repo: Path = _REPO, rho: float = _RHO, split: str = _SPLIT, out: Path = _OUT,
+    force: bool = FORCE,
 ) -> None:
-    """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."""
-    _evaluate(ctx, "evaluate_waterbirds", "waterbirds_seg", predictions, rev, repo, rho, split, out)
+    """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water.
+
+    Does nothing when the report is up to date with the split, its masks and the predictions."""
+    _evaluate(ctx, "evaluate_waterbirds", "waterbirds_seg", predictions, rev, repo, rho, split, out, force)
 
 
 def _print_eval_summary(result: dict[str, Any]) -> None:

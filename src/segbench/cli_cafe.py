@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from segbench import console
+from segbench.cli_build_status import build_status
 from segbench.cli_common import run_flow
 from segbench.cli_rounds import Backend
 from segbench.errors import InputError, OnError
@@ -51,8 +52,11 @@ def build_candidates_command(
                                                                       "or skip it and report it in skipped.json."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe_candidates)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Plans and edits only from the caches."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even when the candidates are up to date."),
 ) -> None:
-    """Select targets, ask for edit plans, validate the prompt pairs and edit the images (staged)."""
+    """Select targets, ask for edit plans, validate the prompt pairs and edit the images (staged).
+
+    Does nothing when the candidates were built from the same sources and options; a killed build resumes."""
     from segbench.providers import make_provider
     from segbench.providers.image_edit import make_image_editor
     from segbench.schemas.cafe import CafeParams, SourceSpec
@@ -78,7 +82,7 @@ def build_candidates_command(
     from segbench.flows.cafe import build_cafe_candidates
 
     summary = run_flow(ctx, build_cafe_candidates, sources, out or settings.data_root / "cafe_candidates", provider,
-                   params, editor=editor, nltk_data=settings.work_dir / "nltk_data")
+                       params, editor=editor, nltk_data=settings.work_dir / "nltk_data", force=force)
     counts = summary["counts"]
     console.out.print(console.key_values("CAFE candidates", {
         "candidates": counts["candidates"], **{f"  {k}": v for k, v in counts["by_edit_type"].items()},
@@ -87,6 +91,7 @@ def build_candidates_command(
         "provider": f"{provider.name} ({provider.model})", "editor": f"{editor.name} ({editor.model})",
         "calls / cache hits": f"{summary['usage']['calls']} / {summary['usage']['cache_hits']}"}))
     console.out.print(f"Candidates: [bold]{summary['out']}[/]\nNext: segbench build cafe-verification KEY")
+    console.out.print(build_status(summary))
 
 
 def create_verification_command(
@@ -114,12 +119,15 @@ def export_command(
     ctx: typer.Context,
     round_key: str = typer.Option(..., "--round", help="The ingested CAFE verification round."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe)."),
+    force: bool = typer.Option(False, "--force", help="Export even when the export is up to date."),
 ) -> None:
-    """Export the verified CAFE pairs in the SA-Co format (CAFE.json, CAFE_{SM,CC,OC}.json, images/)."""
+    """Export the verified CAFE pairs in the SA-Co format (CAFE.json, CAFE_{SM,CC,OC}.json, images/).
+
+    Does nothing when the export was made from the same round answers and candidates."""
     from segbench.flows.cafe_verify import build_cafe
 
     settings = ctx.obj["settings"]
-    summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out)
+    summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out, force=force)
     print_export(summary)
 
 
@@ -130,3 +138,4 @@ def print_export(summary: dict[str, Any]) -> None:
         "not verified": counts["not_verified"], "prompt pairs": counts["prompt_pairs"],
         "unique q+ / q-": f"{counts['unique_positive']} / {counts['unique_negative']}"}))
     console.out.print(f"Dataset: [bold]{summary['out']}[/]")
+    console.out.print(build_status(summary))

@@ -9,6 +9,7 @@ import typer
 
 from segbench import console
 from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli_eval_common import FORCE, print_up_to_date
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -39,8 +40,11 @@ def evaluate_cafe_command(
                                                                                    "out of the numbers."),
     seed: int = typer.Option(0, "--seed", help="Seed of the calibration split."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cafe/<run>)."),
+    force: bool = FORCE,
 ) -> None:
-    """Evaluate predictions on CAFE: TA-TP/FN, TA-FP/UA-FP, AFPR/UFPR, ACSR/UCSR and cgF1 per subset."""
+    """Evaluate predictions on CAFE: TA-TP/FN, TA-FP/UA-FP, AFPR/UFPR, ACSR/UCSR and cgF1 per subset.
+
+    Does nothing when the report is up to date with the ground truth, predictions and options."""
     from segbench.schemas.cafe_eval import CafeEvalParams
 
     settings = settings_of(ctx)
@@ -51,8 +55,9 @@ def evaluate_cafe_command(
     from segbench.flows.evaluate_cafe import evaluate_cafe
 
     result = run_flow(ctx, evaluate_cafe, repo=repo, rev=rev, gt=gt, predictions=predictions, out=out,
-                  dataset_dir=relative_to_repo(settings.data_root / "cafe", repo), params=params,
-                  calibration_gt=calibration_gt, calibration_predictions=calibration_predictions)
+                      dataset_dir=relative_to_repo(settings.data_root / "cafe", repo), params=params,
+                      calibration_gt=calibration_gt, calibration_predictions=calibration_predictions, force=force)
+    print_up_to_date(result, out)
     print_cafe_evaluation(result)
 
 
@@ -78,14 +83,19 @@ def evaluate_cgf1_command(
     predictions: Path = typer.Option(..., "--predictions", help="COCO results JSON (RLE segmentations)."),
     score_threshold: float = typer.Option(0.5, "--score-threshold", help="Predictions below are dropped."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cgf1/<run>)."),
+    force: bool = FORCE,
 ) -> None:
-    """cgF1, IL_MCC, pmF1, IL_FPR and the rest of SAM3's cgF1 summary on any SA-Co-format ground truth."""
+    """cgF1, IL_MCC, pmF1, IL_FPR and the rest of SAM3's cgF1 summary on any SA-Co-format ground truth.
+
+    Does nothing when the report is up to date with the ground truths, predictions and threshold."""
 
     settings = settings_of(ctx)
     out = out or settings.data_root / "eval" / "cgf1" / f"{gt[0].stem}-{predictions.stem}"
     from segbench.flows.evaluate_cafe import evaluate_cgf1
 
-    result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold)
+    result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold,
+                      force=force)
+    print_up_to_date(result, out)
     m = result["metrics"]
     console.out.print(console.key_values("cgF1", {
         "images (IL TP / FP / TN / FN)": f"{m['num_images']} ({m['IL_TP']} / {m['IL_FP']} / {m['IL_TN']} / "

@@ -17,12 +17,19 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 
 def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a flow with progress bars on the terminal, holding the data root's lock."""
+    """Run a flow with progress bars on the terminal, holding the data root's lock, on the chosen runner.
+
+    The runner comes from the root options (``--runner``, ``--dask-address``, ``--workers``); a local
+    Dask cluster lives only for this call.
+    """
     from segbench import progress
+    from segbench.flows.runner import RunnerSpec, runner_session, with_runner
     from segbench.locking import command_lock
 
-    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener):
-        return fn(*args, **kwargs)
+    spec = ctx.find_root().obj.get("runner") or RunnerSpec()
+    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener), \
+            runner_session(spec) as live:
+        return with_runner(fn, live)(*args, **kwargs)
 
 
 def relative_to_repo(path: Path, repo: Path) -> str:

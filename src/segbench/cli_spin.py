@@ -29,9 +29,12 @@ def build_taxonomy_command(
                                                      "shipped taxonomy_edits.yaml."),
     out: Path = typer.Option(None, "--out", help="Folder of taxonomy.yaml (default: <data root>/spin)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even when the taxonomy is up to date."),
 ) -> None:
     """Build the SPIN subpart taxonomy: ask for the subparts of every PartImageNet part, apply the edits,
-    write taxonomy.yaml and print what changed since the previous build."""
+    write taxonomy.yaml and print what changed since the previous build.
+
+    Does nothing when the taxonomy was built from the same edits, provider and versions."""
     from segbench.providers import make_provider
     from segbench.tasks.spin_taxonomy import load_catalog, load_edits
 
@@ -41,12 +44,14 @@ def build_taxonomy_command(
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.spin_taxonomy import build_spin_taxonomy
 
-    result = run_flow(ctx, build_spin_taxonomy, out or settings.data_root / "spin", provider, edits)
+    result = run_flow(ctx, build_spin_taxonomy, out or settings.data_root / "spin", provider, edits, force=force)
     print_taxonomy(result, provider)
 
 
 def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
-    if diff:
+    from segbench.cli_build_status import build_status
+
+    if diff and not result.get("up_to_date"):
         console.out.print(result["diff_markdown"])
     counts = result["counts"]
     console.out.print(console.key_values("SPIN taxonomy", {
@@ -55,6 +60,7 @@ def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
         "provider": f"{provider.name} ({provider.model})",
         "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
         "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
+    console.out.print(build_status(result))
 
 
 @spin_app.command("rounds")

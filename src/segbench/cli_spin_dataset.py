@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from segbench import console
+from segbench.cli_build_status import build_status
 from segbench.cli_common import run_flow, settings_of
 from segbench.errors import InputError, OnError
 
@@ -22,10 +23,12 @@ def build_spin_command(
     seed: int = typer.Option(0, "--seed", help="seeds the choice among equally good images under the cap"),
     on_error: OnError = typer.Option(
         OnError.FAIL, "--on-error", help="fail on a bad record, or skip it and list it in skipped.json"),
+    force: bool = typer.Option(False, "--force", help="Rebuild even when spin/dataset/ is up to date."),
 ) -> None:
     """Build SPIN: wholes / parts / subparts COCO files per split, images, statistics and a manifest.
 
     Reads <data root>/spin/taxonomy.yaml and spin/crowd/resolved.json; replaces spin/dataset/ when done.
+    Does nothing when spin/dataset/ was built from the same inputs and options.
     """
     from segbench.flows.spin import build_spin
     from segbench.schemas.spin_dataset import SpinBuildParams
@@ -35,7 +38,7 @@ def build_spin_command(
                          hint="pass the folder holding annotations/{train,val,test}.json and images/")
     data_root = settings_of(ctx).data_root
     params = SpinBuildParams(cap_per_supercategory=cap, seed=seed, on_error=on_error)
-    print_build(run_flow(ctx, build_spin, partimagenet_root, data_root, params))
+    print_build(run_flow(ctx, build_spin, partimagenet_root, data_root, params, force=force))
 
 
 def print_build(summary: dict) -> None:
@@ -48,6 +51,7 @@ def print_build(summary: dict) -> None:
                                              f"{summary['counts']['over_cap']}",
         "skipped records": summary["skipped"],
     }))
+    console.out.print(build_status(summary))
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:

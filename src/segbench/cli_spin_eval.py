@@ -12,7 +12,8 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli_common import display_path, relative_to_repo
+from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli_eval_common import FORCE, print_up_to_date
 from segbench.errors import InputError, OnError
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
@@ -41,14 +42,16 @@ def evaluate_spin_command(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
                                                                      "skipped.json."),
+    force: bool = FORCE,
 ) -> None:
     """Evaluate SPIN predictions: mIoU per level and abstention, SpCS-S2P/P2O, SeCS, and mACC of answers,
     each for general and specific prompts.
 
+    Does nothing when the report is up to date with the ground truth, results and answers files.
+
     A results file is COCO results, [{image_id, category_id | gt_id, segmentation (RLE), score?,
     prompt?: general|specific}], one prediction per ground-truth entity prompt.
     """
-    from segbench import progress
     from segbench.tasks.spin_inputs import prediction_files
 
     files: dict[str, Path] = prediction_files(predictions, split) if predictions is not None else {}
@@ -60,16 +63,15 @@ def evaluate_spin_command(
     if not files and answers is None:
         raise InputError("nothing to evaluate", hint="give --predictions DIR, or --wholes/--parts/--subparts "
                                                      "files, and/or --answers")
-    settings = (ctx.obj or {}).get("settings")
-    data_root = Path(settings.data_root) if settings is not None else Path("data")
+    data_root = settings_of(ctx).data_root
     run = predictions.name if predictions is not None else "-".join(sorted(files)) or "answers"
     out = out or data_root / "eval" / "spin" / f"{rev or 'worktree'}-{split}-{run}"
     from segbench.flows.evaluate_spin import evaluate_spin
 
-    with console.RichListener() as listener, progress.listening(listener):
-        result = evaluate_spin(repo=repo, rev=rev, predictions=files, out=out, split=split,
-                               dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
-                               answers=answers, on_error=on_error)
+    result = run_flow(ctx, evaluate_spin, repo=repo, rev=rev, predictions=files, out=out, split=split,
+                      dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
+                      answers=answers, on_error=on_error, force=force)
+    print_up_to_date(result, out)
     print_summary(result)
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
 

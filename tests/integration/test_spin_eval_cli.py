@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
-import typer
 from support.spin_eval_data import box, gt_mask, perfect_predictions, rle, write_dataset
 from typer.testing import CliRunner
 
-from segbench import cli_spin_eval
+from segbench.cli import app
 from segbench.errors import AnnotationError, InputError
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
 
-def _app() -> typer.Typer:
-    root, build, evaluate = typer.Typer(), typer.Typer(), typer.Typer()
-    root.add_typer(build, name="build")
-    root.add_typer(evaluate, name="evaluate")
-    cli_spin_eval.register(build, evaluate, root)
-    return root
-
-
 def _invoke(*args: str):
-    return CliRunner().invoke(_app(), ["evaluate", "spin", *args])
+    repo = Path(args[args.index("--repo") + 1])  # every call names the project; its data/ is the data root
+    return CliRunner().invoke(app, ["--data-root", str(repo / "data"), "--work-dir", str(repo.parent / "work"),
+                                    "evaluate", "spin", *args])
 
 
 @pytest.fixture

@@ -140,3 +140,12 @@ def test_publish_flow(repo: Path, tmp_path: Path) -> None:
     assert (tmp_path / "other" / "files").is_dir()
     assert _git(repo, "rev-parse", "v1^{commit}") == record.commit
     assert [d.dataset for d in record.datasets] == ["demo"]
+
+
+def test_an_interrupted_build_is_never_published(repo: Path) -> None:
+    stage = repo / "data" / ".demo.0123456789abcdef.partial"  # what a killed build leaves to resume
+    atomic_write_bytes(stage / "labels.json", b"half a build\n")
+    record = publish(repo, commit=True)
+    assert record.nfiles == 3  # the finished dataset's files only
+    assert ".*.partial" in (repo / ".dvcignore").read_text().splitlines()
+    assert ensure_repo(repo) == repo and (repo / ".dvcignore").read_text().count(".*.partial") == 1

@@ -1,7 +1,6 @@
 """``vocab map`` and ``evaluate vocab`` end to end on a tiny vocabulary, descriptions and gt maps.
 
-Until ``segbench.cli`` registers :mod:`segbench.cli_vocab`, the commands are driven through its
-Typer apps with ``CliRunner``; once registered, the subprocess test runs ``python -m segbench``.
+Driven in-process through ``segbench.cli.app`` with ``CliRunner``; one subprocess test runs ``python -m segbench``.
 """
 
 from __future__ import annotations
@@ -16,10 +15,16 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from segbench import cli_vocab
+from segbench.cli import app
 from segbench.errors import InputError
 from segbench.tasks.sbert import sbert_available
 
 pytestmark = pytest.mark.integration
+
+
+def _evaluate(root, args):
+    return CliRunner().invoke(app, ["--data-root", str(root / "data"), "--work-dir", str(root / "work"), "evaluate",
+                                    *args])
 
 VOCAB = {
     "road": {"exact": ["road"], "synonyms": ["street"], "hyponyms": ["highway"], "meronyms": ["lane marking"],
@@ -121,7 +126,7 @@ def test_evaluate_vocab_command(tmp_path, baseline):
     out = root / "report"
     args = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--gt", "gt",
             "--repo", str(root), "--out", str(out), "--baseline" if baseline else "--no-baseline"]
-    result = CliRunner().invoke(cli_vocab.evaluate_app, args)
+    result = _evaluate(root, args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     metrics = json.loads((out / "metrics.json").read_text())["metrics"]
     # road: synonym; car: meronym (subject "wheel"); dog: synonym
@@ -166,7 +171,7 @@ def test_evaluate_vocab_panoptic(tmp_path):
     out = root / "report"
     args = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--panoptic", "panoptic",
             "--repo", str(root), "--out", str(out), "--no-baseline"]
-    result = CliRunner().invoke(cli_vocab.evaluate_app, args)
+    result = _evaluate(root, args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     metrics = json.loads((out / "metrics.json").read_text())["metrics"]
     # road (10): synonym. car 11: meronym ("wheel"). car 300: "puppy" → dog from synonyms on (FP dog, FN car).
@@ -193,5 +198,5 @@ def test_evaluate_vocab_needs_exactly_one_ground_truth(tmp_path):
     base = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--repo", str(root),
             "--out", str(root / "report"), "--no-baseline"]
     for extra in ([], ["--gt", "gt", "--panoptic", "panoptic"]):
-        result = CliRunner().invoke(cli_vocab.evaluate_app, base + extra)
+        result = _evaluate(root, base + extra)
         assert isinstance(result.exception, InputError) and "exactly one" in str(result.exception)

@@ -1,11 +1,14 @@
 """The CAFE candidate build (seed 000): sources → targets → edit plans → validated pairs → edits.
 
-``build_cafe_candidates`` writes ``<data root>/cafe_candidates/`` in a staged directory:
+``build_cafe_candidates`` writes ``<data root>/cafe_candidates/`` through a resumable stage:
 ``candidates.jsonl`` (one :class:`~segbench.schemas.cafe.Candidate` per line), ``images/`` (the
 edited images I), ``review/`` (I with M outlined, what the verification round shows),
 ``tables/prompt_pairs.{md,json}``, ``skipped.json`` and ``manifest.json``. Plans come from the
 language provider (WordNet offline, a language model when configured), edits from the image
-editor; both go through content-addressed caches, so a rebuild replays them.
+editor; both go through content-addressed caches, so a rebuild replays them. The build key covers
+the sources' annotation files and image folders, the params, the provider and editor and the
+prompt and builder versions: a rebuild with the same key does nothing, and a killed build resumes
+in its stage, where every finished edit shard (a unit) is kept.
 
 The verification round and the export of verified pairs are in ``flows/cafe_verify.py``.
 """
@@ -21,23 +24,19 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
+from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage
 from segbench.schemas.cafe import CafeParams, Candidate, EditPlan, EditType, PlanAnswer, SourceSpec, Target
 from segbench.tasks import cafe_pairs, cafe_plans, cafe_targets
 from segbench.tasks.cafe_verification import outline
 from segbench.tasks.coco import load_coco
-from segbench.tasks.io import (
-    atomic_write_bytes,
-    atomic_write_text,
-    fingerprint,
-    staged_directory,
-    write_json,
-    write_jsonl,
-)
-from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.tasks.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
+from segbench.tasks.manifest import write_manifest
 from segbench.tasks.masks import rle_to_bitmap
+from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, and the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
 
 
@@ -56,11 +55,12 @@ def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
     return provider.answer_many(questions, PlanAnswer)
 
 
-@task(name="edit-cafe-shard", cache_policy=NO_CACHE)
-def edit_shard(editor: Any, candidates: list[Candidate], images_dir: dict[str, Path], stage: Path,
+@task(name="edit-cafe-shard", **UNIT)
+def edit_shard(unit_key: str, editor: Any, candidates: list[Candidate], images_dir: dict[str, Path], stage: Path,
                params: CafeParams) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Edit one shard: write each edited image and its review image; return the candidates edited
-    and the records of those skipped (under ``on_error = skip``)."""
+    and the records of those skipped (under ``on_error = skip``). A unit: a rerun of the same stage
+    reuses its result and files."""
     policy = ImportPolicy(on_error=params.on_error)
     done = []
     for candidate in candidates:
@@ -153,7 +153,7 @@ def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candida
 
 @flow(name="build-cafe-candidates")
 def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, params: CafeParams | None = None,
-                          editor: Any = None, nltk_data: Path | None = None) -> dict[str, Any]:
+                          editor: Any = None, nltk_data: Path | None = None, force: bool = False) -> dict[str, Any]:
     """Build CAFE candidates from COCO-format sources into ``out`` (staged: all or nothing).
 
     Args:
@@ -162,9 +162,11 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
             Typed ``Any`` because Prefect builds a parameter schema and a Protocol is no valid type.
         editor: an :class:`~segbench.providers.image_edit.ImageEditor` (default: from the settings).
         nltk_data: where the WordNet data for the pair checks is prepared.
+        force: rebuild even when ``out`` was built with the same build key.
 
     Returns:
-        A summary: output path, counts, skipped counts and provider usage.
+        A summary: output path, ``up_to_date``, counts, skipped counts, provider usage and ``units``
+        (edit shards computed / reused from a killed run).
 
     Raises:
         InputError: a missing or malformed source, repeated source names.
@@ -187,6 +189,15 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         from segbench.settings import load_settings
 
         editor = make_image_editor(load_settings())
+    out = Path(out)
+    hashes = hash_sources(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
+    key = build_key(dataset="cafe_candidates", logic_version=BUILDER_VERSION,
+                    params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
+                    input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s is up to date", out)
+        summary = up_to_date_summary(out, usage={k: 0 for k in Usage.model_fields})
+        return {**summary, "skipped": summary["counts"]["skipped"]}
     skips = SkipReport()
     targets = []
     for source in sorted(sources, key=lambda s: s.name):
@@ -202,41 +213,49 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
     candidates = _candidates(_validated(plans, wn, skips), params.seed)
 
     images_dir = {s.name: Path(s.images) for s in sources}
-    with staged_directory(out) as stage:
+    with resumable_stage(out, key) as stage:
         shards = [candidates[i : i + params.edit_shard] for i in range(0, len(candidates), params.edit_shard)]
-        futures = [edit_shard.submit(editor, shard, images_dir, stage, params) for shard in shards]
+        futures = [edit_shard.submit(stage.unit_key(f"edit/{n}"), editor, shard, images_dir, stage.path, params)
+                   for n, shard in enumerate(shards)]
         results = progress.gather(futures, "edits", len(candidates), lambda result: len(result[0]))
         candidates = [c for done, _ in results for c in done]
         skips.skipped += [record for _, skipped in results for record in skipped]
-        summary = _write_candidates(stage, candidates, sources, params, skips, provider, editor)
+        summary = _write_candidates(stage, candidates, sources, params, skips, provider, editor, hashes)
     logger.info("provider usage this run: %s", usage)
-    return {"out": str(out), **summary, "usage": usage}
+    return {"out": str(out), "up_to_date": False, **summary, "usage": usage, "units": count_units(futures)}
 
 
-def _write_candidates(stage: Path, candidates: list[Candidate], sources: list[SourceSpec], params: CafeParams,
-                      skips: SkipReport, provider: Any, editor: Any) -> dict[str, Any]:
-    write_jsonl(stage / "candidates.jsonl", [c.model_dump(mode="json") for c in candidates])
+def source_files(sources: list[SourceSpec]) -> dict[str, Path]:
+    """Every file the build reads, by label (an images folder stands for the images under it)."""
+    files = {f"{s.name}:annotations": Path(s.annotations) for s in sources}
+    return files | {f"{s.name}:images": Path(s.images) for s in sources}
+
+
+def _provenance(sources: list[SourceSpec], provider: Any, editor: Any) -> dict[str, Any]:
+    """Who answered and edited, under which prompt version, and from which source files (by name)."""
+    return {"provider": provider.name, "provider_model": provider.model, "editor": editor.name,
+            "editor_model": editor.model, "question_kind": cafe_plans.QUESTION_KIND,
+            "prompt_version": cafe_plans.PROMPT_VERSION,
+            "sources": {s.name: {"annotations": Path(s.annotations).name, "images": Path(s.images).name}
+                        for s in sources}}
+
+
+def _write_candidates(stage: Stage, candidates: list[Candidate], sources: list[SourceSpec], params: CafeParams,
+                      skips: SkipReport, provider: Any, editor: Any, hashes: dict[str, str]) -> dict[str, Any]:
+    write_jsonl(stage.path / "candidates.jsonl", [c.model_dump(mode="json") for c in candidates])
     stats = cafe_pairs.pair_statistics(sample_rows(candidates))
-    write_json(stage / "tables" / "prompt_pairs.json", stats, indent=1)
-    atomic_write_text(stage / "tables" / "prompt_pairs.md",
+    write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
+    atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
                       cafe_pairs.pair_markdown(stats, title="CAFE candidates: prompt pairs"))
     skipped = SkipReport(list(skips.skipped))
-    write_json(stage / "skipped.json", skipped.to_json(), indent=1)
-    inputs: dict[str, Path] = {f"{s.name}:annotations": Path(s.annotations) for s in sources}
-    by_name = {s.name: Path(s.images) for s in sources}
-    inputs |= {f"{c.target.source}:images/{c.target.file_name}": by_name[c.target.source] / c.target.file_name
-               for c in candidates}
+    write_json(stage.path / "skipped.json", skipped.to_json(), indent=1)
     counts = {"candidates": len(candidates), "by_edit_type": stats["by_edit_type"],
               "skipped": skipped.counts(), "prompt_pairs": stats["prompt_pairs"]}
-    provenance = {"provider": provider.name, "provider_model": provider.model, "editor": editor.name,
-                  "editor_model": editor.model, "question_kind": cafe_plans.QUESTION_KIND,
-                  "prompt_version": cafe_plans.PROMPT_VERSION,
-                  "sources": {s.name: {"annotations": Path(s.annotations).name, "images": Path(s.images).name}
-                              for s in sources}}
-    manifest = build_manifest(dataset="cafe_candidates", builder_version=BUILDER_VERSION, root=stage,
-                              params={**params.model_dump(mode="json"), **provenance}, inputs=inputs,
-                              counts=counts, seed=params.seed, skipped=len(skipped))
-    write_manifest(stage, manifest)
+    manifest = stage_manifest(stage, dataset="cafe_candidates", builder_version=BUILDER_VERSION,
+                              params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
+                              inputs={}, input_hashes=hashes, counts=counts, seed=params.seed,
+                              skipped=len(skipped))
+    write_manifest(stage.path, manifest)
     return {"counts": counts, "skipped": skipped.counts()}
 
 

@@ -4,7 +4,10 @@
 candidate of ``<data root>/cafe_candidates``; the generic round flows launch and ingest it
 (``segbench rounds launch|ingest``), and after each ingest :func:`write_verification_report`
 writes ``<data root>/cafe_verification/<key>.{json,md}``. ``build_cafe`` exports the samples the
-majority verified into ``<data root>/cafe/`` in the SA-Co format (staged: all or nothing).
+majority verified into ``<data root>/cafe/`` in the SA-Co format (staged: all or nothing). Its build
+key covers the round (key, answers) and the candidates (their manifest lists every
+candidate file's hash, and the export checks the files against it), so an export of the same round
+and candidates does nothing.
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ from typing import Any, Literal
 from prefect import flow, get_run_logger
 
 from segbench.errors import InputError, RoundStateError, SkipReport
+from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
 from segbench.tasks import cafe_export, cafe_pairs
 from segbench.tasks import cafe_verification as verification
-from segbench.tasks.io import atomic_write_text, fingerprint, read_json, staged_directory, write_json
-from segbench.tasks.manifest import build_manifest, read_manifest, verify_outputs, write_manifest
+from segbench.tasks.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.tasks.manifest import read_manifest, verify_outputs, write_manifest
+from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the manifest records the build key
+VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
 CANDIDATES_DIR = "cafe_candidates"
 
 
@@ -101,13 +107,15 @@ def write_verification_report(round_: Round, answers: list[ItemAnswer], data_roo
 
 
 @flow(name="build-cafe")
-def build_cafe(data_root: Path, round_key: str, out: Path | None = None) -> dict[str, Any]:
+def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False) -> dict[str, Any]:
     """Export the verified samples of an ingested verification round into ``out`` (default ``<data root>/cafe``).
 
     Writes ``CAFE.json`` and ``CAFE_{SM,CC,OC}.json`` (SA-Co format), ``images/`` (the edited images of
     the exported samples), ``tables/prompt_pairs.{md,json}``, ``skipped.json`` (candidates not
     verified, with the reasons) and ``manifest.json``. Each written file is checked with
-    :func:`segbench.tasks.cafe_export.validate_saco` before the directory is swapped in.
+    :func:`segbench.tasks.cafe_export.validate_saco` before the directory is swapped in. When ``out``
+    was exported from the same round answers and candidates nothing is done (``force``
+    exports anyway).
 
     Raises:
         InputError: the round is not a CAFE verification round, the candidates changed since it was
@@ -126,6 +134,18 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None) -> dict
         raise RoundStateError(f"status is {round_.status.value}; the export needs the round's answers",
                               item=f"round {round_key}", hint=f"segbench rounds ingest {round_key}")
     candidates_path = data_root / round_.dataset
+    out = Path(out or data_root / "cafe")
+    # The round's record is left out: it holds creation and ingest times; its key and the candidates'
+    # version are params, and the answers file holds everything the export reads from the round. The
+    # candidates count by the hashes their manifest lists (not its bytes, which hold a build time).
+    hashes = hash_sources({"answers": store.answers_path(round_key)}, hint=f"segbench rounds ingest {round_key}")
+    hashes["candidates_outputs"] = candidates_version(candidates_path)
+    params = {"round": round_.key, "candidates": round_.dataset, "candidates_version": round_.dataset_version,
+              "verified_rule": VERIFIED_RULE}
+    key = build_key(dataset="cafe", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        get_run_logger().info("%s is up to date", out)
+        return up_to_date_summary(out, files={stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS})
     _check_version(round_, candidates_path)
     candidates = read_candidates(candidates_path)
     answers = [ItemAnswer.model_validate(i) for i in read_json(store.answers_path(round_key))["items"]]
@@ -134,42 +154,38 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None) -> dict
     rejected = SkipReport([{"error": "NotVerified", "item": c.key, "path": None, "id": c.id,
                             "message": "; ".join(reasons.get(str(c.id), ["unanswered"]))}
                            for c in candidates if reasons.get(str(c.id)) != []])
-    out = Path(out or data_root / "cafe")
-    with staged_directory(out) as stage:
-        _write_export(stage, candidates_path, verified, rejected, round_, store.answers_path(round_key))
-        problems = [e for stem in cafe_export.SUBSETS for e in cafe_export.validate_saco(stage / f"{stem}.json")]
+    with resumable_stage(out, key) as stage:
+        _write_export(stage, candidates_path, verified, rejected, round_, params, hashes)
+        problems = [e for stem in cafe_export.SUBSETS
+                    for e in cafe_export.validate_saco(stage.path / f"{stem}.json")]
         if problems:
             raise InputError(f"the export fails the SA-Co check: {problems[0]}",
                              hint="report this: the candidates produced an invalid export")
     get_run_logger().info("exported %d of %d candidates", len(verified), len(candidates))
     counts = read_manifest(out).counts
-    return {"out": str(out), "counts": counts,
+    return {"out": str(out), "up_to_date": False, "counts": counts,
             "files": {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}}
 
 
-def _write_export(stage: Path, candidates_path: Path, verified: list[Candidate], rejected: SkipReport,
-                  round_: Round, answers_path: Path) -> None:
+def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate], rejected: SkipReport,
+                  round_: Round, params: dict[str, Any], hashes: dict[str, str]) -> None:
     from segbench.flows.cafe import sample_rows
 
     for candidate in verified:
-        target = stage / "images" / cafe_export.export_file_name(candidate)
+        target = stage.path / "images" / cafe_export.export_file_name(candidate)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(candidates_path / candidate.image, target)
     documents = cafe_export.subset_documents(verified, version=round_.dataset_version[:12])
     for stem, document in documents.items():
-        write_json(stage / f"{stem}.json", document)
+        write_json(stage.path / f"{stem}.json", document)
     stats = cafe_pairs.pair_statistics(sample_rows(verified))
-    write_json(stage / "tables" / "prompt_pairs.json", stats, indent=1)
-    atomic_write_text(stage / "tables" / "prompt_pairs.md", cafe_pairs.pair_markdown(stats, title="CAFE: prompt pairs"))
-    write_json(stage / "skipped.json", rejected.to_json(), indent=1)
+    write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
+    atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
+                      cafe_pairs.pair_markdown(stats, title="CAFE: prompt pairs"))
+    write_json(stage.path / "skipped.json", rejected.to_json(), indent=1)
     counts = {"samples": len(verified), "images": 2 * len(verified), "by_edit_type": stats["by_edit_type"],
               "not_verified": len(rejected), "prompt_pairs": stats["prompt_pairs"],
               "unique_positive": stats["unique_positive"], "unique_negative": stats["unique_negative"]}
-    manifest = build_manifest(
-        dataset="cafe", builder_version=BUILDER_VERSION, root=stage,
-        params={"round": round_.key, "candidates": round_.dataset, "candidates_version": round_.dataset_version,
-                "verified_rule": "majority yes on " + ", ".join(verification.CONTROLS)},
-        inputs={"candidates": candidates_path / "candidates.jsonl",
-                "answers": answers_path},
-        counts=counts, skipped=len(rejected))
-    write_manifest(stage, manifest)
+    manifest = stage_manifest(stage, dataset="cafe", builder_version=BUILDER_VERSION, params=params, inputs={},
+                              input_hashes=hashes, counts=counts, skipped=len(rejected))
+    write_manifest(stage.path, manifest)

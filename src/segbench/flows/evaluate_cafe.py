@@ -5,6 +5,10 @@ Orchestration only: reading is :mod:`segbench.tasks.cgf1_inputs`, the metrics ar
 :mod:`segbench.tasks.cafe_eval_report`. Loading and scoring run in one task because the indexed
 ground truth is a large object that Prefect would otherwise walk between tasks.
 
+An evaluation is skipped when its report is up to date (same logic version, parameters, ground truth
+and predictions; :mod:`segbench.tasks.evaluation_keys`). The report is written in a resumable stage,
+and scoring is a unit Prefect remembers, so a run killed while writing the report does not score again.
+
 Usage::
 
     from segbench.flows.evaluate_cafe import evaluate_cafe, evaluate_cgf1
@@ -21,15 +25,30 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.errors import InputError
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
 from segbench.schemas.cafe_eval import CafeEvalParams
 from segbench.tasks.cafe_eval_report import write_cafe_report, write_cgf1_report
 from segbench.tasks.cafe_metrics import calibrate, split_for_calibration
 from segbench.tasks.cafe_metrics import evaluate_cafe as cafe_metrics
 from segbench.tasks.cgf1 import evaluate_cgf1 as cgf1_summary
 from segbench.tasks.cgf1_inputs import GroundTruth, read_ground_truth, read_predictions
+from segbench.tasks.evaluation_keys import (
+    GROUND_TRUTH,
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
+from segbench.tasks.manifest import write_manifest
+from segbench.tasks.resume import build_key, is_up_to_date, resumable_stage
 from segbench.tasks.versioning import DatasetSource
 
 CAFE_EXPORT = "CAFE.json"
+# Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
+EVALUATION_VERSION = "1"
+CGF1_VERSION = "1"
 
 
 def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
@@ -44,11 +63,21 @@ def _optional(path: str | Path | None) -> str | None:
     return None if path is None else str(path)
 
 
-@task(name="score-cafe", cache_policy=NO_CACHE)
-def score_cafe(repo: str, rev: str | None, gt: str | None, dataset_dir: str, predictions: str,
+@task(name="hash-cafe-ground-truth", cache_policy=NO_CACHE)
+def hash_published_export(repo: str, rev: str | None, dataset_dir: str) -> dict[str, str]:
+    """sha256 standing for the published ``CAFE.json`` (``evaluation_keys.ground_truth_hashes``)."""
+    with DatasetSource(repo, rev) as source:
+        return ground_truth_hashes(source, [f"{dataset_dir}/{CAFE_EXPORT}"], dataset_dir)
+
+
+@task(name="score-cafe", **UNIT)
+def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, dataset_dir: str, predictions: str,
                params: CafeEvalParams, calibration_gt: str | None = None,
                calibration_predictions: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read the inputs, calibrate if asked, and compute the CAFE metrics; returns (metrics, evaluated)."""
+    """Read the inputs, calibrate if asked, and compute the CAFE metrics; returns (metrics, evaluated).
+
+    A unit cached under ``unit_key`` (:mod:`segbench.flows.units`).
+    """
     truth, source = _cafe_ground_truth(repo, rev, gt, dataset_dir)
     preds = read_predictions(predictions, truth)
     evaluated: dict[str, Any] = {"ground_truth": source, "predictions": predictions}
@@ -79,7 +108,7 @@ def write_cafe_report_task(out: str, metrics: dict[str, Any], evaluated: dict[st
 def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, predictions: str | Path,
                   out: str | Path, dataset_dir: str = "data/cafe", params: CafeEvalParams | None = None,
                   calibration_gt: str | Path | None = None,
-                  calibration_predictions: str | Path | None = None) -> dict[str, Any]:
+                  calibration_predictions: str | Path | None = None, force: bool = False) -> dict[str, Any]:
     """Score COCO results on CAFE and write the report.
 
     Args:
@@ -87,12 +116,15 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
             read as ``{dataset_dir}/CAFE.json`` when ``gt`` is not given.
         gt: a CAFE export to read instead of the published one.
         predictions: COCO results for both images of each pair.
-        out: report folder (metrics.json, report.md, cgf1_by_subset.png, false_positive_rates.png, tau_sweep.png).
+        out: report folder (metrics.json, report.md, cgf1_by_subset.png, false_positive_rates.png, tau_sweep.png,
+            manifest.json).
         params: thresholds, τ sweep and calibration (:class:`CafeEvalParams`).
         calibration_gt, calibration_predictions: a calibration set (both or neither).
+        force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"metrics": <metrics dict>, "paths": {name: str}}``.
+        ``{"metrics": <metrics dict>, "paths": {name: str}, "up_to_date": bool}``; an up-to-date run
+        reads the metrics back from metrics.json.
 
     Raises:
         InputError: a malformed ground truth, predictions or pair, or half a calibration set.
@@ -102,19 +134,45 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     if (calibration_gt is None) != (calibration_predictions is None):
         raise InputError("a calibration set needs both --calibration-gt and --calibration-predictions",
                          hint="pass both, or neither to calibrate on a seeded fraction of the pairs")
-    metrics, evaluated = score_cafe(str(repo), rev, _optional(gt), dataset_dir, str(predictions), params,
-                                    _optional(calibration_gt), _optional(calibration_predictions))
-    evaluated |= {"rev": rev, "score_threshold": metrics["params"]["score_threshold"],
-                  "iou_threshold": params.iou_threshold}
-    paths = write_cafe_report_task(str(out), metrics, evaluated)
+    repo, predictions, out = str(repo), str(predictions), str(out)
+    gt, calibration_gt, calibration_predictions = map(_optional, (gt, calibration_gt, calibration_predictions))
+    hashes = (local_hashes(GROUND_TRUTH, {"CAFE": gt}) if gt is not None
+              else hash_published_export(repo, rev, dataset_dir))
+    hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
+    if calibration_gt is not None and calibration_predictions is not None:
+        hashes |= local_hashes("calibration", {"gt": calibration_gt, "predictions": calibration_predictions})
+    key_params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "gt": gt, "dataset_dir": dataset_dir,
+                  "predictions": predictions, "calibration_gt": calibration_gt,
+                  "calibration_predictions": calibration_predictions, **params.model_dump(mode="json")}
+    key = build_key(dataset="eval/cafe", logic_version=EVALUATION_VERSION, params=key_params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("CAFE evaluation in %s is up to date", out)
+        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+
+    with resumable_stage(out, key) as stage:
+        scored = score_cafe.submit(stage.unit_key("score"), repo, rev, gt, dataset_dir, predictions, params,
+                                   calibration_gt, calibration_predictions)
+        metrics, evaluated = scored.result()
+        evaluated |= {"rev": rev, "score_threshold": metrics["params"]["score_threshold"],
+                      "iou_threshold": params.iou_threshold}
+        write_cafe_report_task(str(stage.path), metrics, evaluated)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/cafe", builder_version=EVALUATION_VERSION, params=key_params, inputs={},
+            input_hashes=hashes, counts={"pairs": metrics["Overall"]["N"]}))
+    paths = report_paths(out)
     overall = metrics["Overall"]
     logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
                 paths["report"])
-    return {"metrics": metrics, "paths": paths}
+    return {"metrics": metrics, "paths": paths, "up_to_date": False, "units": count_units([scored])}
 
 
-@task(name="score-cgf1", cache_policy=NO_CACHE)
-def score_cgf1(gts: list[str], predictions: str, score_threshold: float) -> dict[str, Any]:
+def _without_evaluated(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of a metrics.json written by ``write_cafe_report`` / ``write_cgf1_report``."""
+    return {name: value for name, value in metrics.items() if name != "evaluated"}
+
+
+@task(name="score-cgf1", **UNIT)
+def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float) -> dict[str, Any]:
     """Read the ground truths and predictions and compute the cgF1 summary."""
     truths = [read_ground_truth(path) for path in gts]
     return cgf1_summary(truths, read_predictions(predictions, truths[0]), score_threshold)
@@ -127,23 +185,38 @@ def write_cgf1_report_task(out: str, summary: dict[str, Any], evaluated: dict[st
 
 @flow(name="evaluate-cgf1")
 def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path,
-                  score_threshold: float = 0.5) -> dict[str, Any]:
+                  score_threshold: float = 0.5, force: bool = False) -> dict[str, Any]:
     """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
 
     Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth).
 
+    Skipped when the report is up to date with these files and threshold, unless ``force``.
+
     Returns:
-        ``{"metrics": <summary>, "paths": {"metrics", "report", "cgf1_by_iou": str}}``.
+        ``{"metrics": <summary>, "paths": {"metrics", "report", "cgf1_by_iou": str}, "up_to_date": bool}``.
 
     Raises:
         InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
     """
     logger = get_run_logger()
-    gts = [str(p) for p in gts]
-    summary = score_cgf1(gts, str(predictions), score_threshold)
-    evaluated = {"ground_truth": gts, "predictions": str(predictions), "score_threshold": score_threshold,
+    gts, predictions, out = [str(p) for p in gts], str(predictions), str(out)
+    evaluated = {"ground_truth": gts, "predictions": predictions, "score_threshold": score_threshold,
                  "protocol": "oracle" if len(gts) > 1 else "single ground truth"}
-    paths = write_cgf1_report_task(str(out), summary, evaluated)
+    # Indexed labels: with several ground truths their order is part of the oracle protocol's input.
+    hashes = local_hashes(GROUND_TRUTH, {f"{n}:{Path(path).name}": path for n, path in enumerate(gts)})
+    hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
+    key = build_key(dataset="eval/cgf1", logic_version=CGF1_VERSION, params=evaluated, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("cgF1 evaluation in %s is up to date", out)
+        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+
+    with resumable_stage(out, key) as stage:
+        summary = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold)
+        write_cgf1_report_task(str(stage.path), summary, evaluated)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/cgf1", builder_version=CGF1_VERSION, params=evaluated, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"]}))
+    paths = report_paths(out)
     logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],
                 paths["report"])
-    return {"metrics": summary, "paths": paths}
+    return {"metrics": summary, "paths": paths, "up_to_date": False}

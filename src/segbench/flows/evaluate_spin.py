@@ -6,6 +6,11 @@ Orchestration only: file formats and validation are in :mod:`segbench.tasks.spin
 :class:`~segbench.tasks.versioning.DatasetSource`, so ``rev`` evaluates on a published version; the
 predictions are local files.
 
+An evaluation is skipped when its report is up to date (same logic version, split, prompt kinds,
+policy, ground truth, predictions and answers; :mod:`segbench.tasks.evaluation_keys`), and a killed
+one resumes: the report is written in a resumable stage and each scored shard is a unit Prefect
+remembers (:mod:`segbench.flows.units`).
+
 Usage::
 
     from segbench.flows.evaluate_spin import evaluate_spin
@@ -25,9 +30,21 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.errors import ImportPolicy, OnError
-from segbench.tasks.io import staged_directory, write_json
-from segbench.tasks.spin_inputs import SpinTruth, read_answers, read_ground_truth, read_predictions
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
+from segbench.tasks.evaluation_keys import (
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
+from segbench.tasks.io import write_json
+from segbench.tasks.manifest import write_manifest
+from segbench.tasks.resume import build_key, is_up_to_date, resumable_stage
+from segbench.tasks.spin_inputs import SpinTruth, gt_relpath, read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin_metrics import (
+    LEVELS,
     PROMPTS,
     Hierarchy,
     ImageTruth,
@@ -40,6 +57,20 @@ from segbench.tasks.versioning import DatasetSource
 
 DEFAULT_SHARD_SIZE = 128
 SKIPPED_NAME = "skipped.json"
+# Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
+EVALUATION_VERSION = "1"
+
+
+@task(name="hash-spin-ground-truth", cache_policy=NO_CACHE)
+def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> dict[str, str]:
+    """sha256 standing for the split's three files (the built dataset's manifest) and the taxonomy."""
+    with DatasetSource(repo, rev) as source:
+        hashes = ground_truth_hashes(source, [gt_relpath(dataset_dir, split, level) for level in LEVELS],
+                                     f"{dataset_dir}/dataset")
+        taxonomy = f"{dataset_dir}/taxonomy.yaml"  # read when present: it restricts subparts to objects
+        if source.exists(taxonomy):
+            hashes |= ground_truth_hashes(source, [taxonomy])
+    return hashes
 
 
 @task(name="load-spin-ground-truth", cache_policy=NO_CACHE)
@@ -55,10 +86,13 @@ def load_predictions(paths: dict[str, str], truth: SpinTruth, policy: ImportPoli
     return read_predictions(paths, truth, policy)
 
 
-@task(name="evaluate-spin-shard", cache_policy=NO_CACHE)
-def evaluate_shard(images: list[ImageTruth], predictions: dict[int, list[Prediction]], hierarchy: Hierarchy,
+@task(name="evaluate-spin-shard", **UNIT)
+def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[int, list[Prediction]], hierarchy: Hierarchy,
                    prompts: tuple[str, ...]) -> SpinAccumulator:
-    """Score one shard of images; the flow adds the shards' accumulators with ``+=``."""
+    """Score one shard of images; the flow adds the shards' accumulators with ``+=``.
+
+    A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
+    """
     acc = SpinAccumulator()
     for image in images:
         acc.update(image, predictions.get(image.image_id, []), hierarchy, prompts)
@@ -68,12 +102,11 @@ def evaluate_shard(images: list[ImageTruth], predictions: dict[int, list[Predict
 @task(name="write-spin-report", cache_policy=NO_CACHE)
 def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any],
                       skipped: dict[str, Any] | None) -> dict[str, str]:
-    """Write the report into a staging folder that replaces ``out`` only when complete."""
-    with staged_directory(out) as stage:
-        names = {key: path.name for key, path in write_report(stage, summary, evaluated).items()}
-        if skipped is not None:
-            names["skipped"] = write_json(stage / SKIPPED_NAME, skipped, indent=2).name
-    return {key: str(Path(out) / name) for key, name in names.items()}
+    """Write the report (and skipped.json when items were skipped) into ``out``, the flow's stage."""
+    paths = {key: str(path) for key, path in write_report(out, summary, evaluated).items()}
+    if skipped is not None:
+        paths["skipped"] = str(write_json(Path(out) / SKIPPED_NAME, skipped, indent=2))
+    return paths
 
 
 @flow(name="evaluate-spin")
@@ -87,6 +120,7 @@ def evaluate_spin(
     answers: str | Path | None = None,
     on_error: OnError = OnError.FAIL,
     shard_size: int = DEFAULT_SHARD_SIZE,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Evaluate SPIN predictions (and recognition answers) on a split and write the report.
 
@@ -99,10 +133,13 @@ def evaluate_spin(
         split: ``train`` / ``val`` / ``test``: reads ``{dataset_dir}/dataset/spin_{split}_{level}.json``.
         answers: optional recognition answers file (mACC).
         on_error: a bad prediction or answer fails the run, or is skipped and listed in skipped.json.
-        shard_size: images per evaluation task.
+        shard_size: images per evaluation task (the report does not depend on it).
+        force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"summary": <metrics dict>, "paths": {name: str}}``.
+        ``{"summary": <metrics dict>, "paths": {name: str}, "up_to_date": bool}``, and ``"units"``
+        (``{"computed", "reused"}`` shards) when it evaluated. An up-to-date summary is read back
+        from metrics.json.
 
     Raises:
         InputError / AnnotationError: a ground-truth, results or answers file is missing or malformed
@@ -113,6 +150,18 @@ def evaluate_spin(
     logger = get_run_logger()
     repo, out = str(repo), str(out)
     files = {level: str(path) for level, path in predictions.items() if path is not None}
+    answers = None if answers is None else str(answers)
+    hashes = hash_ground_truth(repo, rev, dataset_dir, split)
+    hashes |= local_hashes(PREDICTIONS, files)
+    if answers is not None:
+        hashes |= local_hashes("answers", {"answers": answers})
+    params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split, "dataset_dir": dataset_dir,
+              "predictions": files, "answers": answers, "on_error": on_error.value}
+    key = build_key(dataset="eval/spin", logic_version=EVALUATION_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("SPIN evaluation in %s is up to date", out)
+        return {"summary": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
+
     policy = ImportPolicy(on_error)
     truth = load_truth(repo, rev, dataset_dir, split)
     by_image = load_predictions(files, truth, policy)
@@ -122,22 +171,30 @@ def evaluate_spin(
     prompts = (tuple(p for p in PROMPTS if p in seen) or ("general",)) if files else ()
 
     images = list(truth.images.values()) if prompts else []
-    futures = [evaluate_shard.submit(shard, {i.image_id: by_image.get(i.image_id, []) for i in shard},
-                                     truth.hierarchy, prompts)
-               for shard in (images[i : i + shard_size] for i in range(0, len(images), shard_size))]
-    total = SpinAccumulator()
-    for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images), units=lambda a: a.num_images):
-        total += shard
-    total.num_images = len(truth.images)
-    summary = total.summarize(truth.hierarchy)
-    summary["recognition"] = recognition
-    skipped = policy.report.to_json() if on_error is OnError.SKIP else None
-    summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
-    evaluated = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split,
-                 "ground_truth": truth.files, "predictions": files, "answers": str(answers) if answers else None}
-    paths = write_report_task(out, summary, evaluated, skipped)
+    with resumable_stage(out, key) as stage:
+        futures = [evaluate_shard.submit(stage.unit_key(f"score/{shard_size}/{n}"), shard,
+                                         {i.image_id: by_image.get(i.image_id, []) for i in shard},
+                                         truth.hierarchy, prompts)
+                   for n, shard in enumerate(images[i : i + shard_size] for i in range(0, len(images), shard_size))]
+        total = SpinAccumulator()
+        for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images),
+                                     units=lambda a: a.num_images):
+            total += shard
+        total.num_images = len(truth.images)
+        summary = total.summarize(truth.hierarchy)
+        summary["recognition"] = recognition
+        skipped = policy.report.to_json() if on_error is OnError.SKIP else None
+        summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
+        evaluated = {"source": params["source"], "rev": rev, "split": split, "ground_truth": truth.files,
+                     "predictions": files, "answers": answers}
+        write_report_task(str(stage.path), summary, evaluated, skipped)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/spin", builder_version=EVALUATION_VERSION, params=params, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"]},
+            skipped=0 if skipped is None else skipped["count"]))
+    paths = report_paths(out)
     general = summary["prompts"].get(prompts[0] if prompts else "", {})
     logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
                 "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
                 general.get("spcs", {}).get("mean"), paths["report"])
-    return {"summary": summary, "paths": paths}
+    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}

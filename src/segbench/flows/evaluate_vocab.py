@@ -4,6 +4,11 @@ Orchestration only: mapping rules live in :mod:`segbench.tasks.lexical_mapping`,
 :mod:`segbench.tasks.sbert`, metrics, input formats and the report in :mod:`segbench.tasks.lac`, PQ and
 the panoptic ground-truth format in :mod:`segbench.tasks.panoptic_quality`.
 
+An evaluation is skipped when its report is up to date (same logic version, spaCy model, baseline,
+vocabulary, ground truth and descriptions; :mod:`segbench.tasks.evaluation_keys`), and a killed one
+resumes: the report is written in a resumable stage, and the mapping, the baseline and each scored
+shard are units Prefect remembers (:mod:`segbench.flows.units`).
+
 Usage::
 
     from segbench.flows.evaluate_vocab import evaluate_vocab
@@ -14,7 +19,7 @@ Usage::
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -22,9 +27,18 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.errors import InputError
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
 from segbench.tasks import lac
 from segbench.tasks import panoptic_quality as pqm
+from segbench.tasks.evaluation_keys import (
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
 from segbench.tasks.io import read_json, write_json
 from segbench.tasks.lexical_mapping import (
     Vocabulary,
@@ -33,10 +47,14 @@ from segbench.tasks.lexical_mapping import (
     map_descriptions,
     parse_vocabulary,
 )
+from segbench.tasks.manifest import write_manifest
+from segbench.tasks.resume import build_key, is_up_to_date, resumable_stage
 from segbench.tasks.versioning import DatasetSource
 
 VOCAB_DIR = "data/vocab"
 MAPPINGS_NAME = "mappings.json"
+# Bump when the report of the same inputs changes (mapping rules, metrics, report, plot, manifest).
+EVALUATION_VERSION = "1"
 
 
 def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
@@ -46,14 +64,22 @@ def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
         if not p.is_file():
             raise InputError("file not found", path=p, hint="check the path")
         return p.read_bytes(), str(p)
+    rel = _source_path(repo, rev, path)
+    with DatasetSource(repo, rev) as source:
+        return source.read_bytes(rel), f"{rel}@{rev}"
+
+
+def _source_path(repo: str, rev: str | None, path: str) -> str:
+    """``path`` as a :class:`DatasetSource` of ``repo`` at ``rev`` reads it (repo-relative with a revision)."""
+    if rev is None:
+        return path
     rel = Path(path)
     if rel.is_absolute():
         try:
             rel = rel.resolve().relative_to(Path(repo).resolve())
         except ValueError:
             raise InputError("with --rev, paths must be inside the repository", path=path) from None
-    with DatasetSource(repo, rev) as source:
-        return source.read_bytes(rel.as_posix()), f"{rel.as_posix()}@{rev}"
+    return rel.as_posix()
 
 
 def vocab_path(repo: str, vocab: str) -> str:
@@ -74,13 +100,30 @@ def load_vocabulary(repo: str, rev: str | None, vocab: str) -> Vocabulary:
         raise InputError(f"not valid JSON ({exc})", path=where) from None
 
 
-@task(name="map-descriptions", cache_policy=NO_CACHE)
-def map_regions(vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_model: str, source: str,
+@task(name="hash-vocab-ground-truth", cache_policy=NO_CACHE)
+def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, panoptic: str | None,
+                      image_ids: list[str]) -> dict[str, str]:
+    """sha256 standing for the vocabulary and the ground truth of the described images.
+
+    A vocabulary ``segbench build vocab`` wrote is stood for by its manifest
+    (``evaluation_keys.ground_truth_hashes``); gt maps and panoptic files are hashed one by one.
+    """
+    vocab_file = _source_path(repo, rev, vocab_path(repo, vocab))
+    folder = str(panoptic if panoptic is not None else gt).rstrip("/")
+    suffixes = (".png", ".json") if panoptic is not None else (".png",)
+    files = [_source_path(repo, rev, f"{folder}/{image_id}{suffix}") for image_id in image_ids for suffix in suffixes]
+    with DatasetSource(repo, rev) as source:
+        hashes = ground_truth_hashes(source, [vocab_file], str(PurePosixPath(vocab_file).parent))
+        return hashes | ground_truth_hashes(source, files)
+
+
+@task(name="map-descriptions", **UNIT)
+def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_model: str, source: str,
                 segments: dict[str, dict[int, pqm.Segment]] | None = None) -> list[dict[str, Any]]:
     """One row per described region: image, segment, gt class and the lexical mapping.
 
     The gt class is the class whose id is the segment id, or with ``segments`` (panoptic ground
-    truth) the class of the segment's ``category_id``.
+    truth) the class of the segment's ``category_id``. A unit cached under ``unit_key``.
     """
     id_to_class = dict(zip(vocab.ids, vocab.classes, strict=True))
 
@@ -95,8 +138,8 @@ def map_regions(vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_m
     return map_descriptions(vocab, items, load_nlp(spacy_model), source=source)
 
 
-@task(name="sbert-baseline", cache_policy=NO_CACHE)
-def baseline_choices(vocab: Vocabulary, rows: list[dict[str, Any]]) -> list[int]:
+@task(name="sbert-baseline", **UNIT)
+def baseline_choices(unit_key: str, vocab: Vocabulary, rows: list[dict[str, Any]]) -> list[int]:
     from segbench.tasks.sbert import load_sbert, sbert_map
 
     return sbert_map(load_sbert(), [r["description"] for r in rows], class_names(vocab))
@@ -118,12 +161,15 @@ def load_segments(repo: str, rev: str | None, panoptic_dir: str, image_ids: list
     return out
 
 
-@task(name="evaluate-vocab-shard", cache_policy=NO_CACHE)
-def evaluate_shard(repo: str, rev: str | None, gt_dir: str | None, vocab: Vocabulary, image_ids: list[str],
+@task(name="evaluate-vocab-shard", **UNIT)
+def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None, vocab: Vocabulary, image_ids: list[str],
                    labels: dict[str, dict[int, list[int]]], baseline: dict[str, dict[int, int]] | None,
                    panoptic_dir: str | None = None, segments: dict[str, dict[int, pqm.Segment]] | None = None
                    ) -> tuple[lac.LacAccumulator, list[pqm.PQAccumulator] | None]:
-    """LAC counts of some images, and with panoptic ground truth one PQ accumulator per level."""
+    """LAC counts of some images, and with panoptic ground truth one PQ accumulator per level.
+
+    A unit cached under ``unit_key``; ``labels``, ``baseline`` and ``segments`` hold this shard's images only.
+    """
     acc = lac.LacAccumulator(len(vocab.classes))
     pq = [pqm.PQAccumulator(len(vocab.classes)) for _ in LEVELS] if panoptic_dir is not None else None
     id_to_index = {i: n for n, i in enumerate(vocab.ids)}
@@ -151,7 +197,7 @@ def evaluate_shard(repo: str, rev: str | None, gt_dir: str | None, vocab: Vocabu
 @flow(name="evaluate-vocab")
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
-                   shard_size: int = 64, panoptic: str | Path | None = None) -> dict[str, Any]:
+                   shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False) -> dict[str, Any]:
     """Map every region description per level, score the relabelled gt maps, write the LAC report.
 
     Args:
@@ -167,9 +213,13 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
             ``<image_id>.json`` segments (format in :mod:`segbench.tasks.panoptic_quality`), read at
             ``rev``. Replaces ``gt``: ``segment_id`` then names a segment, the semantic metrics use
             the segments' classes, and each level also gets PQ / SQ / RQ.
+        shard_size: images per scoring task (the report does not depend on it).
+        force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"summary": ..., "paths": {"metrics", "report", "lac_plot", "mappings": str}}``.
+        ``{"summary": ..., "paths": {"metrics", "report", "lac_plot", "mappings": str}, "up_to_date": bool}``,
+        and ``"units"`` (``{"computed", "reused"}`` shards) when it evaluated. An up-to-date summary is
+        read back from metrics.json.
 
     Raises:
         InputError: a missing or malformed vocabulary, descriptions file, gt map or panoptic
@@ -181,41 +231,78 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
                          hint="pass --gt DIR or --panoptic DIR")
     repo, out, descriptions = str(repo), str(out), str(descriptions)
     panoptic = None if panoptic is None else str(panoptic)
-    vocabulary = load_vocabulary(repo, rev, vocab)
+    from segbench.tasks.sbert import INSTALL_HINT, sbert_available
+
+    run_baseline = baseline and sbert_available()
     described = lac.parse_descriptions(read_json(descriptions), source=descriptions)
-    segments = None if panoptic is None else load_segments(repo, rev, panoptic, sorted(described))
-    rows = map_regions(vocabulary, described, spacy_model, descriptions, segments)
-    index = {c: i for i, c in enumerate(vocabulary.classes)}
-    labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in described}
-    id_to_index = {i: n for n, i in enumerate(vocabulary.ids)}
+    image_ids = sorted(described)
+    hashes = hash_ground_truth(repo, rev, vocab, gt, panoptic, image_ids)
+    hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
+    params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "vocab": vocab, "descriptions": descriptions,
+              "gt": gt, "panoptic": panoptic, "baseline": baseline, "baseline_ran": run_baseline,
+              "spacy_model": spacy_model}
+    key = build_key(dataset="eval/vocab", logic_version=EVALUATION_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("vocabulary evaluation in %s is up to date", out)
+        return {"summary": finished_metrics(out)["metrics"], "paths": _paths(out), "up_to_date": True}
 
-    def region_of(segment_id: int) -> int:
-        if panoptic is not None:
-            return segment_id  # a panoptic segment is its own region
-        return id_to_index.get(segment_id, -2 - segment_id)  # not a class id: never in gt
-
-    for row in rows:
-        labels[row["image_id"]][region_of(row["segment_id"])] = [
-            index.get(row["mapping"][name], lac.UNMATCHED) for name in LEVELS]
-    baseline_note, per_image = None, None
-    if baseline:
-        from segbench.tasks.sbert import INSTALL_HINT, sbert_available
-
-        if sbert_available():
-            choices = baseline_choices(vocabulary, rows)
-            per_image = {image_id: {} for image_id in described}
+    vocabulary = load_vocabulary(repo, rev, vocab)
+    segments = None if panoptic is None else load_segments(repo, rev, panoptic, image_ids)
+    with resumable_stage(out, key) as stage:
+        rows = map_regions(stage.unit_key("map"), vocabulary, described, spacy_model, descriptions, segments)
+        region_of = _region_namer(vocabulary, panoptic is not None)
+        index = {c: i for i, c in enumerate(vocabulary.classes)}
+        labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in image_ids}
+        for row in rows:
+            labels[row["image_id"]][region_of(row["segment_id"])] = [
+                index.get(row["mapping"][name], lac.UNMATCHED) for name in LEVELS]
+        baseline_note, per_image = None, None
+        if run_baseline:
+            choices = baseline_choices(stage.unit_key("baseline"), vocabulary, rows)
+            per_image = {image_id: {} for image_id in image_ids}
             for row, choice in zip(rows, choices, strict=True):
                 per_image[row["image_id"]][region_of(row["segment_id"])] = choice
                 row["baseline"] = vocabulary.classes[choice]
-        else:
+        elif baseline:
             baseline_note = f"Sentence-BERT baseline skipped: package not installed ({INSTALL_HINT})"
             logger.warning(baseline_note)
-    image_ids = sorted(described)
-    futures = [evaluate_shard.submit(repo, rev, gt, vocabulary, image_ids[i:i + shard_size], labels, per_image,
-                                     panoptic, segments)
-               for i in range(0, len(image_ids), shard_size)]
+        futures = []
+        for n, start in enumerate(range(0, len(image_ids), shard_size)):
+            ids = image_ids[start:start + shard_size]
+            futures.append(evaluate_shard.submit(
+                stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, gt, vocabulary, ids,
+                {i: labels[i] for i in ids}, None if per_image is None else {i: per_image[i] for i in ids},
+                panoptic, None if segments is None else {i: segments[i] for i in ids}))
+        summary, total = _summarize(vocabulary, futures, panoptic is not None)
+        if total.undescribed_regions or total.absent_segments:
+            logger.warning("%d gt regions had no description (scored unmatched); %d described segments are not "
+                           "in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
+        evaluated = {"source": params["source"], "rev": rev, "vocab": vocab, "descriptions": descriptions, "gt": gt,
+                     "panoptic": panoptic, "baseline_note": baseline_note}
+        lac.write_report(stage.path, summary, evaluated)
+        write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/vocab", builder_version=EVALUATION_VERSION, params=params, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"], "regions": summary["num_regions"]}))
+    paths = _paths(out)
+    logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
+                summary["num_images"], paths["report"])
+    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+
+
+def _region_namer(vocabulary: Vocabulary, panoptic: bool) -> Any:
+    """segment id -> the gt region it names: a panoptic segment is its own region; a label-map segment
+    id is a class id, whose region is the class index (an id of no class gets one never in the gt)."""
+    if panoptic:
+        return lambda segment_id: segment_id
+    id_to_index = {i: n for n, i in enumerate(vocabulary.ids)}
+    return lambda segment_id: id_to_index.get(segment_id, -2 - segment_id)
+
+
+def _summarize(vocabulary: Vocabulary, futures: list[Any], panoptic: bool) -> tuple[dict[str, Any], lac.LacAccumulator]:
+    """Add the shards' accumulators (in shard order) and summarize, with PQ for panoptic ground truth."""
     total = lac.LacAccumulator(len(vocabulary.classes))
-    pq_total = [pqm.PQAccumulator(len(vocabulary.classes)) for _ in LEVELS] if panoptic is not None else None
+    pq_total = [pqm.PQAccumulator(len(vocabulary.classes)) for _ in LEVELS] if panoptic else None
     for future in futures:
         shard, shard_pq = future.result()
         total += shard
@@ -224,13 +311,10 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     summary = total.summarize(vocabulary.classes)
     if pq_total is not None:
         summary = pqm.attach_to_summary(summary, [a.summarize(vocabulary.classes) for a in pq_total])
-    if total.undescribed_regions or total.absent_segments:
-        logger.warning("%d gt regions had no description (scored unmatched); %d described segments are not "
-                       "in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
-    evaluated = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "vocab": vocab,
-                 "descriptions": descriptions, "gt": gt, "panoptic": panoptic, "baseline_note": baseline_note}
-    paths = {k: str(v) for k, v in lac.write_report(out, summary, evaluated).items()}
-    paths["mappings"] = str(write_json(Path(out) / MAPPINGS_NAME, rows, indent=1))
-    logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
-                summary["num_images"], paths["report"])
-    return {"summary": summary, "paths": paths}
+    return summary, total
+
+
+def _paths(out: str) -> dict[str, str]:
+    paths = report_paths(out)
+    paths["lac_plot"] = paths.pop(Path(lac.PLOT_NAME).stem)  # the name write_report returns it under
+    return paths

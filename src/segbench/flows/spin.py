@@ -14,6 +14,10 @@ Layout under ``<data_root>/spin/``::
 
 The same selection (cap per super-category, seeded) feeds the annotation items and the build, so
 the crowd is only asked about images the dataset keeps.
+
+The build key covers the PartImageNet annotation files and images, the taxonomy, the resolved
+subparts, the params and the builder version: a rebuild with the same key leaves ``dataset/`` as it
+is. The build writes into a stage kept across a crash, swapped in for ``dataset/`` when complete.
 """
 
 from __future__ import annotations
@@ -27,15 +31,17 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.errors import ImportPolicy
+from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import load_taxonomy, read_resolved
 from segbench.schemas.spin_dataset import SpinBuildParams
 from segbench.tasks import spin_dataset as sd
 from segbench.tasks import spin_stats as st
 from segbench.tasks.coco_cd_outputs import write_skip_report
-from segbench.tasks.io import fingerprint, sha256_file, staged_directory, write_json
-from segbench.tasks.manifest import build_manifest, write_manifest
-from segbench.tasks.partimagenet import SourceImage, read_partimagenet
+from segbench.tasks.io import fingerprint, sha256_file, write_json
+from segbench.tasks.manifest import read_manifest, write_manifest
+from segbench.tasks.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
+from segbench.tasks.resume import build_key, is_up_to_date, resumable_stage
 from segbench.tasks.spin_items import round_items
 from segbench.tasks.spin_stats_report import write_stats
 
@@ -104,15 +110,16 @@ def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str,
 @flow(name="build-spin")
 def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams | None = None,
                taxonomy_path: Path | None = None, resolved_path: Path | None = None,
-               out: Path | None = None) -> dict[str, Any]:
+               out: Path | None = None, force: bool = False) -> dict[str, Any]:
     """Build SPIN from a PartImageNet root, the taxonomy and the resolved crowd subparts.
 
     Paths default to ``<data_root>/spin/{taxonomy.yaml, crowd/resolved.json, dataset}``; only the
-    ``dataset`` folder is replaced (atomically), never ``spin/`` itself.
+    ``dataset`` folder is replaced (atomically), never ``spin/`` itself. When ``dataset`` was built
+    with the same build key nothing is done (``force`` rebuilds anyway).
 
     Returns:
-        A summary: output path, Table 1 counts, images left out (no parts; over the cap), resolved
-        records outside the selection, skipped records.
+        A summary: output path, ``up_to_date``, Table 1 counts, images left out (no parts; over the
+        cap), resolved records outside the selection, skipped records.
 
     Raises:
         InputError: a missing or malformed source, taxonomy or resolved file.
@@ -123,28 +130,41 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
     taxonomy_path, resolved_path = Path(taxonomy_path or paths["taxonomy"]), Path(resolved_path or paths["resolved"])
     out = Path(out or paths["dataset"])
     logger = get_run_logger()
+    hashes = hash_sources(source_files(Path(partimagenet_root), taxonomy_path, resolved_path),
+                          hint="build the taxonomy (segbench build spin-taxonomy) and import the crowd answers "
+                               "(segbench spin import) first; --partimagenet holds annotations/ and images/")
+    key = build_key(dataset="spin", logic_version=sd.BUILDER_VERSION, params=params.model_dump(mode="json"),
+                    input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s is up to date", out)
+        return up_to_date_summary(out, skipped=read_manifest(out).skipped)
     policy = ImportPolicy(on_error=params.on_error)
     source, images = load_source(Path(partimagenet_root), params, policy)
     categories = sd.subpart_categories(load_taxonomy(taxonomy_path))
     subparts, outside = sd.subpart_annotations(read_resolved(resolved_path), images, categories, policy=policy,
                                                path=resolved_path)
-    with staged_directory(out) as stage:
-        cocos = write_files(stage, images, subparts, categories)
-        table = write_statistics(stage, cocos)
+    with resumable_stage(out, key) as stage:
+        cocos = write_files(stage.path, images, subparts, categories)
+        table = write_statistics(stage.path, cocos)
         if len(policy.report):
-            write_skip_report(stage, policy.report)
+            write_skip_report(stage.path, policy.report)
         counts = {"composition": table, "without_parts": source.without_parts,
                   "over_cap": len(source.images) - len(images), "resolved_outside_selection": outside,
                   "per_supercategory": _per_super(images)}
-        inputs = {f"partimagenet_{split}": path for split, path in source.annotation_files.items()}
-        inputs |= {"taxonomy": taxonomy_path, "resolved": resolved_path}
-        manifest = build_manifest(dataset="spin", builder_version=sd.BUILDER_VERSION, root=stage,
-                                  params=params.model_dump(mode="json"), inputs=inputs, counts=counts,
-                                  seed=params.seed, skipped=len(policy.report))
-        write_manifest(stage, manifest)
+        manifest = stage_manifest(stage, dataset="spin", builder_version=sd.BUILDER_VERSION,
+                                  params=params.model_dump(mode="json"), inputs={}, input_hashes=hashes,
+                                  counts=counts, seed=params.seed, skipped=len(policy.report))
+        write_manifest(stage.path, manifest)
     if len(policy.report):
         logger.warning("left out %d bad records; see %s", len(policy.report), out / "skipped.json")
-    return {"out": str(out), "counts": counts, "skipped": len(policy.report)}
+    return {"out": str(out), "up_to_date": False, "counts": counts, "skipped": len(policy.report)}
+
+
+def source_files(partimagenet_root: Path, taxonomy_path: Path, resolved_path: Path) -> dict[str, Path]:
+    """Every file the build reads, by label (the images folder stands for the images under it)."""
+    files = {f"partimagenet_{split}": annotation_path(partimagenet_root, split) for split in SPLITS}
+    return files | {"partimagenet_images": partimagenet_root / "images", "taxonomy": taxonomy_path,
+                    "resolved": resolved_path}
 
 
 def _per_super(images: dict[int, SourceImage]) -> dict[str, int]:

@@ -1,14 +1,19 @@
 """The valid-vocabulary build flow (seed 003): captions → nouns → candidates → judgements → files.
 
 Mining runs one task per shard of distinct captions; the shards go to a pool of worker processes
-(one spaCy pipeline each), so Prefect's threads only wait on them. Judging runs one task per group
-of questions through ``provider.answer_many`` (the provider's cache makes a rebuild replay its
-answers). Outputs are written into a staged directory: ``<dataset>.json`` (our vocabulary format),
-``candidates.jsonl`` and ``manifest.json``.
+(one spaCy pipeline each), so Prefect's threads only wait on them. Each shard is a unit whose noun
+counts Prefect persists, so a killed build resumes without mining the finished shards again. On a
+Dask cluster a shard task mines in its worker process instead (one pipeline per process). Judging
+runs one task per group of questions through ``provider.answer_many`` (the provider's cache makes a
+rebuild replay its answers). Outputs are written into a resumable stage: ``<dataset>.json`` (our
+vocabulary format), ``candidates.jsonl`` and ``manifest.json``. The build key covers the caption and
+category files, the params, the provider and the prompt and builder versions; a rebuild with the
+same key does nothing.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
@@ -17,14 +22,17 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.units import UNIT
 from segbench.providers.base import LanguageProvider, Question, Usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams
 from segbench.tasks import nouns as mining
 from segbench.tasks import vocab as vb
-from segbench.tasks.io import staged_directory, write_json, write_jsonl
-from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.tasks.io import write_json, write_jsonl
+from segbench.tasks.manifest import write_manifest
+from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the manifest records the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"  # the default settings.work_dir / "nltk_data"
 MAX_SHARDS_IN_FLIGHT_PER_WORKER = 2  # bounds how many shards' captions wait in memory at once
 
@@ -36,9 +44,25 @@ def read_captions(paths: list[Path], field: str) -> Counter[str]:
     return counts
 
 
-@task(name="mine-shard", cache_policy=NO_CACHE)
-def mine_shard(miner: mining.NounMiner, shard: mining.Shard) -> Counter[str]:
-    return miner.mine(shard)
+# The miner of this process per (model, batch size): the flow's (with its worker pool) while it runs,
+# else one made on first use (a Dask worker process, which gets only the shard and the model name).
+_MINERS: dict[tuple[str, int], mining.NounMiner] = {}
+_MINERS_LOCK = threading.Lock()
+
+
+def _process_miner(model: str, batch_size: int) -> mining.NounMiner:
+    with _MINERS_LOCK:
+        miner = _MINERS.get((model, batch_size))
+        if miner is None:
+            miner = _MINERS[(model, batch_size)] = mining.NounMiner(model, workers=1, batch_size=batch_size)
+            miner.__enter__()  # kept for the life of the process: the pipeline loads once
+        return miner
+
+
+@task(name="mine-shard", **UNIT)
+def mine_shard(unit_key: str, shard: mining.Shard, model: str, batch_size: int) -> Counter[str]:
+    """The noun counts of one shard (a unit: its persisted counts are the result a rerun reuses)."""
+    return _process_miner(model, batch_size).mine(shard)
 
 
 @task(name="select-candidates", cache_policy=NO_CACHE)
@@ -60,20 +84,38 @@ def write_outputs(stage: Path, dataset: str, vocab: dict[str, Any], rows: list[d
     write_jsonl(stage / "candidates.jsonl", rows)
 
 
-def _mine(caption_counts: Counter[str], params: VocabParams) -> tuple[dict[str, int], str]:
-    """Submit one task per shard, at most a few per worker at a time; total the counts."""
+def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
+          ) -> tuple[dict[str, int], str, dict[str, int]]:
+    """Submit one unit per shard, at most a few per worker at a time; total the counts.
+
+    Returns the nouns, the loaded pipeline's id and how many units ran now or were reused.
+    """
     total: Counter[str] = Counter()
+    units = {"computed": 0, "reused": 0}
     in_flight: list[Future] = []
     limit = max(1, params.workers) * MAX_SHARDS_IN_FLIGHT_PER_WORKER
+    slot = (params.spacy_model, params.batch_size)
+
+    def collect(future: Future) -> None:
+        total.update(future.result())
+        units["reused" if future.state.name == "Cached" else "computed"] += 1
+
     with mining.NounMiner(params.spacy_model, workers=params.workers, batch_size=params.batch_size) as miner:
-        for shard in mining.shards(caption_counts, params.shard_size):
-            if len(in_flight) >= limit:
-                total.update(in_flight.pop(0).result())
-            in_flight.append(mine_shard.submit(miner, shard))
-        for future in in_flight:
-            total.update(future.result())
+        with _MINERS_LOCK:
+            _MINERS[slot] = miner
+        try:
+            for number, shard in enumerate(mining.shards(caption_counts, params.shard_size)):
+                if len(in_flight) >= limit:
+                    collect(in_flight.pop(0))
+                in_flight.append(mine_shard.submit(stage.unit_key(f"mine/{number}"), shard, params.spacy_model,
+                                                   params.batch_size))
+            for future in in_flight:
+                collect(future)
+        finally:
+            with _MINERS_LOCK:
+                _MINERS.pop(slot, None)
         model = miner.model_id
-    return mining.finalize(total, min_count=params.min_count), model
+    return mining.finalize(total, min_count=params.min_count), model, units
 
 
 def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
@@ -113,7 +155,8 @@ def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[d
 
 @flow(name="build-vocab")
 def build_vocab(captions: list[Path], categories: Path | str, out: Path, provider: Any,
-                params: VocabParams | None = None, nltk_data: Path | None = None) -> dict[str, Any]:
+                params: VocabParams | None = None, nltk_data: Path | None = None, force: bool = False
+                ) -> dict[str, Any]:
     """Build the valid vocabulary of a category set from caption files into ``out``.
 
     Args:
@@ -125,9 +168,11 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
             because Prefect builds a parameter schema and a ``Protocol`` is no valid schema type.
         nltk_data: where the WordNet data for the candidate pre-filter is prepared
             (default ``.segbench/nltk_data``).
+        force: rebuild even when ``out`` was built with the same build key.
 
     Returns:
-        A summary: output path, counts, answer problems and provider usage.
+        A summary: output path, ``up_to_date``, counts, answer problems, provider usage and
+        ``units`` (mining shards computed / reused from a killed run).
 
     Raises:
         InputError: bad captions or category file, or the spaCy model is not installed.
@@ -137,9 +182,31 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     captions, out = [Path(p) for p in captions], Path(out)
     logger = get_run_logger()
     dataset, cats, categories_file = vb.load_categories(categories)
+    inputs = {f"captions:{p.as_posix()}": p for p in captions} | {f"categories:{dataset}": categories_file}
+    hashes = hash_sources(inputs, hint="--captions must name existing caption files")
+    provenance = {"provider": provider.name, "provider_model": provider.model,
+                  "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}
+    # The number of worker processes changes no count, so a build with more workers is the same build.
+    key = build_key(dataset="vocab", logic_version=BUILDER_VERSION,
+                    params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s is up to date", out)
+        summary = up_to_date_summary(out, dataset=dataset)
+        summary["counts"]["usage"] = _usage_since(Usage(), Usage())  # no question asked
+        return summary
 
+    with resumable_stage(out, key) as stage:
+        summary = _build(stage, captions, cats, dataset, provider, params, nltk_data, hashes, provenance)
+    summary["out"] = str(out)
+    return summary
+
+
+def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset: str, provider: Any,
+           params: VocabParams, nltk_data: Path | None, hashes: dict[str, str], provenance: dict[str, Any]
+           ) -> dict[str, Any]:
+    logger = get_run_logger()
     caption_counts = read_captions(captions, params.caption_field)
-    nouns, spacy_model = _mine(caption_counts, params)
+    nouns, spacy_model, units = _mine(stage, caption_counts, params)
     logger.info("%d nouns seen at least %d times", len(nouns), params.min_count)
     candidates = select_candidates(cats, nouns, params.top_k, Path(nltk_data or DEFAULT_NLTK_DATA))
 
@@ -155,17 +222,13 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     counts = {"captions": sum(caption_counts.values()), "distinct_captions": len(caption_counts),
               "nouns": len(nouns), "categories": len(cats), "candidates": len(rows), "questions": n_questions,
               "levels": levels, "answer_problems": problems}
-    provenance = {"provider": provider.name, "provider_model": provider.model,
-                  "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION,
-                  "spacy_model_loaded": spacy_model, "categories": dataset}
-    inputs = {f"captions:{p.as_posix()}": p for p in captions} | {f"categories:{dataset}": categories_file}
-    with staged_directory(out) as stage:
-        write_outputs(stage, dataset, vocab, rows)
-        manifest = build_manifest(dataset="vocab", builder_version=BUILDER_VERSION, root=stage,
-                                  params={**params.model_dump(mode="json"), **provenance}, inputs=inputs,
-                                  counts=counts)
-        write_manifest(stage, manifest)
+    write_outputs(stage.path, dataset, vocab, rows)
+    manifest = stage_manifest(stage, dataset="vocab", builder_version=BUILDER_VERSION,
+                              params={**params.model_dump(mode="json"), **provenance,
+                                      "spacy_model_loaded": spacy_model},
+                              inputs={}, input_hashes=hashes, counts=counts)
+    write_manifest(stage.path, manifest)
     # Usage (calls, cache hits, tokens, cost) belongs to this run, not to the dataset: it is logged and
     # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.
     logger.info("provider usage this run: %s", usage)
-    return {"out": str(out), "dataset": dataset, "counts": {**counts, "usage": usage}}
+    return {"dataset": dataset, "up_to_date": False, "counts": {**counts, "usage": usage}, "units": units}

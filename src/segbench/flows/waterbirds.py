@@ -9,8 +9,10 @@ Layout under the dataset root (like COCO-CD)::
     masks/<id:012d>.png                 label maps (0 background, 1 landbird, 2 waterbird)
     manifest.json
 
-Tasks are coarse (one per stage, rendering in shards), with caching off so Prefect never hashes
-the inputs.
+Tasks are coarse (one per stage, rendering in shards), with Prefect's input hashing off. The build
+key covers the CUB lists, the bird images and segmentations, the place folders, the params and the
+builder version: a rebuild with the same key does nothing, and a killed build resumes in its stage,
+where every finished render shard (a unit) is kept.
 """
 
 from __future__ import annotations
@@ -25,11 +27,14 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.errors import InputError
 from segbench.flows.publish import publish_data
+from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.units import UNIT, count_units
 from segbench.tasks import waterbirds as wb
 from segbench.tasks.coco_cd import png_bytes
 from segbench.tasks.coco_cd_outputs import markdown_table
-from segbench.tasks.io import atomic_write_bytes, atomic_write_text, staged_directory, write_json
-from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.tasks.io import atomic_write_bytes, atomic_write_text, read_json, write_json
+from segbench.tasks.manifest import write_manifest
+from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
 from segbench.tasks.splits import SplitPlan, draw_splits, rho_name
 
 RENDER_SHARD = 200
@@ -93,8 +98,9 @@ def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Recor
     return {"group_counts": counts, "mislabels": species["substring_mislabels"]}
 
 
-@task(name="render-shard", cache_policy=NO_CACHE)
-def render_shard(stage: Path, cub_root: Path, places_root: Path, records: list[wb.Record]) -> int:
+@task(name="render-shard", **UNIT)
+def render_shard(unit_key: str, stage: Path, cub_root: Path, places_root: Path, records: list[wb.Record]) -> int:
+    """Composite one shard's birds into the stage (a unit: a rerun of the same stage skips it)."""
     for record in records:
         image, label = wb.render(cub_root, places_root, record.bird, record.place_file, record.y)
         stem = f"{record.bird.image_id:012d}"
@@ -105,13 +111,21 @@ def render_shard(stage: Path, cub_root: Path, places_root: Path, records: list[w
     return len(records)
 
 
-def _render_all(stage: Path, cub_root: Path, places_root: Path, records: dict[int, wb.Record], plan: SplitPlan
-                ) -> int:
+def _render_all(stage: Stage, cub_root: Path, places_root: Path, records: dict[int, wb.Record], plan: SplitPlan
+                ) -> tuple[int, dict[str, int]]:
     ids = sorted({*plan.val, *plan.test, *(i for train in plan.train.values() for i in train)})
     shards = [[records[i] for i in ids[k : k + RENDER_SHARD]] for k in range(0, len(ids), RENDER_SHARD)]
-    futures = [render_shard.submit(stage, cub_root, places_root, shard) for shard in shards]
+    futures = [render_shard.submit(stage.unit_key(f"render/{n}"), stage.path, cub_root, places_root, shard)
+               for n, shard in enumerate(shards)]
     progress.gather(futures, "Compositing birds on places", len(ids), units=int)
-    return len(ids)
+    return len(ids), count_units(futures)
+
+
+def source_files(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams) -> dict[str, Path]:
+    """Every file the build reads, by label (a folder stands for the files under it)."""
+    files = {name: cub_root / name for name in wb.CUB_FILES}
+    files |= {"images": cub_root / "images", "segmentations": cub_root / "segmentations"}
+    return files | {f"places:{place}": places_root / place for place in (*params.land_places, *params.water_places)}
 
 
 @flow(name="build-waterbirds")
@@ -122,15 +136,18 @@ def build_waterbirds(
     params: wb.WaterbirdsParams | None = None,
     publish_repo: Path | None = None,
     publish_data_dir: str = "data",
+    force: bool = False,
 ) -> dict[str, Any]:
     """Build Waterbirds-seg from a CUB-200-2011 root and a Places root into ``out``.
 
     Only birds that land in some split are rendered. The output replaces ``out`` only when complete;
-    with ``publish_repo`` the last step publishes a DVC version of ``publish_data_dir``.
+    with ``publish_repo`` the last step publishes a DVC version of ``publish_data_dir``. When ``out``
+    was built with the same build key nothing is done (``force`` rebuilds anyway).
 
     Returns:
-        A summary: output path, counts (birds per type and group, rendered, splits) and the
-        species that substring matching would mislabel.
+        A summary: output path, ``up_to_date``, counts (birds per type and group, rendered, splits),
+        the species that substring matching would mislabel and ``units`` (render shards computed /
+        reused from a killed run).
 
     Raises:
         InputError: a source file is missing or unreadable.
@@ -139,11 +156,20 @@ def build_waterbirds(
     params = params or wb.WaterbirdsParams()
     cub_root, places_root, out = Path(cub_root), Path(places_root), Path(out)
     logger = get_run_logger()
+    hashes = hash_sources(source_files(cub_root, places_root, params),
+                          hint="--cub-root must hold the CUB lists, images/ and segmentations/; "
+                               "--places-root one folder per place")
+    key = build_key(dataset="waterbirds_seg", logic_version=wb.BUILDER_VERSION,
+                    params=params.model_dump(mode="json"), input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s is up to date", out)
+        summary = up_to_date_summary(out, mislabels=read_json(out / "species.json")["substring_mislabels"])
+        return _published(summary, publish_repo, publish_data_dir)
     birds, records = load_records(cub_root, places_root, params)
     plan = plan_splits(records, params)
-    with staged_directory(out) as stage:
-        tables = write_records(stage, birds, records, plan, params)
-        rendered = _render_all(stage, cub_root, places_root, records, plan)
+    with resumable_stage(out, key) as stage:
+        tables = write_records(stage.path, birds, records, plan, params)
+        rendered, units = _render_all(stage, cub_root, places_root, records, plan)
         counts = {
             "birds": len(birds),
             "per_class": {c: sum(r.y == y for r in records.values()) for y, c in enumerate(wb.CLASSES)},
@@ -152,15 +178,19 @@ def build_waterbirds(
             "train_per_class_total": plan.per_class_total,
             "splits": tables["group_counts"],
         }
-        inputs = {name: cub_root / name for name in wb.CUB_FILES}
-        manifest = build_manifest(dataset="waterbirds_seg", builder_version=wb.BUILDER_VERSION, root=stage,
-                                  params=params.model_dump(mode="json"), inputs=inputs, counts=counts,
-                                  seed=params.seed)
-        write_manifest(stage, manifest)
+        manifest = stage_manifest(stage, dataset="waterbirds_seg", builder_version=wb.BUILDER_VERSION,
+                                  params=params.model_dump(mode="json"), inputs={}, input_hashes=hashes,
+                                  counts=counts, seed=params.seed)
+        write_manifest(stage.path, manifest)
     if tables["mislabels"] and params.species_match == "tokens":
         logger.info("substring matching would mislabel %d species as waterbirds; see species.json",
                     len(tables["mislabels"]))
-    summary = {"out": str(out), "counts": counts, "mislabels": tables["mislabels"]}
+    summary = {"out": str(out), "up_to_date": False, "counts": counts, "mislabels": tables["mislabels"],
+               "units": units}
+    return _published(summary, publish_repo, publish_data_dir)
+
+
+def _published(summary: dict[str, Any], publish_repo: Path | None, publish_data_dir: str) -> dict[str, Any]:
     if publish_repo is not None:
         summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary

@@ -1,7 +1,8 @@
 """Writing a COCO-CD build: context evidence, tables, split files, label masks and images.
 
 Every function writes into a staging directory given by the caller (the flow swaps it in when the
-whole build succeeded) and returns what it wrote. Layout under the dataset root::
+whole build succeeded) and returns what it wrote; :func:`finished_summary` reads a finished build
+back. Layout under the dataset root::
 
     context.jsonl                       one evidence row per retained image
     tables/context_coverage.{json,md}   seed 002 Table 4
@@ -23,7 +24,8 @@ from segbench.errors import SkipReport
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks.coco import CocoIndex
 from segbench.tasks.coco_cd import CONTEXTS, label_mask, png_bytes, resized_image, split_coco
-from segbench.tasks.io import atomic_write_bytes, atomic_write_text, write_json, write_jsonl
+from segbench.tasks.io import atomic_write_bytes, atomic_write_text, read_json, write_json, write_jsonl
+from segbench.tasks.manifest import read_manifest
 from segbench.tasks.splits import SplitPlan, rho_name
 
 
@@ -82,6 +84,22 @@ def write_splits(
     return written
 
 
+def render_slice(instances: CocoIndex, image_ids: Sequence[int], params: CocoCdParams) -> CocoIndex:
+    """The part of ``instances`` that renders ``image_ids``: their records and target-class annotations.
+
+    A shard of the render stage gets this instead of the whole index, so a task sent to another
+    process carries a few hundred annotations rather than every annotation of COCO.
+    """
+    wanted = {instances.category_id(name) for name in params.classes}
+    annotations = [ann for image_id in image_ids for ann in instances.anns_by_image.get(image_id, [])
+                   if ann["category_id"] in wanted]
+    part = CocoIndex(path=instances.path, images={i: instances.images[i] for i in image_ids},
+                     categories={i: instances.categories[i] for i in sorted(wanted)}, annotations=annotations,
+                     info=instances.info, licenses=instances.licenses)
+    part.split_paths = dict(instances.split_paths)
+    return part
+
+
 def write_image_and_mask(
     stage: Path, instances: CocoIndex, coco_root: Path, image_id: int, params: CocoCdParams
 ) -> None:
@@ -97,3 +115,10 @@ def write_image_and_mask(
 
 def write_skip_report(stage: Path, report: SkipReport) -> Path:
     return write_json(stage / "skipped.json", report.to_json(), indent=1)
+
+
+def finished_summary(out: Path) -> dict[str, Any]:
+    """What a build summary reports, read back from a finished build (counts, coverage, skips)."""
+    skipped = read_json(out / "skipped.json")
+    return {"counts": read_manifest(out).counts, "coverage": read_json(out / "tables" / "context_coverage.json"),
+            "skipped": skipped["by_error"]}

@@ -11,6 +11,7 @@ from typing import Any
 import segbench
 from segbench.schemas.manifest import Manifest
 from segbench.tasks.io import read_json, sha256_file, sha256_tree, write_json
+from segbench.tasks.resume import NONCE_NAME
 
 MANIFEST_NAME = "manifest.json"
 
@@ -48,7 +49,7 @@ def build_manifest(
         params=dict(params),
         inputs=dict(sorted(input_hashes.items())) if input_hashes is not None
         else {label: sha256_file(path) for label, path in sorted(inputs.items())},
-        outputs=sha256_tree(root, exclude=[MANIFEST_NAME]),
+        outputs=sha256_tree(root, exclude=[MANIFEST_NAME, NONCE_NAME]),  # the nonce is a stage's bookkeeping
         counts=dict(counts),
         skipped=skipped,
         build_key=build_key,

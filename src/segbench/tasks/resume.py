@@ -45,7 +45,7 @@ def build_key(*, dataset: str, logic_version: str, params: Mapping[str, Any], in
     )
 
 
-def is_up_to_date(out: str | Path, key: str) -> bool:
+def is_up_to_date(out: str | Path, key: str, *, manifest_name: str = MANIFEST_NAME) -> bool:
     """Whether ``out`` holds a finished build with this key, every file its manifest lists present.
 
     Sizes and hashes are not re-read: outputs are only ever swapped in whole, so a listed file that
@@ -53,7 +53,7 @@ def is_up_to_date(out: str | Path, key: str) -> bool:
     """
     out = Path(out)
     try:
-        manifest = read_json(out / MANIFEST_NAME)
+        manifest = read_json(out / manifest_name)
     except Exception:  # missing or unreadable: not up to date, the build will replace it
         return False
     if not isinstance(manifest, dict) or manifest.get("build_key") != key:
@@ -83,7 +83,8 @@ def stage_path(target: str | Path, key: str) -> Path:
 def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
     """Build ``target`` in a stage kept across crashes, and swap it in when the block succeeds.
 
-    On entry, an existing stage for the same key is reused with whatever finished units it holds.
+    On entry, an existing stage for the same key is reused with whatever finished units it holds,
+    minus the temporary files of writes a crash interrupted.
     On success the stage replaces ``target`` whole and stale stages of other keys are removed. On an
     exception the stage is kept, so fixing the cause and running again resumes.
     """
@@ -93,6 +94,8 @@ def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
     nonce_file = path / NONCE_NAME
     if nonce_file.is_file():
         nonce = nonce_file.read_text().strip()
+        for leftover in path.rglob(".*.tmp"):  # an atomic write the crash cut between write and rename
+            leftover.unlink()
     else:
         shutil.rmtree(path, ignore_errors=True)  # a stage without its nonce never finished being made
         path.mkdir(mode=0o755)

@@ -34,7 +34,7 @@ from segbench.tasks.partimagenet import SourceImage, part_categories, supercateg
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the manifest records the images as an input, and the build key
 LEVELS = ("wholes", "parts", "subparts")
 
 

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from segbench.errors import InputError, VersioningError
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
+from segbench.tasks.io import atomic_write_text
 from segbench.tasks.manifest import MANIFEST_NAME, read_manifest
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 # so a rebuild creates new inodes instead of writing through a link into the cache. Anything that
 # edits a tracked file in place must `dvc unprotect` it first (root ignores the read-only bit).
 CACHE_TYPE = "reflink,hardlink,symlink,copy"
+UNFINISHED_BUILDS = ".*.partial"  # resumable stages: see tasks.resume
 DEFAULT_REMOTE = "storage"
 _STDERR_TAIL = 12  # lines of stderr kept in an error message
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -134,7 +136,17 @@ def ensure_repo(repo: str | Path, *, init_git: bool = False) -> Path:
         logger.info("initialised DVC in %s", repo)
     if _dvc_config(repo)["cache"].get("type") != CACHE_TYPE.split(","):
         _dvc(repo, "config", "cache.type", CACHE_TYPE)
+    _ignore_unfinished_builds(repo)
     return repo
+
+
+def _ignore_unfinished_builds(repo: Path) -> None:
+    """Keep the stages of interrupted builds (``.<name>.<key>.partial``, kept to resume) out of versions."""
+    ignore = repo / ".dvcignore"
+    lines = ignore.read_text().splitlines() if ignore.is_file() else []
+    if UNFINISHED_BUILDS not in lines:
+        atomic_write_text(ignore, "\n".join([*lines, "# interrupted builds segbench resumes; never published",
+                                             UNFINISHED_BUILDS]) + "\n")
 
 
 def _normalise_url(url: str) -> str:

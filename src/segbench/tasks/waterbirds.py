@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from segbench.errors import InputError
 from segbench.tasks.splits import group_id
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the manifest records the images, segmentations and places as inputs, and the build key
 CLASSES = ("landbird", "waterbird")
 CONTEXTS = ("land", "water")
 WATERBIRD_KEYWORDS = (

@@ -1,0 +1,238 @@
+"""The ``rebuild`` flow: every dataset a plan configures, then its evaluations, then one publish.
+
+Each step is the dataset's own flow, run as a subflow, so the Prefect UI shows one parent run with
+a child run per dataset. Dataset flows decide themselves whether their output is up to date (their
+build key: logic version, params, input hashes) and resume a killed build from its finished units;
+this flow only reports what each did. The evaluation flows likewise skip a report whose ground
+truth, predictions and options are unchanged, and publishing unchanged data changes nothing.
+
+The flow holds the data root's lock for its whole run, so a scheduled run and a command started by
+hand never write at the same time (the CLI command therefore does not take the lock itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.logging import get_run_logger
+
+from segbench.errors import InputError
+from segbench.flows.runner import RunnerSpec, runner_session, with_runner
+from segbench.locking import data_root_lock
+from segbench.schemas.rebuild import CafeEvaluation, FlipEvaluation, RebuildPlan, SpinEvaluation, StepReport, load_plan
+
+# Where each dataset lands under the data root unless its table names an out folder.
+DEFAULT_OUT = {"coco_cd": "coco_cd", "waterbirds": "waterbirds_seg", "spin": "spin/dataset", "cafe": "cafe"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One rebuild in progress: the plan, where it writes, and how to call child flows."""
+
+    plan: RebuildPlan
+    data_root: Path
+    work_dir: Path
+    force: bool
+    runner: RunnerSpec | None
+
+    def call(self, child: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Run a child flow on the rebuild's task runner, passing ``force`` when it takes one."""
+        if "force" in inspect.signature(child.fn).parameters:
+            kwargs["force"] = self.force
+        if self.runner is not None:
+            child = with_runner(child, self.runner)
+        return child(*args, **kwargs)
+
+    def settings(self) -> Any:
+        from segbench.settings import load_settings
+
+        return load_settings(data_root=self.data_root, work_dir=self.work_dir)
+
+    def dataset_dir(self, dataset: str) -> Path:
+        step = getattr(self.plan, dataset, None)
+        return Path(step.out) if step is not None and step.out is not None else self.data_root / DEFAULT_OUT[dataset]
+
+
+@flow(name="rebuild")
+def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, force: bool = False,
+            only: list[str] | None = None, runner: Any = None, wait: float = 0.0) -> dict[str, Any]:
+    """Run the steps of a rebuild plan in order: datasets, evaluations, publish.
+
+    Args:
+        plan_path: the plan file (:mod:`segbench.schemas.rebuild`); read at the start of every run,
+            so a served schedule picks up edits without being registered again.
+        data_root, work_dir: as the settings of the same names.
+        force: rebuild and re-evaluate even what is up to date.
+        only: run only these steps (``coco_cd``, ``waterbirds``, ``vocab``, ``spin``, ``cafe``,
+            ``evaluate``, ``publish``); default: every configured one.
+        runner: a :class:`~segbench.flows.runner.RunnerSpec` (or its fields as a dict, as a
+            deployment stores it) for the per-shard tasks of the child flows; default: threads.
+        wait: seconds to wait for the data root's lock when another command holds it.
+
+    Returns:
+        ``{"plan": str, "steps": [StepReport as dict, ...]}`` in the order the steps ran.
+
+    Raises:
+        InputError: a bad plan, an unknown step in ``only``, or an evaluation of a dataset not built.
+        BusyError: another command holds the data root's lock after ``wait`` seconds.
+        Whatever a step raises: the rebuild stops at the first failing step.
+    """
+    plan_path, data_root, work_dir = Path(plan_path).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
+    plan = load_plan(plan_path)
+    steps = plan.select(only, path=plan_path)
+    spec = RunnerSpec(**runner) if isinstance(runner, dict) else runner
+    logger = get_run_logger()
+    logger.info("rebuild of %s: %s", plan_path, ", ".join(steps))
+    reports: list[StepReport] = []
+
+    def waiting(holder: dict | None) -> None:
+        logger.info("waiting for %s to release %s", (holder or {}).get("command", "another command"), data_root)
+
+    with data_root_lock(data_root, command=f"segbench rebuild --plan {plan_path}", wait=wait, on_wait=waiting), \
+            _live_runner(spec) as live:
+        run = _Run(plan=plan, data_root=data_root, work_dir=work_dir, force=force, runner=live)
+        for step in steps:
+            for name, kind, action in _actions(run, step):
+                reports.append(_timed(name, kind, action))
+                logger.info("%s: %s in %.1f s", name, reports[-1].status, reports[-1].seconds)
+    return {"plan": str(plan_path), "steps": [report.model_dump() for report in reports]}
+
+
+@contextlib.contextmanager
+def _live_runner(spec: RunnerSpec | None) -> Iterator[RunnerSpec | None]:
+    if spec is None:
+        yield None
+        return
+    with runner_session(spec) as live:  # one local Dask cluster for every child flow of this run
+        yield live
+
+
+def _timed(name: str, kind: str, action: Callable[[], dict[str, Any]]) -> StepReport:
+    start = time.perf_counter()
+    summary = action()
+    up_to_date = bool(summary.get("up_to_date"))
+    return StepReport(step=name, status="up to date" if up_to_date else kind, up_to_date=up_to_date,
+                      units=summary.get("units"), seconds=round(time.perf_counter() - start, 2),
+                      out=summary.get("out"))
+
+
+def _actions(run: _Run, step: str) -> list[tuple[str, str, Callable[[], dict[str, Any]]]]:
+    """The (row name, what doing it is called, action) of one step; ``evaluate`` has one per entry."""
+    if step == "evaluate":
+        return [(f"evaluate:{name}", "evaluated", lambda e=entry, n=name: _evaluate(run, e, n))
+                for entry, name in zip(run.plan.evaluate, run.plan.evaluation_names())]
+    if step == "publish":
+        return [("publish", "published", lambda: _publish(run))]
+    return [(step, "built", lambda: _BUILDERS[step](run))]
+
+
+# --- datasets -------------------------------------------------------------------------------------
+
+
+def _coco_cd(run: _Run) -> dict[str, Any]:
+    from segbench.flows.coco_cd import build_coco_cd
+
+    step = run.plan.coco_cd
+    return run.call(build_coco_cd, step.coco_root, step.stuff_root, run.dataset_dir("coco_cd"), step.params)
+
+
+def _waterbirds(run: _Run) -> dict[str, Any]:
+    from segbench.flows.waterbirds import build_waterbirds
+
+    step = run.plan.waterbirds
+    return run.call(build_waterbirds, step.cub_root, step.places_root, run.dataset_dir("waterbirds"), step.params)
+
+
+def _vocab(run: _Run) -> dict[str, Any]:
+    from segbench.flows.vocab import build_vocab
+    from segbench.providers import make_provider
+    from segbench.schemas.vocab import VocabParams
+    from segbench.tasks.vocab import load_categories
+
+    step, settings = run.plan.vocab, run.settings()
+    dataset, _, _ = load_categories(step.categories)
+    params = VocabParams(**step.params.model_dump(exclude={"spacy_model"}),
+                         spacy_model=step.params.spacy_model or settings.spacy_model)
+    provider = make_provider(settings, replay_only=step.replay_only or settings.replay_only)
+    return run.call(build_vocab, step.captions, step.categories, step.out or run.data_root / "vocab" / dataset,
+                    provider, params, nltk_data=run.work_dir / "nltk_data")
+
+
+def _spin(run: _Run) -> dict[str, Any]:
+    from segbench.flows.spin import build_spin
+
+    step = run.plan.spin
+    return run.call(build_spin, step.partimagenet_root, run.data_root, step.params, taxonomy_path=step.taxonomy,
+                    resolved_path=step.resolved, out=run.dataset_dir("spin"))
+
+
+def _cafe(run: _Run) -> dict[str, Any]:
+    from segbench.flows.cafe_verify import build_cafe
+
+    return run.call(build_cafe, run.data_root, run.plan.cafe.round, out=run.dataset_dir("cafe"))
+
+
+_BUILDERS: dict[str, Callable[[_Run], dict[str, Any]]] = {
+    "coco_cd": _coco_cd, "waterbirds": _waterbirds, "vocab": _vocab, "spin": _spin, "cafe": _cafe}
+
+
+# --- evaluations and publish ----------------------------------------------------------------------
+
+
+def _evaluate(run: _Run, entry: FlipEvaluation | CafeEvaluation | SpinEvaluation, name: str) -> dict[str, Any]:
+    """Run one ``[[evaluate]]`` entry; the evaluation flow itself skips a report that is up to date."""
+    dataset = run.dataset_dir(entry.dataset)
+    if not (dataset / "manifest.json").is_file():
+        raise InputError(f"evaluation {name}: the {entry.dataset} dataset is not built", path=dataset,
+                         hint=f"add [{entry.dataset}] to the plan, or build it with segbench build first")
+    out = Path(entry.out or run.data_root / "eval" / entry.dataset / f"rebuild-{name}")
+    result = _run_evaluation(run, entry, dataset, out)
+    return {"out": str(out), "up_to_date": bool(result.get("up_to_date")), "units": result.get("units")}
+
+
+def _run_evaluation(run: _Run, entry: Any, dataset: Path, out: Path) -> dict[str, Any]:
+    repo = run.plan.repo
+    common = {"repo": repo, "rev": None, "out": out}
+    if isinstance(entry, FlipEvaluation):
+        from segbench.flows.evaluate import evaluate_coco_cd, evaluate_waterbirds
+
+        child = evaluate_coco_cd if entry.dataset == "coco_cd" else evaluate_waterbirds
+        return run.call(child, predictions=entry.predictions, rho=entry.rho, split=entry.split,
+                        dataset_dir=_relative(dataset, repo), **common)
+    if isinstance(entry, CafeEvaluation):
+        from segbench.flows.evaluate_cafe import evaluate_cafe
+
+        return run.call(evaluate_cafe, gt=None, predictions=entry.predictions, dataset_dir=_relative(dataset, repo),
+                        params=entry.params, **common)
+    from segbench.flows.evaluate_spin import evaluate_spin
+    from segbench.tasks.spin_inputs import prediction_files
+
+    # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
+    return run.call(evaluate_spin, predictions=prediction_files(entry.predictions, entry.split), split=entry.split,
+                    dataset_dir=_relative(dataset.parent, repo), answers=entry.answers, on_error=entry.on_error,
+                    **common)
+
+
+def _publish(run: _Run) -> dict[str, Any]:
+    from segbench.flows.publish import publish_data
+
+    step, repo = run.plan.publish, run.plan.repo
+    record = publish_data(repo=str(repo), data_dir=_relative(run.data_root, repo), remote=step.remote,
+                          remote_url=step.remote_url or run.settings().dvc_remote, commit=step.commit,
+                          message=step.message)
+    return {"out": record.md5, "up_to_date": not record.changed}
+
+
+def _relative(path: Path, repo: Path) -> str:
+    """``path`` as the evaluations and DVC name it inside ``repo`` (as given when it is outside)."""
+    try:
+        return Path(path).resolve().relative_to(Path(repo).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
