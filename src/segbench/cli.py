@@ -27,8 +27,16 @@ from segbench import (
     cli_vocab_eval,
     console,
 )
-from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
-from segbench.cli_eval_common import FORCE, print_up_to_date
+from segbench.cli_common import (
+    FORCE_BUILD,
+    FORCE_EVALUATION,
+    build_status,
+    display_path,
+    print_up_to_date,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 from segbench.cli_rounds import app as rounds_app
 from segbench.cli_rounds import print_ingest
 from segbench.errors import OnError, SegbenchError
@@ -110,7 +118,7 @@ def build_coco_cd_command(
     publish: bool = typer.Option(False, "--publish", help="Publish a DVC version of the data root afterwards."),
     shard_size: int = typer.Option(200, "--shard-size", min=1, help="Images per render unit, the grain of resume "
                                                                     "and of Dask tasks (does not change the output)."),
-    force: bool = typer.Option(False, "--force", help="Rebuild even when the output is up to date."),
+    force: bool = FORCE_BUILD,
 ) -> None:
     """Build COCO-CD: cat/dog images, indoor/outdoor context from COCO-Stuff, ρ-controlled splits.
 
@@ -156,11 +164,8 @@ def _print_build_summary(summary: dict[str, Any]) -> None:
             for split, values in splits.items()]
     console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
     out = display_path(Path(summary["out"]))
-    if summary.get("up_to_date"):
-        console.out.print(f"Up to date: {out} was built from these inputs and parameters (--force rebuilds).")
-    elif "units" in summary:
-        console.out.print("Units: {computed} computed, {reused} reused from an interrupted run".format(**summary["units"]))
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
+    console.out.print(build_status(summary))
 
 
 @build_app.command("waterbirds")
@@ -180,7 +185,7 @@ def build_waterbirds_command(
     seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
     species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
                                                                         "tokens, or substrings as the released build."),
-    force: bool = typer.Option(False, "--force", help="Rebuild even when the output is up to date."),
+    force: bool = FORCE_BUILD,
 ) -> None:
     """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
 
@@ -200,7 +205,6 @@ def build_waterbirds_command(
 
 
 def print_waterbirds_summary(summary: dict[str, Any]) -> None:
-    from segbench.cli_build_status import build_status
 
     counts = summary["counts"]
     console.out.print(console.key_values("Waterbirds-seg", {
@@ -226,7 +230,7 @@ def build_vocab_command(
     min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
     top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
-    force: bool = typer.Option(False, "--force", help="Rebuild even when the output is up to date."),
+    force: bool = FORCE_BUILD,
 ) -> None:
     """Build a valid vocabulary: mine nouns from captions, judge their relation to each category.
 
@@ -249,7 +253,6 @@ def build_vocab_command(
 
 
 def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
-    from segbench.cli_build_status import build_status
 
     counts = summary["counts"]
     usage = counts["usage"]
@@ -292,7 +295,7 @@ def evaluate_coco_cd_command(
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
                                                                 ".npz files with 'probs' (3 × 512 × 512)."),
     rev: str = _REV, repo: Path = _REPO, rho: float = _RHO, split: str = _SPLIT, out: Path = _OUT,
-    force: bool = FORCE,
+    force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles.
 
@@ -306,7 +309,7 @@ def evaluate_waterbirds_command(
     predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps "
                                                                 "(0/1 landbird/2 waterbird) or .npz files with 'probs'."),
     rev: str = _REV, repo: Path = _REPO, rho: float = _RHO, split: str = _SPLIT, out: Path = _OUT,
-    force: bool = FORCE,
+    force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water.
 

@@ -9,8 +9,7 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli_build_status import build_status
-from segbench.cli_common import run_flow
+from segbench.cli_common import build_status, run_flow
 from segbench.cli_rounds import Backend
 from segbench.errors import InputError, OnError
 

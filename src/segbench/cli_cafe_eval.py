@@ -8,8 +8,14 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
-from segbench.cli_eval_common import FORCE, print_up_to_date
+from segbench.cli_common import (
+    FORCE_EVALUATION,
+    display_path,
+    print_up_to_date,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -40,7 +46,7 @@ def evaluate_cafe_command(
                                                                                    "out of the numbers."),
     seed: int = typer.Option(0, "--seed", help="Seed of the calibration split."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cafe/<run>)."),
-    force: bool = FORCE,
+    force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate predictions on CAFE: TA-TP/FN, TA-FP/UA-FP, AFPR/UFPR, ACSR/UCSR and cgF1 per subset.
 
@@ -83,7 +89,7 @@ def evaluate_cgf1_command(
     predictions: Path = typer.Option(..., "--predictions", help="COCO results JSON (RLE segmentations)."),
     score_threshold: float = typer.Option(0.5, "--score-threshold", help="Predictions below are dropped."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cgf1/<run>)."),
-    force: bool = FORCE,
+    force: bool = FORCE_EVALUATION,
 ) -> None:
     """cgF1, IL_MCC, pmF1, IL_FPR and the rest of SAM3's cgF1 summary on any SA-Co-format ground truth.
 

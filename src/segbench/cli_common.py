@@ -1,7 +1,8 @@
-"""What every ``segbench`` command module shares: settings, running a flow, showing paths."""
+"""What every ``segbench`` command module shares: settings, running a flow, ``--force``, what a run did, paths."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,24 @@ def display_path(path: Path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+FORCE_BUILD = typer.Option(False, "--force", help="Rebuild even when the output is up to date.")
+FORCE_EVALUATION = typer.Option(False, "--force", help="Evaluate again even when the report is up to date.")
+
+
+def build_status(summary: Mapping[str, Any]) -> str:
+    """``Up to date`` (with how to rebuild), or how many units ran and how many a killed run had finished."""
+    if summary.get("up_to_date"):
+        return "[green]Up to date[/]: same inputs, options and builder version; nothing rebuilt (--force rebuilds)."
+    units = summary.get("units")
+    if not units:
+        return "[green]Built.[/]"
+    return f"[green]Built[/]: {units['computed']} unit(s) computed, {units['reused']} reused from an interrupted run."
+
+
+def print_up_to_date(result: Mapping[str, Any], out: str | Path) -> None:
+    """Say so when the evaluation found its report up to date (the summary printed next is that report's)."""
+    if result.get("up_to_date"):
+        console.out.print(f"Evaluation up to date: {display_path(Path(out))} (nothing it reads changed; "
+                          "--force evaluates again).")

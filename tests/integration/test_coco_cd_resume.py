@@ -75,7 +75,7 @@ def run_cli(command: list[str]) -> str:
 
 
 def units_of(output: str) -> dict[str, int]:
-    match = re.search(r"Units: (\d+) computed, (\d+) reused", output)
+    match = re.search(r"(\d+) unit\(s\) computed, (\d+) reused", output)
     assert match, output
     return {"computed": int(match[1]), "reused": int(match[2])}
 

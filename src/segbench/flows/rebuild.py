@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,12 +42,10 @@ class _Run:
     runner: RunnerSpec | None
 
     def call(self, child: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Run a child flow on the rebuild's task runner, passing ``force`` when it takes one."""
-        if "force" in inspect.signature(child.fn).parameters:
-            kwargs["force"] = self.force
+        """Run a child flow (every one takes ``force``) on the rebuild's task runner."""
         if self.runner is not None:
             child = with_runner(child, self.runner)
-        return child(*args, **kwargs)
+        return child(*args, force=self.force, **kwargs)
 
     def settings(self) -> Any:
         from segbench.settings import load_settings
