@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make demo` and `make test`.
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench bench-quick clean
 
 install: .venv/.installed
 
@@ -14,9 +14,10 @@ test: install
 	bash scripts/test.sh
 
 bench: install
-	.venv/bin/python bench/coco_cd_scale.py
-	.venv/bin/python bench/noun_mining.py
-	.venv/bin/python bench/cafe_eval.py
+	.venv/bin/python bench/run.py
+
+bench-quick: install
+	.venv/bin/python bench/run.py --quick
 
 clean:
 	rm -rf .venv .segbench

@@ -2,13 +2,12 @@
 
 Generates (or reuses) an annotation-only COCO 2017 + COCO-Stuff tree at COCO scale
 (:mod:`gen_coco_scale`), then runs each step in a fresh child process (:mod:`coco_cd_steps`):
-pycocotools loading the four files (the baseline), the Prefect flow ``build_coco_cd`` without
-images, and the same tasks called as plain functions. Prints a table of ratios measured in this
-run, with peak RSS per step and the build's counts, and writes ``bench/out/coco_cd_scale.json``.
+pycocotools loading the four files (the baseline) and the Prefect flow ``build_coco_cd`` without
+images. Prints the ratio measured in this run, with peak RSS per step and the build's counts, and
+writes ``bench/out/coco_cd_scale.json``. ``bench/run.py`` runs this as one row of its table.
 
     .venv/bin/python bench/coco_cd_scale.py               # COCO scale (make bench)
     .venv/bin/python bench/coco_cd_scale.py --scale 0.05  # a quick check, well under a minute
-    .venv/bin/python bench/coco_cd_scale.py --profile     # also cProfile the plain build
 
 Below scale 1 the val/test sizes per group shrink with the scale (the groups do); at scale 1 the
 build uses the default parameters of the released COCO-CD.
@@ -50,34 +49,17 @@ def run_step(step: str, root: Path, *extra: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def same_outputs(a: Path, b: Path) -> bool:
-    """Whether two builds wrote the same files (the manifests list a sha256 per output)."""
-    outputs = [json.loads((d / "manifest.json").read_text())["outputs"] for d in (a, b)]
-    return outputs[0] == outputs[1]
-
-
-def measure(root: Path, work: Path, params: dict[str, Any], profile: bool) -> dict[str, Any]:
+def measure(root: Path, work: Path, params: dict[str, Any]) -> dict[str, Any]:
     build_args = ["--params", json.dumps(params)]
-    results = {"baseline": run_step("baseline", root),
-               "flow": run_step("flow", root, "--out", str(work / "flow"), *build_args),
-               "plain": run_step("plain", root, "--out", str(work / "plain"), *build_args)}
-    results["same_outputs"] = same_outputs(work / "flow", work / "plain")
-    if profile:
-        stats = OUT_DIR / "coco_cd_plain.prof"
-        run = run_step("plain", root, "--out", str(work / "profiled"), *build_args, "--profile", str(stats))
-        results["profile"] = {"seconds": run["seconds"], "stats_file": str(stats),
-                              "top15_cumulative": run["stages"].pop("profile_top15")}
-    return results
+    return {"baseline": run_step("baseline", root),
+            "flow": run_step("flow", root, "--out", str(work / "flow"), *build_args)}
 
 
 def ratio_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    base = results["baseline"]
-    rows = [("COCO-CD build (flow) / pycocotools load", results["flow"]),
-            ("COCO-CD build (plain functions) / pycocotools load", results["plain"])]
-    return [{"ratio": name, "build_s": step["seconds"], "load_s": base["seconds"],
-             "x": round(step["seconds"] / base["seconds"], 2),
-             "build_peak_rss_mb": step["peak_rss_mb"], "load_peak_rss_mb": base["peak_rss_mb"]}
-            for name, step in rows]
+    base, step = results["baseline"], results["flow"]
+    return [{"ratio": "COCO-CD build (flow) / pycocotools load", "build_s": step["seconds"], "load_s": base["seconds"],
+             "x": round(step["seconds"] / base["seconds"], 2), "build_peak_rss_mb": step["peak_rss_mb"],
+             "load_peak_rss_mb": base["peak_rss_mb"]}]
 
 
 def report(summary: dict[str, Any]) -> str:
@@ -89,12 +71,10 @@ def report(summary: dict[str, Any]) -> str:
     for row in summary["ratios"]:
         lines.append(f"{row['ratio']:52} {row['build_s']:8.2f} {row['load_s']:7.2f} {row['x']:6.2f} "
                      f"{row['build_peak_rss_mb']:9.0f} {row['load_peak_rss_mb']:8.0f}")
-    flow, plain = r["flow"], r["plain"]
-    counts = plain["counts"]
+    flow = r["flow"]
+    counts = flow["counts"]
     lines += ["", f"flow: ephemeral Prefect API start-up {flow['api_start_seconds']} s (not in the build time), "
-              f"import {flow['import_seconds']} s; build + start-up {flow['seconds'] + flow['api_start_seconds']:.2f} s",
-              f"plain stages (s): {plain['stages']}",
-              f"flow and plain builds wrote identical files: {r['same_outputs']}", "",
+              f"import {flow['import_seconds']} s", "",
               f"params: {summary['params']}",
               f"candidates: {counts['with_target_class']} with cat or dog, {counts['both_classes']} both, "
               f"{counts['fg_too_small']} fg too small, {counts['fg_too_large']} fg too large, kept {counts['kept']}",
@@ -102,9 +82,6 @@ def report(summary: dict[str, Any]) -> str:
               "groups (cat·indoor, cat·outdoor, dog·indoor, dog·outdoor):"]
     for rho, splits in counts["splits"].items():
         lines.append(f"  {rho}: " + ", ".join(f"{name} {values}" for name, values in splits.items()))
-    if "profile" in r:
-        lines += ["", f"cProfile of the plain build ({r['profile']['seconds']} s under the profiler), "
-                  "top 15 by cumulative time:", r["profile"]["top15_cumulative"]]
     return "\n".join(lines)
 
 
@@ -114,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated tree")
     parser.add_argument("--regenerate", action="store_true", help="regenerate the tree even if cached")
     parser.add_argument("--keep", action="store_true", help="keep the COCO-CD builds under bench/out/")
-    parser.add_argument("--profile", action="store_true", help="also run the plain build under cProfile")
     args = parser.parse_args(argv)
 
     spec = Spec(args.scale, args.seed)
@@ -123,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     params = build_params(args.scale)
     try:
-        results = measure(root, work, params, args.profile)
+        results = measure(root, work, params)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -19,13 +19,16 @@ import json
 import logging
 import multiprocessing
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from segbench.errors import InputError
 from segbench.tasks.io import read_json
+
+if TYPE_CHECKING:  # spaCy is imported when a pipeline is loaded, not with this module
+    from segbench.tasks.noun_pipeline import MiningPipeline
 
 log = logging.getLogger(__name__)
 
@@ -177,14 +180,17 @@ def model_id(nlp: Any) -> str:
     return f"{nlp.meta.get('lang')}_{nlp.meta.get('name')}-{nlp.meta.get('version')}"
 
 
-def doc_nouns(doc: Any) -> list[str]:
-    """The nouns of one parsed caption: per noun chunk, the head lemma and its compound form."""
+def doc_nouns(doc: Any, lemma_of: Callable[[Any], str] | None = None) -> list[str]:
+    """The nouns of one parsed caption: per noun chunk, the head lemma and its compound form.
+
+    ``lemma_of`` gives a head's lemma when the doc's tokens carry none (:class:`MiningPipeline`).
+    """
     out = []
     for chunk in doc.noun_chunks:
         head = chunk.root
         if head.pos_ not in NOUN_POS:
             continue  # pronoun chunks ("it", "they") are not candidate nouns
-        lemma = head.lemma_.lower().strip()
+        lemma = (head.lemma_ if lemma_of is None else lemma_of(head)).lower().strip()
         if not lemma or not any(ch.isalpha() for ch in lemma):
             continue
         out.append(lemma)
@@ -200,10 +206,12 @@ def _compound_start(doc: Any, head: Any) -> int:
 
     Only the contiguous run counts: "the dog's fire hydrant" gives "fire hydrant", never "dog".
     """
-    members = {t.i for t in head.subtree if t.dep_ == "compound" and _reaches(t, head)}
+    def member(i: int) -> bool:
+        # A token that reaches the head through compound arcs is in its subtree; no need to walk it.
+        return i >= 0 and doc[i].dep_ == "compound" and _reaches(doc[i], head)
+
     start = head.i
-    while start - 1 >= 0 and (start - 1 in members or
-                              (doc[start - 1].tag_ == "HYPH" and start - 2 in members)):
+    while start - 1 >= 0 and (member(start - 1) or (doc[start - 1].tag_ == "HYPH" and member(start - 2))):
         start -= 1
     return start
 
@@ -217,12 +225,23 @@ def _reaches(token: Any, head: Any) -> bool:
     return False
 
 
+def load_mining_pipeline(model: str) -> MiningPipeline:
+    """:func:`load_pipeline` run the way mining needs it (:mod:`segbench.tasks.noun_pipeline`)."""
+    from segbench.tasks.noun_pipeline import MiningPipeline
+
+    return MiningPipeline(load_pipeline(model))
+
+
 def mine_shard(nlp: Any, shard: Shard, *, batch_size: int = 256) -> Counter[str]:
-    """Nouns of one shard, each counted once per occurrence of its caption."""
+    """Nouns of one shard, each counted once per occurrence of its caption.
+
+    ``nlp`` is a spaCy pipeline or a :class:`MiningPipeline` (the same counts, faster).
+    """
     counts: Counter[str] = Counter()
     texts = [caption for caption, _ in shard]
+    lemma_of = getattr(nlp, "head_lemma", None)  # a MiningPipeline leaves lemmas to be asked for
     for doc, (_, times) in zip(nlp.pipe(texts, batch_size=batch_size), shard, strict=True):
-        for noun in doc_nouns(doc):
+        for noun in doc_nouns(doc, lemma_of):
             counts[noun] += times
     return counts
 
@@ -240,7 +259,7 @@ _WORKER_NLP: Any = None
 
 def _init_worker(model: str) -> None:
     global _WORKER_NLP
-    _WORKER_NLP = load_pipeline(model)
+    _WORKER_NLP = load_mining_pipeline(model)
 
 
 def _worker_mine(shard: Shard, batch_size: int) -> Counter[str]:
@@ -264,7 +283,7 @@ class NounMiner:
 
     def __enter__(self) -> Self:
         # Load once here so a missing model fails before any worker starts, with a clear message.
-        self._nlp = load_pipeline(self.model)
+        self._nlp = load_mining_pipeline(self.model)
         if self.workers > 1:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_init_worker, initargs=(self.model,))
