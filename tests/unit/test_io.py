@@ -13,7 +13,6 @@ from segbench.tasks.io import (
     read_json,
     sha256_file,
     sha256_tree,
-    staged_directory,
     write_json,
 )
 
@@ -65,20 +64,3 @@ def test_sha256_tree_is_sorted_relative_and_excludes(tmp_path):
     tree = sha256_tree(tmp_path, exclude=["manifest.json"])
     assert list(tree) == ["a.txt", "b/x.txt"]
     assert tree["a.txt"] == sha256_file(tmp_path / "a.txt")
-
-
-def test_staged_directory_replaces_target_only_on_success(tmp_path):
-    target = tmp_path / "out"
-    target.mkdir()
-    (target / "old.txt").write_text("old")
-    with pytest.raises(RuntimeError):
-        with staged_directory(target) as stage:
-            (stage / "new.txt").write_text("half")
-            raise RuntimeError("crash in the middle")
-    assert [p.name for p in tmp_path.iterdir()] == ["out"]
-    assert (target / "old.txt").read_text() == "old"
-
-    with staged_directory(target) as stage:
-        (stage / "new.txt").write_text("new")
-    assert sorted(p.name for p in target.iterdir()) == ["new.txt"]
-    assert [p.name for p in tmp_path.iterdir()] == ["out"]

@@ -1,7 +1,7 @@
-"""Canonical JSON, atomic writes, sha256 fingerprints and the staging directory.
+"""Canonical JSON, atomic writes and sha256 fingerprints.
 
 These are the primitives every builder writes through, so that the same inputs give byte-identical
-files and a crash never leaves a half-written file (or directory) that looks finished.
+files and a crash never leaves a half-written file that looks finished (folders: ``tasks.resume``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,7 @@ def canonical_json(value: Any, *, indent: int | None = None) -> str:
 def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
 
-    ``durable=False`` skips the per-file fsync: for files inside a :func:`staged_directory`,
+    ``durable=False`` skips the per-file fsync: for files inside a resumable stage (``tasks.resume``),
     which syncs once before it swaps the directory in.
     """
     path = Path(path)
@@ -135,28 +134,3 @@ def sha256_tree(root: str | Path, *, exclude: Iterable[str] = ()) -> dict[str, s
 def fingerprint(value: Any) -> str:
     """sha256 of the canonical JSON of ``value``: a stable key for params, configs, prompts."""
     return sha256_bytes(canonical_json(value).encode("utf-8"))
-
-
-@contextlib.contextmanager
-def staged_directory(target: str | Path) -> Iterator[Path]:
-    """Build a directory in a sibling staging folder and swap it in only when the block succeeds.
-
-    On any exception the staging folder is removed and ``target`` keeps its previous content, so a
-    failed build never leaves a partial dataset behind.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a dataset is meant to be read by others
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    os.sync()  # one flush for everything written into the stage, before it becomes visible
-    previous = target.with_name(f".{target.name}.previous")
-    shutil.rmtree(previous, ignore_errors=True)
-    if target.exists():
-        os.replace(target, previous)
-    os.replace(staging, target)
-    shutil.rmtree(previous, ignore_errors=True)

@@ -4,9 +4,9 @@ A *build key* is a hash of everything an output depends on: the dataset, the ver
 builder's logic, the parameters and the sha256 of every input file. It is recorded in the output's
 manifest, so a rebuild whose key matches the finished output does nothing (:func:`is_up_to_date`).
 
-A build writes into a *resumable stage*, a sibling folder named after the target and the build key.
-Unlike :func:`segbench.tasks.io.staged_directory`, the stage is kept when the process dies (or a
-step raises), so the next run with the same key finds it and its finished units. Each unit (a shard
+A build writes into a *resumable stage*, a sibling folder named after the target and the build key,
+and the stage replaces the target whole only when it is complete. The stage is kept when the process
+dies (or a step raises), so the next run with the same key finds it and its finished units. Each unit (a shard
 of rendered images, a batch of mined captions) is a Prefect task cached under :meth:`Stage.unit_key`;
 the key includes the stage's nonce, so units are only reused with the files they wrote: a stage
 that was deleted or already swapped in gets a fresh nonce and every unit runs again.
