@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from PIL import Image
+from support.flip_eval_data import IMAGE_IDS, write_flip_dataset, write_label_predictions
 
 from segbench.errors import InputError
 from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
@@ -14,57 +15,19 @@ from segbench.tasks.io import canonical_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
-SIZE = 512
-IMAGE_IDS = [139, 285, 632, 724, 776, 785, 802, 872]  # two per group, group = index % 4
 FG_AREA = 128 * 128
-
-
-def _mask(index: int) -> np.ndarray:
-    """A 128x128 square of the group's class at an index-dependent place (same area everywhere)."""
-    mask = np.zeros((SIZE, SIZE), np.uint8)
-    top = 40 * index
-    mask[top : top + 128, 100:228] = 1 + (index % 4) // 2
-    return mask
 
 
 @pytest.fixture
 def repo(tmp_path):
     """A project folder with data/coco_cd: masks and splits/rho_0.95/test.json (no images needed)."""
-    root = tmp_path / "project" / "data" / "coco_cd"
-    (root / "masks").mkdir(parents=True)
-    images = []
-    for index, image_id in enumerate(IMAGE_IDS):
-        group_id = index % 4
-        Image.fromarray(_mask(index)).save(root / "masks" / f"{image_id:012d}.png")
-        images.append(
-            {
-                "id": image_id,
-                "file_name": f"val2017/{image_id:012d}.jpg",
-                "width": 640,
-                "height": 480,
-                "group_id": group_id,
-                "class": "dog" if group_id // 2 else "cat",
-                "context": "outdoor" if group_id % 2 else "indoor",
-                "image_file": f"images/{image_id:012d}.png",
-                "mask_file": f"masks/{image_id:012d}.png",
-            }
-        )
-    split = root / "splits" / "rho_0.95" / "test.json"
-    split.parent.mkdir(parents=True)
-    categories = [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}]
-    split.write_text(json.dumps({"images": images, "annotations": [], "categories": categories}))
+    write_flip_dataset(tmp_path / "project" / "data" / "coco_cd")
     return tmp_path / "project"
 
 
 def test_label_map_predictions_give_hand_computed_metrics(repo, tmp_path):
     # Aligned groups (0, 3) predicted perfectly, counterfactual groups (1, 2) fully swapped.
-    preds = tmp_path / "preds"
-    preds.mkdir()
-    for index, image_id in enumerate(IMAGE_IDS):
-        mask = _mask(index)
-        if index % 4 in (1, 2):
-            mask = np.where(mask == 1, 2, np.where(mask == 2, 1, 0)).astype(np.uint8)
-        Image.fromarray(mask).save(preds / f"{image_id:012d}.png")
+    preds = write_label_predictions(tmp_path / "preds", swapped={1, 2})
 
     result = evaluate_coco_cd(repo, None, preds, tmp_path / "out", shard_size=3)
 

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 from PIL import Image
+from support.vocab_eval_data import write_vocab_evaluation
 from typer.testing import CliRunner
 
 from segbench import cli_vocab
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.integration
 def _evaluate(root, args):
     return CliRunner().invoke(app, ["--data-root", str(root / "data"), "--work-dir", str(root / "work"), "evaluate",
                                     *args])
+
 
 VOCAB = {
     "road": {"exact": ["road"], "synonyms": ["street"], "hyponyms": ["highway"], "meronyms": ["lane marking"],
@@ -101,20 +103,8 @@ def test_vocab_map_missing_vocabulary(files):
 
 
 def _gt_repo(tmp_path):
-    gt = tmp_path / "gt"
-    gt.mkdir()
-    label = np.full((4, 6), 255, np.uint8)
-    label[:2, :] = 0  # road
-    label[2:, :3] = 1  # car
-    label[2:, 3:] = 2  # dog
-    Image.fromarray(label).save(gt / "img1.png")
-    descriptions = [{"image_id": "img1", "descriptions": [
-        {"segment_id": 0, "description": "an empty street"},
-        {"segment_id": 1, "description": "the wheel of a car"},
-        {"segment_id": 2, "description": "a fluffy puppy"},
-    ]}]
-    (tmp_path / "desc.json").write_text(json.dumps(descriptions))
-    (tmp_path / "vocab.json").write_text(json.dumps(VOCAB))
+    write_vocab_evaluation(tmp_path)
+    (tmp_path / "vocab.json").write_text(json.dumps(VOCAB))  # this module's vocabulary: " car" must be trimmed
     return tmp_path
 
 

@@ -24,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
-from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage
 from segbench.schemas.cafe import CafeParams, Candidate, EditPlan, EditType, PlanAnswer, SourceSpec, Target
@@ -34,7 +34,7 @@ from segbench.tasks.coco import load_coco
 from segbench.tasks.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
 from segbench.tasks.manifest import write_manifest
 from segbench.tasks.masks import rle_to_bitmap
-from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
+from segbench.tasks.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
 
 BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, and the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
@@ -190,7 +190,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
 
         editor = make_image_editor(load_settings())
     out = Path(out)
-    hashes = hash_sources(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
+    hashes = hash_inputs(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
     key = build_key(dataset="cafe_candidates", logic_version=BUILDER_VERSION,
                     params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
                     input_hashes=hashes)

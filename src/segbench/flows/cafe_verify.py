@@ -20,14 +20,14 @@ from typing import Any, Literal
 from prefect import flow, get_run_logger
 
 from segbench.errors import InputError, RoundStateError, SkipReport
-from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
 from segbench.tasks import cafe_export, cafe_pairs
 from segbench.tasks import cafe_verification as verification
 from segbench.tasks.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.tasks.manifest import read_manifest, verify_outputs, write_manifest
-from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
+from segbench.tasks.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
 
 BUILDER_VERSION = "2"  # 2: the manifest records the build key
 VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
@@ -138,7 +138,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     # The round's record is left out: it holds creation and ingest times; its key and the candidates'
     # version are params, and the answers file holds everything the export reads from the round. The
     # candidates count by the hashes their manifest lists (not its bytes, which hold a build time).
-    hashes = hash_sources({"answers": store.answers_path(round_key)}, hint=f"segbench rounds ingest {round_key}")
+    hashes = hash_inputs({"answers": store.answers_path(round_key)}, hint=f"segbench rounds ingest {round_key}")
     hashes["candidates_outputs"] = candidates_version(candidates_path)
     params = {"round": round_.key, "candidates": round_.dataset, "candidates_version": round_.dataset_version,
               "verified_rule": VERIFIED_RULE}

@@ -31,7 +31,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.errors import ImportPolicy
-from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import load_taxonomy, read_resolved
 from segbench.schemas.spin_dataset import SpinBuildParams
@@ -41,7 +41,7 @@ from segbench.tasks.coco_cd_outputs import write_skip_report
 from segbench.tasks.io import fingerprint, sha256_file, write_json
 from segbench.tasks.manifest import read_manifest, write_manifest
 from segbench.tasks.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
-from segbench.tasks.resume import build_key, is_up_to_date, resumable_stage
+from segbench.tasks.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
 from segbench.tasks.spin_items import round_items
 from segbench.tasks.spin_stats_report import write_stats
 
@@ -130,7 +130,7 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
     taxonomy_path, resolved_path = Path(taxonomy_path or paths["taxonomy"]), Path(resolved_path or paths["resolved"])
     out = Path(out or paths["dataset"])
     logger = get_run_logger()
-    hashes = hash_sources(source_files(Path(partimagenet_root), taxonomy_path, resolved_path),
+    hashes = hash_inputs(source_files(Path(partimagenet_root), taxonomy_path, resolved_path),
                           hint="build the taxonomy (segbench build spin-taxonomy) and import the crowd answers "
                                "(segbench spin import) first; --partimagenet holds annotations/ and images/")
     key = build_key(dataset="spin", logic_version=sd.BUILDER_VERSION, params=params.model_dump(mode="json"),

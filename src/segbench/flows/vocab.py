@@ -22,7 +22,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT
 from segbench.providers.base import LanguageProvider, Question, Usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams
@@ -30,7 +30,7 @@ from segbench.tasks import nouns as mining
 from segbench.tasks import vocab as vb
 from segbench.tasks.io import write_json, write_jsonl
 from segbench.tasks.manifest import write_manifest
-from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
+from segbench.tasks.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
 
 BUILDER_VERSION = "2"  # 2: the manifest records the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"  # the default settings.work_dir / "nltk_data"
@@ -183,7 +183,7 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     logger = get_run_logger()
     dataset, cats, categories_file = vb.load_categories(categories)
     inputs = {f"captions:{p.as_posix()}": p for p in captions} | {f"categories:{dataset}": categories_file}
-    hashes = hash_sources(inputs, hint="--captions must name existing caption files")
+    hashes = hash_inputs(inputs, hint="--captions must name existing caption files")
     provenance = {"provider": provider.name, "provider_model": provider.model,
                   "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}
     # The number of worker processes changes no count, so a build with more workers is the same build.

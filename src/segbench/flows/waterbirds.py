@@ -27,14 +27,14 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.errors import InputError
 from segbench.flows.publish import publish_data
-from segbench.flows.resumable import hash_sources, stage_manifest, up_to_date_summary
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.tasks import waterbirds as wb
 from segbench.tasks.coco_cd import png_bytes
 from segbench.tasks.coco_cd_outputs import markdown_table
 from segbench.tasks.io import atomic_write_bytes, atomic_write_text, read_json, write_json
 from segbench.tasks.manifest import write_manifest
-from segbench.tasks.resume import Stage, build_key, is_up_to_date, resumable_stage
+from segbench.tasks.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
 from segbench.tasks.splits import SplitPlan, draw_splits, rho_name
 
 RENDER_SHARD = 200
@@ -156,7 +156,7 @@ def build_waterbirds(
     params = params or wb.WaterbirdsParams()
     cub_root, places_root, out = Path(cub_root), Path(places_root), Path(out)
     logger = get_run_logger()
-    hashes = hash_sources(source_files(cub_root, places_root, params),
+    hashes = hash_inputs(source_files(cub_root, places_root, params),
                           hint="--cub-root must hold the CUB lists, images/ and segmentations/; "
                                "--places-root one folder per place")
     key = build_key(dataset="waterbirds_seg", logic_version=wb.BUILDER_VERSION,

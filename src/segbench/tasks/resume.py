@@ -23,14 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from segbench.errors import InputError
 from segbench.tasks.io import atomic_write_text, fingerprint, read_json, sha256_file, sha256_tree
 
 NONCE_NAME = ".stage-nonce"
 MANIFEST_NAME = "manifest.json"
 
 
-def hash_inputs(inputs: Mapping[str, str | Path]) -> dict[str, str]:
-    """sha256 of every input, keyed by its label and sorted; a folder hashes to the hash of its tree."""
+def hash_inputs(inputs: Mapping[str, str | Path], *, hint: str = "check the path") -> dict[str, str]:
+    """sha256 of every input, keyed by its label and sorted; a folder hashes to the hash of its tree.
+
+    Raises:
+        InputError: an input does not exist (named, with ``hint``): the loaders that would have said
+            so run only after the up-to-date check.
+    """
+    for path in inputs.values():
+        if not Path(path).exists():
+            raise InputError("input not found", path=path, hint=hint)
     hashes = {}
     for label, path in sorted(inputs.items()):
         path = Path(path)
