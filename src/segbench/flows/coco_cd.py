@@ -22,7 +22,6 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import State
 from prefect.utilities.annotations import quote
 
 from segbench import progress
@@ -121,12 +120,6 @@ def _render_all(stage, instances: CocoIndex, coco_root: Path, plan: SplitPlan, p
     return futures
 
 
-def _tally(units: dict[str, int], state: State) -> dict[str, int]:
-    """``units`` with one more unit, counted as reused when ``state`` was replayed from the cache."""
-    kind = "reused" if state.name == "Cached" else "computed"
-    return {**units, kind: units[kind] + 1}
-
-
 @flow(name="build-coco-cd")
 def build_coco_cd(
     coco_root: Path,
@@ -208,5 +201,5 @@ def _build(coco_root: Path, files: dict[str, Path], hashes: dict[str, str], key:
     if len(policy.report):
         get_run_logger().warning("skipped %d item(s); see %s", len(policy.report), out / "skipped.json")
     return {"counts": counts, "coverage": tables["coverage"], "skipped": policy.report.counts(),
-            "units": _tally(count_units(futures), context)}
+            "units": count_units([context, *futures])}
 

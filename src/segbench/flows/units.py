@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from prefect.client.schemas.objects import State
 from prefect.futures import PrefectFuture
 
 
@@ -25,8 +26,8 @@ def unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
 UNIT: dict[str, Any] = {"cache_key_fn": unit_cache_key, "persist_result": True, "cache_expiration": None}
 
 
-def count_units(futures: Iterable[PrefectFuture]) -> dict[str, int]:
-    """How many of these finished unit tasks ran now and how many were replayed from an earlier run."""
-    states = [future.state for future in futures]
+def count_units(runs: Iterable[PrefectFuture | State]) -> dict[str, int]:
+    """How many of these finished unit tasks (futures, or final states) ran now and how many were replayed."""
+    states = [run.state if isinstance(run, PrefectFuture) else run for run in runs]
     reused = sum(state.name == "Cached" for state in states)
     return {"computed": len(states) - reused, "reused": reused}

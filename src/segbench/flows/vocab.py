@@ -23,7 +23,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.flows.resumable import stage_manifest, up_to_date_summary
-from segbench.flows.units import UNIT
+from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import LanguageProvider, Question, Usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams
 from segbench.tasks import nouns as mining
@@ -91,14 +91,14 @@ def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
     Returns the nouns, the loaded pipeline's id and how many units ran now or were reused.
     """
     total: Counter[str] = Counter()
-    units = {"computed": 0, "reused": 0}
+    finished: list[Future] = []
     in_flight: list[Future] = []
     limit = max(1, params.workers) * MAX_SHARDS_IN_FLIGHT_PER_WORKER
     slot = (params.spacy_model, params.batch_size)
 
     def collect(future: Future) -> None:
         total.update(future.result())
-        units["reused" if future.state.name == "Cached" else "computed"] += 1
+        finished.append(future)
 
     with mining.NounMiner(params.spacy_model, workers=params.workers, batch_size=params.batch_size) as miner:
         with _MINERS_LOCK:
@@ -115,7 +115,7 @@ def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
             with _MINERS_LOCK:
                 _MINERS.pop(slot, None)
         model = miner.model_id
-    return mining.finalize(total, min_count=params.min_count), model, units
+    return mining.finalize(total, min_count=params.min_count), model, count_units(finished)
 
 
 def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
