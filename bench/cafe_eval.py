@@ -4,8 +4,8 @@ Generates a seeded CAFE-like export (default 10k pairs = 20k images of 256-640 p
 per positive, 0-4 predictions per image: jittered copies of the target, other blobs, scores around
 the 0.5 threshold) and scores it twice from the same parsed JSON:
 
-- fast: ``segbench.tasks.cafe_metrics.evaluate_cafe`` (validation and indexing included);
-- reference: ``segbench.tasks.cafe_reference.reference_cafe``: one pycocotools ``COCOeval`` per
+- fast: ``segbench.tasks.cafe.metrics.evaluate_cafe`` (validation and indexing included);
+- reference: ``segbench.tasks.cafe.reference.reference_cafe``: one pycocotools ``COCOeval`` per
   image with ``COCO.loadRes``, and a Python loop over pairs, as SAM3's and CAFE's scripts do.
 
 Asserts identical numbers (1e-9) and prints both times and the ratio (target: ≥ 3×).
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from segbench.tasks.cafe_metrics import OVERALL, SUBSETS, evaluate_cafe
-from segbench.tasks.cafe_reference import reference_cafe
-from segbench.tasks.cgf1_inputs import load_ground_truth, load_predictions
+from segbench.tasks.cafe.metrics import OVERALL, SUBSETS, evaluate_cafe
+from segbench.tasks.cafe.reference import reference_cafe
+from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 
 EDIT_TYPES = ("Superficial Mimicry", "Context Conflict", "Ontological Conflict")
 TABLE_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP", "AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR",

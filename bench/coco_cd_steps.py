@@ -63,7 +63,7 @@ def flow_build(root: Path, out: Path, params, repeat: bool = False) -> dict[str,
     start = time.perf_counter()
     from prefect import flow
 
-    from segbench.flows.coco_cd import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
 
     imported = time.perf_counter()
 

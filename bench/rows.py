@@ -102,7 +102,7 @@ def noop_rebuild(quick: bool) -> list[Row]:
 def _mining_cpu(model: str, captions: list[str], batch_size: int) -> float:
     from collections import Counter
 
-    from segbench.tasks import nouns
+    from segbench.tasks.vocab import nouns
 
     pipeline = nouns.load_mining_pipeline(model)
     start = time.process_time()
@@ -139,7 +139,7 @@ def noun_mining(quick: bool) -> list[Row]:
 def cafe(quick: bool) -> list[Row]:
     from cafe_eval import compare, fast, generate
 
-    from segbench.tasks.cafe_reference import reference_cafe
+    from segbench.tasks.cafe.reference import reference_cafe
 
     pairs = 1000 if quick else 10_000
     gt, predictions = generate(pairs, 0)
@@ -180,7 +180,7 @@ def llm_stage(quick: bool) -> list[Row]:
         private_prefect(Path(tmp))
         from prefect import flow
 
-        from segbench.flows import vocab as vocab_flow
+        from segbench.flows.vocab import build as vocab_flow
         from segbench.providers import make_provider
         from segbench.schemas.vocab import CategorySpec, VocabParams
         from segbench.settings import load_settings
@@ -219,8 +219,8 @@ def llm_stage(quick: bool) -> list[Row]:
 # --- Dask scale-out ---------------------------------------------------------------------------------
 
 def _birds(quick: bool) -> tuple[Path, Path, Any]:
-    from segbench.tasks.demo_birds import generate_demo_birds
-    from segbench.tasks.waterbirds import WaterbirdsParams
+    from segbench.demo.waterbirds.birds import generate_demo_birds
+    from segbench.tasks.waterbirds.dataset import WaterbirdsParams
 
     per_species = 150 if quick else 1000
     root = OUT / f"birds-{per_species}"

@@ -53,7 +53,7 @@ def label_studio():
     from types import SimpleNamespace
 
     from segbench.annotation_ui.client import LabelStudioClient
-    from segbench.errors import ServiceError
+    from segbench.core.errors import ServiceError
 
     start = (
         "start it with: SEGBENCH_LABEL_STUDIO_TEST=1 scripts/label-studio.sh start && "

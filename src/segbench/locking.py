@@ -24,7 +24,7 @@ from pathlib import Path
 import typer
 from filelock import FileLock, Timeout
 
-from segbench.errors import BusyError
+from segbench.core.errors import BusyError
 
 
 def lock_path(data_root: Path) -> Path:

@@ -22,7 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from segbench.errors import InputError
+from segbench.core.errors import InputError
 
 DEFAULT_CONFIG_NAME = "segbench.toml"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from segbench.tasks.demo_world import generate_demo_world
+from segbench.demo.world import generate_demo_world
 
 pytestmark = pytest.mark.integration
 

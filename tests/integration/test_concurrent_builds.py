@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from segbench.tasks.demo_world import generate_demo_world
-from segbench.tasks.manifest import verify_outputs
+from segbench.demo.world import generate_demo_world
+from segbench.core.manifest import verify_outputs
 
 pytestmark = pytest.mark.integration
 

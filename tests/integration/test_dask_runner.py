@@ -12,8 +12,8 @@ import pytest
 
 from segbench.flows.runner import RunnerSpec
 from segbench.schemas.coco_cd import CocoCdParams
-from segbench.tasks.demo_world import generate_demo_world
-from segbench.tasks.io import sha256_tree
+from segbench.demo.world import generate_demo_world
+from segbench.core.io import sha256_tree
 
 SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
 EPOCH = "1700000000"
@@ -30,7 +30,7 @@ def world(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def threads_build(world, tmp_path_factory, prefect_harness) -> Path:
-    from segbench.flows.coco_cd import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
 
     out = tmp_path_factory.mktemp("threads") / "coco_cd"
     with pytest.MonkeyPatch.context() as patch:
@@ -56,7 +56,7 @@ def test_cli_with_two_local_workers_gives_the_default_runners_bytes(world, threa
 
 @pytest.mark.integration
 def test_in_process_two_workers_give_byte_identical_outputs(world, threads_build, tmp_path, monkeypatch):
-    from segbench.flows.coco_cd import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
     from segbench.flows.runner import runner_session, with_runner
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)

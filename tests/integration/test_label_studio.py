@@ -16,7 +16,7 @@ from PIL import Image
 
 from segbench.annotation_ui.client import LabelStudioClient
 from segbench.annotation_ui.label_configs import LABEL_CONFIGS, render_label_config
-from segbench.errors import InputError, ServiceError
+from segbench.core.errors import InputError, ServiceError
 
 pytestmark = pytest.mark.labelstudio
 

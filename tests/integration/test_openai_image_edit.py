@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.image_edit import CachedImageEditor, make_image_editor
 from segbench.providers.openai_image import OpenAIImageEditor
 from segbench.schemas.cafe import EditPlan, EditType

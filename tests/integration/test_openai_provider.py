@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support.openai_server import last_user_message, response_schema
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers import make_provider
 from segbench.providers.base import Question
 from segbench.providers.cache import CachedProvider

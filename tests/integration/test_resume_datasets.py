@@ -19,10 +19,10 @@ import pytest
 
 from segbench.providers.base import Question, Usage
 from segbench.schemas.vocab import RelationAnswer, RelationJudgement, VocabParams
-from segbench.tasks.demo_birds import generate_demo_birds
-from segbench.tasks.demo_captions import generate_demo_captions
-from segbench.tasks.io import read_json
-from segbench.tasks.waterbirds import WaterbirdsParams
+from segbench.demo.waterbirds.birds import generate_demo_birds
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.core.io import read_json
+from segbench.tasks.waterbirds.dataset import WaterbirdsParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 EPOCH = "1700000000"
@@ -137,7 +137,7 @@ BUILD_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, {tests!r})
     from integration.test_resume_datasets import NoneProvider, VOCAB_PARAMS
-    from segbench.flows.vocab import build_vocab
+    from segbench.flows.vocab.build import build_vocab
     from segbench.schemas.vocab import VocabParams
     summary = build_vocab({captions!r}, "coco_cd", Path({out!r}), NoneProvider(), VocabParams(**VOCAB_PARAMS),
                           nltk_data=Path({nltk!r}))
@@ -194,7 +194,7 @@ def test_vocab_killed_while_mining_resumes_byte_identically(captions, tmp_path):
 
 
 def test_vocab_second_run_is_a_no_op_and_force_rebuilds_identically(captions, tmp_path):
-    from segbench.flows.vocab import build_vocab
+    from segbench.flows.vocab.build import build_vocab
 
     out, nltk = tmp_path / "coco_cd", tmp_path / "nltk"
     params = VocabParams(**VOCAB_PARAMS)
@@ -223,7 +223,7 @@ def test_vocab_second_run_is_a_no_op_and_force_rebuilds_identically(captions, tm
 
 @pytest.fixture(scope="module")
 def cafe(tmp_path_factory):
-    from segbench.flows.demo_cafe import run_cafe_demo
+    from segbench.flows.cafe.demo import run_cafe_demo
     from segbench.providers import make_provider
     from segbench.settings import load_settings
 
@@ -235,11 +235,11 @@ def cafe(tmp_path_factory):
 
 
 def build_candidates(settings, provider, out: Path | None = None, seed: int = 0, **kw) -> dict:
-    from segbench.flows.cafe import build_cafe_candidates
-    from segbench.flows.demo_cafe import DEMO_PARAMS
+    from segbench.flows.cafe.build import build_cafe_candidates
+    from segbench.flows.cafe.demo import DEMO_PARAMS
     from segbench.providers.image_edit import make_image_editor
     from segbench.schemas.cafe import CafeParams
-    from segbench.tasks.demo_cafe import generate_demo_cafe
+    from segbench.demo.cafe.sources import generate_demo_cafe
 
     sources = generate_demo_cafe(settings.work_dir / "demo-cafe", seed=0)
     return build_cafe_candidates(sources, out or settings.data_root / "cafe_candidates", provider,
@@ -248,8 +248,8 @@ def build_candidates(settings, provider, out: Path | None = None, seed: int = 0,
 
 
 def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
-    from segbench.flows.cafe_verify import build_cafe
-    from segbench.flows.demo_cafe import VERIFICATION_KEY
+    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.demo import VERIFICATION_KEY
 
     settings, provider, result = cafe
     assert result["candidates"]["up_to_date"] is False and result["candidates"]["units"]["computed"] > 0
@@ -264,8 +264,8 @@ def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
 
 
 def test_cafe_force_rebuilds_byte_identically(cafe):
-    from segbench.flows.cafe_verify import build_cafe
-    from segbench.flows.demo_cafe import VERIFICATION_KEY
+    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.demo import VERIFICATION_KEY
 
     settings, provider, _ = cafe
     candidates, export = settings.data_root / "cafe_candidates", settings.data_root / "cafe"
@@ -280,8 +280,8 @@ def test_cafe_force_rebuilds_byte_identically(cafe):
 
 def test_cafe_a_changed_param_or_answer_rebuilds(cafe, tmp_path):
     from segbench.annotation_ui.rounds import RoundStore
-    from segbench.flows.cafe_verify import build_cafe
-    from segbench.flows.demo_cafe import VERIFICATION_KEY
+    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.demo import VERIFICATION_KEY
 
     settings, provider, _ = cafe
     assert build_candidates(settings, provider, out=tmp_path / "reseeded", seed=1)["up_to_date"] is False
@@ -303,15 +303,15 @@ def test_cafe_a_changed_param_or_answer_rebuilds(cafe, tmp_path):
 def spin(tmp_path_factory):
     import yaml
 
-    from segbench.errors import ImportPolicy
-    from segbench.flows.spin import build_spin
-    from segbench.flows.spin_taxonomy import build_spin_taxonomy
+    from segbench.core.errors import ImportPolicy
+    from segbench.flows.spin.build import build_spin
+    from segbench.flows.spin.taxonomy import build_spin_taxonomy
     from segbench.providers.cache import CachedProvider
     from segbench.providers.wordnet_provider import WordNetProvider
-    from segbench.schemas.spin_dataset import SpinBuildParams
-    from segbench.tasks.demo_spin import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
-    from segbench.tasks.io import atomic_write_text, write_json
-    from segbench.tasks.partimagenet import read_partimagenet
+    from segbench.schemas.spin import SpinBuildParams
+    from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
+    from segbench.core.io import atomic_write_text, write_json
+    from segbench.tasks.spin.partimagenet import read_partimagenet
 
     root = tmp_path_factory.mktemp("spin")
     provider = CachedProvider(WordNetProvider(root / "nltk_data"), root / "cache")
@@ -330,7 +330,7 @@ def spin(tmp_path_factory):
 
 
 def test_spin_taxonomy_second_run_is_a_no_op_and_force_rebuilds_identically(spin):
-    from segbench.flows.spin_taxonomy import build_spin_taxonomy
+    from segbench.flows.spin.taxonomy import build_spin_taxonomy
 
     provider, first, *_ = spin
     out = Path(first["paths"]["taxonomy"]).parent
@@ -348,8 +348,8 @@ def test_spin_taxonomy_second_run_is_a_no_op_and_force_rebuilds_identically(spin
 
 
 def test_spin_taxonomy_a_changed_edit_file_rebuilds(spin, tmp_path):
-    from segbench.flows.spin_taxonomy import build_spin_taxonomy
-    from segbench.tasks.spin_taxonomy import default_edits_path
+    from segbench.flows.spin.taxonomy import build_spin_taxonomy
+    from segbench.tasks.spin.taxonomy import default_edits_path
 
     provider, first, *_ = spin
     out = tmp_path / "spin"
@@ -362,7 +362,7 @@ def test_spin_taxonomy_a_changed_edit_file_rebuilds(spin, tmp_path):
 
 
 def test_spin_dataset_second_run_is_a_no_op_and_force_rebuilds_identically(spin):
-    from segbench.flows.spin import build_spin
+    from segbench.flows.spin.build import build_spin
 
     *_, source, data, params, first = spin
     out = data / "spin" / "dataset"
@@ -376,7 +376,7 @@ def test_spin_dataset_second_run_is_a_no_op_and_force_rebuilds_identically(spin)
 
 
 def test_spin_dataset_a_changed_input_or_param_rebuilds(spin, tmp_path):
-    from segbench.flows.spin import build_spin
+    from segbench.flows.spin.build import build_spin
 
     *_, source, data, params, _ = spin
     copy = tmp_path / "data"

@@ -20,9 +20,9 @@ from support.vocab_eval_data import write_vocab_evaluation
 from typer.testing import CliRunner
 
 from segbench.cli import app
-from segbench.errors import InputError
-from segbench.flows.evaluate import evaluate_coco_cd
-from segbench.tasks.manifest import build_manifest, write_manifest
+from segbench.core.errors import InputError
+from segbench.flows.flip import evaluate_coco_cd
+from segbench.core.manifest import build_manifest, write_manifest
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from segbench.errors import AnnotationError, OnError, RoundStateError
+from segbench.core.errors import AnnotationError, OnError, RoundStateError
 from segbench.schemas.coco_cd import CocoCdParams
-from segbench.tasks.demo_world import generate_demo_world
-from segbench.tasks.io import read_json
-from segbench.tasks.simulated_crowd import write_results_csv
+from segbench.demo.world import generate_demo_world
+from segbench.core.io import read_json
+from segbench.demo.crowd import write_results_csv
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -22,7 +22,7 @@ SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory) -> Path:
-    from segbench.flows.coco_cd import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
 
     world = tmp_path_factory.mktemp("world")
     generate_demo_world(world, seed=2, group_sizes=SIZES)
@@ -37,7 +37,7 @@ def rows(round_, answers: dict[str, str], worker: str) -> list[dict[str, str]]:
 
 
 def test_audit_round_end_to_end(data_root):
-    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import close_round, files_dir, ingest_round, launch_round, list_rounds, round_progress
 
     round_ = create_coco_cd_audit(data_root, "audit-1", per_group=3, seed=1, backend="files", overlap=3)
@@ -88,7 +88,7 @@ def test_audit_round_end_to_end(data_root):
 
 
 def test_results_for_items_outside_the_round_fail_or_are_reported(data_root):
-    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import files_dir, ingest_round, launch_round
 
     create_coco_cd_audit(data_root, "audit-bad", per_group=1, seed=2, backend="files", overlap=1)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from segbench.errors import ServiceError
+from segbench.core.errors import ServiceError
 from segbench.schemas.coco_cd import CocoCdParams
-from segbench.tasks.demo_world import generate_demo_world
-from segbench.tasks.io import read_json
+from segbench.demo.world import generate_demo_world
+from segbench.core.io import read_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
 
@@ -23,7 +23,7 @@ DEAD_URL = "http://127.0.0.1:9"  # discard port: nothing listens there
 
 @pytest.fixture
 def data_root(tmp_path) -> Path:
-    from segbench.flows.coco_cd import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
 
     world = tmp_path / "world"
     generate_demo_world(world, seed=4, group_sizes=SIZES)
@@ -37,7 +37,7 @@ def _choice(label: str) -> list[dict]:
 
 
 def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
-    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import ingest_round, launch_round, round_progress
 
     client = label_studio.client
@@ -95,7 +95,7 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
 
 
 def test_wrong_token_is_refused_without_changing_the_round(data_root, label_studio, monkeypatch):
-    from segbench.flows.coco_cd_audit import create_coco_cd_audit
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import launch_round
 
     create_coco_cd_audit(data_root, "audit-token", per_group=1, backend="labelstudio")

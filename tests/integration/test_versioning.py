@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from segbench.errors import InputError, VersioningError
-from segbench.tasks.io import atomic_write_bytes
-from segbench.tasks.manifest import build_manifest, write_manifest
-from segbench.tasks.versioning import DatasetSource, configure_remote, ensure_repo, publish, push_data
+from segbench.core.errors import InputError, VersioningError
+from segbench.core.io import atomic_write_bytes
+from segbench.core.manifest import build_manifest, write_manifest
+from segbench.core.versioning import DatasetSource, configure_remote, ensure_repo, publish, push_data
 
 pytestmark = pytest.mark.integration
 
@@ -121,7 +121,7 @@ def test_publish_writes_nothing_to_home(repo: Path, tmp_path: Path) -> None:
     env["HOME"] = str(home)
     script = textwrap.dedent(
         f"""
-        from segbench.tasks.versioning import publish
+        from segbench.core.versioning import publish
         print(publish({str(repo)!r}, commit=True).model_dump_json())
         """
     )

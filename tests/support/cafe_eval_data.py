@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from segbench.tasks.masks import bitmap_to_rle
+from segbench.core.masks import bitmap_to_rle
 
 H = W = 10
 EDIT = {"SM": "Superficial Mimicry", "CC": "Context Conflict", "OC": "Ontological Conflict"}

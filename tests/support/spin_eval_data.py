@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from segbench.tasks.masks import bitmap_to_rle
+from segbench.core.masks import bitmap_to_rle
 
 SIZE = 12
 WHOLES = {0: "Quadruped", 1: "Bird"}

@@ -5,8 +5,8 @@ local-files storage that lets the server show round images, task import, the JSO
 progress derived from it, plus users and annotations for tests and simulated crowds. Converting
 tasks and annotations to segbench records belongs in the converters, not here.
 
-Failures come back as :class:`~segbench.errors.ServiceError` (server unreachable, token refused,
-unexpected answer) or :class:`~segbench.errors.InputError` (the server rejected what we sent, such
+Failures come back as :class:`~segbench.core.errors.ServiceError` (server unreachable, token refused,
+unexpected answer) or :class:`~segbench.core.errors.InputError` (the server rejected what we sent, such
 as a label config). Messages name the server URL and never contain the token. Requests that
 create something are never retried (a retry after a lost response would create it twice); reads
 are retried twice on connection errors and 5xx/429 answers.
@@ -27,7 +27,7 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from segbench.errors import InputError, ServiceError
+from segbench.core.errors import InputError, ServiceError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -6,7 +6,7 @@ Label Studio's JSON export and AMT-style results rows (the files backend) become
 writes it is named for.
 
 What does not belong here: HTTP (``client.py`` alone talks to Label Studio), round status
-(``rounds.py``) and aggregation or agreement (``segbench.tasks.agreement``).
+(``rounds.py``) and aggregation or agreement (``segbench.core.agreement``).
 
 Checks run per answer (one Label Studio annotation, one results row). A bad answer goes to the
 :class:`ImportPolicy`: raised, or skipped whole and recorded in its report. A partly kept answer
@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from segbench.errors import AnnotationError, ImportPolicy, InputError
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.schemas.rounds import Answer, Polygon, Round
-from segbench.tasks.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, write_json
+from segbench.core.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, write_json
 
 logger = logging.getLogger(__name__)
 

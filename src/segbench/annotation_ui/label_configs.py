@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from segbench.errors import InputError
+from segbench.core.errors import InputError
 
 DEFAULT_RELATIONS = ("exact", "synonym", "hyponym", "meronym", "none")
 # Distinct, readable polygon colours; subparts beyond the palette reuse it in order.

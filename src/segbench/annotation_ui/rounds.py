@@ -6,7 +6,7 @@ the ``mark_*`` functions are pure: they take a round and a timestamp and return 
 raise :class:`RoundStateError` naming the round, its status and the steps it allows.
 
 What does not belong here: talking to Label Studio (``client.py``), converting backend answers
-(``convert.py``), aggregation (``segbench.tasks.agreement``) and reading the clock (flows pass
+(``convert.py``), aggregation (``segbench.core.agreement``) and reading the clock (flows pass
 ``now`` in, so these functions stay testable without dates).
 """
 
@@ -20,9 +20,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from segbench.errors import InputError, RoundStateError
+from segbench.core.errors import InputError, RoundStateError
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
-from segbench.tasks.io import read_json, write_json
+from segbench.core.io import read_json, write_json
 
 __all__ = [
     "RoundStatus",

@@ -16,26 +16,26 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.flows.coco_cd import build_coco_cd
-from segbench.flows.coco_cd_audit import create_coco_cd_audit
-from segbench.flows.demo_cafe import run_cafe_demo
-from segbench.flows.demo_spin import run_spin_demo
-from segbench.flows.evaluate import evaluate_coco_cd, predict_baseline
-from segbench.flows.evaluate_cafe import evaluate_cafe
+from segbench.flows.coco_cd.build import build_coco_cd
+from segbench.flows.coco_cd.audit import create_coco_cd_audit
+from segbench.flows.cafe.demo import run_cafe_demo
+from segbench.flows.spin.demo import run_spin_demo
+from segbench.flows.flip import evaluate_coco_cd, predict_baseline
+from segbench.flows.cafe.evaluate import evaluate_cafe
 from segbench.flows.publish import publish_data
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
-from segbench.flows.vocab import build_vocab
+from segbench.flows.vocab.build import build_vocab
 from segbench.flows.waterbirds import build_waterbirds
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.schemas.vocab import VocabParams
-from segbench.tasks import versioning
-from segbench.tasks.cafe_baseline import prompt_blind_predictions
-from segbench.tasks.coco_cd_audit import CONTROL, LABELS
-from segbench.tasks.demo_birds import generate_demo_birds
-from segbench.tasks.demo_captions import generate_demo_captions
-from segbench.tasks.demo_world import generate_demo_world
-from segbench.tasks.io import read_json, write_json
-from segbench.tasks.simulated_crowd import simulate_results, write_results_csv
+from segbench.core import versioning
+from segbench.demo.cafe.baseline import prompt_blind_predictions
+from segbench.tasks.coco_cd.audit import CONTROL, LABELS
+from segbench.demo.waterbirds.birds import generate_demo_birds
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.demo.world import generate_demo_world
+from segbench.core.io import read_json, write_json
+from segbench.demo.crowd import simulate_results, write_results_csv
 
 # The demo world has 40-95 images per group: 10 val and 20 test per group leave room for ρ = 0.95.
 DEMO_COCO_CD = {"val_per_group": 10, "test_per_group": 20}

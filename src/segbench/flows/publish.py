@@ -1,6 +1,6 @@
 """The ``publish-data`` flow: version ``data/`` with DVC, push it, and commit the pointer in git.
 
-Thin Prefect wrappers around the steps in :mod:`segbench.tasks.versioning`; all git and DVC logic
+Thin Prefect wrappers around the steps in :mod:`segbench.core.versioning`; all git and DVC logic
 lives there. Only the push does network I/O, so only the push retries. The tasks have side effects
 on the repository, so none of them is cached.
 """
@@ -13,9 +13,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from segbench.errors import VersioningError
+from segbench.core.errors import VersioningError
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
-from segbench.tasks import versioning
+from segbench.core import versioning
 
 
 @task(name="ensure-repo", cache_policy=NO_CACHE)

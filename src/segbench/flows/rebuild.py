@@ -22,7 +22,7 @@ from typing import Any
 from prefect import flow
 from prefect.logging import get_run_logger
 
-from segbench.errors import InputError
+from segbench.core.errors import InputError
 from segbench.flows.runner import RunnerSpec, runner_session, with_runner
 from segbench.locking import data_root_lock
 from segbench.schemas.rebuild import CafeEvaluation, FlipEvaluation, RebuildPlan, SpinEvaluation, StepReport, load_plan
@@ -134,7 +134,7 @@ def _actions(run: _Run, step: str) -> list[tuple[str, str, Callable[[], dict[str
 
 
 def _coco_cd(run: _Run) -> dict[str, Any]:
-    from segbench.flows.coco_cd import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
 
     step = run.plan.coco_cd
     return run.call(build_coco_cd, step.coco_root, step.stuff_root, run.dataset_dir("coco_cd"), step.params)
@@ -148,10 +148,10 @@ def _waterbirds(run: _Run) -> dict[str, Any]:
 
 
 def _vocab(run: _Run) -> dict[str, Any]:
-    from segbench.flows.vocab import build_vocab
+    from segbench.flows.vocab.build import build_vocab
     from segbench.providers import make_provider
     from segbench.schemas.vocab import VocabParams
-    from segbench.tasks.vocab import load_categories
+    from segbench.tasks.vocab.vocabulary import load_categories
 
     step, settings = run.plan.vocab, run.settings()
     dataset, _, _ = load_categories(step.categories)
@@ -163,7 +163,7 @@ def _vocab(run: _Run) -> dict[str, Any]:
 
 
 def _spin(run: _Run) -> dict[str, Any]:
-    from segbench.flows.spin import build_spin
+    from segbench.flows.spin.build import build_spin
 
     step = run.plan.spin
     return run.call(build_spin, step.partimagenet_root, run.data_root, step.params, taxonomy_path=step.taxonomy,
@@ -171,7 +171,7 @@ def _spin(run: _Run) -> dict[str, Any]:
 
 
 def _cafe(run: _Run) -> dict[str, Any]:
-    from segbench.flows.cafe_verify import build_cafe
+    from segbench.flows.cafe.verify import build_cafe
 
     return run.call(build_cafe, run.data_root, run.plan.cafe.round, out=run.dataset_dir("cafe"))
 
@@ -198,18 +198,18 @@ def _run_evaluation(run: _Run, entry: Any, dataset: Path, out: Path) -> dict[str
     repo = run.plan.repo
     common = {"repo": repo, "rev": None, "out": out}
     if isinstance(entry, FlipEvaluation):
-        from segbench.flows.evaluate import evaluate_coco_cd, evaluate_waterbirds
+        from segbench.flows.flip import evaluate_coco_cd, evaluate_waterbirds
 
         child = evaluate_coco_cd if entry.dataset == "coco_cd" else evaluate_waterbirds
         return run.call(child, predictions=entry.predictions, rho=entry.rho, split=entry.split,
                         dataset_dir=_relative(dataset, repo), **common)
     if isinstance(entry, CafeEvaluation):
-        from segbench.flows.evaluate_cafe import evaluate_cafe
+        from segbench.flows.cafe.evaluate import evaluate_cafe
 
         return run.call(evaluate_cafe, gt=None, predictions=entry.predictions, dataset_dir=_relative(dataset, repo),
                         params=entry.params, **common)
-    from segbench.flows.evaluate_spin import evaluate_spin
-    from segbench.tasks.spin_inputs import prediction_files
+    from segbench.flows.spin.evaluate import evaluate_spin
+    from segbench.tasks.spin.inputs import prediction_files
 
     # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
     return run.call(evaluate_spin, predictions=prediction_files(entry.predictions, entry.split), split=entry.split,

@@ -1,4 +1,4 @@
-"""What the resumable dataset flows share around :mod:`segbench.tasks.resume`.
+"""What the resumable dataset flows share around :mod:`segbench.core.resume`.
 
 The manifest of a finished stage, and the summary of a build that found its output up to date.
 """
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from segbench.schemas.manifest import Manifest
-from segbench.tasks.manifest import build_manifest, read_manifest
-from segbench.tasks.resume import Stage
+from segbench.core.manifest import build_manifest, read_manifest
+from segbench.core.resume import Stage
 
 
 def stage_manifest(stage: Stage, **fields: Any) -> Manifest:

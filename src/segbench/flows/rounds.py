@@ -20,10 +20,10 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.errors import ImportPolicy, InputError, OnError, SegbenchError
+from segbench.core.errors import ImportPolicy, InputError, OnError, SegbenchError
 from segbench.schemas.rounds import Answer, Round
 from segbench.settings import load_settings
-from segbench.tasks.io import fingerprint, read_json, write_json
+from segbench.core.io import fingerprint, read_json, write_json
 
 ANSWERS_FORMAT = 1
 
@@ -210,7 +210,7 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     """
     from segbench.annotation_ui import rounds
     from segbench.annotation_ui.convert import merge_answers
-    from segbench.tasks.agreement import aggregate, agreement_summary
+    from segbench.core.agreement import aggregate, agreement_summary
 
     store = _store(data_root)
     round_ = store.load(key)
@@ -241,19 +241,19 @@ def _no_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
 
 
 def _coco_cd_audit_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.coco_cd_audit import write_audit_report
+    from segbench.flows.coco_cd.audit import write_audit_report
 
     return write_audit_report(round_, items, data_root)
 
 
 def _cafe_verification_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.cafe_verify import write_verification_report
+    from segbench.flows.cafe.verify import write_verification_report
 
     return write_verification_report(round_, items, data_root)
 
 
 def _spin_subparts_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.spin_crowd import ingest_report
+    from segbench.flows.spin.crowd import ingest_report
 
     return ingest_report(round_, items, data_root)
 

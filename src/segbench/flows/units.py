@@ -1,6 +1,6 @@
 """Units of work Prefect remembers: a killed build reruns only what did not finish.
 
-A unit task takes a ``unit_key`` argument (from :meth:`segbench.tasks.resume.Stage.unit_key`) and
+A unit task takes a ``unit_key`` argument (from :meth:`segbench.core.resume.Stage.unit_key`) and
 is cached under exactly that key with its (small) result persisted, so a rerun in a new process
 gets the cached state instead of running it. The key carries the build key (logic version, params,
 input hashes) and the stage's nonce; the task's other arguments are not hashed, which is also what

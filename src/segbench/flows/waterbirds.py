@@ -25,17 +25,17 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
-from segbench.errors import InputError
+from segbench.core.errors import InputError
 from segbench.flows.publish import publish_data
 from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
-from segbench.tasks import waterbirds as wb
-from segbench.tasks.coco_cd import png_bytes
-from segbench.tasks.coco_cd_outputs import markdown_table
-from segbench.tasks.io import atomic_write_bytes, atomic_write_text, read_json, write_json
-from segbench.tasks.manifest import write_manifest
-from segbench.tasks.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
-from segbench.tasks.splits import SplitPlan, draw_splits, rho_name
+from segbench.tasks.waterbirds import dataset as wb
+from segbench.tasks.coco_cd.selection import png_bytes
+from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
+from segbench.core.manifest import write_manifest
+from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.splits import SplitPlan, draw_splits, rho_name
 
 RENDER_SHARD = 200
 GROUP_NAMES = [f"{c}·{a}" for c in wb.CLASSES for a in wb.CONTEXTS]

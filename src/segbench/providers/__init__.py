@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.base import LanguageProvider, Question, Usage
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ A :class:`Question` carries both a rendered prompt (for a language model) and it
 inputs (for the offline WordNet backend, which answers from relations, not from text). Every
 backend answers the same questions with the same pydantic schema, so a flow does not know which
 one it talks to. What a question asks lives with the dataset that asks it (e.g.
-``segbench.tasks.vocab``); only the transport and the cache live in ``providers/``.
+``segbench.tasks.vocab.vocabulary``); only the transport and the cache live in ``providers/``.
 """
 
 from __future__ import annotations

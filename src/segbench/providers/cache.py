@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.base import LanguageProvider, Question, Usage
-from segbench.tasks.io import canonical_json, fingerprint, write_json
+from segbench.core.io import canonical_json, fingerprint, write_json
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.cache import CacheFront
 from segbench.schemas.cafe import EditPlan, EditType
-from segbench.tasks.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
+from segbench.core.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
 
 if TYPE_CHECKING:
     from segbench.settings import Settings

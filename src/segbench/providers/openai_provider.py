@@ -27,7 +27,7 @@ import openai
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.base import Question, Usage
 
 log = logging.getLogger(__name__)

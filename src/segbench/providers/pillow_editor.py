@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.base import Usage
 from segbench.providers.image_edit import check_edit_inputs, keep_mask_valid
 from segbench.providers.pillow_textures import (

@@ -16,8 +16,8 @@ import shutil
 import threading
 from pathlib import Path
 
-from segbench.errors import ProviderError
-from segbench.tasks.io import atomic_write_text
+from segbench.core.errors import ProviderError
+from segbench.core.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ answers these question kinds:
 * ``vocab.relations`` (seed 003, valid vocabularies): how each candidate noun relates to a dataset
   category — exact, synonym, hyponym, meronym or none — checked in that order, first match wins.
 * ``spin.subparts`` (seed 001, SPIN taxonomy): the subparts of one PartImageNet (object, part), from the
-  part meronyms of the part's sense that belongs to the object (rule in ``segbench.tasks.spin_wordnet``).
+  part meronyms of the part's sense that belongs to the object (rule in ``segbench.tasks.spin.wordnet``).
 * ``cafe.edit_plan`` (seed 000, CAFE): a counterfactual edit plan and its prompt pair for one target,
-  from WordNet-checked lists (rule in ``segbench.tasks.cafe_plans``).
+  from WordNet-checked lists (rule in ``segbench.tasks.cafe.plans``).
 
 All noun senses of the category count (WordNet does not know which sense a dataset means), so
 polysemous names relate to more nouns than a person would pick; a language model disambiguates
@@ -26,10 +26,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from segbench.errors import ProviderError
+from segbench.core.errors import ProviderError
 from segbench.providers.base import Question, Usage
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, WORDNET_LOCK, load_wordnet
-from segbench.tasks.spin_wordnet import RULE_VERSION as SPIN_SUBPARTS_RULE
+from segbench.tasks.spin.wordnet import RULE_VERSION as SPIN_SUBPARTS_RULE
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class WordNetProvider:
         if kind == "spin.subparts":
             return {**self.params, "spin_subparts_rule": SPIN_SUBPARTS_RULE}
         if kind == "cafe.edit_plan":
-            from segbench.tasks.cafe_plans import OFFLINE_RULE_VERSION
+            from segbench.tasks.cafe.plans import OFFLINE_RULE_VERSION
 
             return {"cafe_edit_plan_rule": OFFLINE_RULE_VERSION}
         return dict(self.params)
@@ -209,14 +209,14 @@ class WordNetProvider:
     # -- spin.subparts -------------------------------------------------------------------------
 
     def _spin_subparts(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        from segbench.tasks.spin_wordnet import wordnet_subparts
+        from segbench.tasks.spin.wordnet import wordnet_subparts
 
         try:
             obj, part, wnids = inputs["object"], inputs["part"], inputs["wnids"]
             animal, other_parts = inputs["animal"], inputs.get("other_parts", [])
         except KeyError as exc:
             raise ProviderError(f"spin.subparts inputs lack {exc}", item="spin.subparts",
-                                hint="ask with segbench.tasks.spin_taxonomy.subpart_questions") from None
+                                hint="ask with segbench.tasks.spin.taxonomy.subpart_questions") from None
         if not (isinstance(part, str) and isinstance(wnids, list) and isinstance(other_parts, list)
                 and all(isinstance(w, str) for w in wnids)):
             raise ProviderError("spin.subparts needs inputs {'object': str, 'part': str, 'wnids': [str, ...], "
@@ -226,7 +226,7 @@ class WordNetProvider:
 
 
     def _cafe_plan(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        from segbench.tasks.cafe_plans import offline_plan
+        from segbench.tasks.cafe.plans import offline_plan
 
         return offline_plan(self.wordnet, inputs)
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from segbench.errors import OnError
+from segbench.core.errors import OnError
 
 Context = Literal["indoor", "outdoor", "unknown"]
 

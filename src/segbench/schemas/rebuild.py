@@ -28,12 +28,12 @@ from pydantic import (
     model_validator,
 )
 
-from segbench.errors import InputError, OnError
-from segbench.schemas.cafe_eval import CafeEvalParams
+from segbench.core.errors import InputError, OnError
+from segbench.schemas.cafe import CafeEvalParams
 from segbench.schemas.coco_cd import CocoCdParams
-from segbench.schemas.spin_dataset import SpinBuildParams
+from segbench.schemas.spin import SpinBuildParams
 from segbench.schemas.vocab import VocabParams
-from segbench.tasks.waterbirds import WaterbirdsParams
+from segbench.tasks.waterbirds.dataset import WaterbirdsParams
 
 DATASET_STEPS = ("coco_cd", "waterbirds", "vocab", "spin", "cafe")
 # The order a rebuild runs in: every dataset, then the evaluations of what was built, then one

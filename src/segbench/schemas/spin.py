@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from segbench.errors import InputError
+from segbench.core.errors import InputError, OnError
 
 TAXONOMY_VERSION = 1
 SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/-]*$"  # shown in label configs and used in category names
@@ -292,7 +292,7 @@ def read_resolved(path: str | Path) -> list[ResolvedSubpart]:
     Raises:
         InputError: missing or malformed file, or a record breaking the schema (named by index).
     """
-    from segbench.tasks.io import read_json
+    from segbench.core.io import read_json
 
     data = read_json(path)
     if not isinstance(data, list):
@@ -306,3 +306,16 @@ def read_resolved(path: str | Path) -> list[ResolvedSubpart]:
             raise InputError(f"record {index}: {first_error(exc)}", path=path,
                              hint="re-run `segbench spin import`") from None
     return out
+
+
+# --- dataset build parameters ------------------------------------------------------------------------
+
+class SpinBuildParams(BaseModel):
+    """Everything that decides the content of a SPIN build (recorded in the manifest)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cap_per_supercategory: int = Field(
+        1200, ge=1, description="images kept per super-category (SPIN's annotation budget, seed Sec. 3.1)")
+    seed: int = Field(0, description="seeds the tie-break among images with equally many parts under the cap")
+    on_error: OnError = Field(OnError.FAIL, description="fail on a bad source or crowd record, or skip and report it")

@@ -1,6 +1,6 @@
 """Records of published dataset versions (what ``segbench publish`` returns and logs).
 
-Only the shapes live here; running git and DVC belongs to :mod:`segbench.tasks.versioning`.
+Only the shapes live here; running git and DVC belongs to :mod:`segbench.core.versioning`.
 No field holds a remote URL or a credential: a record names the remote, never its location.
 """
 

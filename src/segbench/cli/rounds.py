@@ -1,0 +1,149 @@
+"""``segbench rounds``: create, launch, watch, ingest and close human annotation rounds."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from segbench import console
+from segbench.core.errors import OnError
+from segbench.locking import command_lock
+
+app = typer.Typer(help="Human annotation rounds on Label Studio or as files for an external crowd.",
+                  no_args_is_help=True)
+
+
+class Kind(str, enum.Enum):
+    coco_cd_audit = "coco-cd-audit"
+
+
+class Backend(str, enum.Enum):
+    labelstudio = "labelstudio"
+    files = "files"
+
+
+def _data_root(ctx: typer.Context) -> Path:
+    return ctx.obj["settings"].data_root
+
+
+def _print_round(round_: Any, title: str) -> None:
+    console.out.print(console.key_values(title, {
+        "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
+        "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
+        "dataset": f"{round_.dataset} ({round_.dataset_version[:12]})",
+        **{k.replace("_", " "): v for k, v in round_.counts.items()},
+    }))
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="Name of the round (letters, digits, - _ .)."),
+    kind: Kind = typer.Option(Kind.coco_cd_audit, "--kind", help="What the round asks."),
+    per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
+    seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
+    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
+    overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing round with this key."),
+) -> None:
+    """Create a round record (data/rounds/KEY.json) with its selected items."""
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+
+    with command_lock(ctx):
+        round_ = create_coco_cd_audit(_data_root(ctx), key, per_group=per_group, seed=seed, backend=backend.value,
+                                      overlap=overlap, overwrite=overwrite)
+    _print_round(round_, "Round created")
+    console.out.print(f"Next: segbench rounds launch {key}")
+
+
+@app.command()
+def launch(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="The round."),
+) -> None:
+    """Create the Label Studio project and import the tasks (or write the crowd's task files)."""
+    from segbench.flows.rounds import files_dir, launch_round
+
+    settings = ctx.obj["settings"]
+    with command_lock(ctx):
+        round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files)
+    _print_round(round_, "Round launched")
+    if round_.backend == "labelstudio":
+        console.out.print(f"Annotate at {settings.label_studio_url.rstrip('/')}/projects/{round_.project_id}")
+    else:
+        where = files_dir(settings.data_root, key)
+        console.out.print(f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/")
+
+
+@app.command()
+def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")) -> None:
+    """Tasks done / total and answers per annotator, read from the backend."""
+    from segbench.flows.rounds import round_progress
+
+    settings = ctx.obj["settings"]
+    progress = round_progress(settings.data_root, key, settings.label_studio_url)
+    console.out.print(console.key_values(f"Round {key}", {
+        "status": progress["status"], "tasks done": f"{progress['done']} / {progress['tasks']}",
+        "answers": progress["annotations"],
+    }))
+    rows = sorted(progress["by_annotator"].items())
+    if rows:
+        console.out.print(console.table("Answers per annotator", ["annotator", "answers"], rows))
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="The round."),
+    on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad answers: fail, or skip and report them."),
+) -> None:
+    """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
+    from segbench.flows.rounds import ingest_round
+
+    settings = ctx.obj["settings"]
+    with command_lock(ctx):
+        result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error)
+    print_ingest(result)
+
+
+def print_ingest(result: dict[str, Any]) -> None:
+    counts = result["counts"]
+    console.out.print(console.key_values(f"Round {result['round'].key} ingested", {
+        "answers": counts["answers"], "items answered": counts["items_answered"],
+        "annotators": counts["annotators"], "skipped": counts["skipped"], "answers file": result["answers"],
+    }))
+    for control, summary in result["agreement"].items():
+        console.out.print(console.key_values(f"Agreement on '{control}'", {
+            "mean agreement rate": summary.get("mean_agreement"),
+            "kappa": f"{summary['kappa']:.4f} ({summary['method']}'s)" if summary["kappa"] is not None
+            else f"– ({summary['reason']})",
+        }))
+    for name, path in result["reports"].items():
+        console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
+
+
+@app.command()
+def close(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="The round."),
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel instead of closing."),
+) -> None:
+    """Close an ingested round (its answers are final), or cancel it."""
+    from segbench.flows.rounds import close_round
+
+    with command_lock(ctx):
+        round_ = close_round(_data_root(ctx), key, cancel=cancel)
+    _print_round(round_, "Round cancelled" if cancel else "Round closed")
+
+
+@app.command("list")
+def list_(ctx: typer.Context) -> None:
+    """Every round with its status."""
+    from segbench.flows.rounds import list_rounds
+
+    rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in list_rounds(_data_root(ctx))]
+    console.out.print(console.table("Rounds", ["key", "kind", "status", "backend", "items", "updated"], rows)
+                      if rows else "No rounds yet: segbench rounds create KEY")

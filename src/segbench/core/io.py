@@ -1,0 +1,136 @@
+"""Canonical JSON, atomic writes and sha256 fingerprints.
+
+These are the primitives every builder writes through, so that the same inputs give byte-identical
+files and a crash never leaves a half-written file that looks finished (folders: ``tasks.resume``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from segbench.core.errors import InputError
+
+FLOAT_DIGITS = 6
+
+
+def _canonical(value: Any) -> Any:
+    """Round floats to a fixed precision so platform noise never changes a file's bytes."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        rounded = round(value, FLOAT_DIGITS)
+        return 0.0 if rounded == 0 else rounded
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _canonical(value.item())
+    return value
+
+
+def canonical_json(value: Any, *, indent: int | None = None) -> str:
+    """Serialise ``value`` with sorted keys, fixed float precision and no NaN.
+
+    Non-finite floats become ``null``: JSON has no NaN, and a metric that is undefined is null.
+    """
+    return json.dumps(
+        _canonical(value),
+        sort_keys=True,
+        indent=indent,
+        separators=(",", ": ") if indent is not None else (",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
+
+    ``durable=False`` skips the per-file fsync: for files inside a resumable stage (``tasks.resume``),
+    which syncs once before it swaps the directory in.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | Path, value: Any, *, indent: int | None = None) -> Path:
+    """Write canonical JSON atomically (a trailing newline keeps the file friendly to diff)."""
+    return atomic_write_text(path, canonical_json(value, indent=indent) + "\n")
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any]) -> Path:
+    return atomic_write_text(path, "".join(canonical_json(row) + "\n" for row in rows))
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file, turning a missing or malformed file into an :class:`InputError`."""
+    path = Path(path)
+    try:
+        # orjson parses COCO-size files about twice as fast as the standard library.
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise InputError("file not found", path=path, hint="check the path") from None
+    except IsADirectoryError:
+        raise InputError("expected a file, found a directory", path=path) from None
+    except orjson.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file"
+        ) from None
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_tree(root: str | Path, *, exclude: Iterable[str] = ()) -> dict[str, str]:
+    """sha256 of every file under ``root``, keyed by POSIX path relative to it, sorted."""
+    root = Path(root)
+    skip = set(exclude)
+    out = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel not in skip:
+            out[rel] = sha256_file(path)
+    return out
+
+
+def fingerprint(value: Any) -> str:
+    """sha256 of the canonical JSON of ``value``: a stable key for params, configs, prompts."""
+    return sha256_bytes(canonical_json(value).encode("utf-8"))

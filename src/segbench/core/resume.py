@@ -1,0 +1,123 @@
+"""Resuming builds: build keys, skipping up-to-date outputs, and stages that survive a crash.
+
+A *build key* is a hash of everything an output depends on: the dataset, the version of the
+builder's logic, the parameters and the sha256 of every input file. It is recorded in the output's
+manifest, so a rebuild whose key matches the finished output does nothing (:func:`is_up_to_date`).
+
+A build writes into a *resumable stage*, a sibling folder named after the target and the build key,
+and the stage replaces the target whole only when it is complete. The stage is kept when the process
+dies (or a step raises), so the next run with the same key finds it and its finished units. Each unit (a shard
+of rendered images, a batch of mined captions) is a Prefect task cached under :meth:`Stage.unit_key`;
+the key includes the stage's nonce, so units are only reused with the files they wrote: a stage
+that was deleted or already swapped in gets a fresh nonce and every unit runs again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from segbench.core.errors import InputError
+from segbench.core.io import atomic_write_text, fingerprint, read_json, sha256_file, sha256_tree
+
+NONCE_NAME = ".stage-nonce"
+MANIFEST_NAME = "manifest.json"
+
+
+def hash_inputs(inputs: Mapping[str, str | Path], *, hint: str = "check the path") -> dict[str, str]:
+    """sha256 of every input, keyed by its label and sorted; a folder hashes to the hash of its tree.
+
+    Raises:
+        InputError: an input does not exist (named, with ``hint``): the loaders that would have said
+            so run only after the up-to-date check.
+    """
+    for path in inputs.values():
+        if not Path(path).exists():
+            raise InputError("input not found", path=path, hint=hint)
+    hashes = {}
+    for label, path in sorted(inputs.items()):
+        path = Path(path)
+        hashes[label] = fingerprint(sha256_tree(path)) if path.is_dir() else sha256_file(path)
+    return hashes
+
+
+def build_key(*, dataset: str, logic_version: str, params: Mapping[str, Any], input_hashes: Mapping[str, str]) -> str:
+    """The key of one build: equal keys mean equal outputs (the builders are deterministic)."""
+    return fingerprint(
+        {"dataset": dataset, "logic": logic_version, "params": dict(params), "inputs": dict(input_hashes)}
+    )
+
+
+def is_up_to_date(out: str | Path, key: str, *, manifest_name: str = MANIFEST_NAME) -> bool:
+    """Whether ``out`` holds a finished build with this key, every file its manifest lists present.
+
+    Sizes and hashes are not re-read: outputs are only ever swapped in whole, so a listed file that
+    exists is the one that was written (``segbench verify``-style checks use the manifest hashes).
+    """
+    out = Path(out)
+    try:
+        manifest = read_json(out / manifest_name)
+    except Exception:  # missing or unreadable: not up to date, the build will replace it
+        return False
+    if not isinstance(manifest, dict) or manifest.get("build_key") != key:
+        return False
+    return all((out / rel).is_file() for rel in manifest.get("outputs", {}))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A folder a build writes into before it becomes the output."""
+
+    path: Path
+    key: str
+    nonce: str
+
+    def unit_key(self, unit: str) -> str:
+        """The cache key of one unit of work inside this stage (``unit`` names it: ``"render/3"``)."""
+        return fingerprint({"build": self.key, "stage": self.nonce, "unit": unit})
+
+
+def stage_path(target: str | Path, key: str) -> Path:
+    target = Path(target)
+    return target.with_name(f".{target.name}.{key[:16]}.partial")
+
+
+@contextlib.contextmanager
+def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
+    """Build ``target`` in a stage kept across crashes, and swap it in when the block succeeds.
+
+    On entry, an existing stage for the same key is reused with whatever finished units it holds,
+    minus the temporary files of writes a crash interrupted.
+    On success the stage replaces ``target`` whole and stale stages of other keys are removed. On an
+    exception the stage is kept, so fixing the cause and running again resumes.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    path = stage_path(target, key)
+    nonce_file = path / NONCE_NAME
+    if nonce_file.is_file():
+        nonce = nonce_file.read_text().strip()
+        for leftover in path.rglob(".*.tmp"):  # an atomic write the crash cut between write and rename
+            leftover.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)  # a stage without its nonce never finished being made
+        path.mkdir(mode=0o755)
+        nonce = secrets.token_hex(8)
+        atomic_write_text(nonce_file, nonce)
+    yield Stage(path=path, key=key, nonce=nonce)
+    nonce_file.unlink()
+    os.sync()  # one flush for everything written into the stage, before it becomes visible
+    previous = target.with_name(f".{target.name}.previous")
+    shutil.rmtree(previous, ignore_errors=True)
+    if target.exists():
+        os.replace(target, previous)
+    os.replace(path, target)
+    shutil.rmtree(previous, ignore_errors=True)
+    for stale in target.parent.glob(f".{target.name}.*.partial"):
+        shutil.rmtree(stale, ignore_errors=True)

@@ -1,0 +1,456 @@
+"""Dataset versions: DVC tracking of ``data/``, publishing it, and reading a published version back.
+
+This module is the only one that runs ``git`` or ``dvc`` or imports ``dvc.api``. Commands run as
+argument lists (never shell strings), DVC through ``sys.executable -m dvc`` so no PATH lookup
+decides which DVC runs, and every exit code is checked: a failure raises
+:class:`~segbench.core.errors.VersioningError` with the command, the tail of its stderr and a hint.
+Remote URLs may carry credentials, so they are redacted from every message and log line, and
+records name a remote, never its location.
+
+Publishing is split into steps (:func:`ensure_repo`, :func:`describe_datasets`, :func:`track_data`,
+:func:`push_data`, :func:`commit_version`) so the Prefect flow can wrap each in a task;
+:func:`publish` runs them in order for callers without Prefect. Flows and the CLI own settings;
+nothing here reads them. The module runs a little over 400 lines on purpose: keeping every git and
+DVC call in one file is what makes "one owner of versioning" checkable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shlex
+import subprocess
+import sys
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from segbench.core.errors import InputError, VersioningError
+from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
+from segbench.core.io import atomic_write_text
+from segbench.core.manifest import MANIFEST_NAME, read_manifest
+
+logger = logging.getLogger(__name__)
+
+# Links instead of copies between the DVC cache and data/. Safe because DVC makes linked files
+# read-only and segbench's writers (tasks/io.py) replace files by rename and directories by swap,
+# so a rebuild creates new inodes instead of writing through a link into the cache. Anything that
+# edits a tracked file in place must `dvc unprotect` it first (root ignores the read-only bit).
+CACHE_TYPE = "reflink,hardlink,symlink,copy"
+UNFINISHED_BUILDS = ".*.partial"  # resumable stages: see tasks.resume
+DEFAULT_REMOTE = "storage"
+_STDERR_TAIL = 12  # lines of stderr kept in an error message
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_USERINFO_RE = re.compile(r"(\b[a-zA-Z][\w+.-]*://)[^/\s@]+@")
+_QUERY_RE = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^\s?]*)\?\S*")
+
+
+def redact(text: str) -> str:
+    """``text`` with URL user-info (``user:password@``) and query strings (signed tokens) masked."""
+    return _QUERY_RE.sub(r"\1?***", _USERINFO_RE.sub(r"\1***@", text))
+
+
+def _run(args: list[str], *, cwd: Path, hint: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    shown = redact(" ".join(shlex.quote(a) for a in (["dvc", *args[3:]] if args[0] == sys.executable else args)))
+    logger.debug("running %s (in %s)", shown, cwd)
+    try:
+        proc = subprocess.run(
+            args, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
+        )
+    except FileNotFoundError as exc:
+        raise VersioningError(f"cannot run `{shown}` ({exc.strerror})", path=cwd, hint="install git") from None
+    if check and proc.returncode != 0:
+        # DVC ends every error with a support banner; it says nothing about the failure.
+        lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip() and "dvc.org/support" not in ln]
+        tail = "\n".join(lines[-_STDERR_TAIL:])
+        raise VersioningError(
+            f"`{shown}` failed (exit code {proc.returncode}): {redact(tail) or 'no output'}",
+            path=cwd,
+            hint=hint,
+        )
+    return proc
+
+
+def _git(repo: Path, *args: str, hint: str = "read git's message, fix the cause and run again", check: bool = True):
+    return _run(["git", *args], cwd=repo, hint=hint, check=check)
+
+
+def _dvc(repo: Path, *args: str, hint: str = "read DVC's message, fix the cause and run again"):
+    return _run([sys.executable, "-m", "dvc", *args], cwd=repo, hint=hint)
+
+
+def _dvc_config(repo: Path) -> Any:
+    """The merged DVC config of the working tree (system, global, .dvc/config, .dvc/config.local)."""
+    from dvc.config import Config, ConfigError
+
+    try:
+        # Loading through DVC resolves relative remote paths against the file that declares them.
+        return Config(dvc_dir=str(repo / ".dvc"))
+    except ConfigError as exc:
+        raise VersioningError(f"invalid DVC config ({exc})", path=repo / ".dvc", hint="fix it with `dvc config`") from None
+
+
+def default_remote(repo: str | Path) -> str | None:
+    """Name of the default DVC remote configured in the working tree, or ``None``."""
+    return _dvc_config(Path(repo).resolve())["core"].get("remote")
+
+
+def ensure_repo(repo: str | Path, *, init_git: bool = False) -> Path:
+    """Make ``repo`` a git + DVC repository with link-based cache, and return its resolved path.
+
+    A folder that is not in git is refused unless ``init_git`` is set: running ``git init`` in the
+    wrong folder (a home directory, a download folder) is a mistake better caught than made. A folder
+    inside another repository but not at its root is refused too (DVC would track paths relative to
+    the outer root). ``dvc init`` runs when ``.dvc/`` is missing; ``cache.type`` is set in
+    ``.dvc/config`` so every clone links instead of copying.
+
+    Raises:
+        VersioningError: not a git repository (and ``init_git`` is false), not its root, or a command failed.
+    """
+    repo = Path(repo).resolve()
+    if init_git:
+        repo.mkdir(parents=True, exist_ok=True)
+    elif not repo.is_dir():
+        raise VersioningError("repository folder not found", path=repo, hint="check the path")
+    top = _git(repo, "rev-parse", "--show-toplevel", check=False)
+    if top.returncode != 0:
+        if not init_git:
+            raise VersioningError(
+                "not a git repository",
+                path=repo,
+                hint="run `git init` there, or pass init_git=True (`segbench publish --init-git`)",
+            )
+        _git(repo, "init", "-q")
+        logger.info("initialised git repository in %s", repo)
+    elif Path(top.stdout.strip()).resolve() != repo:
+        raise VersioningError(
+            f"inside the git repository {top.stdout.strip()} but not at its root",
+            path=repo,
+            hint="publish from the repository root",
+        )
+    if not (repo / ".dvc").is_dir():
+        _dvc(repo, "init")
+        logger.info("initialised DVC in %s", repo)
+    if _dvc_config(repo)["cache"].get("type") != CACHE_TYPE.split(","):
+        _dvc(repo, "config", "cache.type", CACHE_TYPE)
+    _ignore_unfinished_builds(repo)
+    return repo
+
+
+def _ignore_unfinished_builds(repo: Path) -> None:
+    """Keep the stages of interrupted builds (``.<name>.<key>.partial``, kept to resume) out of versions."""
+    ignore = repo / ".dvcignore"
+    lines = ignore.read_text().splitlines() if ignore.is_file() else []
+    if UNFINISHED_BUILDS not in lines:
+        atomic_write_text(ignore, "\n".join([*lines, "# interrupted builds segbench resumes; never published",
+                                             UNFINISHED_BUILDS]) + "\n")
+
+
+def _normalise_url(url: str) -> str:
+    # DVC takes a relative local path relative to the directory it runs in (the repository);
+    # a caller means relative to its own working directory.
+    if "://" in url or Path(url).is_absolute():
+        return url
+    return str(Path(url).resolve())
+
+
+def configure_remote(repo: str | Path, url: str, name: str = DEFAULT_REMOTE, local: bool = False) -> None:
+    """Add (or replace) the DVC remote ``name`` at ``url`` and make it the default.
+
+    Args:
+        url: any DVC remote URL; a relative local path is taken from the current directory.
+        local: write ``.dvc/config.local`` (not committed; right for credentials and
+            machine-specific paths) instead of ``.dvc/config`` (committed with the next publish).
+
+    Raises:
+        InputError: ``name`` is not a valid remote name.
+        VersioningError: the repository is not set up or DVC refused the remote.
+    """
+    if not _NAME_RE.match(name):
+        raise InputError(f"invalid remote name {name!r}", hint="use letters, digits, '.', '_' or '-'")
+    repo = Path(repo).resolve()
+    level = ["--local"] if local else ["--project"]
+    _dvc(repo, "remote", "add", *level, "--default", "--force", name, _normalise_url(url),
+         hint="check the remote URL (see https://dvc.org/doc/command-reference/remote/add)")
+    logger.info("default DVC remote is now %r (%s)", name, ".dvc/config.local" if local else ".dvc/config")
+
+
+def _data_paths(repo: Path, data_dir: str) -> tuple[Path, Path]:
+    data = (repo / data_dir).resolve()
+    if not data.is_relative_to(repo) or data == repo:
+        raise InputError("data directory must be inside the repository", path=data_dir)
+    if not data.is_dir():
+        raise InputError("data directory not found", path=data, hint="build a dataset first")
+    return data, data.with_name(data.name + ".dvc")
+
+
+def describe_datasets(data: str | Path) -> list[DatasetEntry]:
+    """The datasets under ``data``: top-level folders holding a ``manifest.json``, sorted by folder.
+
+    Raises:
+        InputError: ``data`` is not a directory, or a manifest is not valid JSON or not a valid manifest (names the file).
+    """
+    data = Path(data)
+    if not data.is_dir():
+        raise InputError("data directory not found", path=data, hint="build a dataset first")
+    entries = []
+    for folder in sorted(p for p in data.iterdir() if p.is_dir() and (p / MANIFEST_NAME).is_file()):
+        try:
+            manifest = read_manifest(folder)
+        except ValidationError as exc:
+            raise InputError(f"invalid manifest ({exc.errors()[0]['msg']})", path=folder / MANIFEST_NAME,
+                             hint="rebuild the dataset") from None
+        entries.append(DatasetEntry(folder=folder.name, dataset=manifest.dataset,
+                                    builder_version=manifest.builder_version, counts=manifest.counts))
+    return entries
+
+
+def _read_dvc_file(path: Path) -> dict[str, Any] | None:
+    from dvc.utils.serialize import load_yaml
+
+    if not path.is_file():
+        return None
+    outs = load_yaml(str(path)).get("outs") or [{}]
+    return outs[0]
+
+
+def track_data(repo: str | Path, data_dir: str = "data") -> TrackedData:
+    """``dvc add`` the data directory (writing ``<data_dir>.dvc``) and report what it recorded.
+
+    Unchanged data leaves the ``.dvc`` file as it was. New content is relinked afterwards: DVC 3
+    copies files into the cache on ``add`` and links them only on checkout.
+
+    Raises:
+        InputError: the data directory is missing or outside the repository.
+        VersioningError: ``dvc add`` failed.
+    """
+    repo = Path(repo).resolve()
+    data, dvc_file = _data_paths(repo, data_dir)
+    before = _read_dvc_file(dvc_file) or {}
+    rel = data.relative_to(repo).as_posix()
+    _dvc(repo, "add", rel, hint="run `dvc doctor`; is a file in the data folder unreadable?")
+    after = _read_dvc_file(dvc_file)
+    if not after or "md5" not in after:
+        raise VersioningError("dvc add wrote no hash", path=dvc_file, hint="inspect the .dvc file")
+    changed = after["md5"] != before.get("md5")
+    if changed:
+        _dvc(repo, "checkout", "--relink", dvc_file.relative_to(repo).as_posix())
+    logger.info("tracked %s: %s (%s files, %s bytes%s)", rel, after["md5"], after.get("nfiles"),
+                after.get("size"), "" if changed else ", unchanged")
+    return TrackedData(md5=after["md5"], nfiles=int(after.get("nfiles", 1)), size=int(after.get("size", 0)),
+                       changed=changed)
+
+
+def push_data(repo: str | Path, data_dir: str = "data", remote: str | None = None) -> str | None:
+    """Push the tracked data to ``remote`` (default: the configured default remote).
+
+    Returns:
+        The name of the remote pushed to, or ``None`` when no remote is configured or given.
+
+    Raises:
+        VersioningError: ``remote`` is not configured, or the push failed.
+    """
+    repo = Path(repo).resolve()
+    config = _dvc_config(repo)
+    name = remote or config["core"].get("remote")
+    if name is None:
+        logger.info("no DVC remote configured: the version stays in the local cache only")
+        return None
+    if name not in config["remote"]:
+        known = ", ".join(sorted(config["remote"])) or "none"
+        raise VersioningError(f"DVC remote {name!r} is not configured (configured: {known})",
+                              path=repo, hint="add it with configure_remote / `segbench publish --remote-url`")
+    _, dvc_file = _data_paths(repo, data_dir)
+    _dvc(repo, "push", "-r", name, dvc_file.relative_to(repo).as_posix(),
+         hint=f"check that remote {name!r} is reachable and writable (`dvc remote list`), then publish again")
+    logger.info("pushed %s to DVC remote %r", data_dir, name)
+    return name
+
+
+def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Publish data",
+                   tag: str | None = None) -> CommitInfo:
+    """Commit the ``.dvc`` file and DVC's git files (only those paths), then optionally tag.
+
+    Other changes the user has staged stay staged and uncommitted. When nothing changed, no commit
+    is made ("nothing to commit") and HEAD is reported. A tag that already names that commit is
+    kept; one naming another commit is an error (tags are not moved).
+
+    Raises:
+        VersioningError: git failed (e.g. no committer identity) or the tag exists elsewhere.
+    """
+    repo = Path(repo).resolve()
+    data, dvc_file = _data_paths(repo, data_dir)
+    candidates = [dvc_file, data.parent / ".gitignore", repo / ".dvc" / "config",
+                  repo / ".dvc" / ".gitignore", repo / ".dvcignore"]
+    paths = [p.relative_to(repo).as_posix() for p in candidates if p.is_file()]
+    _git(repo, "add", "--", *paths)
+    staged = _git(repo, "diff", "--cached", "--quiet", "--", *paths, check=False)
+    if staged.returncode not in (0, 1):
+        raise VersioningError("`git diff --cached` failed", path=repo, hint=staged.stderr.strip())
+    created = staged.returncode == 1
+    if created:
+        _git(repo, "commit", "-q", "-m", message, "--", *paths,
+             hint="set user.name and user.email (`git config`), or GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL")
+    else:
+        logger.info("nothing to commit: %s is unchanged since HEAD", dvc_file.name)
+    sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
+    if tag:
+        _tag(repo, tag, sha, message)
+    return CommitInfo(sha=sha, created=created, tag=tag)
+
+
+def _tag(repo: Path, tag: str, sha: str, message: str) -> None:
+    _git(repo, "check-ref-format", f"refs/tags/{tag}", hint=f"{tag!r} is not a valid git tag name")
+    existing = _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}", check=False)
+    if existing.returncode == 0:
+        if existing.stdout.strip() != sha:
+            raise VersioningError(f"tag {tag!r} already names commit {existing.stdout.strip()[:12]}",
+                                  path=repo, hint="choose a new tag; published tags are never moved")
+        return
+    _git(repo, "tag", "-a", tag, "-m", message, sha)
+
+
+def default_message(data_dir: str, tracked: TrackedData, datasets: list[DatasetEntry]) -> str:
+    names = ", ".join(d.dataset for d in datasets) or "no datasets"
+    return f"Publish {data_dir} {tracked.md5[:8]} ({names}; {tracked.nfiles} files)"
+
+
+def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None, commit: bool = False,
+            message: str | None = None, tag: str | None = None, remote_url: str | None = None) -> PublishRecord:
+    """Track ``data_dir`` with DVC, push it, and optionally commit and tag the pointer in git.
+
+    Args:
+        repo: the git + DVC repository root (``git init`` is not done here; see :func:`ensure_repo`).
+        remote: name of a configured DVC remote to push to; default: the default remote, if any.
+        commit: commit ``<data_dir>.dvc`` and DVC's git files (nothing else).
+        message: the commit message (default names the hash and the datasets).
+        tag: an annotated git tag for the commit; needs ``commit``.
+        remote_url: first configure it as the default remote ``remote or "storage"`` in
+            ``.dvc/config.local`` (machine-specific, never committed; see :func:`configure_remote`).
+
+    Returns:
+        The :class:`PublishRecord`. Publishing unchanged data changes nothing and returns the record.
+
+    Raises:
+        InputError: no data directory, or a dataset's manifest is invalid.
+        VersioningError: a git or DVC command failed, or ``tag`` without ``commit``.
+    """
+    if tag and not commit:
+        raise VersioningError("a tag needs a commit", item=tag, hint="pass commit=True (`--commit`)")
+    repo = ensure_repo(repo)
+    if remote_url:
+        remote = remote or DEFAULT_REMOTE
+        configure_remote(repo, remote_url, remote, local=True)
+    datasets = describe_datasets(_data_paths(repo, data_dir)[0])
+    tracked = track_data(repo, data_dir)
+    pushed_to = push_data(repo, data_dir, remote)
+    info = None
+    if commit:
+        info = commit_version(repo, data_dir, message or default_message(data_dir, tracked, datasets), tag)
+    return PublishRecord.from_steps(data_dir, tracked, datasets, pushed_to, info)
+
+
+class DatasetSource:
+    """Read files of the project's data, either from the working tree or at a git revision.
+
+    Args:
+        repo: the project (git + DVC) root; paths are given relative to it, e.g.
+            ``"data/coco_cd/splits/rho_0.95/test.json"``.
+        rev: a git revision (commit, tag, branch). ``None`` reads the working tree directly.
+
+    With a revision, files are read through DVC, from the local cache or a remote. DVC takes the
+    remote from the config at that revision (plus ``.dvc/config.local``); when that names no default
+    remote (e.g. a version committed before the remote was added), the working tree's default remote
+    is used, so old versions stay readable. Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, repo: str | Path, rev: str | None = None) -> None:
+        self.repo = Path(repo).resolve()
+        self.rev = rev
+
+    @cached_property
+    def _fs(self) -> Any:
+        from dvc.api import DVCFileSystem
+
+        try:
+            fs = DVCFileSystem(str(self.repo), rev=self.rev)
+            if fs.repo.config["core"].get("remote") is None:
+                config = _dvc_config(self.repo)
+                name = config["core"].get("remote")
+                if name is not None:
+                    fs.close()
+                    logger.debug("revision %s names no remote; using the working tree's %r", self.rev, name)
+                    fs = DVCFileSystem(str(self.repo), rev=self.rev, config={
+                        "core": {"remote": name}, "remote": {name: dict(config["remote"][name])}})
+            return fs
+        except VersioningError:
+            raise
+        except Exception as exc:  # dvc raises many unrelated types for a bad repo or rev
+            raise VersioningError(
+                f"cannot open revision {self.rev!r} ({redact(str(exc))})",
+                path=self.repo,
+                hint="check the revision with `git log`, and that the folder is a git + DVC repo",
+            ) from None
+
+    def close(self) -> None:
+        if "_fs" in self.__dict__:
+            self.__dict__.pop("_fs").close()
+
+    def __enter__(self) -> DatasetSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def describe(self) -> str:
+        return f"{self.repo}@{self.rev}" if self.rev else str(self.repo)
+
+    def exists(self, relpath: str) -> bool:
+        if self.rev is None:
+            return (self.repo / relpath).is_file()
+        try:
+            return bool(self._fs.isfile(relpath))
+        except VersioningError:
+            raise
+        except Exception as exc:
+            raise VersioningError(f"cannot list at revision {self.rev} ({redact(str(exc))})", path=relpath) from None
+
+    def read_bytes(self, relpath: str) -> bytes:
+        """The bytes of one file.
+
+        Raises:
+            InputError: the file is not part of the data (at that revision).
+            VersioningError: the revision is unknown, or the content is in neither cache nor remote.
+        """
+        if self.rev is None:
+            path = self.repo / relpath
+            if not path.is_file():
+                raise InputError("file not found", path=path, hint="build or publish the dataset first")
+            return path.read_bytes()
+        # Existence comes from git + .dvc metadata; asking first separates "no such file" from
+        # "content not available" (DVC reports both as FileNotFoundError).
+        if not self.exists(relpath):
+            raise InputError(
+                f"file not found at revision {self.rev}",
+                path=relpath,
+                hint="check the dataset path and that this revision published it",
+            )
+        try:
+            with self._fs.open(relpath, mode="rb") as handle:
+                return handle.read()
+        except Exception as exc:
+            raise VersioningError(
+                f"cannot read at revision {self.rev} ({redact(str(exc))})",
+                path=relpath,
+                hint="configure the DVC remote that holds this version (configure_remote), or `dvc pull`",
+            ) from None
+
+    def read_json(self, relpath: str) -> Any:
+        data = self.read_bytes(relpath)
+        try:
+            return json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"not valid JSON ({exc})", path=relpath) from None

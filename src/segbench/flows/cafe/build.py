@@ -1,0 +1,267 @@
+"""The CAFE candidate build (seed 000): sources → targets → edit plans → validated pairs → edits.
+
+``build_cafe_candidates`` writes ``<data root>/cafe_candidates/`` through a resumable stage:
+``candidates.jsonl`` (one :class:`~segbench.schemas.cafe.Candidate` per line), ``images/`` (the
+edited images I), ``review/`` (I with M outlined, what the verification round shows),
+``tables/prompt_pairs.{md,json}``, ``skipped.json`` and ``manifest.json``. Plans come from the
+language provider (WordNet offline, a language model when configured), edits from the image
+editor; both go through content-addressed caches, so a rebuild replays them. The build key covers
+the sources' annotation files and image folders, the params, the provider and editor and the
+prompt and builder versions: a rebuild with the same key does nothing, and a killed build resumes
+in its stage, where every finished edit shard (a unit) is kept.
+
+The verification round and the export of verified pairs are in ``flows/cafe_verify.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress
+from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
+from segbench.flows.units import UNIT, count_units
+from segbench.providers.base import Question, Usage
+from segbench.schemas.cafe import CafeParams, Candidate, EditPlan, EditType, PlanAnswer, SourceSpec, Target
+from segbench.tasks.cafe import pairs as cafe_pairs
+from segbench.tasks.cafe import plans as cafe_plans
+from segbench.tasks.cafe import targets as cafe_targets
+from segbench.tasks.cafe.verification import outline
+from segbench.core.coco import load_coco
+from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
+from segbench.core.manifest import write_manifest
+from segbench.core.masks import rle_to_bitmap
+from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+
+BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, and the build key
+DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
+
+
+@task(name="select-cafe-targets", cache_policy=NO_CACHE)
+def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[Target], list[dict[str, Any]]]:
+    """The targets of one source, and the records of what was skipped (under ``on_error = skip``)."""
+    policy = ImportPolicy(on_error=params.on_error)
+    index = load_coco(source.annotations, policy=policy)
+    targets = cafe_targets.select_targets(index, source.name, params, policy)
+    get_run_logger().info("%s: %d images, %d targets", source.name, len(index.images), len(targets))
+    return targets, policy.report.skipped
+
+
+@task(name="ask-edit-plans", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
+    return provider.answer_many(questions, PlanAnswer)
+
+
+@task(name="edit-cafe-shard", **UNIT)
+def edit_shard(unit_key: str, editor: Any, candidates: list[Candidate], images_dir: dict[str, Path], stage: Path,
+               params: CafeParams) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Edit one shard: write each edited image and its review image; return the candidates edited
+    and the records of those skipped (under ``on_error = skip``). A unit: a rerun of the same stage
+    reuses its result and files."""
+    policy = ImportPolicy(on_error=params.on_error)
+    done = []
+    for candidate in candidates:
+        target = candidate.target
+        try:
+            image = _source_image(images_dir[target.source], target)
+            mask = rle_to_bitmap(target.segmentation).astype(bool)
+            edited = editor.edit(image, mask, candidate.plan, seed=candidate.edit_seed)
+        except (AnnotationError, ProviderError) as error:
+            policy.handle(_as_annotation_error(error, candidate.key))
+            continue
+        _write_jpeg(stage / candidate.image, edited, params.jpeg_quality)
+        _write_jpeg(stage / candidate.review_image, outline(edited, mask), params.jpeg_quality)
+        done.append(candidate)
+    return done, policy.report.skipped
+
+
+def _source_image(images_dir: Path, target: Target) -> Image.Image:
+    path = images_dir / target.file_name
+    try:
+        with Image.open(path) as handle:
+            image = handle.convert("RGB")
+    except (FileNotFoundError, OSError) as exc:
+        raise AnnotationError(f"source image unreadable ({type(exc).__name__})", path=path,
+                              item=f"image {target.image_id}", hint="check the images folder of the source") from None
+    if image.size != (target.width, target.height):
+        raise AnnotationError(f"image is {image.size[0]}x{image.size[1]} but the annotations say "
+                              f"{target.width}x{target.height}", path=path, item=f"image {target.image_id}",
+                              hint="the images folder does not belong to these annotations")
+    return image
+
+
+def _as_annotation_error(error: Exception, key: str) -> AnnotationError:
+    if isinstance(error, AnnotationError):
+        return error
+    return AnnotationError(f"edit failed: {getattr(error, 'message', str(error))}", item=key,
+                           hint="retry, or build with --on-error skip to leave this target out")
+
+
+def _write_jpeg(path: Path, image: Image.Image, quality: int) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    # Fixed quality and subsampling, no EXIF: the bytes depend on the pixels only.
+    image.save(buffer, format="JPEG", quality=quality, subsampling=0)
+    atomic_write_bytes(path, buffer.getvalue(), durable=False)
+
+
+def _plans(provider: Any, assigned: list[tuple[Target, EditType]], params: CafeParams
+           ) -> list[tuple[Target, EditPlan]]:
+    questions = [cafe_plans.plan_question(t, e, seed=params.seed) for t, e in assigned]
+    batches = [list(range(i, min(i + params.plan_batch, len(questions))))
+               for i in range(0, len(questions), params.plan_batch)]
+    futures = [ask_plans.submit(provider, [questions[i] for i in batch]) for batch in batches]
+    answers = progress.gather(futures, "edit plans", len(questions), len)
+    flat = [a for batch in answers for a in batch]
+    return [(t, cafe_plans.plan_from_answer(t, e, a)) for (t, e), a in zip(assigned, flat, strict=True)]
+
+
+def _validated(plans: list[tuple[Target, EditPlan]], wn: Any, skips: SkipReport) -> list[tuple[Target, EditPlan]]:
+    """Plans whose pair passes every rule, first per (target, edit type); the others into ``skips``."""
+    keys = [f"{t.key}:{p.edit_type.abbr}" for t, p in plans]
+    kept, repeats = cafe_pairs.deduplicate(keys)
+    for position in repeats:
+        skips.skipped.append({"error": "PromptPairRejected", "rule": "duplicate", "item": keys[position],
+                              "path": None, "message": "a plan for this target and edit type was already kept"})
+    out = []
+    for position in kept:
+        target, plan = plans[position]
+        problem = cafe_pairs.pair_problem(wn, plan.q_pos, plan.q_neg)
+        if problem:
+            skips.skipped.append({"error": "PromptPairRejected", "rule": problem[0], "item": keys[position],
+                                  "path": None, "message": problem[1], "q_pos": plan.q_pos, "q_neg": plan.q_neg})
+        else:
+            out.append((target, plan))
+    return out
+
+
+def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candidate]:
+    """Candidates with ids 1..N in key order and a per-sample edit seed derived from the build seed."""
+    rows = sorted(plans, key=lambda tp: (tp[0].key, tp[1].edit_type.abbr))
+    out = []
+    for number, (target, plan) in enumerate(rows, start=1):
+        stem = f"{target.source}_{target.image_id}_{target.annotation_id}_{plan.edit_type.abbr}"
+        key = f"{target.key}:{plan.edit_type.abbr}"
+        out.append(Candidate(id=number, key=key, target=target, plan=plan, image=f"images/{stem}.jpg",
+                             review_image=f"review/{stem}.jpg", edit_seed=int(fingerprint([seed, key])[:8], 16)))
+    return out
+
+
+@flow(name="build-cafe-candidates")
+def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, params: CafeParams | None = None,
+                          editor: Any = None, nltk_data: Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Build CAFE candidates from COCO-format sources into ``out`` (staged: all or nothing).
+
+    Args:
+        sources: the sources (name, annotations file, images folder); names must differ.
+        provider: a language provider answering ``cafe.edit_plan`` (offline: the WordNet provider).
+            Typed ``Any`` because Prefect builds a parameter schema and a Protocol is no valid type.
+        editor: an :class:`~segbench.providers.image_edit.ImageEditor` (default: from the settings).
+        nltk_data: where the WordNet data for the pair checks is prepared.
+        force: rebuild even when ``out`` was built with the same build key.
+
+    Returns:
+        A summary: output path, ``up_to_date``, counts, skipped counts, provider usage and ``units``
+        (edit shards computed / reused from a killed run).
+
+    Raises:
+        InputError: a missing or malformed source, repeated source names.
+        AnnotationError / ProviderError: under ``on_error = fail``, a bad annotation, image or edit.
+    """
+    from segbench.core.errors import InputError
+    from segbench.providers.wordnet_data import load_wordnet
+
+    params = params or CafeParams()
+    names = [s.name for s in sources]
+    if not sources or len(set(names)) != len(names):
+        raise InputError(f"give one or more sources with distinct names (got {names})",
+                         hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR, repeated with different names")
+    unknown = sorted(set(params.quotas) - set(names))
+    if unknown:
+        raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
+    logger = get_run_logger()
+    if editor is None:
+        from segbench.providers.image_edit import make_image_editor
+        from segbench.settings import load_settings
+
+        editor = make_image_editor(load_settings())
+    out = Path(out)
+    hashes = hash_inputs(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
+    key = build_key(dataset="cafe_candidates", logic_version=BUILDER_VERSION,
+                    params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
+                    input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s is up to date", out)
+        summary = up_to_date_summary(out, usage={k: 0 for k in Usage.model_fields})
+        return {**summary, "skipped": summary["counts"]["skipped"]}
+    skips = SkipReport()
+    targets = []
+    for source in sorted(sources, key=lambda s: s.name):
+        found, skipped = select_source_targets(source, params)
+        targets += found
+        skips.skipped += skipped
+    assigned = cafe_targets.assign_edit_types(targets, params.edit_mix, seed=params.seed)
+
+    before = provider.usage
+    plans = _plans(provider, assigned, params)
+    usage = {k: getattr(provider.usage, k) - getattr(before, k) for k in Usage.model_fields}
+    wn = load_wordnet(Path(nltk_data or DEFAULT_NLTK_DATA))
+    candidates = _candidates(_validated(plans, wn, skips), params.seed)
+
+    images_dir = {s.name: Path(s.images) for s in sources}
+    with resumable_stage(out, key) as stage:
+        shards = [candidates[i : i + params.edit_shard] for i in range(0, len(candidates), params.edit_shard)]
+        futures = [edit_shard.submit(stage.unit_key(f"edit/{n}"), editor, shard, images_dir, stage.path, params)
+                   for n, shard in enumerate(shards)]
+        results = progress.gather(futures, "edits", len(candidates), lambda result: len(result[0]))
+        candidates = [c for done, _ in results for c in done]
+        skips.skipped += [record for _, skipped in results for record in skipped]
+        summary = _write_candidates(stage, candidates, sources, params, skips, provider, editor, hashes)
+    logger.info("provider usage this run: %s", usage)
+    return {"out": str(out), "up_to_date": False, **summary, "usage": usage, "units": count_units(futures)}
+
+
+def source_files(sources: list[SourceSpec]) -> dict[str, Path]:
+    """Every file the build reads, by label (an images folder stands for the images under it)."""
+    files = {f"{s.name}:annotations": Path(s.annotations) for s in sources}
+    return files | {f"{s.name}:images": Path(s.images) for s in sources}
+
+
+def _provenance(sources: list[SourceSpec], provider: Any, editor: Any) -> dict[str, Any]:
+    """Who answered and edited, under which prompt version, and from which source files (by name)."""
+    return {"provider": provider.name, "provider_model": provider.model, "editor": editor.name,
+            "editor_model": editor.model, "question_kind": cafe_plans.QUESTION_KIND,
+            "prompt_version": cafe_plans.PROMPT_VERSION,
+            "sources": {s.name: {"annotations": Path(s.annotations).name, "images": Path(s.images).name}
+                        for s in sources}}
+
+
+def _write_candidates(stage: Stage, candidates: list[Candidate], sources: list[SourceSpec], params: CafeParams,
+                      skips: SkipReport, provider: Any, editor: Any, hashes: dict[str, str]) -> dict[str, Any]:
+    write_jsonl(stage.path / "candidates.jsonl", [c.model_dump(mode="json") for c in candidates])
+    stats = cafe_pairs.pair_statistics(sample_rows(candidates))
+    write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
+    atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
+                      cafe_pairs.pair_markdown(stats, title="CAFE candidates: prompt pairs"))
+    skipped = SkipReport(list(skips.skipped))
+    write_json(stage.path / "skipped.json", skipped.to_json(), indent=1)
+    counts = {"candidates": len(candidates), "by_edit_type": stats["by_edit_type"],
+              "skipped": skipped.counts(), "prompt_pairs": stats["prompt_pairs"]}
+    manifest = stage_manifest(stage, dataset="cafe_candidates", builder_version=BUILDER_VERSION,
+                              params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
+                              inputs={}, input_hashes=hashes, counts=counts, seed=params.seed,
+                              skipped=len(skipped))
+    write_manifest(stage.path, manifest)
+    return {"counts": counts, "skipped": skipped.counts()}
+
+
+def sample_rows(candidates: list[Candidate]) -> list[dict[str, Any]]:
+    """The rows :func:`segbench.tasks.cafe.pairs.pair_statistics` reads."""
+    return [{"source": c.target.source, "edit_type": c.plan.edit_type.abbr, "q_pos": c.plan.q_pos,
+             "q_neg": c.plan.q_neg} for c in candidates]

@@ -1,0 +1,222 @@
+"""Prefect flows ``evaluate-cafe`` and ``evaluate-cgf1``.
+
+Orchestration only: reading is :mod:`segbench.tasks.cafe.cgf1_inputs`, the metrics are
+:mod:`segbench.tasks.cafe.metrics` / :mod:`segbench.tasks.cafe.cgf1`, the report is
+:mod:`segbench.tasks.cafe.eval_report`. Loading and scoring run in one task because the indexed
+ground truth is a large object that Prefect would otherwise walk between tasks.
+
+An evaluation is skipped when its report is up to date (same logic version, parameters, ground truth
+and predictions; :mod:`segbench.core.evaluation_keys`). The report is written in a resumable stage,
+and scoring is a unit Prefect remembers, so a run killed while writing the report does not score again.
+
+Usage::
+
+    from segbench.flows.cafe.evaluate import evaluate_cafe, evaluate_cgf1
+    result = evaluate_cafe(repo=".", rev="v1", gt=None, predictions="sam3.json", out="data/eval/cafe/sam3")
+    result["metrics"]["Overall"]["cgF1"], result["paths"]["report"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench.core.errors import InputError
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
+from segbench.schemas.cafe import CafeEvalParams
+from segbench.tasks.cafe.eval_report import write_cafe_report, write_cgf1_report
+from segbench.tasks.cafe.metrics import calibrate, split_for_calibration
+from segbench.tasks.cafe.metrics import evaluate_cafe as cafe_metrics
+from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
+from segbench.tasks.cafe.cgf1_inputs import GroundTruth, read_ground_truth, read_predictions
+from segbench.core.evaluation_keys import (
+    GROUND_TRUTH,
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
+from segbench.core.manifest import write_manifest
+from segbench.core.resume import build_key, is_up_to_date, resumable_stage
+from segbench.core.versioning import DatasetSource
+
+CAFE_EXPORT = "CAFE.json"
+# Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
+EVALUATION_VERSION = "1"
+CGF1_VERSION = "1"
+
+
+def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
+    if gt is not None:
+        return read_ground_truth(gt), gt
+    relpath = f"{dataset_dir}/{CAFE_EXPORT}"
+    with DatasetSource(repo, rev) as source:
+        return read_ground_truth(relpath, source.read_bytes(relpath)), f"{source.describe()}:{relpath}"
+
+
+def _optional(path: str | Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+@task(name="hash-cafe-ground-truth", cache_policy=NO_CACHE)
+def hash_published_export(repo: str, rev: str | None, dataset_dir: str) -> dict[str, str]:
+    """sha256 standing for the published ``CAFE.json`` (``evaluation_keys.ground_truth_hashes``)."""
+    with DatasetSource(repo, rev) as source:
+        return ground_truth_hashes(source, [f"{dataset_dir}/{CAFE_EXPORT}"], dataset_dir)
+
+
+@task(name="score-cafe", **UNIT)
+def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, dataset_dir: str, predictions: str,
+               params: CafeEvalParams, calibration_gt: str | None = None,
+               calibration_predictions: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read the inputs, calibrate if asked, and compute the CAFE metrics; returns (metrics, evaluated).
+
+    A unit cached under ``unit_key`` (:mod:`segbench.flows.units`).
+    """
+    truth, source = _cafe_ground_truth(repo, rev, gt, dataset_dir)
+    preds = read_predictions(predictions, truth)
+    evaluated: dict[str, Any] = {"ground_truth": source, "predictions": predictions}
+    threshold, calibration, keep = params.score_threshold, None, None
+    if params.calibrate:
+        if calibration_gt is not None:
+            cal_truth = read_ground_truth(calibration_gt)
+            calibration = calibrate(cal_truth, read_predictions(calibration_predictions, cal_truth))
+            calibration["source"] = f"{calibration_gt} + {calibration_predictions}"
+        else:
+            cal_ids, keep = split_for_calibration(truth, params.calibration_fraction, params.seed)
+            calibration = calibrate(truth, preds, image_ids=cal_ids)
+            calibration["source"] = (f"{len(cal_ids) // 2} pairs ({params.calibration_fraction:g} of the pairs, "
+                                     f"seed {params.seed}), left out of the numbers below")
+        threshold = calibration["threshold"]
+    metrics = cafe_metrics(truth, preds, score_threshold=threshold, iou_threshold=params.iou_threshold,
+                           taus=params.taus, image_ids=keep)
+    metrics["calibration"] = calibration
+    return metrics, evaluated
+
+
+@task(name="write-cafe-report", cache_policy=NO_CACHE)
+def write_cafe_report_task(out: str, metrics: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
+    return {name: str(path) for name, path in write_cafe_report(out, metrics, evaluated).items()}
+
+
+@flow(name="evaluate-cafe")
+def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, predictions: str | Path,
+                  out: str | Path, dataset_dir: str = "data/cafe", params: CafeEvalParams | None = None,
+                  calibration_gt: str | Path | None = None,
+                  calibration_predictions: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Score COCO results on CAFE and write the report.
+
+    Args:
+        repo, rev: the project and the git revision of the published dataset (``None`` = working tree),
+            read as ``{dataset_dir}/CAFE.json`` when ``gt`` is not given.
+        gt: a CAFE export to read instead of the published one.
+        predictions: COCO results for both images of each pair.
+        out: report folder (metrics.json, report.md, cgf1_by_subset.png, false_positive_rates.png, tau_sweep.png,
+            manifest.json).
+        params: thresholds, τ sweep and calibration (:class:`CafeEvalParams`).
+        calibration_gt, calibration_predictions: a calibration set (both or neither).
+        force: evaluate again even when the report is up to date.
+
+    Returns:
+        ``{"metrics": <metrics dict>, "paths": {name: str}, "up_to_date": bool}``; an up-to-date run
+        reads the metrics back from metrics.json.
+
+    Raises:
+        InputError: a malformed ground truth, predictions or pair, or half a calibration set.
+    """
+    logger = get_run_logger()
+    params = params or CafeEvalParams()
+    if (calibration_gt is None) != (calibration_predictions is None):
+        raise InputError("a calibration set needs both --calibration-gt and --calibration-predictions",
+                         hint="pass both, or neither to calibrate on a seeded fraction of the pairs")
+    repo, predictions, out = str(repo), str(predictions), str(out)
+    gt, calibration_gt, calibration_predictions = map(_optional, (gt, calibration_gt, calibration_predictions))
+    hashes = (local_hashes(GROUND_TRUTH, {"CAFE": gt}) if gt is not None
+              else hash_published_export(repo, rev, dataset_dir))
+    hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
+    if calibration_gt is not None and calibration_predictions is not None:
+        hashes |= local_hashes("calibration", {"gt": calibration_gt, "predictions": calibration_predictions})
+    key_params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "gt": gt, "dataset_dir": dataset_dir,
+                  "predictions": predictions, "calibration_gt": calibration_gt,
+                  "calibration_predictions": calibration_predictions, **params.model_dump(mode="json")}
+    key = build_key(dataset="eval/cafe", logic_version=EVALUATION_VERSION, params=key_params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("CAFE evaluation in %s is up to date", out)
+        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+
+    with resumable_stage(out, key) as stage:
+        scored = score_cafe.submit(stage.unit_key("score"), repo, rev, gt, dataset_dir, predictions, params,
+                                   calibration_gt, calibration_predictions)
+        metrics, evaluated = scored.result()
+        evaluated |= {"rev": rev, "score_threshold": metrics["params"]["score_threshold"],
+                      "iou_threshold": params.iou_threshold}
+        write_cafe_report_task(str(stage.path), metrics, evaluated)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/cafe", builder_version=EVALUATION_VERSION, params=key_params, inputs={},
+            input_hashes=hashes, counts={"pairs": metrics["Overall"]["N"]}))
+    paths = report_paths(out)
+    overall = metrics["Overall"]
+    logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
+                paths["report"])
+    return {"metrics": metrics, "paths": paths, "up_to_date": False, "units": count_units([scored])}
+
+
+def _without_evaluated(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of a metrics.json written by ``write_cafe_report`` / ``write_cgf1_report``."""
+    return {name: value for name, value in metrics.items() if name != "evaluated"}
+
+
+@task(name="score-cgf1", **UNIT)
+def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float) -> dict[str, Any]:
+    """Read the ground truths and predictions and compute the cgF1 summary."""
+    truths = [read_ground_truth(path) for path in gts]
+    return cgf1_summary(truths, read_predictions(predictions, truths[0]), score_threshold)
+
+
+@task(name="write-cgf1-report", cache_policy=NO_CACHE)
+def write_cgf1_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
+    return {name: str(path) for name, path in write_cgf1_report(out, summary, evaluated).items()}
+
+
+@flow(name="evaluate-cgf1")
+def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path,
+                  score_threshold: float = 0.5, force: bool = False) -> dict[str, Any]:
+    """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
+
+    Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth).
+
+    Skipped when the report is up to date with these files and threshold, unless ``force``.
+
+    Returns:
+        ``{"metrics": <summary>, "paths": {"metrics", "report", "cgf1_by_iou": str}, "up_to_date": bool}``.
+
+    Raises:
+        InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
+    """
+    logger = get_run_logger()
+    gts, predictions, out = [str(p) for p in gts], str(predictions), str(out)
+    evaluated = {"ground_truth": gts, "predictions": predictions, "score_threshold": score_threshold,
+                 "protocol": "oracle" if len(gts) > 1 else "single ground truth"}
+    # Indexed labels: with several ground truths their order is part of the oracle protocol's input.
+    hashes = local_hashes(GROUND_TRUTH, {f"{n}:{Path(path).name}": path for n, path in enumerate(gts)})
+    hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
+    key = build_key(dataset="eval/cgf1", logic_version=CGF1_VERSION, params=evaluated, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("cgF1 evaluation in %s is up to date", out)
+        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+
+    with resumable_stage(out, key) as stage:
+        summary = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold)
+        write_cgf1_report_task(str(stage.path), summary, evaluated)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/cgf1", builder_version=CGF1_VERSION, params=evaluated, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"]}))
+    paths = report_paths(out)
+    logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],
+                paths["report"])
+    return {"metrics": summary, "paths": paths, "up_to_date": False}

@@ -1,0 +1,192 @@
+"""The CAFE verification round and the export of verified pairs (seed 000).
+
+``create_cafe_verification`` makes a round (kind ``cafe_verification``) with one item per
+candidate of ``<data root>/cafe_candidates``; the generic round flows launch and ingest it
+(``segbench rounds launch|ingest``), and after each ingest :func:`write_verification_report`
+writes ``<data root>/cafe_verification/<key>.{json,md}``. ``build_cafe`` exports the samples the
+majority verified into ``<data root>/cafe/`` in the SA-Co format (staged: all or nothing). Its build
+key covers the round (key, answers) and the candidates (their manifest lists every
+candidate file's hash, and the export checks the files against it), so an export of the same round
+and candidates does nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger
+
+from segbench.core.errors import InputError, RoundStateError, SkipReport
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
+from segbench.schemas.cafe import Candidate
+from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
+from segbench.tasks.cafe import export as cafe_export
+from segbench.tasks.cafe import pairs as cafe_pairs
+from segbench.tasks.cafe import verification
+from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.core.manifest import read_manifest, verify_outputs, write_manifest
+from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+
+BUILDER_VERSION = "2"  # 2: the manifest records the build key
+VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
+CANDIDATES_DIR = "cafe_candidates"
+
+
+def candidates_version(candidates: Path) -> str:
+    """A content version of a candidate build: the fingerprint of its outputs' hashes."""
+    return fingerprint(read_manifest(candidates).outputs)
+
+
+def read_candidates(candidates: Path) -> list[Candidate]:
+    """The candidates of a build, in id order.
+
+    Raises:
+        InputError: no candidate build there, or a malformed line (named by its number).
+    """
+    path = Path(candidates) / "candidates.jsonl"
+    if not path.is_file():
+        raise InputError("no CAFE candidates found", path=path, hint="build them first: segbench build cafe-candidates")
+    out = []
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+        try:
+            out.append(Candidate.model_validate_json(line))
+        except ValueError as exc:
+            raise InputError(f"line {number} is not a candidate ({type(exc).__name__})", path=path,
+                             hint="rebuild the candidates") from None
+    return sorted(out, key=lambda c: c.id)
+
+
+@flow(name="cafe-verification-create")
+def create_cafe_verification(data_root: Path, key: str, backend: Literal["labelstudio", "files"] = "labelstudio",
+                             overlap: int = 3, overwrite: bool = False,
+                             candidates_dir: str = CANDIDATES_DIR) -> Round:
+    """Create a verification round over every candidate (``data/rounds/<key>.json``).
+
+    Raises:
+        InputError: the candidates are not built. RoundStateError: the key exists (unless ``overwrite``).
+    """
+    from segbench.annotation_ui.rounds import RoundStore, new_round
+
+    candidates_path = Path(data_root) / candidates_dir
+    candidates = read_candidates(candidates_path)
+    round_ = new_round(
+        key=key, kind=verification.KIND, dataset=candidates_dir, dataset_version=candidates_version(candidates_path),
+        config=RoundConfig(label_config=verification.LABEL_CONFIG, overlap=overlap),
+        items=verification.round_items(candidates, candidates_dir), backend=backend,
+        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
+    RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)
+    return round_
+
+
+def _check_version(round_: Round, candidates_path: Path) -> None:
+    """The candidates are those the round was made on, and their files are those their manifest lists."""
+    drift = verify_outputs(candidates_path)
+    if any(drift.values()):
+        changed = ", ".join(f"{kind}: {', '.join(paths[:3])}" for kind, paths in drift.items() if paths)
+        raise InputError(f"the candidates changed since round {round_.key} was created ({changed})",
+                         path=candidates_path, hint="rebuild the candidates with the same inputs and seed, "
+                         "or create a new round")
+    if candidates_version(candidates_path) != round_.dataset_version:
+        raise InputError(f"the candidates changed since round {round_.key} was created", path=candidates_path,
+                         hint="restore the candidates the round was made on, or create a new round")
+
+
+def write_verification_report(round_: Round, answers: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
+    """Verified counts per edit type and the reasons for rejection; JSON and Markdown."""
+    candidates_path = Path(data_root) / round_.dataset
+    _check_version(round_, candidates_path)
+    table = verification.verification_table(read_candidates(candidates_path), answers)
+    out = Path(data_root) / "cafe_verification"
+    json_path = write_json(out / f"{round_.key}.json", {"round": round_.key, "dataset_version": round_.dataset_version,
+                                                       **table}, indent=1)
+    md_path = atomic_write_text(out / f"{round_.key}.md", verification.verification_markdown(
+        table, round_key=round_.key, dataset_version=round_.dataset_version))
+    return {"verification_json": json_path, "verification_markdown": md_path}
+
+
+@flow(name="build-cafe")
+def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Export the verified samples of an ingested verification round into ``out`` (default ``<data root>/cafe``).
+
+    Writes ``CAFE.json`` and ``CAFE_{SM,CC,OC}.json`` (SA-Co format), ``images/`` (the edited images of
+    the exported samples), ``tables/prompt_pairs.{md,json}``, ``skipped.json`` (candidates not
+    verified, with the reasons) and ``manifest.json``. Each written file is checked with
+    :func:`segbench.tasks.cafe.export.validate_saco` before the directory is swapped in. When ``out``
+    was exported from the same round answers and candidates nothing is done (``force``
+    exports anyway).
+
+    Raises:
+        InputError: the round is not a CAFE verification round, the candidates changed since it was
+            created, or an exported file fails the schema check.
+        RoundStateError: the round has not been ingested yet.
+    """
+    from segbench.annotation_ui.rounds import RoundStore
+
+    data_root = Path(data_root)
+    store = RoundStore(data_root / "rounds")
+    round_ = store.load(round_key)
+    if round_.kind != verification.KIND:
+        raise InputError(f"round {round_key} is a {round_.kind} round, not {verification.KIND}",
+                         hint="pass the key of a CAFE verification round")
+    if round_.status not in (RoundStatus.INGESTED, RoundStatus.CLOSED):
+        raise RoundStateError(f"status is {round_.status.value}; the export needs the round's answers",
+                              item=f"round {round_key}", hint=f"segbench rounds ingest {round_key}")
+    candidates_path = data_root / round_.dataset
+    out = Path(out or data_root / "cafe")
+    # The round's record is left out: it holds creation and ingest times; its key and the candidates'
+    # version are params, and the answers file holds everything the export reads from the round. The
+    # candidates count by the hashes their manifest lists (not its bytes, which hold a build time).
+    hashes = hash_inputs({"answers": store.answers_path(round_key)}, hint=f"segbench rounds ingest {round_key}")
+    hashes["candidates_outputs"] = candidates_version(candidates_path)
+    params = {"round": round_.key, "candidates": round_.dataset, "candidates_version": round_.dataset_version,
+              "verified_rule": VERIFIED_RULE}
+    key = build_key(dataset="cafe", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        get_run_logger().info("%s is up to date", out)
+        return up_to_date_summary(out, files={stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS})
+    _check_version(round_, candidates_path)
+    candidates = read_candidates(candidates_path)
+    answers = [ItemAnswer.model_validate(i) for i in read_json(store.answers_path(round_key))["items"]]
+    reasons = {a.item_id: verification.verdict(a)[1] for a in answers}
+    verified = [c for c in candidates if reasons.get(str(c.id)) == []]
+    rejected = SkipReport([{"error": "NotVerified", "item": c.key, "path": None, "id": c.id,
+                            "message": "; ".join(reasons.get(str(c.id), ["unanswered"]))}
+                           for c in candidates if reasons.get(str(c.id)) != []])
+    with resumable_stage(out, key) as stage:
+        _write_export(stage, candidates_path, verified, rejected, round_, params, hashes)
+        problems = [e for stem in cafe_export.SUBSETS
+                    for e in cafe_export.validate_saco(stage.path / f"{stem}.json")]
+        if problems:
+            raise InputError(f"the export fails the SA-Co check: {problems[0]}",
+                             hint="report this: the candidates produced an invalid export")
+    get_run_logger().info("exported %d of %d candidates", len(verified), len(candidates))
+    counts = read_manifest(out).counts
+    return {"out": str(out), "up_to_date": False, "counts": counts,
+            "files": {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}}
+
+
+def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate], rejected: SkipReport,
+                  round_: Round, params: dict[str, Any], hashes: dict[str, str]) -> None:
+    from segbench.flows.cafe.build import sample_rows
+
+    for candidate in verified:
+        target = stage.path / "images" / cafe_export.export_file_name(candidate)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(candidates_path / candidate.image, target)
+    documents = cafe_export.subset_documents(verified, version=round_.dataset_version[:12])
+    for stem, document in documents.items():
+        write_json(stage.path / f"{stem}.json", document)
+    stats = cafe_pairs.pair_statistics(sample_rows(verified))
+    write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
+    atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
+                      cafe_pairs.pair_markdown(stats, title="CAFE: prompt pairs"))
+    write_json(stage.path / "skipped.json", rejected.to_json(), indent=1)
+    counts = {"samples": len(verified), "images": 2 * len(verified), "by_edit_type": stats["by_edit_type"],
+              "not_verified": len(rejected), "prompt_pairs": stats["prompt_pairs"],
+              "unique_positive": stats["unique_positive"], "unique_negative": stats["unique_negative"]}
+    manifest = stage_manifest(stage, dataset="cafe", builder_version=BUILDER_VERSION, params=params, inputs={},
+                              input_hashes=hashes, counts=counts, skipped=len(rejected))
+    write_manifest(stage.path, manifest)

@@ -1,0 +1,84 @@
+"""The COCO-CD context audit as a round (seed 002, Table 5): create it from a built dataset, and
+write the agreement table after each ingest (``<data root>/coco_cd_audit/<key>.{json,md}``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow
+
+from segbench.core.errors import InputError
+from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig
+from segbench.tasks.coco_cd import audit
+from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.core.manifest import read_manifest
+
+
+def dataset_version(dataset: Path) -> str:
+    """A content version of a built dataset: the fingerprint of its outputs' hashes (a rebuild with
+    the same outputs keeps it, whatever its timestamp)."""
+    return fingerprint(read_manifest(dataset).outputs)
+
+
+def _val_split(dataset: Path) -> dict[str, Any]:
+    """The validation split (shared by every ρ directory)."""
+    candidates = sorted(dataset.glob("splits/rho_*/val.json"))
+    if not candidates:
+        raise InputError("no validation split found", path=dataset / "splits",
+                         hint="build COCO-CD first (segbench build coco-cd)")
+    return read_json(candidates[0])
+
+
+@flow(name="coco-cd-audit-create")
+def create_coco_cd_audit(
+    data_root: Path,
+    key: str,
+    per_group: int = 50,
+    seed: int = 13,
+    backend: Literal["labelstudio", "files"] = "labelstudio",
+    overlap: int = 2,
+    overwrite: bool = False,
+    dataset_dir: str = "coco_cd",
+) -> Round:
+    """Create an audit round on a stratified sample of the COCO-CD validation split.
+
+    Raises:
+        InputError: the dataset is not built. InsufficientDataError: a group is too small.
+        RoundStateError: the key exists (unless ``overwrite``).
+    """
+    from segbench.annotation_ui.rounds import RoundStore, new_round
+
+    dataset = Path(data_root) / dataset_dir
+    manifest = read_manifest(dataset)
+    if not manifest.params.get("write_images", True):
+        raise InputError("this build has no images (built with --no-images); people need to see them",
+                         path=dataset, hint="rebuild COCO-CD with images, then create the round")
+    items = audit.sample_audit_items(_val_split(dataset), per_group=per_group, seed=seed, dataset_dir=dataset_dir,
+                                     size=int(manifest.params["size"]))
+    round_ = new_round(
+        key=key, kind=audit.KIND, dataset=dataset_dir, dataset_version=dataset_version(dataset),
+        config=RoundConfig(label_config="coco_cd_context", overlap=overlap), items=items, backend=backend,
+        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+    )
+    RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)
+    return round_
+
+
+def write_audit_report(round_: Round, answers: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
+    """Compare the people's majority with the automatic labels; write JSON and Markdown tables."""
+    dataset = Path(data_root) / round_.dataset
+    if dataset_version(dataset) != round_.dataset_version:
+        raise InputError(f"the dataset changed since round {round_.key} was created", path=dataset,
+                         hint="check out the data version the round was made on (dvc checkout at its commit), "
+                              "or create a new round")
+    images = {str(image["id"]): image for image in _val_split(dataset)["images"]}
+    auto = {item.item_id: (images[item.item_id]["group_id"], images[item.item_id]["context"]) for item in round_.items}
+    table = audit.audit_table(auto, answers)
+    out = Path(data_root) / f"{round_.dataset}_audit"
+    json_path = write_json(out / f"{round_.key}.json", {"round": round_.key, "dataset_version": round_.dataset_version,
+                                                       **table}, indent=1)
+    md_path = atomic_write_text(out / f"{round_.key}.md",
+                                audit.audit_markdown(table, round_key=round_.key, dataset_version=round_.dataset_version))
+    return {"audit_json": json_path, "audit_markdown": md_path}

@@ -1,0 +1,205 @@
+"""The COCO-CD build flow: sources → candidates → context → splits → files + manifest.
+
+Resumable: the build key (logic version, params, sha256 of the annotation files) decides whether
+the output is already up to date, in which case nothing is loaded at all. Otherwise the build
+writes into a stage kept across crashes, and its two expensive kinds of work are *units* Prefect
+persists (see :mod:`segbench.flows.units`): the context labelling (COCO-Stuff loading, candidate
+selection, evidence; its result is a few thousand small records) and the rendering, in shards of
+``shard_size`` images. A build killed at any point and started again replays finished units and
+computes only the rest. Shard size only changes how work is cut, never the output, so it is not
+part of the build key, and shard units are named by the first and last image they render.
+
+Tasks are coarse on purpose (Prefect costs ~0.1 s per task run). Large objects travel between
+tasks in this process as plain objects, or quoted lists, with caching off, so Prefect neither
+hashes nor walks them; the render shards, which may run on Dask workers, receive only their own
+slice of the annotations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
+
+from segbench import progress
+from segbench.core.errors import ImportPolicy
+from segbench.flows.publish import publish_data
+from segbench.flows.units import UNIT, count_units
+from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
+from segbench.tasks.coco_cd import selection as cd
+from segbench.tasks.coco_cd import outputs
+from segbench.core.coco import CocoIndex, load_coco, merge_splits
+from segbench.core.manifest import build_manifest, write_manifest
+from segbench.core.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.splits import SplitPlan, draw_splits
+
+DEFAULT_SHARD_SIZE = 200
+
+
+@task(name="load-instances", cache_policy=NO_CACHE)
+def load_instances(files: dict[str, Path], policy: ImportPolicy) -> CocoIndex:
+    with progress.step("Loading COCO instances", len(cd.SOURCE_SPLITS)) as current:
+        loaded = []
+        for split in cd.SOURCE_SPLITS:
+            loaded.append((split, load_coco(files[f"instances_{split}"], policy=policy)))
+            current.advance()
+    return merge_splits(loaded)
+
+
+@task(name="label-contexts", **UNIT)
+def label_contexts(unit_key: str, instances: CocoIndex, files: dict[str, Path], params: CocoCdParams
+                   ) -> tuple[list[ContextRecord], dict[str, int], list[dict[str, Any]]]:
+    """Load COCO-Stuff, select the candidates and label their context: the records, selection counts and skips.
+
+    One unit, so a resumed build neither reloads COCO-Stuff nor redoes the selection. Items skipped
+    here are returned (not recorded on the flow's policy) so that a replayed unit reports them too.
+    """
+    policy = ImportPolicy(on_error=params.on_error)
+    with progress.step("Loading COCO-Stuff and labelling contexts", len(cd.SOURCE_SPLITS) + 1) as current:
+        stuff = []
+        for split in cd.SOURCE_SPLITS:
+            stuff.append(load_coco(files[f"stuff_{split}"], policy=policy))
+            current.advance()
+        candidates, selection = cd.select_candidates(instances, params, policy)
+        records = cd.context_records(cd.Sources(instances, stuff, files), candidates, params)
+        current.advance()
+    return records, selection, policy.report.skipped
+
+
+@task(name="check-image-files", cache_policy=NO_CACHE)
+def check_image_files(coco_root: Path, records: list[ContextRecord], policy: ImportPolicy) -> list[ContextRecord]:
+    known = [r for r in records if r.context != cd.UNKNOWN]
+    return cd.check_image_files(coco_root, progress.track(known, "Checking image files"), policy)
+
+
+@task(name="draw-splits", cache_policy=NO_CACHE)
+def plan_splits(records: list[ContextRecord], params: CocoCdParams) -> SplitPlan:
+    group_of = cd.group_of_records(records, params)
+    pools: dict[int, list[int]] = {}
+    for image_id, group in group_of.items():
+        pools.setdefault(group, []).append(image_id)
+    majority = [cd.CONTEXTS.index(c) for c in params.majority_context]
+    return draw_splits(pools, majority=majority, rhos=params.rhos, val_per_group=params.val_per_group,
+                       test_per_group=params.test_per_group, seed=params.seed,
+                       group_names=outputs.group_names(params))
+
+
+@task(name="write-records", cache_policy=NO_CACHE)
+def write_records(stage: Path, instances: CocoIndex, records: list[ContextRecord], usable: list[ContextRecord],
+                  plan: SplitPlan, params: CocoCdParams, policy: ImportPolicy) -> dict[str, Any]:
+    outputs.write_context(stage, records)
+    coverage = cd.coverage_table(records, params.classes)
+    outputs.write_coverage(stage, coverage)
+    group_counts = plan.group_counts(cd.group_of_records(usable, params))
+    outputs.write_group_counts(stage, group_counts, params)
+    outputs.write_splits(stage, instances, {r.image_id: r for r in usable}, plan, params)
+    outputs.write_skip_report(stage, policy.report)
+    return {"coverage": coverage, "group_counts": group_counts}
+
+
+@task(name="render-shard", **UNIT)
+def render_shard(unit_key: str, stage: Path, shard: CocoIndex, coco_root: Path, params: CocoCdParams) -> int:
+    """Write the masks (and images) of one shard; ``shard`` holds only its images' annotations."""
+    for image_id in sorted(shard.images):
+        outputs.write_image_and_mask(stage, shard, coco_root, image_id, params)
+    return len(shard.images)
+
+
+def _render_all(stage, instances: CocoIndex, coco_root: Path, plan: SplitPlan, params: CocoCdParams,
+                shard_size: int) -> list:
+    image_ids = sorted({*plan.val, *plan.test, *(i for ids in plan.train.values() for i in ids)})
+    shards = [image_ids[i : i + shard_size] for i in range(0, len(image_ids), shard_size)]
+    futures = [render_shard.submit(stage.unit_key(f"render/{ids[0]}-{ids[-1]}"), stage.path,
+                                   outputs.render_slice(instances, ids, params), coco_root, params)
+               for ids in shards]
+    what = "Rendering label masks and images" if params.write_images else "Rendering label masks"
+    progress.gather(futures, what, len(image_ids), units=int)
+    return futures
+
+
+@flow(name="build-coco-cd")
+def build_coco_cd(
+    coco_root: Path,
+    stuff_root: Path,
+    out: Path,
+    params: CocoCdParams | None = None,
+    publish_repo: Path | None = None,
+    publish_data_dir: str = "data",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Build COCO-CD from a COCO 2017 root and COCO-Stuff annotations into ``out``.
+
+    Does nothing when ``out`` already holds a build with the same build key (unless ``force``).
+    Otherwise the output is built in a stage that survives a crash (the next run resumes it) and
+    replaces ``out`` only when complete. With ``publish_repo``, the last step publishes a DVC
+    version of ``publish_data_dir`` in that repo.
+
+    Args:
+        shard_size: images per render unit (and per Dask task); does not change the output.
+        force: rebuild even when the output is up to date.
+
+    Returns:
+        A summary: output path, whether it was up to date, counts at every stage, coverage table,
+        skipped items, and how many units were computed now or reused from an interrupted run.
+
+    Raises:
+        InputError, AnnotationError: bad inputs (under ``on_error=fail`` for item-level problems).
+        InsufficientDataError: the groups cannot supply the requested val/test sizes or ρ.
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be at least 1 (got {shard_size})")
+    params = params or CocoCdParams()
+    coco_root, stuff_root, out = Path(coco_root), Path(stuff_root), Path(out)
+    files = cd.source_files(coco_root, stuff_root)
+    hashes = hash_inputs(files)
+    key = build_key(dataset="coco_cd", logic_version=cd.BUILDER_VERSION, params=params.model_dump(mode="json"),
+                    input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        summary = {"out": str(out), "up_to_date": True, **outputs.finished_summary(out),
+                   "units": {"computed": 0, "reused": 0}}
+    else:
+        summary = {"out": str(out), "up_to_date": False, **_build(coco_root, files, hashes, key, out, params,
+                                                                  shard_size)}
+    if publish_repo is not None:
+        summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
+    return summary
+
+
+def _build(coco_root: Path, files: dict[str, Path], hashes: dict[str, str], key: str, out: Path,
+           params: CocoCdParams, shard_size: int) -> dict[str, Any]:
+    policy = ImportPolicy(on_error=params.on_error)
+    with resumable_stage(out, key) as stage:
+        instances = load_instances(files, policy)
+        context = label_contexts(stage.unit_key("context"), instances, files, params, return_state=True)
+        records, selection, skipped = context.result()
+        policy.report.skipped.extend(skipped)
+        # quote(): Prefect would otherwise walk thousands of records for every call (~1 s at COCO scale).
+        usable = check_image_files(coco_root, quote(records), policy) if params.write_images else [
+            r for r in records if r.context != cd.UNKNOWN]
+        plan = plan_splits(quote(usable), params)
+        tables = write_records(stage.path, instances, quote(records), quote(usable), plan, params, policy)
+        futures = _render_all(stage, instances, coco_root, plan, params, shard_size)
+        counts = {
+            "source_images": len(instances.images),
+            **selection,
+            "context": {c: sum(r.context == c for r in records) for c in (*cd.CONTEXTS, cd.UNKNOWN)},
+            "usable": len(usable),
+            "rendered": sum(future.result() for future in futures),
+            "train_per_class_total": plan.per_class_total,
+            "splits": tables["group_counts"],
+        }
+        manifest = build_manifest(
+            dataset="coco_cd", builder_version=cd.BUILDER_VERSION, root=stage.path,
+            params=params.model_dump(mode="json"), inputs=files, input_hashes=hashes, build_key=key,
+            counts=counts, seed=params.seed, skipped=len(policy.report),
+        )
+        write_manifest(stage.path, manifest)
+    if len(policy.report):
+        get_run_logger().warning("skipped %d item(s); see %s", len(policy.report), out / "skipped.json")
+    return {"counts": counts, "coverage": tables["coverage"], "skipped": policy.report.counts(),
+            "units": count_units([context, *futures])}
+

@@ -1,0 +1,244 @@
+"""Prefect flows for label-flip evaluation: ``evaluate-coco-cd``, ``evaluate-waterbirds`` and
+``predict-baseline-coco-cd``. Both evaluations compute the same metrics; only the names differ.
+
+Orchestration only. The work is done by pure functions in ``segbench.tasks.flip.inputs``
+(reading), ``segbench.tasks.flip.metrics``, ``segbench.tasks.flip.report`` and ``segbench.demo.coco_cd.baseline``; the tasks
+here are thin wrappers around one coarse unit each (a shard of a few hundred images, the report).
+
+An evaluation is skipped when its report is up to date (same logic version, split, predictions and
+ground truth; :mod:`segbench.core.evaluation_keys`), and a killed one resumes: the report is written
+in a resumable stage and each scored shard is a unit Prefect remembers (:mod:`segbench.flows.units`).
+
+Usage::
+
+    from segbench.flows.flip import evaluate_coco_cd, predict_baseline
+    predict_baseline(repo=".", rev=None, out="preds/baseline")
+    result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline",
+                              out="data/eval/coco_cd/baseline")
+    result["summary"]["fg_decomposition"]["flip"], result["paths"]["report"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
+from segbench.demo.coco_cd.baseline import write_baseline_predictions
+from segbench.core.evaluation_keys import (
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
+from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
+from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
+from segbench.tasks.flip.report import write_report
+from segbench.core.manifest import write_manifest
+from segbench.core.resume import build_key, is_up_to_date, resumable_stage
+from segbench.core.versioning import DatasetSource
+
+DEFAULT_SHARD_SIZE = 256
+# Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
+EVALUATION_VERSION = "1"
+
+
+def _shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    if size < 1:
+        raise ValueError(f"shard_size must be at least 1, got {size}")
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+@task(name="load-coco-cd-split", cache_policy=NO_CACHE)
+def load_split(repo: str, rev: str | None, relpath: str) -> list[dict[str, Any]]:
+    """The split's image entries, sorted by id (``flip_inputs.read_split``)."""
+    with DatasetSource(repo, rev) as source:
+        return read_split(source, relpath)
+
+
+@task(name="hash-flip-ground-truth", cache_policy=NO_CACHE)
+def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, relpaths: list[str]) -> dict[str, str]:
+    """sha256 standing for the split file and its masks (``evaluation_keys.ground_truth_hashes``)."""
+    with DatasetSource(repo, rev) as source:
+        return ground_truth_hashes(source, relpaths, dataset_dir)
+
+
+@task(name="evaluate-coco-cd-shard", **UNIT)
+def evaluate_shard(
+    unit_key: str,
+    repo: str,
+    rev: str | None,
+    dataset_dir: str,
+    images: list[dict[str, Any]],
+    predictions: dict[int, str],
+) -> FlipAccumulator:
+    """Evaluate one shard of images; the flow adds the shards' accumulators with ``+=``.
+
+    A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
+    """
+    with DatasetSource(repo, rev) as source:
+        return evaluate_images(source, dataset_dir, images, predictions)
+
+
+@task(name="write-coco-cd-report", cache_policy=NO_CACHE)
+def write_report_task(
+    out: str, summary: dict[str, Any], evaluated: dict[str, Any], names: FlipNames = COCO_CD_NAMES
+) -> dict[str, str]:
+    """Write metrics.json, report.md and the plots (``flip_report.write_report``)."""
+    return {name: str(path) for name, path in write_report(out, summary, evaluated, names).items()}
+
+
+@task(name="predict-baseline-shard", cache_policy=NO_CACHE)
+def predict_shard(
+    repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]], out: str, seed: int
+) -> int:
+    """Write baseline predictions for one shard; returns how many were written."""
+    with DatasetSource(repo, rev) as source:
+        return len(write_baseline_predictions(source, dataset_dir, images, out, seed=seed))
+
+
+@flow(name="evaluate-coco-cd")
+def evaluate_coco_cd(
+    repo: str | Path,
+    rev: str | None,
+    predictions: str | Path,
+    out: str | Path,
+    rho: float = 0.95,
+    split: str = "test",
+    dataset_dir: str = "data/coco_cd",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Evaluate a predictions directory on a COCO-CD split and write the report.
+
+    Args:
+        repo: project root holding ``dataset_dir``. rev: git revision, ``None`` = working tree.
+        predictions: directory of ``{id:012d}.npz`` (``probs``, (3, 512, 512)) or ``.png`` files.
+        out: report directory (metrics.json, report.md, per_group_iou.png, flip_by_risk_decile.png,
+            manifest.json).
+        rho, split: which split file: ``{dataset_dir}/splits/rho_{rho:g}/{split}.json``.
+        shard_size: images per evaluation task (the report does not depend on it).
+        force: evaluate again even when the report is up to date.
+
+    Returns:
+        ``{"summary": <metrics dict>, "paths": {"metrics", "report", "per_group_iou",
+        "flip_by_risk_decile": str}, "up_to_date": bool}``, and ``"units"`` (``{"computed",
+        "reused"}`` shards) when it evaluated. An up-to-date summary is read back from metrics.json.
+
+    Raises:
+        InputError: split or masks missing/malformed; predictions missing (names the directory,
+            the count and the first ids), of the wrong shape or with labels outside 0..2.
+    """
+    return _evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, COCO_CD_NAMES, force)
+
+
+@flow(name="evaluate-waterbirds")
+def evaluate_waterbirds(
+    repo: str | Path,
+    rev: str | None,
+    predictions: str | Path,
+    out: str | Path,
+    rho: float = 0.95,
+    split: str = "test",
+    dataset_dir: str = "data/waterbirds_seg",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Evaluate a predictions directory on a Waterbirds-seg split: the COCO-CD metrics, with
+    classes landbird/waterbird (label values 1/2) and contexts land/water.
+
+    Predictions are ``{id:012d}.png`` label maps or ``.npz`` files with ``probs`` of shape
+    (3, H, W) at each image's own size. Arguments, return value and errors as
+    :func:`evaluate_coco_cd`.
+    """
+    return _evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, WATERBIRDS_NAMES, force)
+
+
+def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float,
+              split: str, dataset_dir: str, shard_size: int, names: FlipNames, force: bool) -> dict[str, Any]:
+    """The body of both evaluation flows (runs inside the calling flow)."""
+    logger = get_run_logger()
+    repo, predictions, out = str(repo), str(predictions), str(out)
+    relpath = split_relpath(dataset_dir, rho, split)
+    images = load_split(repo, rev, relpath)
+    found = prediction_paths(predictions, [image["id"] for image in images])
+    evaluated = {
+        "source": DatasetSource(repo, rev).describe(),
+        "rev": rev,
+        "rho": rho,
+        "split": split,
+        "split_file": relpath,
+        "predictions": predictions,
+    }
+    masks = [f"{dataset_dir.rstrip('/')}/{image['mask_file']}" for image in images]
+    hashes = hash_ground_truth(repo, rev, dataset_dir, [relpath, *masks])
+    hashes |= local_hashes(PREDICTIONS, {Path(path).name: path for path in found.values()})
+    params = {"names": names.dataset, **evaluated}  # what the report prints is part of its bytes
+    key = build_key(dataset=f"eval/{names.dataset}", logic_version=EVALUATION_VERSION, params=params,
+                    input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s evaluation in %s is up to date", names.dataset, out)
+        return {"summary": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
+
+    with resumable_stage(out, key) as stage:
+        futures = [
+            evaluate_shard.submit(
+                stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, dataset_dir, shard,
+                {int(im["id"]): found[int(im["id"])] for im in shard},
+            )
+            for n, shard in enumerate(_shards(images, shard_size))
+        ]
+        total = FlipAccumulator()
+        for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
+            total += shard  # in shard order; the summary does not depend on it anyway
+        summary = total.summarize(names)
+        write_report_task(str(stage.path), summary, evaluated, names)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset=f"eval/{names.dataset}", builder_version=EVALUATION_VERSION, params=params, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"]}))
+    paths = report_paths(out)
+    logger.info(
+        "evaluated %d images: mIoU %s, FG-Flip %s -> %s",
+        summary["num_images"],
+        summary["miou"],
+        summary["fg_decomposition"]["flip"],
+        paths["report"],
+    )
+    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+
+
+@flow(name="predict-baseline-coco-cd")
+def predict_baseline(
+    repo: str | Path,
+    rev: str | None,
+    out: str | Path,
+    rho: float = 0.95,
+    split: str = "test",
+    dataset_dir: str = "data/coco_cd",
+    seed: int = 0,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+) -> dict[str, Any]:
+    """Write context-biased baseline predictions (``{id:012d}.npz``) for every image of a split.
+
+    Returns:
+        ``{"out": str, "num_images": int}``.
+
+    Raises:
+        InputError: the split or a gt mask is missing or malformed.
+    """
+    logger = get_run_logger()
+    repo, out = str(repo), str(out)
+    images = load_split(repo, rev, split_relpath(dataset_dir, rho, split))
+    futures = [
+        predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
+        for shard in _shards(images, shard_size)
+    ]
+    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int))
+    logger.info("wrote %d baseline predictions to %s", written, out)
+    return {"out": out, "num_images": written}

@@ -1,0 +1,168 @@
+"""SPIN crowd flows: create the per-(object, part) rounds, and import their answers into
+``data/spin/crowd/`` (raw answers with their flags, resolved subpart masks, a report).
+
+Answers come from a round already ingested (``data/rounds/<key>.answers.json``: Label Studio or files
+backend), or straight from an AMT-style results file (``--results``). Part masks come from the round
+items (``part_rle`` in their data) or from a COCO parts file (PartImageNet annotations, whose ids are
+the items' ``part_ann_id``). Outputs, each written atomically:
+
+* ``crowd/<key>.raw.jsonl`` — every answer, validated per subpart, with flags;
+* ``crowd/<key>.report.json`` — counts and flags;
+* ``crowd/resolved.json`` — resolved subparts of every imported round (this round's records replace
+  its previous ones), sorted by (image_id, part_ann_id, subpart).
+
+Re-importing the same answers gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from segbench.core.errors import ImportPolicy, InputError, OnError
+from segbench.schemas.rounds import Answer, Round, RoundItem
+from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
+from segbench.tasks.spin import crowd as sc
+from segbench.core.io import read_json, write_json, write_jsonl
+
+CROWD_DIR = "spin/crowd"
+RESOLVED_FILE = "resolved.json"
+
+
+def default_taxonomy(data_root: Path) -> Path:
+    return Path(data_root) / "spin" / "taxonomy.yaml"
+
+
+def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: str, dataset_version: str,
+                       backend: Literal["labelstudio", "files"] = "labelstudio", overlap: int = 3,
+                       taxonomy: Path | None = None, overwrite: bool = False) -> list[Round]:
+    """Create and save one round per (super-category, part) among ``items`` (see ``spin_rounds``).
+
+    ``overwrite`` replaces existing records of the same keys (their answers files are kept).
+
+    Raises:
+        InputError: bad items or taxonomy. RoundStateError: a key exists (unless ``overwrite``).
+    """
+    from segbench.annotation_ui.rounds import RoundStore
+
+    tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    rounds = sc.spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
+                            now=now, overlap=overlap)
+    store = RoundStore(Path(data_root) / "rounds")
+    return [store.create(r, overwrite=overwrite) for r in rounds]
+
+
+def contexts_from_coco(path: Path, round_: Round) -> dict[str, PartContext]:
+    """Part contexts of the round's items from a COCO parts file (annotation id = ``part_ann_id``).
+
+    Raises:
+        InputError: bad file, or an item whose part annotation is not in it.
+    """
+    from segbench.core.coco import annotation_rle, load_coco
+
+    coco = load_coco(path, policy=ImportPolicy(on_error=OnError.FAIL))
+    anns = {ann["id"]: ann for ann in coco.annotations}
+    out = {}
+    for item in round_.items:
+        ann = anns.get(item.data.get("part_ann_id"))
+        if ann is None:
+            raise InputError(f"part annotation {item.data.get('part_ann_id')} of item {item.item_id} is not in the "
+                             "parts file", path=path, hint="pass the PartImageNet file the round was built from")
+        image = coco.images[ann["image_id"]]
+        out[item.item_id] = _context(item, annotation_rle(ann, image, path=str(path)), image["height"], image["width"])
+    return out
+
+
+def contexts_from_items(round_: Round) -> dict[str, PartContext] | None:
+    """Part contexts from the items' own ``part_rle``; None if any item lacks one."""
+    if not all("part_rle" in item.data for item in round_.items):
+        return None
+    return {item.item_id: _context(item, item.data["part_rle"], item.height, item.width) for item in round_.items}
+
+
+def _context(item: RoundItem, rle: Mapping[str, Any], height: int, width: int) -> PartContext:
+    d = item.data
+    return PartContext(image_id=d["image_id"], part_ann_id=d["part_ann_id"], height=height, width=width,
+                       part_rle=dict(rle), object=d["object"], object_class=d["object_class"], part=d["part"])
+
+
+def answers_from_results(round_: Round, results: Path, policy: ImportPolicy) -> list[Answer]:
+    """Answers of an AMT-style results file (CSV or JSON), polygons kept as drawn (flagged later)."""
+    from segbench.annotation_ui.convert import answers_from_files, read_results
+    from segbench.flows.rounds import allowed_labels
+
+    return answers_from_files(read_results(results), round_, policy, allowed_labels(round_), check_polygons=False)
+
+
+def import_spin_round(data_root: Path, key: str, *, results: Path | None = None, parts: Path | None = None,
+                      taxonomy: Path | None = None, containment: float = sc.DEFAULT_CONTAINMENT,
+                      on_error: OnError = OnError.FAIL) -> dict[str, Any]:
+    """Validate and resolve the answers of SPIN round ``key``; write the crowd files.
+
+    Args:
+        results: read answers from this AMT-style results file instead of the round's ingested answers.
+        parts: COCO parts file for the part masks (needed when the items carry no ``part_rle``).
+        containment: share of a subpart mask that must lie inside its part (else flagged).
+
+    Raises:
+        InputError: not a SPIN round, no answers, no part masks, bad results rows (under a fail policy).
+    """
+    from segbench.annotation_ui.rounds import RoundStore
+
+    data_root = Path(data_root)
+    store = RoundStore(data_root / "rounds")
+    round_ = store.load(key)
+    if round_.kind != sc.KIND:
+        raise InputError(f"round {key!r} is a {round_.kind} round, not {sc.KIND}", item=key)
+    policy = ImportPolicy(on_error=on_error)
+    if results is not None:
+        answers = answers_from_results(round_, Path(results), policy)
+    elif store.answers_path(key).is_file():
+        answers = [Answer.model_validate(a) for a in read_json(store.answers_path(key))["answers"]]
+    else:
+        raise InputError(f"round {key!r} has no ingested answers", item=key,
+                         hint=f"run `segbench rounds ingest {key}` first, or pass --results FILE")
+    contexts = contexts_from_coco(Path(parts), round_) if parts is not None else contexts_from_items(round_)
+    if contexts is None:
+        raise InputError(f"the items of round {key!r} carry no part masks", item=key,
+                         hint="pass --parts with the PartImageNet annotation file the round was built from")
+    params = {item.item_id: item.data for item in round_.items}
+    tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
+    raw, resolved, report = sc.resolve_subparts(answers, contexts, tax, params, sc.ResolvePolicy(containment))
+    return write_crowd_files(data_root, round_, contexts, raw, resolved,
+                             {**report.to_json(), "skipped": policy.report.to_json(), "round": key,
+                              "containment": containment})
+
+
+def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, PartContext], raw: list[dict[str, Any]],
+                      resolved: list[ResolvedSubpart], report: dict[str, Any]) -> dict[str, Any]:
+    """Write the round's raw file and report, and merge its resolved records into ``resolved.json``."""
+    crowd = Path(data_root) / CROWD_DIR
+    resolved_path = crowd / RESOLVED_FILE
+    mine = {(c.image_id, c.part_ann_id) for c in contexts.values()}
+    kept = [r for r in (read_resolved(resolved_path) if resolved_path.is_file() else [])
+            if (r.image_id, r.part_ann_id) not in mine]
+    merged = sorted([*kept, *resolved], key=lambda r: (r.image_id, r.part_ann_id, r.subpart))
+    paths = {"raw": write_jsonl(crowd / f"{round_.key}.raw.jsonl", raw),
+             "report": write_json(crowd / f"{round_.key}.report.json", report, indent=1),
+             "resolved": write_json(resolved_path, [r.model_dump(mode="json") for r in merged], indent=1)}
+    return {"paths": {k: str(v) for k, v in paths.items()}, "report": report}
+
+
+def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
+    """The hook ``round-ingest`` runs after a SPIN round's answers are saved: import them.
+
+    Items without ``part_rle`` cannot be checked here; the import is then left to
+    ``segbench spin import --round KEY --parts FILE`` (logged, not an error: the answers are saved).
+    """
+    import logging
+
+    if contexts_from_items(round_) is None:
+        logging.getLogger(__name__).warning("round %s: items carry no part masks; run `segbench spin import "
+                                            "--round %s --parts FILE`", round_.key, round_.key)
+        return {}
+    result = import_spin_round(data_root, round_.key)
+    return {name: Path(path) for name, path in result["paths"].items()}

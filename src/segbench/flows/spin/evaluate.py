@@ -1,0 +1,200 @@
+"""Prefect flow ``evaluate-spin``: localization, hierarchical consistency and recognition on SPIN.
+
+Orchestration only: file formats and validation are in :mod:`segbench.tasks.spin.inputs`, the metrics
+(definitions in its docstring) in :mod:`segbench.tasks.spin.metrics`, the report in
+:mod:`segbench.tasks.spin.report`. The ground truth is read through
+:class:`~segbench.core.versioning.DatasetSource`, so ``rev`` evaluates on a published version; the
+predictions are local files.
+
+An evaluation is skipped when its report is up to date (same logic version, split, prompt kinds,
+policy, ground truth, predictions and answers; :mod:`segbench.core.evaluation_keys`), and a killed
+one resumes: the report is written in a resumable stage and each scored shard is a unit Prefect
+remembers (:mod:`segbench.flows.units`).
+
+Usage::
+
+    from segbench.flows.spin.evaluate import evaluate_spin
+    result = evaluate_spin(repo=".", rev="v1", predictions={"parts": "preds/spin_test_parts_results.json"},
+                           out="data/eval/spin/run1")
+    result["summary"]["prompts"]["general"]["spcs"]["mean"], result["paths"]["report"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress
+from segbench.core.errors import ImportPolicy, OnError
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
+from segbench.core.evaluation_keys import (
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
+from segbench.core.io import write_json
+from segbench.core.manifest import write_manifest
+from segbench.core.resume import build_key, is_up_to_date, resumable_stage
+from segbench.tasks.spin.inputs import SpinTruth, gt_relpath, read_answers, read_ground_truth, read_predictions
+from segbench.tasks.spin.metrics import (
+    LEVELS,
+    PROMPTS,
+    Hierarchy,
+    ImageTruth,
+    Prediction,
+    SpinAccumulator,
+    recognition_accuracy,
+)
+from segbench.tasks.spin.report import write_report
+from segbench.core.versioning import DatasetSource
+
+DEFAULT_SHARD_SIZE = 128
+SKIPPED_NAME = "skipped.json"
+# Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
+EVALUATION_VERSION = "1"
+
+
+@task(name="hash-spin-ground-truth", cache_policy=NO_CACHE)
+def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> dict[str, str]:
+    """sha256 standing for the split's three files (the built dataset's manifest) and the taxonomy."""
+    with DatasetSource(repo, rev) as source:
+        hashes = ground_truth_hashes(source, [gt_relpath(dataset_dir, split, level) for level in LEVELS],
+                                     f"{dataset_dir}/dataset")
+        taxonomy = f"{dataset_dir}/taxonomy.yaml"  # read when present: it restricts subparts to objects
+        if source.exists(taxonomy):
+            hashes |= ground_truth_hashes(source, [taxonomy])
+    return hashes
+
+
+@task(name="load-spin-ground-truth", cache_policy=NO_CACHE)
+def load_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> SpinTruth:
+    """The split's validated ground truth (``spin_inputs.read_ground_truth``)."""
+    with DatasetSource(repo, rev) as source:
+        return read_ground_truth(source, dataset_dir, split)
+
+
+@task(name="load-spin-predictions", cache_policy=NO_CACHE)
+def load_predictions(paths: dict[str, str], truth: SpinTruth, policy: ImportPolicy) -> dict[int, list[Prediction]]:
+    """Validated predictions grouped by image (``spin_inputs.read_predictions``)."""
+    return read_predictions(paths, truth, policy)
+
+
+@task(name="evaluate-spin-shard", **UNIT)
+def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[int, list[Prediction]], hierarchy: Hierarchy,
+                   prompts: tuple[str, ...]) -> SpinAccumulator:
+    """Score one shard of images; the flow adds the shards' accumulators with ``+=``.
+
+    A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
+    """
+    acc = SpinAccumulator()
+    for image in images:
+        acc.update(image, predictions.get(image.image_id, []), hierarchy, prompts)
+    return acc
+
+
+@task(name="write-spin-report", cache_policy=NO_CACHE)
+def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any],
+                      skipped: dict[str, Any] | None) -> dict[str, str]:
+    """Write the report (and skipped.json when items were skipped) into ``out``, the flow's stage."""
+    paths = {key: str(path) for key, path in write_report(out, summary, evaluated).items()}
+    if skipped is not None:
+        paths["skipped"] = str(write_json(Path(out) / SKIPPED_NAME, skipped, indent=2))
+    return paths
+
+
+@flow(name="evaluate-spin")
+def evaluate_spin(
+    repo: str | Path,
+    rev: str | None,
+    predictions: Mapping[str, str | Path],
+    out: str | Path,
+    split: str = "test",
+    dataset_dir: str = "data/spin",
+    answers: str | Path | None = None,
+    on_error: OnError = OnError.FAIL,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Evaluate SPIN predictions (and recognition answers) on a split and write the report.
+
+    Args:
+        repo: project root holding ``dataset_dir``. rev: git revision, ``None`` = working tree.
+        predictions: level (``wholes`` / ``parts`` / ``subparts``) → COCO results file; a level without a
+            file counts every entity of it as abstained.
+        out: report folder (metrics.json, report.md, miou_by_level.png, consistency.png,
+            per_supercategory.png, and skipped.json when items were skipped).
+        split: ``train`` / ``val`` / ``test``: reads ``{dataset_dir}/dataset/spin_{split}_{level}.json``.
+        answers: optional recognition answers file (mACC).
+        on_error: a bad prediction or answer fails the run, or is skipped and listed in skipped.json.
+        shard_size: images per evaluation task (the report does not depend on it).
+        force: evaluate again even when the report is up to date.
+
+    Returns:
+        ``{"summary": <metrics dict>, "paths": {name: str}, "up_to_date": bool}``, and ``"units"``
+        (``{"computed", "reused"}`` shards) when it evaluated. An up-to-date summary is read back
+        from metrics.json.
+
+    Raises:
+        InputError / AnnotationError: a ground-truth, results or answers file is missing or malformed
+            (naming the file and the item). VersioningError: ``rev`` cannot be read.
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be at least 1, got {shard_size}")
+    logger = get_run_logger()
+    repo, out = str(repo), str(out)
+    files = {level: str(path) for level, path in predictions.items() if path is not None}
+    answers = None if answers is None else str(answers)
+    hashes = hash_ground_truth(repo, rev, dataset_dir, split)
+    hashes |= local_hashes(PREDICTIONS, files)
+    if answers is not None:
+        hashes |= local_hashes("answers", {"answers": answers})
+    params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split, "dataset_dir": dataset_dir,
+              "predictions": files, "answers": answers, "on_error": on_error.value}
+    key = build_key(dataset="eval/spin", logic_version=EVALUATION_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("SPIN evaluation in %s is up to date", out)
+        return {"summary": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
+
+    policy = ImportPolicy(on_error)
+    truth = load_truth(repo, rev, dataset_dir, split)
+    by_image = load_predictions(files, truth, policy)
+    recognition = recognition_accuracy(read_answers(answers, truth, policy), truth.hierarchy) if answers else None
+    seen = {p.prompt for preds in by_image.values() for p in preds}
+    # Without any results file there is no localization to score (an answers-only run).
+    prompts = (tuple(p for p in PROMPTS if p in seen) or ("general",)) if files else ()
+
+    images = list(truth.images.values()) if prompts else []
+    with resumable_stage(out, key) as stage:
+        futures = [evaluate_shard.submit(stage.unit_key(f"score/{shard_size}/{n}"), shard,
+                                         {i.image_id: by_image.get(i.image_id, []) for i in shard},
+                                         truth.hierarchy, prompts)
+                   for n, shard in enumerate(images[i : i + shard_size] for i in range(0, len(images), shard_size))]
+        total = SpinAccumulator()
+        for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images),
+                                     units=lambda a: a.num_images):
+            total += shard
+        total.num_images = len(truth.images)
+        summary = total.summarize(truth.hierarchy)
+        summary["recognition"] = recognition
+        skipped = policy.report.to_json() if on_error is OnError.SKIP else None
+        summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
+        evaluated = {"source": params["source"], "rev": rev, "split": split, "ground_truth": truth.files,
+                     "predictions": files, "answers": answers}
+        write_report_task(str(stage.path), summary, evaluated, skipped)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/spin", builder_version=EVALUATION_VERSION, params=params, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"]},
+            skipped=0 if skipped is None else skipped["count"]))
+    paths = report_paths(out)
+    general = summary["prompts"].get(prompts[0] if prompts else "", {})
+    logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
+                "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
+                general.get("spcs", {}).get("mean"), paths["report"])
+    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}

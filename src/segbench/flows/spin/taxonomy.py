@@ -1,0 +1,134 @@
+"""The SPIN taxonomy build flow: ask for subparts → apply the edit file → ``data/spin/taxonomy.yaml``.
+
+``data/spin/`` also holds the SPIN dataset, so this flow writes only its own files there, each one
+atomically: ``taxonomy.yaml``, ``taxonomy.diff.md`` (what the last change of the taxonomy changed)
+and ``taxonomy.manifest.json`` (inputs, params, counts, output hashes, build key). It never replaces
+the folder.
+
+The build key covers the edit file, the shipped PartImageNet catalog, the provider and the question
+and builder versions. A rebuild with the key of the manifest writes nothing; a rebuild that yields
+the taxonomy already there (``force``, or a crash before the manifest was written) keeps its diff,
+so the diff always describes a real change and a forced rebuild gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+import segbench
+from segbench.providers.base import Question
+from segbench.schemas.manifest import Manifest
+from segbench.schemas.spin import SubpartProposal, Taxonomy, load_taxonomy
+from segbench.tasks.spin import taxonomy as st
+from segbench.core.io import atomic_write_text, read_json, sha256_bytes, sha256_file, write_json
+from segbench.core.manifest import build_time
+from segbench.core.resume import build_key, is_up_to_date
+from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
+
+BUILDER_VERSION = "2"  # 2: the manifest records the catalog, the unused rules and the build key
+TAXONOMY_FILE = "taxonomy.yaml"
+DIFF_FILE = "taxonomy.diff.md"
+MANIFEST_FILE = "taxonomy.manifest.json"
+_FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "manifest": MANIFEST_FILE}
+
+
+@task(name="ask-subparts", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartProposal]:
+    """One batch through ``answer_many`` (the provider's cache replays answers on a rebuild)."""
+    return provider.answer_many(questions, SubpartProposal)
+
+
+@task(name="write-taxonomy", cache_policy=NO_CACHE)
+def write_taxonomy(out_dir: Path, taxonomy: Taxonomy, diff_text: str, manifest: dict[str, Any]) -> dict[str, Path]:
+    """Write the three files; the taxonomy last-but-one and the manifest last, each atomically.
+
+    The diff is kept when the taxonomy is the one already there: it describes the last change.
+    """
+    text, taxonomy_path, diff_path = st.taxonomy_yaml(taxonomy), out_dir / TAXONOMY_FILE, out_dir / DIFF_FILE
+    unchanged = taxonomy_path.is_file() and taxonomy_path.read_text("utf-8") == text
+    if not (unchanged and diff_path.is_file()):
+        atomic_write_text(diff_path, diff_text)
+    atomic_write_text(taxonomy_path, text)
+    manifest["outputs"] = {TAXONOMY_FILE: sha256_file(taxonomy_path), DIFF_FILE: sha256_file(diff_path)}
+    manifest_path = write_json(out_dir / MANIFEST_FILE, Manifest.model_validate(manifest).model_dump(mode="json"),
+                               indent=1)
+    return {"taxonomy": taxonomy_path, "diff": diff_path, "manifest": manifest_path}
+
+
+def _catalog_sha256() -> str:
+    return sha256_bytes(resources.files("segbench.resources").joinpath("spin", "partimagenet.json").read_bytes())
+
+
+@flow(name="build-spin-taxonomy")
+def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None, force: bool = False
+                        ) -> dict[str, Any]:
+    """Build ``out_dir/taxonomy.yaml`` and report what changed against the taxonomy already there.
+
+    Args:
+        out_dir: normally ``data/spin``; only ``taxonomy.*`` files are written there.
+        provider: a language provider answering ``spin.subparts`` (``make_provider``: WordNet offline,
+            a language model with ``provider = "openai"``). Typed ``Any``: Prefect cannot build a
+            parameter schema from a ``Protocol``.
+        edits: the edit file (default: the shipped ``taxonomy_edits.yaml``).
+        force: rebuild even when the taxonomy was built with the same build key.
+
+    Returns:
+        Paths, ``up_to_date``, counts, the diff against the taxonomy that was there (as JSON and
+        Markdown) and the rules that changed nothing.
+
+    Raises:
+        InputError: a bad edit file, or a previous taxonomy that cannot be read.
+        ProviderError: the provider cannot answer (in replay-only mode: an answer is not cached).
+    """
+    logger = get_run_logger()
+    out_dir = Path(out_dir)
+    catalog = st.load_catalog()
+    edits_path = Path(edits) if edits is not None else st.default_edits_path()
+    rules, edits_sha = st.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
+    edits_label = edits_path.name if edits is None else str(edits_path)
+    params = {"provider": provider.name, "model": provider.model, "question_kind": st.QUESTION_KIND,
+              "question_version": st.QUESTION_VERSION, "edits": edits_label}
+    hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
+    key = build_key(dataset="spin-taxonomy", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out_dir, key, manifest_name=MANIFEST_FILE):
+        manifest = read_json(out_dir / MANIFEST_FILE)
+        logger.info("%s is up to date", out_dir / TAXONOMY_FILE)
+        current = load_taxonomy(out_dir / TAXONOMY_FILE)
+        unchanged = taxonomy_diff(current, current)
+        return {"paths": {k: str(out_dir / f) for k, f in _FILES.items()}, "up_to_date": True,
+                "counts": manifest["counts"], "diff": diff_json(unchanged), "diff_markdown": diff_markdown(unchanged),
+                "unused_rules": manifest["counts"]["unused_rule_names"]}
+
+    questions = st.subpart_questions(catalog)
+    answers = ask_subparts(provider, questions)
+    proposals = st.proposals_from_answers(catalog, answers)
+    outcome = st.apply_edits(catalog, proposals, f"{provider.name}:{provider.model}", rules)
+    taxonomy = st.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
+                                 edits_file=edits_label, edits_sha256=edits_sha)
+
+    previous_path = out_dir / TAXONOMY_FILE
+    previous = load_taxonomy(previous_path) if previous_path.is_file() else None
+    diff = taxonomy_diff(previous, taxonomy)
+    diff_text = diff_markdown(diff)
+    if outcome.unused_rules:
+        logger.warning("edit rules that changed nothing: %s", ", ".join(outcome.unused_rules))
+    counts = {"parts": len(taxonomy.parts), "questions": len(questions),
+              "proposed": sum(len(v) for v in proposals.values()),
+              "subparts": sum(len(p.subparts) for p in taxonomy.parts),
+              "removed": sum(len(p.removed) for p in taxonomy.parts),
+              "object_specific": sum(1 for p in taxonomy.parts for s in p.subparts if s.objects is not None),
+              "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
+    manifest = {"dataset": "spin-taxonomy", "builder_version": BUILDER_VERSION,
+                "segbench_version": segbench.__version__,
+                "created_at": build_time().replace(microsecond=0).isoformat(),
+                "params": params, "inputs": hashes, "outputs": {},
+                "counts": counts, "build_key": key}
+    paths = write_taxonomy(out_dir, taxonomy, diff_text, manifest)
+    logger.info("SPIN taxonomy: %s", counts)
+    return {"paths": {k: str(v) for k, v in paths.items()}, "up_to_date": False, "counts": counts,
+            "diff": diff_json(diff), "diff_markdown": diff_text, "unused_rules": outcome.unused_rules}

@@ -1,0 +1,234 @@
+"""The valid-vocabulary build flow (seed 003): captions → nouns → candidates → judgements → files.
+
+Mining runs one task per shard of distinct captions; the shards go to a pool of worker processes
+(one spaCy pipeline each), so Prefect's threads only wait on them. Each shard is a unit whose noun
+counts Prefect persists, so a killed build resumes without mining the finished shards again. On a
+Dask cluster a shard task mines in its worker process instead (one pipeline per process). Judging
+runs one task per group of questions through ``provider.answer_many`` (the provider's cache makes a
+rebuild replay its answers). Outputs are written into a resumable stage: ``<dataset>.json`` (our
+vocabulary format), ``candidates.jsonl`` and ``manifest.json``. The build key covers the caption and
+category files, the params, the provider and the prompt and builder versions; a rebuild with the
+same key does nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench.flows.resumable import stage_manifest, up_to_date_summary
+from segbench.flows.units import UNIT, count_units
+from segbench.providers.base import LanguageProvider, Question, Usage
+from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams
+from segbench.tasks.vocab import nouns as mining
+from segbench.tasks.vocab import vocabulary as vb
+from segbench.core.io import write_json, write_jsonl
+from segbench.core.manifest import write_manifest
+from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+
+BUILDER_VERSION = "2"  # 2: the manifest records the build key
+DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"  # the default settings.work_dir / "nltk_data"
+MAX_SHARDS_IN_FLIGHT_PER_WORKER = 2  # bounds how many shards' captions wait in memory at once
+
+
+@task(name="read-captions", cache_policy=NO_CACHE)
+def read_captions(paths: list[Path], field: str) -> Counter[str]:
+    counts = mining.count_captions(paths, field=field)
+    get_run_logger().info("%d captions, %d distinct, from %d file(s)", sum(counts.values()), len(counts), len(paths))
+    return counts
+
+
+# The miner of this process per (model, batch size): the flow's (with its worker pool) while it runs,
+# else one made on first use (a Dask worker process, which gets only the shard and the model name).
+_MINERS: dict[tuple[str, int], mining.NounMiner] = {}
+_MINERS_LOCK = threading.Lock()
+
+
+def _process_miner(model: str, batch_size: int) -> mining.NounMiner:
+    with _MINERS_LOCK:
+        miner = _MINERS.get((model, batch_size))
+        if miner is None:
+            miner = _MINERS[(model, batch_size)] = mining.NounMiner(model, workers=1, batch_size=batch_size)
+            miner.__enter__()  # kept for the life of the process: the pipeline loads once
+        return miner
+
+
+@task(name="mine-shard", **UNIT)
+def mine_shard(unit_key: str, shard: mining.Shard, model: str, batch_size: int) -> Counter[str]:
+    """The noun counts of one shard (a unit: its persisted counts are the result a rerun reuses)."""
+    return _process_miner(model, batch_size).mine(shard)
+
+
+@task(name="select-candidates", cache_policy=NO_CACHE)
+def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top_k: int,
+                      nltk_data: Path) -> dict[int, list[dict[str, Any]]]:
+    from segbench.providers.wordnet_data import load_wordnet
+
+    return vb.select_candidates(categories, nouns, vb.WordNetIndex(load_wordnet(nltk_data)), top_k=top_k)
+
+
+@task(name="judge-relations", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+def judge(provider: LanguageProvider, questions: list[Question]) -> list[RelationAnswer]:
+    return provider.answer_many(questions, RelationAnswer)
+
+
+@task(name="write-vocabulary", cache_policy=NO_CACHE)
+def write_outputs(stage: Path, dataset: str, vocab: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    write_json(stage / f"{dataset}.json", vocab, indent=1)
+    write_jsonl(stage / "candidates.jsonl", rows)
+
+
+def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
+          ) -> tuple[dict[str, int], str, dict[str, int]]:
+    """Submit one unit per shard, at most a few per worker at a time; total the counts.
+
+    Returns the nouns, the loaded pipeline's id and how many units ran now or were reused.
+    """
+    total: Counter[str] = Counter()
+    finished: list[Future] = []
+    in_flight: list[Future] = []
+    limit = max(1, params.workers) * MAX_SHARDS_IN_FLIGHT_PER_WORKER
+    slot = (params.spacy_model, params.batch_size)
+
+    def collect(future: Future) -> None:
+        total.update(future.result())
+        finished.append(future)
+
+    with mining.NounMiner(params.spacy_model, workers=params.workers, batch_size=params.batch_size) as miner:
+        with _MINERS_LOCK:
+            _MINERS[slot] = miner
+        try:
+            for number, shard in enumerate(mining.shards(caption_counts, params.shard_size)):
+                if len(in_flight) >= limit:
+                    collect(in_flight.pop(0))
+                in_flight.append(mine_shard.submit(stage.unit_key(f"mine/{number}"), shard, params.spacy_model,
+                                                   params.batch_size))
+            for future in in_flight:
+                collect(future)
+        finally:
+            with _MINERS_LOCK:
+                _MINERS.pop(slot, None)
+        model = miner.model_id
+    return mining.finalize(total, min_count=params.min_count), model, count_units(finished)
+
+
+def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
+               candidates: dict[int, list[dict[str, Any]]], params: VocabParams
+               ) -> tuple[dict[int, dict[str, str]], dict[str, int], int]:
+    """Ask every question; return relations per category id, answer problems and the question count."""
+    asked: list[tuple[int, Question]] = []
+    for category in categories:
+        nouns = [row["noun"] for row in candidates[category.id]]
+        asked += [(category.id, q) for q in vb.relation_questions(category, nouns, batch=params.question_batch)]
+    groups = [asked[i : i + params.questions_per_task] for i in range(0, len(asked), params.questions_per_task)]
+    futures = [judge.submit(provider, [q for _, q in group]) for group in groups]
+    relations: dict[int, dict[str, str]] = {c.id: {} for c in categories}
+    problems: Counter[str] = Counter()
+    for group, future in zip(groups, futures, strict=True):
+        answers = future.result()
+        for (category_id, question), answer in zip(group, answers, strict=True):
+            found, wrong = vb.answered_relations(question, answer)
+            relations[category_id].update(found)
+            problems.update(wrong)
+    return relations, {k: problems[k] for k in sorted(problems)}, len(asked)
+
+
+def _usage_since(before: Usage, after: Usage) -> dict[str, Any]:
+    return {k: getattr(after, k) - getattr(before, k) for k in Usage.model_fields}
+
+
+def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[dict[str, Any]]],
+                    relations: dict[int, dict[str, str]]) -> list[dict[str, Any]]:
+    rows = []
+    for category in categories:
+        for row in candidates[category.id]:
+            rows.append({"category": category.name, "category_id": category.id, **row,
+                         "relation": relations[category.id].get(row["noun"], "none")})
+    return sorted(rows, key=lambda r: (r["category_id"], r["noun"]))
+
+
+@flow(name="build-vocab")
+def build_vocab(captions: list[Path], categories: Path | str, out: Path, provider: Any,
+                params: VocabParams | None = None, nltk_data: Path | None = None, force: bool = False
+                ) -> dict[str, Any]:
+    """Build the valid vocabulary of a category set from caption files into ``out``.
+
+    Args:
+        captions: caption files (COCO captions JSON, .txt, .jsonl, .tsv, .parquet).
+        categories: a shipped category set (``ade20k_150``, ``cityscapes_19``, ``coco_cd``) or a
+            JSON file ``[{"id", "name", "synonyms"}]``; its stem names ``out/<dataset>.json``.
+        provider: a :class:`~segbench.providers.base.LanguageProvider` that answers the
+            ``vocab.relations`` questions (WordNet offline, or a language model). Typed ``Any``
+            because Prefect builds a parameter schema and a ``Protocol`` is no valid schema type.
+        nltk_data: where the WordNet data for the candidate pre-filter is prepared
+            (default ``.segbench/nltk_data``).
+        force: rebuild even when ``out`` was built with the same build key.
+
+    Returns:
+        A summary: output path, ``up_to_date``, counts, answer problems, provider usage and
+        ``units`` (mining shards computed / reused from a killed run).
+
+    Raises:
+        InputError: bad captions or category file, or the spaCy model is not installed.
+        ProviderError: the provider cannot answer, or answers about another category.
+    """
+    params = params or VocabParams()
+    captions, out = [Path(p) for p in captions], Path(out)
+    logger = get_run_logger()
+    dataset, cats, categories_file = vb.load_categories(categories)
+    inputs = {f"captions:{p.as_posix()}": p for p in captions} | {f"categories:{dataset}": categories_file}
+    hashes = hash_inputs(inputs, hint="--captions must name existing caption files")
+    provenance = {"provider": provider.name, "provider_model": provider.model,
+                  "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}
+    # The number of worker processes changes no count, so a build with more workers is the same build.
+    key = build_key(dataset="vocab", logic_version=BUILDER_VERSION,
+                    params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("%s is up to date", out)
+        summary = up_to_date_summary(out, dataset=dataset)
+        summary["counts"]["usage"] = _usage_since(Usage(), Usage())  # no question asked
+        return summary
+
+    with resumable_stage(out, key) as stage:
+        summary = _build(stage, captions, cats, dataset, provider, params, nltk_data, hashes, provenance)
+    summary["out"] = str(out)
+    return summary
+
+
+def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset: str, provider: Any,
+           params: VocabParams, nltk_data: Path | None, hashes: dict[str, str], provenance: dict[str, Any]
+           ) -> dict[str, Any]:
+    logger = get_run_logger()
+    caption_counts = read_captions(captions, params.caption_field)
+    nouns, spacy_model, units = _mine(stage, caption_counts, params)
+    logger.info("%d nouns seen at least %d times", len(nouns), params.min_count)
+    candidates = select_candidates(cats, nouns, params.top_k, Path(nltk_data or DEFAULT_NLTK_DATA))
+
+    before = provider.usage
+    relations, problems, n_questions = _judge_all(provider, cats, candidates, params)
+    usage = _usage_since(before, provider.usage)
+    if any(problems.values()):
+        logger.warning("answer problems (kept as 'none' or ignored): %s", problems)
+
+    vocab = vb.assemble_vocabulary(cats, relations)
+    rows = _candidate_rows(cats, candidates, relations)
+    levels = {level: sum(len(e[level]) for e in vocab.values()) for level in vb.LEVELS}
+    counts = {"captions": sum(caption_counts.values()), "distinct_captions": len(caption_counts),
+              "nouns": len(nouns), "categories": len(cats), "candidates": len(rows), "questions": n_questions,
+              "levels": levels, "answer_problems": problems}
+    write_outputs(stage.path, dataset, vocab, rows)
+    manifest = stage_manifest(stage, dataset="vocab", builder_version=BUILDER_VERSION,
+                              params={**params.model_dump(mode="json"), **provenance,
+                                      "spacy_model_loaded": spacy_model},
+                              inputs={}, input_hashes=hashes, counts=counts)
+    write_manifest(stage.path, manifest)
+    # Usage (calls, cache hits, tokens, cost) belongs to this run, not to the dataset: it is logged and
+    # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.
+    logger.info("provider usage this run: %s", usage)
+    return {"dataset": dataset, "up_to_date": False, "counts": {**counts, "usage": usage}, "units": units}

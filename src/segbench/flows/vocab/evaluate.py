@@ -1,0 +1,320 @@
+"""Prefect flow ``evaluate-vocab``: the Lexical Alignment Curve of a model's region descriptions.
+
+Orchestration only: mapping rules live in :mod:`segbench.tasks.vocab.lexical_mapping`, the baseline in
+:mod:`segbench.tasks.vocab.sbert`, metrics, input formats and the report in :mod:`segbench.tasks.vocab.lac`, PQ and
+the panoptic ground-truth format in :mod:`segbench.tasks.vocab.panoptic_quality`.
+
+An evaluation is skipped when its report is up to date (same logic version, spaCy model, baseline,
+vocabulary, ground truth and descriptions; :mod:`segbench.core.evaluation_keys`), and a killed one
+resumes: the report is written in a resumable stage, and the mapping, the baseline and each scored
+shard are units Prefect remembers (:mod:`segbench.flows.units`).
+
+Usage::
+
+    from segbench.flows.vocab.evaluate import evaluate_vocab
+    result = evaluate_vocab(repo=".", rev="v1", vocab="cityscapes", descriptions="out/desc.json",
+                            gt="data/vocab/gt/cityscapes", out="data/eval/vocab/run1")
+    result["summary"]["lac"]["miou"]["area"], result["paths"]["report"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench.core.errors import InputError
+from segbench.flows.resumable import stage_manifest
+from segbench.flows.units import UNIT, count_units
+from segbench.schemas.vocab import LEVELS
+from segbench.tasks.vocab import lac
+from segbench.tasks.vocab import panoptic_quality as pqm
+from segbench.core.evaluation_keys import (
+    PREDICTIONS,
+    finished_metrics,
+    ground_truth_hashes,
+    local_hashes,
+    report_paths,
+)
+from segbench.core.io import read_json, write_json
+from segbench.tasks.vocab.lexical_mapping import (
+    Vocabulary,
+    class_names,
+    load_nlp,
+    map_descriptions,
+    parse_vocabulary,
+)
+from segbench.core.manifest import write_manifest
+from segbench.core.resume import build_key, is_up_to_date, resumable_stage
+from segbench.core.versioning import DatasetSource
+
+VOCAB_DIR = "data/vocab"
+MAPPINGS_NAME = "mappings.json"
+# Bump when the report of the same inputs changes (mapping rules, metrics, report, plot, manifest).
+EVALUATION_VERSION = "1"
+
+
+def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
+    """Bytes of ``path``: from disk without a revision, else through DVC at ``rev`` (repo-relative)."""
+    if rev is None:
+        p = Path(path) if Path(path).is_absolute() else Path(repo) / path
+        if not p.is_file():
+            raise InputError("file not found", path=p, hint="check the path")
+        return p.read_bytes(), str(p)
+    rel = _source_path(repo, rev, path)
+    with DatasetSource(repo, rev) as source:
+        return source.read_bytes(rel), f"{rel}@{rev}"
+
+
+def _source_path(repo: str, rev: str | None, path: str) -> str:
+    """``path`` as a :class:`DatasetSource` of ``repo`` at ``rev`` reads it (repo-relative with a revision)."""
+    if rev is None:
+        return path
+    rel = Path(path)
+    if rel.is_absolute():
+        try:
+            rel = rel.resolve().relative_to(Path(repo).resolve())
+        except ValueError:
+            raise InputError("with --rev, paths must be inside the repository", path=path) from None
+    return rel.as_posix()
+
+
+def vocab_path(repo: str, vocab: str) -> str:
+    """A vocabulary argument as a path: an existing file as is, else ``data/vocab/<name>/<name>.json``
+    (where ``segbench build vocab`` writes it)."""
+    candidate = Path(vocab) if Path(vocab).is_absolute() else Path(repo) / vocab
+    return vocab if candidate.is_file() or vocab.endswith(".json") else f"{VOCAB_DIR}/{vocab}/{vocab}.json"
+
+
+@task(name="load-vocabulary", cache_policy=NO_CACHE)
+def load_vocabulary(repo: str, rev: str | None, vocab: str) -> Vocabulary:
+    data, where = _read(repo, rev, vocab_path(repo, vocab))
+    import orjson
+
+    try:
+        return parse_vocabulary(orjson.loads(data), source=where)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=where) from None
+
+
+@task(name="hash-vocab-ground-truth", cache_policy=NO_CACHE)
+def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, panoptic: str | None,
+                      image_ids: list[str]) -> dict[str, str]:
+    """sha256 standing for the vocabulary and the ground truth of the described images.
+
+    A vocabulary ``segbench build vocab`` wrote is stood for by its manifest
+    (``evaluation_keys.ground_truth_hashes``); gt maps and panoptic files are hashed one by one.
+    """
+    vocab_file = _source_path(repo, rev, vocab_path(repo, vocab))
+    folder = str(panoptic if panoptic is not None else gt).rstrip("/")
+    suffixes = (".png", ".json") if panoptic is not None else (".png",)
+    files = [_source_path(repo, rev, f"{folder}/{image_id}{suffix}") for image_id in image_ids for suffix in suffixes]
+    with DatasetSource(repo, rev) as source:
+        hashes = ground_truth_hashes(source, [vocab_file], str(PurePosixPath(vocab_file).parent))
+        return hashes | ground_truth_hashes(source, files)
+
+
+@task(name="map-descriptions", **UNIT)
+def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_model: str, source: str,
+                segments: dict[str, dict[int, pqm.Segment]] | None = None) -> list[dict[str, Any]]:
+    """One row per described region: image, segment, gt class and the lexical mapping.
+
+    The gt class is the class whose id is the segment id, or with ``segments`` (panoptic ground
+    truth) the class of the segment's ``category_id``. A unit cached under ``unit_key``.
+    """
+    id_to_class = dict(zip(vocab.ids, vocab.classes, strict=True))
+
+    def gt_class(image_id: str, seg: int) -> str | None:
+        if segments is None:
+            return id_to_class.get(seg)
+        info = segments[image_id].get(seg)
+        return None if info is None else id_to_class.get(info.category_id)
+
+    items = [{"image_id": image_id, "segment_id": seg, "description": text, "gt_class": gt_class(image_id, seg)}
+             for image_id in sorted(described) for seg, text in sorted(described[image_id].items())]
+    return map_descriptions(vocab, items, load_nlp(spacy_model), source=source)
+
+
+@task(name="sbert-baseline", **UNIT)
+def baseline_choices(unit_key: str, vocab: Vocabulary, rows: list[dict[str, Any]]) -> list[int]:
+    from segbench.tasks.vocab.sbert import load_sbert, sbert_map
+
+    return sbert_map(load_sbert(), [r["description"] for r in rows], class_names(vocab))
+
+
+@task(name="load-panoptic-segments", cache_policy=NO_CACHE)
+def load_segments(repo: str, rev: str | None, panoptic_dir: str, image_ids: list[str]
+                  ) -> dict[str, dict[int, pqm.Segment]]:
+    """``{image_id: {segment id: Segment}}`` from ``<panoptic_dir>/<image_id>.json``."""
+    import orjson
+
+    out = {}
+    for image_id in image_ids:
+        data, where = _read(repo, rev, f"{panoptic_dir.rstrip('/')}/{image_id}.json")
+        try:
+            out[image_id] = pqm.parse_segments(orjson.loads(data), source=where)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc})", path=where) from None
+    return out
+
+
+@task(name="evaluate-vocab-shard", **UNIT)
+def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None, vocab: Vocabulary, image_ids: list[str],
+                   labels: dict[str, dict[int, list[int]]], baseline: dict[str, dict[int, int]] | None,
+                   panoptic_dir: str | None = None, segments: dict[str, dict[int, pqm.Segment]] | None = None
+                   ) -> tuple[lac.LacAccumulator, list[pqm.PQAccumulator] | None]:
+    """LAC counts of some images, and with panoptic ground truth one PQ accumulator per level.
+
+    A unit cached under ``unit_key``; ``labels``, ``baseline`` and ``segments`` hold this shard's images only.
+    """
+    acc = lac.LacAccumulator(len(vocab.classes))
+    pq = [pqm.PQAccumulator(len(vocab.classes)) for _ in LEVELS] if panoptic_dir is not None else None
+    id_to_index = {i: n for n, i in enumerate(vocab.ids)}
+    for image_id in image_ids:
+        chosen = None if baseline is None else baseline[image_id]
+        if pq is None or segments is None or panoptic_dir is None:
+            data, where = _read(repo, rev, f"{str(gt_dir).rstrip('/')}/{image_id}.png")
+            gt = lac.to_class_index(lac.decode_label_map(data, source=where), vocab.ids)
+            acc.update(gt, labels[image_id], chosen, image_id=image_id)
+            continue
+        data, where = _read(repo, rev, f"{panoptic_dir.rstrip('/')}/{image_id}.png")
+        seg_map = pqm.decode_segment_ids(data, source=where)
+        infos = segments[image_id]
+        gt_classes = {s: id_to_index[i.category_id] for s, i in infos.items() if i.category_id in id_to_index}
+        gt = lac.relabel(seg_map, gt_classes)  # semantic gt: each segment's pixels carry its class
+        regions = np.where(gt >= 0, seg_map, -1)
+        acc.update(gt, labels[image_id], chosen, image_id=image_id, regions=regions, region_class=gt_classes)
+        crowd = {s for s, i in infos.items() if i.iscrowd}
+        for level, level_acc in enumerate(pq):
+            # the prediction is the gt segment itself with its mapped class (module docstring)
+            level_acc.update(seg_map, gt_classes, seg_map, pqm.level_predictions(labels[image_id], level), crowd=crowd)
+    return acc, pq
+
+
+@flow(name="evaluate-vocab")
+def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
+                   out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
+                   shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Map every region description per level, score the relabelled gt maps, write the LAC report.
+
+    Args:
+        repo: project root. rev: git revision of the data (``None`` = working tree); the vocabulary
+            name and ``gt`` are read at that revision, ``descriptions`` (model output) from disk.
+        vocab: a vocabulary file, or a name resolved as ``data/vocab/<name>/<name>.json``.
+        descriptions: the open-ended descriptions JSON (see :mod:`segbench.tasks.vocab.lac`).
+        gt: folder of ``<image_id>.png`` label maps whose pixel values are vocabulary ids; ``None``
+            with ``panoptic``.
+        out: report folder. baseline: also run the Sentence-BERT baseline; when its package is not
+            installed the report says so and the flow goes on.
+        panoptic: folder of panoptic ground truth, ``<image_id>.png`` segment ids and
+            ``<image_id>.json`` segments (format in :mod:`segbench.tasks.vocab.panoptic_quality`), read at
+            ``rev``. Replaces ``gt``: ``segment_id`` then names a segment, the semantic metrics use
+            the segments' classes, and each level also gets PQ / SQ / RQ.
+        shard_size: images per scoring task (the report does not depend on it).
+        force: evaluate again even when the report is up to date.
+
+    Returns:
+        ``{"summary": ..., "paths": {"metrics", "report", "lac_plot", "mappings": str}, "up_to_date": bool}``,
+        and ``"units"`` (``{"computed", "reused"}`` shards) when it evaluated. An up-to-date summary is
+        read back from metrics.json.
+
+    Raises:
+        InputError: a missing or malformed vocabulary, descriptions file, gt map or panoptic
+            ground truth; neither or both of ``gt`` and ``panoptic`` given.
+    """
+    logger = get_run_logger()
+    if (gt is None) == (panoptic is None):
+        raise InputError("give exactly one ground truth: gt (label maps) or panoptic (segments)",
+                         hint="pass --gt DIR or --panoptic DIR")
+    repo, out, descriptions = str(repo), str(out), str(descriptions)
+    panoptic = None if panoptic is None else str(panoptic)
+    from segbench.tasks.vocab.sbert import INSTALL_HINT, sbert_available
+
+    run_baseline = baseline and sbert_available()
+    described = lac.parse_descriptions(read_json(descriptions), source=descriptions)
+    image_ids = sorted(described)
+    hashes = hash_ground_truth(repo, rev, vocab, gt, panoptic, image_ids)
+    hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
+    params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "vocab": vocab, "descriptions": descriptions,
+              "gt": gt, "panoptic": panoptic, "baseline": baseline, "baseline_ran": run_baseline,
+              "spacy_model": spacy_model}
+    key = build_key(dataset="eval/vocab", logic_version=EVALUATION_VERSION, params=params, input_hashes=hashes)
+    if not force and is_up_to_date(out, key):
+        logger.info("vocabulary evaluation in %s is up to date", out)
+        return {"summary": finished_metrics(out)["metrics"], "paths": _paths(out), "up_to_date": True}
+
+    vocabulary = load_vocabulary(repo, rev, vocab)
+    segments = None if panoptic is None else load_segments(repo, rev, panoptic, image_ids)
+    with resumable_stage(out, key) as stage:
+        rows = map_regions(stage.unit_key("map"), vocabulary, described, spacy_model, descriptions, segments)
+        region_of = _region_namer(vocabulary, panoptic is not None)
+        index = {c: i for i, c in enumerate(vocabulary.classes)}
+        labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in image_ids}
+        for row in rows:
+            labels[row["image_id"]][region_of(row["segment_id"])] = [
+                index.get(row["mapping"][name], lac.UNMATCHED) for name in LEVELS]
+        baseline_note, per_image = None, None
+        if run_baseline:
+            choices = baseline_choices(stage.unit_key("baseline"), vocabulary, rows)
+            per_image = {image_id: {} for image_id in image_ids}
+            for row, choice in zip(rows, choices, strict=True):
+                per_image[row["image_id"]][region_of(row["segment_id"])] = choice
+                row["baseline"] = vocabulary.classes[choice]
+        elif baseline:
+            baseline_note = f"Sentence-BERT baseline skipped: package not installed ({INSTALL_HINT})"
+            logger.warning(baseline_note)
+        futures = []
+        for n, start in enumerate(range(0, len(image_ids), shard_size)):
+            ids = image_ids[start:start + shard_size]
+            futures.append(evaluate_shard.submit(
+                stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, gt, vocabulary, ids,
+                {i: labels[i] for i in ids}, None if per_image is None else {i: per_image[i] for i in ids},
+                panoptic, None if segments is None else {i: segments[i] for i in ids}))
+        summary, total = _summarize(vocabulary, futures, panoptic is not None)
+        if total.undescribed_regions or total.absent_segments:
+            logger.warning("%d gt regions had no description (scored unmatched); %d described segments are not "
+                           "in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
+        evaluated = {"source": params["source"], "rev": rev, "vocab": vocab, "descriptions": descriptions, "gt": gt,
+                     "panoptic": panoptic, "baseline_note": baseline_note}
+        lac.write_report(stage.path, summary, evaluated)
+        write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
+        write_manifest(stage.path, stage_manifest(
+            stage, dataset="eval/vocab", builder_version=EVALUATION_VERSION, params=params, inputs={},
+            input_hashes=hashes, counts={"images": summary["num_images"], "regions": summary["num_regions"]}))
+    paths = _paths(out)
+    logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
+                summary["num_images"], paths["report"])
+    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+
+
+def _region_namer(vocabulary: Vocabulary, panoptic: bool) -> Any:
+    """segment id -> the gt region it names: a panoptic segment is its own region; a label-map segment
+    id is a class id, whose region is the class index (an id of no class gets one never in the gt)."""
+    if panoptic:
+        return lambda segment_id: segment_id
+    id_to_index = {i: n for n, i in enumerate(vocabulary.ids)}
+    return lambda segment_id: id_to_index.get(segment_id, -2 - segment_id)
+
+
+def _summarize(vocabulary: Vocabulary, futures: list[Any], panoptic: bool) -> tuple[dict[str, Any], lac.LacAccumulator]:
+    """Add the shards' accumulators (in shard order) and summarize, with PQ for panoptic ground truth."""
+    total = lac.LacAccumulator(len(vocabulary.classes))
+    pq_total = [pqm.PQAccumulator(len(vocabulary.classes)) for _ in LEVELS] if panoptic else None
+    for future in futures:
+        shard, shard_pq = future.result()
+        total += shard
+        for level_total, level_shard in zip(pq_total or [], shard_pq or [], strict=True):
+            level_total += level_shard
+    summary = total.summarize(vocabulary.classes)
+    if pq_total is not None:
+        summary = pqm.attach_to_summary(summary, [a.summarize(vocabulary.classes) for a in pq_total])
+    return summary, total
+
+
+def _paths(out: str) -> dict[str, str]:
+    paths = report_paths(out)
+    paths["lac_plot"] = paths.pop(Path(lac.PLOT_NAME).stem)  # the name write_report returns it under
+    return paths

@@ -1,0 +1,286 @@
+"""Reading SA-Co-format ground truth and COCO segmentation results for the cgF1 evaluators.
+
+The cgF1 protocol (SAM3's ``CGF1Evaluator``) sees a ground-truth file through pycocotools' ``COCO``
+index and ``COCOeval._prepare``; this module reproduces exactly what that view contains, because the
+numbers depend on it:
+
+- images: ``id`` → entry, the last entry winning on a repeated id (``COCO.createIndex``);
+- categories: ``p.catIds`` = the sorted ids of ``categories`` (repeats kept). Annotations and
+  predictions whose ``category_id`` is not among them are never seen by cgF1;
+- annotations of an image: its annotation ids in file order, each resolved through the id index
+  (``COCO.loadAnns``), kept only when the resolved annotation belongs to that image, then grouped
+  by category in ``p.catIds`` order;
+- segmentations: polygons and uncompressed RLEs rasterised with the image's height and width
+  (``COCO.annToRLE``), compressed RLEs used as they are.
+
+Predictions must be compressed (or uncompressed) RLEs of the image's size. Every rule broken raises
+an :class:`~segbench.core.errors.InputError` naming the file, the item and the fix. Nothing here computes
+a metric.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from pycocotools import mask as mask_utils
+
+from segbench.core.errors import InputError
+from segbench.core.io import read_json
+
+PREDICTION_KEYS = ("image_id", "category_id", "segmentation", "score")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+@dataclass
+class GroundTruth:
+    """One SA-Co-format ground-truth file as pycocotools' ``COCO`` / ``COCOeval`` see it."""
+
+    path: str
+    entries: list[dict[str, Any]]  # image entries in file order (repeated ids kept, as the evaluator sees them)
+    images: dict[int, dict[str, Any]]  # id -> entry (last wins)
+    cat_ids: list[int]  # sorted category ids, repeats kept (COCOeval's p.catIds)
+    ann_index: dict[Any, dict[str, Any]]  # annotation id -> annotation (last wins)
+    ann_ids_by_image: dict[int, list[Any]]  # image id -> annotation ids in file order
+    first_annotation: dict[int, dict[str, Any]]  # image id -> its first annotation in file order
+    _rle_cache: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _multiplicity: dict[Any, int] | None = field(default=None, repr=False)
+
+    def exhaustive(self, image_id: int) -> bool:
+        return bool(self.images[image_id]["is_instance_exhaustive"])
+
+    def visible_annotations(self, image_id: int) -> list[dict[str, Any]]:
+        """The annotations COCOeval evaluates for ``image_id``, in its order (see module docstring)."""
+        resolved = [self.ann_index[i] for i in self.ann_ids_by_image.get(image_id, ())]
+        by_cat: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for ann in resolved:
+            if ann["image_id"] == image_id:
+                by_cat[ann["category_id"]].append(ann)
+        return [ann for cat in self.present_categories(by_cat) for ann in by_cat[cat]]
+
+    def present_categories(self, cats: Any) -> list[Any]:
+        """The categories of ``cats`` that are in ``cat_ids``, in ``cat_ids`` order, each repeated as
+        often as it appears there (COCOeval loops ``for cId in p.catIds``)."""
+        return [cat for cat in sorted(c for c in set(cats) if c in self.multiplicity)
+                for _ in range(self.multiplicity[cat])]
+
+    @property
+    def multiplicity(self) -> dict[Any, int]:
+        if self._multiplicity is None:
+            self._multiplicity = dict(Counter(self.cat_ids))
+        return self._multiplicity
+
+    def rle(self, ann: dict[str, Any]) -> dict[str, Any]:
+        """The annotation's mask as a compressed RLE with bytes counts (``COCO.annToRLE``)."""
+        key = id(ann)
+        if key not in self._rle_cache:
+            image = self.images.get(ann["image_id"])
+            if image is None:
+                raise InputError(f"annotation {ann['id']} refers to unknown image {ann['image_id']}",
+                                 path=self.path, item=f"annotation {ann['id']}", hint="fix its image_id")
+            self._rle_cache[key] = segmentation_rle(ann["segmentation"], image, path=self.path,
+                                                    item=f"annotation {ann['id']}", allow_polygon=True)
+        return self._rle_cache[key]
+
+
+def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, allow_polygon: bool) -> dict[str, Any]:
+    """A segmentation as pycocotools' compressed RLE (bytes counts), checked against the image size.
+
+    Raises:
+        InputError: a polygon where only RLE is allowed, a malformed segmentation, or an RLE whose
+            ``size`` is not the image's ``[height, width]`` (pycocotools would score it IoU -1).
+    """
+    height, width = image["height"], image["width"]
+    if isinstance(seg, list):
+        if not allow_polygon:
+            raise InputError("segmentation is a polygon; results must be RLE masks", path=path, item=item,
+                             hint="encode each mask with pycocotools.mask.encode and decode 'counts' to str")
+        try:
+            return mask_utils.merge(mask_utils.frPyObjects(seg, height, width))
+        except Exception as exc:  # pycocotools raises bare Exception / TypeError on malformed input
+            raise InputError(f"malformed polygon segmentation ({exc})", path=path, item=item,
+                             hint="a polygon is a list of flat [x1, y1, x2, y2, ...] lists") from None
+    if not isinstance(seg, dict) or "counts" not in seg or "size" not in seg:
+        raise InputError("segmentation is not an RLE with 'size' and 'counts'", path=path, item=item,
+                         hint="write {'size': [height, width], 'counts': '<compressed RLE>'}")
+    size = seg["size"]
+    if not (isinstance(size, (list, tuple)) and len(size) == 2 and all(_is_int(s) for s in size)
+            and [int(size[0]), int(size[1])] == [height, width]):
+        raise InputError(f"RLE size {size!r} is not the image size [{height}, {width}]", path=path, item=item,
+                         hint="encode the mask at the image's own resolution (size is [height, width])")
+    counts = seg["counts"]
+    if isinstance(counts, list):
+        if not all(_is_int(c) and c >= 0 for c in counts) or sum(counts) != height * width:
+            raise InputError(f"uncompressed RLE counts must be non-negative and sum to {height * width}",
+                             path=path, item=item, hint="re-encode the mask")
+        return mask_utils.frPyObjects({"size": [height, width], "counts": counts}, height, width)
+    if isinstance(counts, str):
+        return {"size": [height, width], "counts": counts.encode()}
+    if isinstance(counts, bytes):
+        return {"size": [height, width], "counts": counts}
+    raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
+                     hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
+
+
+def load_ground_truth(data: Any, path: str) -> GroundTruth:
+    """Index a parsed SA-Co-format ground-truth file.
+
+    Raises:
+        InputError: not a COCO object; ``images`` or ``categories`` missing; an image without an
+            integer ``id``, positive ``height``/``width`` or ``is_instance_exhaustive``; an
+            annotation without ``id``, ``image_id``, ``category_id``, ``segmentation`` or ``iscrowd``.
+    """
+    if not isinstance(data, dict):
+        raise InputError("a ground-truth file must hold a JSON object", path=path, hint="pass the COCO/SA-Co GT json")
+    for key in ("images", "categories"):
+        if not isinstance(data.get(key), list):
+            raise InputError(f"missing or non-list key {key!r}", path=path,
+                             hint="the ground truth must be a COCO file with images, annotations and categories")
+    annotations = data.get("annotations", [])
+    if not isinstance(annotations, list):
+        raise InputError("'annotations' is not a list", path=path, hint="fix the file")
+    images = {}
+    for img in data["images"]:
+        _check_image(img, path)
+        images[img["id"]] = img
+    cat_ids = []
+    for cat in data["categories"]:
+        if not isinstance(cat, dict) or not _is_int(cat.get("id")):
+            raise InputError(f"category {cat!r} has no integer 'id'", path=path, hint="fix the categories list")
+        cat_ids.append(cat["id"])
+    ann_index: dict[Any, dict[str, Any]] = {}
+    ann_ids_by_image: dict[int, list[Any]] = defaultdict(list)
+    first_annotation: dict[int, dict[str, Any]] = {}
+    for ann in annotations:
+        _check_annotation(ann, path)
+        ann_index[ann["id"]] = ann
+        ann_ids_by_image[ann["image_id"]].append(ann["id"])
+        first_annotation.setdefault(ann["image_id"], ann)
+    return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
+                       ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
+                       first_annotation=first_annotation)
+
+
+def _check_image(img: Any, path: str) -> None:
+    if not isinstance(img, dict) or not _is_int(img.get("id")):
+        raise InputError("image entry has no integer 'id'", path=path, item=f"image {img!r:.80}",
+                         hint="every image needs an integer id")
+    item = f"image {img['id']}"
+    for key in ("height", "width"):
+        if not _is_int(img.get(key)) or img[key] <= 0:
+            raise InputError(f"no positive integer {key!r}", path=path, item=item, hint="add the image size")
+    if "is_instance_exhaustive" not in img:
+        raise InputError("no 'is_instance_exhaustive'", path=path, item=item,
+                         hint="set is_instance_exhaustive: 1 when every instance of the phrase is annotated "
+                              "(0 excludes the image from cgF1)")
+
+
+def _check_annotation(ann: Any, path: str) -> None:
+    if not isinstance(ann, dict) or "id" not in ann:
+        raise InputError("annotation has no 'id'", path=path, item=f"annotation {ann!r:.80}",
+                         hint="give every annotation a unique id")
+    missing = [k for k in ("image_id", "category_id", "segmentation", "iscrowd") if k not in ann]
+    if missing:
+        raise InputError(f"annotation lacks {', '.join(missing)}", path=path, item=f"annotation {ann['id']}",
+                         hint="COCO annotations carry image_id, category_id, segmentation and iscrowd")
+
+
+@dataclass
+class Predictions:
+    """COCO segmentation results grouped by image, in file order.
+
+    ``by_image[image_id]`` lists indices into ``category_id`` (int64), ``score`` (float64) and
+    ``rles`` (compressed RLE dicts with bytes counts).
+    """
+
+    path: str
+    by_image: dict[int, list[int]]
+    category_id: np.ndarray
+    score: np.ndarray
+    rles: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.rles)
+
+
+def load_predictions(data: Any, path: str, gt: GroundTruth) -> Predictions:
+    """Validate and index COCO segmentation results against a ground truth.
+
+    Raises:
+        InputError: not a list; an item that is not an object or lacks ``image_id``, ``category_id``,
+            ``segmentation`` or ``score``; a non-numeric score; an ``image_id`` not in ``gt``
+            (pycocotools' ``loadRes`` refuses those); a polygon, a malformed RLE or an RLE whose
+            size is not the image's.
+    """
+    if not isinstance(data, list):
+        raise InputError(f"predictions must be a JSON list of results, got {type(data).__name__}", path=path,
+                         hint="write [{image_id, category_id, segmentation, score}, ...] (COCO results format)")
+    by_image: dict[int, list[int]] = defaultdict(list)
+    cats, scores, rles = [], [], []
+    for index, pred in enumerate(data):
+        item = f"prediction {index}"
+        if not isinstance(pred, dict):
+            raise InputError("is not a JSON object", path=path, item=item, hint="each result is an object")
+        missing = [k for k in PREDICTION_KEYS if k not in pred]
+        if missing:
+            raise InputError(f"lacks {', '.join(missing)}", path=path, item=item,
+                             hint="each result needs image_id, category_id, segmentation (RLE) and score")
+        image_id, score = pred["image_id"], pred["score"]
+        if not _is_int(image_id) or image_id not in gt.images:
+            raise InputError(f"image_id {image_id!r} is not an image of the ground truth {gt.path}", path=path,
+                             item=item, hint="predict only for the ground truth's images (ids as in its 'images')")
+        if not _is_number(score) or not math.isfinite(score):
+            raise InputError(f"score {score!r} is not a finite number", path=path, item=item,
+                             hint="score is the prediction's confidence, a number")
+        if not _is_int(pred["category_id"]):
+            raise InputError(f"category_id {pred['category_id']!r} is not an integer", path=path, item=item,
+                             hint="use the ground truth's category id")
+        rles.append(segmentation_rle(pred["segmentation"], gt.images[image_id], path=path,
+                                     item=f"{item} (image {image_id})", allow_polygon=False))
+        by_image[image_id].append(index)
+        cats.append(int(pred["category_id"]))
+        scores.append(float(score))
+    return Predictions(path=path, by_image=dict(by_image), category_id=np.asarray(cats, dtype=np.int64),
+                       score=np.asarray(scores, dtype=np.float64), rles=rles)
+
+
+def visible_predictions(preds: Predictions, gt: GroundTruth, image_id: int) -> np.ndarray:
+    """Indices of the image's predictions COCOeval sees, in its order: grouped by ``gt.cat_ids``
+    (repeats kept), file order within a category. Other categories are dropped."""
+    indices = preds.by_image.get(image_id)
+    if not indices:
+        return np.zeros(0, dtype=np.int64)
+    cats = preds.category_id[indices]
+    present = gt.present_categories(cats.tolist())
+    if len(present) == 1 and bool(np.all(cats == present[0])):
+        return np.asarray(indices, dtype=np.int64)  # the common case: one category, file order
+    return np.asarray([indices[j] for cat in present for j in np.flatnonzero(cats == cat)], dtype=np.int64)
+
+
+def _parse(data: bytes, path: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path, hint="re-export or regenerate the file") from None
+
+
+def read_ground_truth(path: str | Path, data: bytes | None = None) -> GroundTruth:
+    """Read and index a ground-truth file (``data``: its bytes when read from a dataset version)."""
+    return load_ground_truth(read_json(path) if data is None else _parse(data, str(path)), str(path))
+
+
+def read_predictions(path: str | Path, gt: GroundTruth) -> Predictions:
+    """Read and validate a COCO results file against ``gt`` (see :func:`load_predictions`)."""
+    return load_predictions(read_json(path), str(path), gt)

@@ -1,0 +1,190 @@
+"""Reports of ``segbench evaluate cafe`` and ``segbench evaluate cgf1``: metrics.json, report.md, plots.
+
+Input is the metrics dict of :func:`segbench.tasks.cafe.metrics.evaluate_cafe` (or the cgF1 summary
+of :func:`segbench.tasks.cafe.cgf1.evaluate_cgf1`) plus a "what was evaluated" dict; nothing here computes
+a metric. ``metrics.json`` carries the metric names at its top level next to ``evaluated``. Plots
+are drawn on private Agg canvases and every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
+from segbench.tasks.flip.report import fmt, png_bytes, table_lines
+from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+
+log = logging.getLogger(__name__)
+
+ROWS = (*SUBSETS, OVERALL)
+COUNT_COLUMNS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP")
+RATE_COLUMNS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR")
+CGF1_COLUMNS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
+CGF1_SUMMARY_NAMES = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1", "IL_FPR",
+                      "IL_precision", "IL_recall", "IL_F1", "precision", "recall", "F1")
+
+
+def _cell(value: Any) -> str:
+    return fmt(value) if value is None or isinstance(value, float) else str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return table_lines(header, [[_cell(v) for v in row] for row in rows])
+
+
+def _what(evaluated: Mapping[str, Any]) -> list[str]:
+    return ["## What was evaluated", ""] + [f"- **{k}**: `{evaluated[k]}`" for k in sorted(evaluated)] + [""]
+
+
+def render_cafe_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
+    """The CAFE report: target-aware table, cgF1 family per subset, τ sweep and calibration."""
+    params = metrics["params"]
+    t, tau = params["score_threshold"], params["iou_threshold"]
+    lines = ["# CAFE evaluation", "", *_what(evaluated)]
+    calibration = metrics.get("calibration")
+    if calibration:
+        lines += ["## Calibrated score threshold", "",
+                  f"t = {calibration['threshold']:g} maximises overall cgF1 ({fmt(calibration['cgF1'])}) on "
+                  f"{calibration['source']}; every number below is at that t.", ""]
+    lines += [f"## Target-aware classification (t = {t:g}, τ = {tau:g})", "",
+              "TA-FN + UA-FN equals the TA-FN column of CAFE's public script, which does not separate "
+              "aligned low-confidence predictions from unaligned ones.", ""]
+    lines += _table(["subset", *COUNT_COLUMNS], [[r, *(metrics[r][c] for c in COUNT_COLUMNS)] for r in ROWS])
+    lines += _table(["subset", *RATE_COLUMNS], [[r, *(metrics[r][c] for c in RATE_COLUMNS)] for r in ROWS])
+    lines += ["## cgF1 (SAM3 protocol)", "",
+              "Fractions (papers print ×100). cgF1 = IL_MCC × pmF1 averaged over IoU 0.50:0.05:0.95; "
+              "per subset on that subset's images only.", ""]
+    lines += _table(["subset", "images", *CGF1_COLUMNS],
+                    [[r, metrics[r]["cgF1_images"], *(metrics[r][c] for c in CGF1_COLUMNS)] for r in ROWS])
+    sweep = metrics["tau_sweep"]
+    lines += ["## τ sweep (Overall)", ""]
+    lines += _table(["τ", "TA-TP", "TA-FN", "UA-FN", "AFPR", "UFPR", "ACSR", "UCSR"],
+                    [[f"{tau_k:g}", *(row[c] for c in ("TA-TP", "TA-FN", "UA-FN", "AFPR", "UFPR", "ACSR", "UCSR"))]
+                     for tau_k, row in zip(sweep["tau"], sweep[OVERALL], strict=True)])
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _bar_value(value: float | None) -> float:
+    return 0.0 if value is None else value
+
+
+def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
+    """PNG bytes: grouped bars of cgF1, IL_MCC and pmF1 per subset."""
+    fig = Figure(figsize=(8, 4.5))
+    ax = fig.add_subplot()
+    width = 0.27
+    for k, (name, color) in enumerate((("cgF1", "#4c72b0"), ("IL_MCC", "#dd8452"), ("pmF1", "#55a868"))):
+        values = [metrics[r][name] for r in ROWS]
+        bars = ax.bar([i + (k - 1) * width for i in range(len(ROWS))], [_bar_value(v) for v in values], width,
+                      label=name, color=color)
+        ax.bar_label(bars, labels=[fmt(v) for v in values], fontsize=6, padding=2)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xticks(range(len(ROWS)), ROWS)
+    ax.set_ylim(min(-0.1, *(_bar_value(metrics[r]["IL_MCC"]) - 0.1 for r in ROWS)), 1.2)
+    ax.set_title("cgF1, IL_MCC and pmF1 per subset")
+    ax.legend(loc="upper center", ncol=3, fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
+    """PNG bytes: AFPR and UFPR stacked per subset (their sum is IL-FPR)."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    afpr = [_bar_value(metrics[r]["AFPR"]) for r in ROWS]
+    ufpr = [_bar_value(metrics[r]["UFPR"]) for r in ROWS]
+    ax.bar(ROWS, afpr, color="#c44e52", label="AFPR (target-aligned)")
+    top = ax.bar(ROWS, ufpr, bottom=afpr, color="#8c8c8c", label="UFPR (unaligned)")
+    ax.bar_label(top, labels=[fmt(metrics[r]["IL-FPR"]) for r in ROWS], fontsize=7, padding=2)
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("rate over negative prompts")
+    ax.set_title(f"False positives on misleading prompts (τ = {metrics['params']['iou_threshold']:g})")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
+    """PNG bytes: TA-TP rate, AFPR, UFPR, ACSR against τ, one line per subset."""
+    sweep = metrics["tau_sweep"]
+    fig = Figure(figsize=(10, 6))
+    panels = (("TA-TP rate", lambda row: row["TA-TP"] / row["N"] if row["N"] else None),
+              ("AFPR", lambda row: row["AFPR"]), ("UFPR", lambda row: row["UFPR"]), ("ACSR", lambda row: row["ACSR"]))
+    for k, (title, value) in enumerate(panels):
+        ax = fig.add_subplot(2, 2, k + 1)
+        for name in ROWS:
+            ys = [value(row) for row in sweep[name]]
+            if any(y is not None for y in ys):
+                ax.plot(sweep["tau"], [float("nan") if y is None else y for y in ys], marker="o", markersize=3,
+                        label=name, linewidth=2 if name == OVERALL else 1)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("τ (IoU with the target mask)", fontsize=8)
+        ax.set_ylim(-0.02, 1.02)
+        ax.tick_params(labelsize=7)
+        if k == 0:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
+    """Write ``metrics.json``, ``report.md`` and three plots into ``out_dir``; returns their paths."""
+    out = Path(out_dir)
+    paths = {
+        "metrics": write_json(out / "metrics.json", {**metrics, "evaluated": dict(evaluated)}, indent=2),
+        "report": atomic_write_text(out / "report.md", render_cafe_markdown(metrics, evaluated)),
+        "cgf1_by_subset": atomic_write_bytes(out / "cgf1_by_subset.png", plot_cgf1_by_subset(metrics)),
+        "false_positive_rates": atomic_write_bytes(out / "false_positive_rates.png",
+                                                   plot_false_positive_rates(metrics)),
+        "tau_sweep": atomic_write_bytes(out / "tau_sweep.png", plot_tau_sweep(metrics)),
+    }
+    log.info("wrote the CAFE report to %s", out)
+    return paths
+
+
+def render_cgf1_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
+    """The cgF1 report: the summary SAM3 prints, image-level counts, and per-IoU values."""
+    lines = ["# cgF1 evaluation", "", *_what(evaluated), "## Summary", ""]
+    lines += _table(["metric", "value"], [[name, summary[name]] for name in CGF1_SUMMARY_NAMES])
+    lines += ["## Image-level decisions", ""]
+    lines += _table(["images", "IL_TP", "IL_FP", "IL_TN", "IL_FN"],
+                    [[summary[k] for k in ("num_images", "IL_TP", "IL_FP", "IL_TN", "IL_FN")]])
+    per_iou = summary["per_iou"]
+    lines += ["## Per IoU threshold", ""]
+    lines += _table(["IoU", "cgF1", "pmF1", "TP", "FP", "FN"],
+                    [[f"{thr:.2f}", *(per_iou[k][i] for k in ("cgF1", "positive_micro_F1", "TPs", "FPs", "FNs"))]
+                     for i, thr in enumerate(per_iou["iou_thresholds"])])
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def plot_cgf1_by_iou(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes: cgF1 and pmF1 against the IoU threshold."""
+    per_iou = summary["per_iou"]
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    for name, label in (("cgF1", "cgF1"), ("positive_micro_F1", "pmF1")):
+        ax.plot(per_iou["iou_thresholds"], per_iou[name], marker="o", label=label)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xlabel("IoU threshold")
+    ax.set_ylim(min(-0.05, min(per_iou["cgF1"]) - 0.05), 1.02)
+    ax.set_title(f"cgF1 {fmt(summary['cgF1'])}, IL_MCC {fmt(summary['IL_MCC'])}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
+    """Write ``metrics.json``, ``report.md`` and ``cgf1_by_iou.png`` into ``out_dir``."""
+    out = Path(out_dir)
+    paths = {
+        "metrics": write_json(out / "metrics.json", {**summary, "evaluated": dict(evaluated)}, indent=2),
+        "report": atomic_write_text(out / "report.md", render_cgf1_markdown(summary, evaluated)),
+        "cgf1_by_iou": atomic_write_bytes(out / "cgf1_by_iou.png", plot_cgf1_by_iou(summary)),
+    }
+    log.info("wrote the cgF1 report to %s", out)
+    return paths

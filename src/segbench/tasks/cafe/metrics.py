@@ -1,0 +1,240 @@
+"""CAFE evaluation: the target-aware table, the cgF1 family per subset, the τ sweep, calibration.
+
+Seed 000, "Target-aware Classification": each pair is a positive image (q+, one target mask M) and
+its misleading twin (q-, ``fp_source_id`` = the positive's id, no mask). With score threshold t and
+alignment threshold τ (IoU with M, ``>=``), over *all* predictions of an image (any category):
+
+- positive side: TA-TP if some prediction has s ≥ t and IoU ≥ τ; else TA-FN if some prediction is
+  aligned (necessarily with s < t); else UA-FN. TA-FN + UA-FN is the "TA-FN" column of CAFE's public
+  ``eval_cafe_metrics.py``, which does not split it;
+- negative side: TA-FP if some prediction with s ≥ t is aligned; else UA-FP if some prediction with
+  s ≥ t is not; else TN. AFPR = TA-FP/N, UFPR = UA-FP/N, IL-FPR = AFPR + UFPR;
+  ACSR = mean[q+ ∉ TA-TP ∧ q- ∈ TA-FP], UCSR likewise with UA-FP, CSR = ACSR + UCSR.
+
+Pairs are the negatives (images carrying ``fp_source_id``) whose positive has an annotation; M is
+the positive's first annotation in file order, the subset is the negative's ``edit_type`` — all as
+CAFE's script reads them. cgF1, IL_MCC and pmF1 (:mod:`segbench.tasks.cafe.cgf1`) are computed per subset
+on the images whose own ``edit_type`` is that subset: what SAM3's evaluator gives on the per-subset
+file. Rates of an empty subset are ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pycocotools import mask as mask_utils
+
+from segbench.core.errors import InputError
+from segbench.schemas.cafe import EditType
+from segbench.schemas.cafe import TAU_SWEEP
+from segbench.tasks.cafe.cgf1 import accumulate, evaluate_counts, evaluation_image_ids, summarize
+from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
+
+SUBSETS = tuple(e.abbr for e in EditType)
+OVERALL = "Overall"
+COUNT_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP")
+RATE_KEYS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR")
+CGF1_KEYS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
+CALIBRATION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 100))
+_ABBR = {e.value: e.abbr for e in EditType}
+
+
+@dataclass
+class CafePairs:
+    """The pairs and every prediction's IoU with its pair's target mask, flattened.
+
+    ``pos_id``, ``neg_id``, ``subset`` are ``(n_pairs,)``; ``pos_pair``/``pos_iou``/``pos_score``
+    list the positives' predictions (pair index, IoU with M, score), ``neg_*`` the negatives'.
+    """
+
+    pos_id: np.ndarray
+    neg_id: np.ndarray
+    subset: np.ndarray
+    pos_pair: np.ndarray
+    pos_iou: np.ndarray
+    pos_score: np.ndarray
+    neg_pair: np.ndarray
+    neg_iou: np.ndarray
+    neg_score: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.neg_id)
+
+
+def _ious_with(preds: Predictions, image_id: int, target: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    index = preds.by_image.get(image_id, [])
+    if not index:
+        return np.zeros(0), np.zeros(0)
+    ious = np.asarray(mask_utils.iou([preds.rles[i] for i in index], [target], [0])).reshape(-1)
+    return ious, preds.score[index]
+
+
+def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None = None) -> CafePairs:
+    """Pair every negative (restricted to ``image_ids`` if given) with its positive and target.
+
+    Raises:
+        InputError: a negative names an unknown positive, has no valid ``edit_type``, or its size
+            differs from its positive's target mask.
+    """
+    positives = {img["id"] for img in gt.entries if "fp_source_id" not in img}
+    columns: dict[str, list[Any]] = {k: [] for k in ("pos_id", "neg_id", "subset")}
+    flat: dict[str, list[np.ndarray]] = {k: [] for k in ("pos_pair", "pos_iou", "pos_score",
+                                                          "neg_pair", "neg_iou", "neg_score")}
+    for neg in gt.entries:
+        if "fp_source_id" not in neg or (image_ids is not None and neg["id"] not in image_ids):
+            continue
+        item, pos_id = f"image {neg['id']}", neg["fp_source_id"]
+        if pos_id not in positives:
+            raise InputError(f"fp_source_id {pos_id!r} is not a positive image", path=gt.path, item=item,
+                             hint="fp_source_id must be the id of the positive twin (an image without fp_source_id)")
+        if pos_id not in gt.first_annotation:
+            continue  # no target mask: CAFE's script skips the pair too
+        if neg.get("edit_type") not in _ABBR:
+            raise InputError(f"edit_type {neg.get('edit_type')!r} is not a CAFE edit type", path=gt.path, item=item,
+                             hint=f"use one of {', '.join(_ABBR)}")
+        target = gt.rle(gt.first_annotation[pos_id])
+        if list(target["size"]) != [neg["height"], neg["width"]]:
+            raise InputError(f"size {neg['height']}x{neg['width']} differs from its positive's mask "
+                             f"{target['size']}", path=gt.path, item=item, hint="both twins share one image size")
+        k = len(columns["neg_id"])
+        for side, image_id in (("pos", pos_id), ("neg", neg["id"])):
+            ious, scores = _ious_with(preds, image_id, target)
+            flat[f"{side}_pair"].append(np.full(len(ious), k, dtype=np.int64))
+            flat[f"{side}_iou"].append(ious)
+            flat[f"{side}_score"].append(scores)
+        columns["pos_id"].append(pos_id)
+        columns["neg_id"].append(neg["id"])
+        columns["subset"].append(_ABBR[neg["edit_type"]])
+    joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in flat.items()}
+    for key in ("pos_pair", "neg_pair"):
+        joined[key] = joined[key].astype(np.int64)
+    return CafePairs(pos_id=np.asarray(columns["pos_id"], dtype=np.int64),
+                     neg_id=np.asarray(columns["neg_id"], dtype=np.int64),
+                     subset=np.asarray(columns["subset"], dtype=object), **joined)
+
+
+def _any(pair: np.ndarray, hit: np.ndarray, n: int) -> np.ndarray:
+    return np.bincount(pair[hit], minlength=n) > 0
+
+
+def classify_pairs(pairs: CafePairs, score_threshold: float, iou_threshold: float) -> dict[str, np.ndarray]:
+    """Per-pair boolean flags ``(n_pairs,)``: TA-TP, TA-FN, UA-FN, TA-FP, UA-FP, TN, ACSR, UCSR."""
+    n = len(pairs)
+    pos_aligned, neg_aligned = pairs.pos_iou >= iou_threshold, pairs.neg_iou >= iou_threshold
+    neg_confident = pairs.neg_score >= score_threshold
+    ta_tp = _any(pairs.pos_pair, pos_aligned & (pairs.pos_score >= score_threshold), n)
+    any_aligned = _any(pairs.pos_pair, pos_aligned, n)
+    ta_fp = _any(pairs.neg_pair, neg_confident & neg_aligned, n)
+    ua_fp = ~ta_fp & _any(pairs.neg_pair, neg_confident & ~neg_aligned, n)
+    return {"TA-TP": ta_tp, "TA-FN": ~ta_tp & any_aligned, "UA-FN": ~ta_tp & ~any_aligned,
+            "TA-FP": ta_fp, "UA-FP": ua_fp, "TN": ~ta_fp & ~ua_fp,
+            "ACSR": ~ta_tp & ta_fp, "UCSR": ~ta_tp & ua_fp}
+
+
+def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> dict[str, Any]:
+    """Counts and rates over the pairs selected by the boolean mask ``select``."""
+    n = int(select.sum())
+    out: dict[str, Any] = {"N": n, **{k: int(flags[k][select].sum()) for k in COUNT_KEYS[1:]}}
+    rates = {"AFPR": out["TA-FP"], "UFPR": out["UA-FP"], "ACSR": int(flags["ACSR"][select].sum()),
+             "UCSR": int(flags["UCSR"][select].sum())}
+    out |= {k: (v / n if n else None) for k, v in rates.items()}
+    out["IL-FPR"] = out["AFPR"] + out["UFPR"] if n else None
+    out["CSR"] = out["ACSR"] + out["UCSR"] if n else None
+    return out
+
+
+def subset_of_images(gt: GroundTruth, image_ids: np.ndarray) -> np.ndarray:
+    """Each image's own subset abbreviation (``""`` when it has no CAFE ``edit_type``)."""
+    return np.asarray([_ABBR.get(gt.images[i].get("edit_type"), "") for i in image_ids.tolist()], dtype=object)
+
+
+def cgf1_by_subset(gt: GroundTruth, preds: Predictions, thresholds: Sequence[float],
+                   image_ids: set[int] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """cgF1 summaries per subset (and Overall), one per score threshold."""
+    ids = [i for i in evaluation_image_ids([gt]) if image_ids is None or i in image_ids]
+    counts = evaluate_counts([gt], preds, thresholds, image_ids=ids)
+    subsets = subset_of_images(gt, counts.image_ids)
+    out = {}
+    for name in (*SUBSETS, OVERALL):
+        select = np.ones(len(subsets), bool) if name == OVERALL else subsets == name
+        if not select.any():
+            out[name] = [None] * len(thresholds)
+            continue
+        acc = accumulate(counts.take(select))
+        out[name] = [summarize(acc, k) for k in range(len(thresholds))]
+    return out
+
+
+def tau_sweep(pairs: CafePairs, score_threshold: float, taus: Sequence[float]) -> dict[str, Any]:
+    """Target-aware counts and rates per subset at each τ: ``{"tau": [...], subset: [table, ...]}``."""
+    tables = {name: [] for name in (*SUBSETS, OVERALL)}
+    for tau in taus:
+        flags = classify_pairs(pairs, score_threshold, tau)
+        for name in tables:
+            select = np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name
+            tables[name].append(target_aware_table(flags, select))
+    return {"tau": list(taus), **tables}
+
+
+def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float = 0.5, iou_threshold: float = 0.3,
+                  taus: Sequence[float] = TAU_SWEEP, image_ids: set[int] | None = None) -> dict[str, Any]:
+    """The CAFE table per subset and Overall (target-aware counts, rates, cgF1 family) and the τ sweep.
+
+    ``image_ids`` restricts the evaluation (pairs by their negative, cgF1 by image).
+
+    Raises:
+        InputError: a malformed pair (:func:`build_pairs`) or nothing to evaluate.
+    """
+    pairs = build_pairs(gt, preds, image_ids)
+    flags = classify_pairs(pairs, score_threshold, iou_threshold)
+    cg = cgf1_by_subset(gt, preds, [score_threshold], image_ids)
+    out: dict[str, Any] = {}
+    for name in (*SUBSETS, OVERALL):
+        select = np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name
+        summary = cg[name][0]
+        out[name] = target_aware_table(flags, select) | {
+            k: (summary[k] if summary else None) for k in CGF1_KEYS} | {
+            "cgF1_images": summary["num_images"] if summary else 0}
+    out["tau_sweep"] = tau_sweep(pairs, score_threshold, taus)
+    out["params"] = {"score_threshold": score_threshold, "iou_threshold": iou_threshold}
+    return out
+
+
+def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CALIBRATION_GRID,
+              image_ids: set[int] | None = None) -> dict[str, Any]:
+    """The score threshold maximising Overall cgF1 on ``image_ids`` (all images by default).
+
+    Ties go to the threshold nearest SAM3's default 0.5 (then the lower one).
+    Returns ``{"threshold", "cgF1", "curve": [[t, cgF1], ...]}``.
+    """
+    summaries = cgf1_by_subset(gt, preds, grid, image_ids)[OVERALL]
+    if summaries[0] is None:
+        raise InputError("the calibration split has no exhaustively annotated image", path=gt.path,
+                         hint="use a larger calibration fraction or another calibration set")
+    values = [s["cgF1"] for s in summaries]
+    top = max(values)
+    best = min((k for k, v in enumerate(values) if v == top), key=lambda k: (abs(grid[k] - 0.5), grid[k]))
+    return {"threshold": float(grid[best]), "cgF1": values[best],
+            "curve": [[float(t), v] for t, v in zip(grid, values, strict=True)]}
+
+
+def split_for_calibration(gt: GroundTruth, fraction: float, seed: int) -> tuple[set[int], set[int]]:
+    """A seeded split of the pairs: (calibration image ids, evaluation image ids).
+
+    ``round(fraction × pairs)`` pairs, chosen with ``numpy.random.default_rng(seed)`` over the pairs
+    sorted by negative id, give both their images to calibration; every other image is evaluated.
+
+    Raises:
+        InputError: the fraction leaves no pair on one side.
+    """
+    pairs = sorted((img["id"], img["fp_source_id"]) for img in gt.entries if "fp_source_id" in img)
+    k = round(fraction * len(pairs))
+    if not 0 < k < len(pairs):
+        raise InputError(f"calibration fraction {fraction} of {len(pairs)} pairs leaves one side empty",
+                         path=gt.path, hint="choose a fraction strictly between 0 and 1, or pass a calibration set")
+    chosen = np.random.default_rng(seed).permutation(len(pairs))[:k]
+    calibration = {i for j in chosen.tolist() for i in pairs[j]}
+    return calibration, {img["id"] for img in gt.entries} - calibration

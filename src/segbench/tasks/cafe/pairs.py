@@ -1,0 +1,129 @@
+"""CAFE prompt pairs: validation of (q+, q-), de-duplication, and the prompt-pair table.
+
+A pair is kept only when the misleading prompt can be false while the positive one is true
+(seed 000, Eq. 1: v(I, q+) = 1, v(I, q-) = 0). That rules out, checked on WordNet 3.0 nouns:
+
+* ``identical`` — q- is q+ (after normalising case and spaces);
+* ``synonym`` — q+ and q- share a WordNet sense (a synonym is valid wherever q+ is);
+* ``hypernym`` — q- is q+ or a more general term for it (if a vase is there, a container is
+  too); a q+ WordNet does not know ("white vase") is judged by its head noun ("vase");
+* ``malformed`` — empty, longer than ``MAX_WORDS`` words, or characters a prompt does not have.
+
+All senses count: WordNet does not know which sense a dataset means, so the checks err towards
+rejecting. Rejected plans go to the skip report with the rule and a message.
+
+The table follows the paper's description of CAFE: samples per source and edit type, unique
+positive and negative prompts, distinct prompt pairs and the share of pairs that occur once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from segbench.schemas.cafe import EditType
+from segbench.tasks.coco_cd.outputs import markdown_table
+
+MAX_WORDS = 6
+_PROMPT = re.compile(r"^[a-z0-9][a-z0-9 '\-]*$")
+RULES = ("identical", "synonym", "hypernym", "malformed", "duplicate")
+
+
+def _senses(wn: Any, phrase: str) -> list[Any]:
+    return wn.synsets("_".join(phrase.split()), pos="n")
+
+
+def _up(synset: Any) -> set[Any]:
+    return {synset, *synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())}
+
+
+def pair_problem(wn: Any, q_pos: str, q_neg: str) -> tuple[str, str] | None:
+    """The first rule (q+, q-) breaks, as ``(rule, message)``; ``None`` for a valid pair.
+
+    Args:
+        wn: the NLTK WordNet reader (``segbench.providers.wordnet_data.load_wordnet``).
+        q_pos, q_neg: normalised prompts (lower case, single spaces).
+    """
+    for name, phrase in (("q+", q_pos), ("q-", q_neg)):
+        if not phrase or len(phrase.split()) > MAX_WORDS or not _PROMPT.match(phrase):
+            return "malformed", f"{name} {phrase!r} must be 1-{MAX_WORDS} lower-case words"
+    if q_pos == q_neg:
+        return "identical", f"q+ and q- are both {q_pos!r}"
+    pos, neg = _senses(wn, q_pos), _senses(wn, q_neg)
+    shared = sorted(s.name() for s in set(pos) & set(neg))
+    if shared:
+        return "synonym", f"{q_pos!r} and {q_neg!r} share the WordNet sense {shared[0]}"
+    head = q_pos.split()[-1]
+    specific = pos or _senses(wn, head)
+    if head == q_neg and not pos:
+        return "hypernym", f"q- {q_neg!r} is the head noun of q+ {q_pos!r}, so it is valid wherever q+ is"
+    for sense in specific:
+        above = _up(sense) & set(neg)
+        if above:
+            return "hypernym", (f"q- {q_neg!r} ({sorted(s.name() for s in above)[0]}) is a more general term "
+                                f"for q+ {q_pos!r} ({sense.name()})")
+    return None
+
+
+def deduplicate(keys: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Positions of the first occurrence of each key, and of the repeats (in input order)."""
+    seen: set[str] = set()
+    kept, repeats = [], []
+    for position, key in enumerate(keys):
+        (repeats if key in seen else kept).append(position)
+        seen.add(key)
+    return kept, repeats
+
+
+def pair_statistics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The prompt-pair description of a set of samples.
+
+    Args:
+        rows: one per sample with ``source``, ``edit_type`` (SM/CC/OC), ``q_pos``, ``q_neg``.
+
+    Returns:
+        ``samples`` (total), ``by_source`` (source → edit type → count, with ``total``),
+        ``by_edit_type``, ``unique_positive``, ``unique_negative``, ``prompt_pairs`` (distinct
+        (q+, q-)), ``pairs_once`` and ``pairs_once_share`` (of the distinct pairs; None if none),
+        and the ten most frequent pairs.
+    """
+    rows = list(rows)
+    abbrs = [t.name for t in EditType]
+    by_source: dict[str, dict[str, int]] = {}
+    for row in rows:
+        counts = by_source.setdefault(row["source"], {a: 0 for a in abbrs} | {"total": 0})
+        counts[row["edit_type"]] += 1
+        counts["total"] += 1
+    pairs = Counter((row["q_pos"], row["q_neg"]) for row in rows)
+    once = sum(1 for n in pairs.values() if n == 1)
+    return {
+        "samples": len(rows),
+        "by_source": dict(sorted(by_source.items())),
+        "by_edit_type": {a: sum(1 for r in rows if r["edit_type"] == a) for a in abbrs},
+        "unique_positive": len({r["q_pos"] for r in rows}),
+        "unique_negative": len({r["q_neg"] for r in rows}),
+        "prompt_pairs": len(pairs),
+        "pairs_once": once,
+        "pairs_once_share": once / len(pairs) if pairs else None,
+        "most_frequent_pairs": [{"q_pos": p, "q_neg": n, "count": c}
+                                for (p, n), c in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[:10]],
+    }
+
+
+def pair_markdown(stats: Mapping[str, Any], *, title: str) -> str:
+    """The statistics as Markdown: samples per source × edit type, then the prompt counts."""
+    abbrs = [t.name for t in EditType]
+    source_rows = [[source, *(c[a] for a in abbrs), c["total"]] for source, c in stats["by_source"].items()]
+    source_rows.append(["total", *(stats["by_edit_type"][a] for a in abbrs), stats["samples"]])
+    share = stats["pairs_once_share"]
+    summary = [["positive prompts (unique)", stats["unique_positive"]],
+               ["negative prompts (unique)", stats["unique_negative"]],
+               ["prompt pairs (distinct)", stats["prompt_pairs"]],
+               ["pairs that occur once", f"{stats['pairs_once']} ({share:.1%})" if share is not None else "0"]]
+    frequent = [[p["q_pos"], p["q_neg"], p["count"]] for p in stats["most_frequent_pairs"]]
+    return (f"# {title}\n\n## Samples per source and edit type\n\n"
+            + markdown_table(["source", *abbrs, "total"], source_rows)
+            + "\n## Prompts\n\n" + markdown_table(["", "count"], summary)
+            + "\n## Most frequent pairs\n\n" + markdown_table(["q+", "q-", "samples"], frequent))

@@ -1,0 +1,103 @@
+"""The COCO-CD context audit (seed 002, Table 5): people check the automatic indoor/outdoor labels.
+
+A stratified sample of the validation split (``per_group`` images from each cat/dog × indoor/outdoor
+group, seeded) becomes a round; after ingest, the human majority label of each image is compared
+with the automatic one, per group and overall. Images people call ``ambiguous`` are excluded from
+the agreement and reported as a share; images with no majority (a tie) are counted apart.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from segbench.core.errors import InsufficientDataError
+from segbench.schemas.rounds import ItemAnswer, RoundItem
+from segbench.tasks.coco_cd.outputs import markdown_table
+
+KIND = "coco_cd_context_audit"
+CONTROL = "context"
+LABELS = ("indoor", "outdoor", "ambiguous")
+GROUP_NAMES = ("cat·indoor", "cat·outdoor", "dog·indoor", "dog·outdoor")
+
+
+def sample_audit_items(
+    val_split: Mapping[str, Any], *, per_group: int, seed: int, dataset_dir: str, size: int
+) -> list[RoundItem]:
+    """``per_group`` images from each group of a COCO-CD val split, as round items.
+
+    Items show the dataset's resized images (``size`` × ``size``, the build's ``size`` param) and
+    carry no automatic label (people must not see it); the audit reads it from the split.
+
+    Raises:
+        InsufficientDataError: a group has fewer than ``per_group`` images.
+    """
+    by_group: dict[int, list[dict[str, Any]]] = {g: [] for g in range(4)}
+    for image in val_split["images"]:
+        by_group[image["group_id"]].append(image)
+    rng = random.Random(seed)
+    items = []
+    for group, images in sorted(by_group.items()):
+        if len(images) < per_group:
+            raise InsufficientDataError(
+                f"group {GROUP_NAMES[group]} has {len(images)} validation images; the audit asks for {per_group}",
+                hint="lower --per-group, or build COCO-CD with a larger --val-per-group",
+            )
+        for image in rng.sample(sorted(images, key=lambda i: i["id"]), per_group):
+            items.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
+                                   width=size, height=size))
+    return sorted(items, key=lambda item: int(item.item_id))
+
+
+def audit_table(auto: Mapping[str, tuple[int, str]], answers: Sequence[ItemAnswer]) -> dict[str, Any]:
+    """Agreement between automatic and human context labels, per group and overall.
+
+    Args:
+        auto: item id → (group id, automatic context) from the dataset.
+        answers: aggregated human answers (control ``context``).
+
+    Returns:
+        ``{"groups": {name: row}, "overall": row}`` where a row has ``items``, ``answered``,
+        ``ambiguous``, ``ambiguous_share``, ``no_majority``, ``judged`` (answered, not ambiguous,
+        with a majority), ``agree`` and ``agreement`` (agree / judged; None when nothing was judged).
+    """
+    by_item = {a.item_id: a for a in answers}
+    rows = {name: _empty_row() for name in (*GROUP_NAMES, "overall")}
+    for item_id, (group, label) in sorted(auto.items()):
+        for row in (rows[GROUP_NAMES[group]], rows["overall"]):
+            _count(row, label, by_item.get(item_id))
+    for row in rows.values():
+        row["ambiguous_share"] = row["ambiguous"] / row["answered"] if row["answered"] else None
+        row["agreement"] = row["agree"] / row["judged"] if row["judged"] else None
+    return {"groups": {name: rows[name] for name in GROUP_NAMES}, "overall": rows["overall"]}
+
+
+def _empty_row() -> dict[str, Any]:
+    return {"items": 0, "answered": 0, "ambiguous": 0, "no_majority": 0, "judged": 0, "agree": 0}
+
+
+def _count(row: dict[str, Any], auto_label: str, answer: ItemAnswer | None) -> None:
+    row["items"] += 1
+    if answer is None or CONTROL not in answer.majority:  # nobody answered this image's context
+        return
+    row["answered"] += 1
+    human = answer.majority.get(CONTROL)
+    if human is None:
+        row["no_majority"] += 1
+    elif human == "ambiguous":
+        row["ambiguous"] += 1
+    else:
+        row["judged"] += 1
+        row["agree"] += int(human == auto_label)
+
+
+def audit_markdown(table: Mapping[str, Any], *, round_key: str, dataset_version: str) -> str:
+    """The audit table as Markdown (seed 002, Table 5 layout)."""
+    rows = [[name, r["items"], r["answered"], r["ambiguous"], r["ambiguous_share"], r["no_majority"], r["judged"],
+             r["agree"], r["agreement"]] for name, r in [*table["groups"].items(), ("overall", table["overall"])]]
+    return (f"# COCO-CD context audit — round `{round_key}`\n\n"
+            f"Automatic indoor/outdoor labels against the people's majority label on the validation images "
+            f"of dataset version `{dataset_version[:12]}`. Agreement excludes ambiguous images and ties.\n\n"
+            + markdown_table(["group", "items", "answered", "ambiguous", "ambiguous share", "no majority", "judged",
+                              "agree", "agreement"], rows))

@@ -1,0 +1,199 @@
+"""Reading what a COCO-CD evaluation needs: a split, its ground-truth masks, a predictions folder.
+
+Turns every bad file into an :class:`~segbench.core.errors.InputError` naming it; the metric code in
+:mod:`segbench.tasks.flip.metrics` never touches the file system.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from segbench.core.errors import AnnotationError, InputError
+from segbench.tasks.flip.metrics import GROUPS, NUM_CLASSES, FlipAccumulator, labels_from_probs
+from segbench.core.splits import rho_name
+from segbench.core.versioning import DatasetSource
+
+log = logging.getLogger(__name__)
+
+
+PREDICTION_HINT = (
+    "write one {id:012d}.npz (array 'probs', shape (3, 512, 512): background, cat, dog) or one "
+    "{id:012d}.png label map (values 0/1/2) per image of the split, e.g. with the predict-baseline flow"
+)
+_IMAGE_KEYS = ("id", "group_id", "mask_file")
+
+
+def split_relpath(dataset_dir: str, rho: float, split: str) -> str:
+    """The split file, e.g. ``data/coco_cd/splits/rho_0.95/test.json``."""
+    return f"{dataset_dir.rstrip('/')}/splits/{rho_name(rho)}/{split}.json"
+
+
+def read_split(source: DatasetSource, relpath: str) -> list[dict[str, Any]]:
+    """The ``images`` entries of a COCO-CD split JSON, sorted by id.
+
+    Raises:
+        InputError: the file is missing or not a COCO JSON with an ``images`` list.
+        AnnotationError: an image entry lacks ``id``/``group_id``/``mask_file`` or has a bad group.
+    """
+    data = source.read_json(relpath)
+    images = data.get("images") if isinstance(data, dict) else None
+    if not isinstance(images, list):
+        raise InputError("no 'images' list; not a COCO-CD split file", path=relpath)
+    for image in images:
+        missing = [k for k in _IMAGE_KEYS if k not in image]
+        if missing:
+            raise AnnotationError(
+                f"image entry lacks {', '.join(missing)}",
+                path=relpath,
+                item=f"image {image.get('id')}",
+            )
+        if image["group_id"] not in GROUPS:
+            raise AnnotationError(
+                f"group_id {image['group_id']!r} is not one of 0..3 (2*y + a)",
+                path=relpath,
+                item=f"image {image['id']}",
+            )
+    return sorted(images, key=lambda im: int(im["id"]))
+
+
+def _decode_png(data: bytes, path: str | Path) -> np.ndarray:
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            return np.asarray(im)
+    except (
+        OSError,
+        ValueError,
+    ) as exc:  # PIL raises UnidentifiedImageError (an OSError) and others
+        raise InputError(f"not a readable PNG ({exc})", path=path) from None
+
+
+def read_gt_mask(source: DatasetSource, dataset_dir: str, image: Mapping[str, Any]) -> np.ndarray:
+    """The (H, W) uint8 gt label map of one split image (0 background, 1 cat, 2 dog).
+
+    Raises:
+        InputError: the mask is missing, unreadable, not 2-D or has values above 2.
+    """
+    relpath = f"{dataset_dir.rstrip('/')}/{image['mask_file']}"
+    mask = _decode_png(source.read_bytes(relpath), relpath)
+    if mask.ndim != 2 or (mask.size and int(mask.max()) >= NUM_CLASSES):
+        raise InputError(
+            f"gt mask must be a (H, W) map with values 0..2, got shape {mask.shape}", path=relpath
+        )
+    return mask
+
+
+def prediction_paths(predictions_dir: str | Path, image_ids: Iterable[int]) -> dict[int, str]:
+    """Map each image id to its prediction file (``.npz`` preferred over ``.png``).
+
+    Raises:
+        InputError: the directory is missing, or some images have no prediction (names the count
+            and the first few ids).
+    """
+    root = Path(predictions_dir)
+    if not root.is_dir():
+        raise InputError("predictions directory not found", path=root, hint=PREDICTION_HINT)
+    names = set(os.listdir(root))
+    found: dict[int, str] = {}
+    missing: list[int] = []
+    ids = [int(i) for i in image_ids]
+    for image_id in ids:
+        stem = f"{image_id:012d}"
+        for ext in (".npz", ".png"):
+            if stem + ext in names:
+                found[image_id] = str(root / (stem + ext))
+                break
+        else:
+            missing.append(image_id)
+    if missing:
+        first = ", ".join(f"{i:012d}" for i in missing[:5])
+        raise InputError(
+            f"{len(missing)} of {len(ids)} predictions are missing (first: {first})",
+            path=root,
+            hint=PREDICTION_HINT,
+        )
+    return found
+
+
+def read_prediction(
+    path: str | Path, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read one prediction file.
+
+    Args:
+        path: ``{id:012d}.npz`` (array ``probs``, (3, H, W)) or ``{id:012d}.png`` ((H, W) labels).
+        shape: (H, W) of the gt mask it is compared with.
+
+    Returns:
+        ``(pred, probs)``: pred (H, W) uint8; probs (3, H, W) or ``None`` for a label map.
+
+    Raises:
+        InputError: unreadable file, no ``probs`` array, wrong shape, non-finite or negative
+            probabilities, or labels outside 0..2; the error names the file.
+    """
+    path = Path(path)
+    if path.suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                if "probs" not in archive.files:
+                    raise InputError(
+                        f"no array 'probs' (found: {', '.join(archive.files) or 'none'})",
+                        path=path,
+                        hint=PREDICTION_HINT,
+                    )
+                probs = archive["probs"]
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise InputError(f"not a readable .npz ({exc})", path=path) from None
+        expected = (NUM_CLASSES, *shape)
+        if probs.shape != expected:
+            raise InputError(
+                f"probs has shape {probs.shape}; expected {expected}",
+                path=path,
+                hint=PREDICTION_HINT,
+            )
+        if not np.issubdtype(probs.dtype, np.floating) or not np.isfinite(probs).all():
+            raise InputError("probs must be finite floats", path=path, hint=PREDICTION_HINT)
+        if (probs < 0).any():
+            raise InputError("probs has negative values; expected softmax probabilities", path=path)
+        return labels_from_probs(probs), probs
+    pred = _decode_png(path.read_bytes(), path)
+    if pred.shape != tuple(shape):
+        raise InputError(
+            f"label map has shape {pred.shape}; expected {tuple(shape)}",
+            path=path,
+            hint=PREDICTION_HINT,
+        )
+    if pred.size and int(pred.max()) >= NUM_CLASSES:
+        raise InputError(
+            f"label map has value {int(pred.max())}; labels must be 0 (background), 1 (cat), 2 (dog)",
+            path=path,
+        )
+    return pred.astype(np.uint8), None
+
+
+def evaluate_images(
+    source: DatasetSource,
+    dataset_dir: str,
+    images: Iterable[Mapping[str, Any]],
+    predictions: Mapping[int, str | Path],
+) -> FlipAccumulator:
+    """Evaluate split images against their predictions into a fresh accumulator.
+
+    Args:
+        images: split image entries (``read_split``). predictions: image id -> prediction file.
+    """
+    acc = FlipAccumulator()
+    for image in images:
+        image_id = int(image["id"])
+        gt = read_gt_mask(source, dataset_dir, image)
+        pred, probs = read_prediction(predictions[image_id], gt.shape)
+        acc.update(gt, pred, probs, group_id=int(image["group_id"]), image_id=image_id)
+    return acc

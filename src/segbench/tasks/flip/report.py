@@ -1,0 +1,239 @@
+"""The COCO-CD evaluation report: ``metrics.json``, ``report.md`` and two PNG plots.
+
+Input is the summary dict of ``FlipAccumulator.summarize`` plus a small "what was evaluated" dict;
+nothing here computes a metric. Plots are drawn on a private Agg canvas (no pyplot global state, so
+threads cannot interfere) and every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
+from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+
+log = logging.getLogger(__name__)
+
+METRICS_NAME = "metrics.json"
+REPORT_NAME = "report.md"
+GROUP_PLOT_NAME = "per_group_iou.png"
+DECILE_PLOT_NAME = "flip_by_risk_decile.png"
+
+
+def fmt(value: float | None) -> str:
+    """4 decimals, or ``n/a`` for an undefined value."""
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table as lines, followed by a blank line."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + [""]
+
+
+def render_markdown(
+    summary: Mapping[str, Any], evaluated: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES
+) -> str:
+    """The Markdown report (``names``: the dataset's class and context names, COCO-CD's by default).
+
+    Args:
+        summary: ``FlipAccumulator.summarize()`` output.
+        evaluated: what was evaluated: ``source``, ``rev``, ``rho``, ``split``, ``split_file``,
+            ``predictions`` (and optionally more keys, listed as they are).
+    """
+    first, second = names.classes
+    lines = [f"# {names.dataset} evaluation", "", "## What was evaluated", ""]
+    lines += [f"- **{key}**: `{evaluated[key]}`" for key in sorted(evaluated)]
+    lines += [f"- **images**: {summary['num_images']}", ""]
+
+    iou = summary["class_iou"]
+    lines += ["## Overlap", ""]
+    lines += table_lines(
+        ["background IoU", f"{first} IoU", f"{second} IoU", f"mIoU ({first}, {second})", "Fg-IoU"],
+        [
+            [
+                fmt(iou["background"]),
+                fmt(iou[first]),
+                fmt(iou[second]),
+                fmt(summary["miou"]),
+                fmt(summary["fg_iou"]),
+            ]
+        ],
+    )
+
+    dec, flip = summary["fg_decomposition"], summary["flip"]
+    lines += ["## Foreground error decomposition", ""]
+    lines += [
+        f"Over {dec['gt_fg_pixels']} ground-truth foreground pixels; the three rates sum to 1.",
+        "",
+    ]
+    lines += table_lines(
+        ["FG-Corr", "FG-Flip", "FG-Miss", "Flip (global)", "Flip (per-image mean)"],
+        [
+            [
+                fmt(dec["corr"]),
+                fmt(dec["flip"]),
+                fmt(dec["miss"]),
+                fmt(flip["global"]),
+                fmt(flip["per_image_mean"]),
+            ]
+        ],
+    )
+    if flip["images_without_gt_fg"]:
+        lines += [
+            f"{flip['images_without_gt_fg']} images without ground-truth foreground are left "
+            "out of the per-image mean.",
+            "",
+        ]
+
+    lines += ["## Per-group IoU", ""]
+    lines += table_lines(
+        ["group", "images", f"{first} IoU", f"{second} IoU"],
+        [
+            [g["name"], str(g["num_images"]), fmt(g["iou"][first]), fmt(g["iou"][second])]
+            for g in summary["per_group"]
+        ],
+    )
+    group_names = {g["group_id"]: g["name"] for g in summary["per_group"]}
+    lines += ["Aligned − counterfactual IoU gap per class:", ""]
+    lines += table_lines(
+        ["class", "aligned", "counterfactual", "gap"],
+        [
+            [
+                cls,
+                f"{fmt(gap['aligned_iou'])} ({group_names[gap['aligned_group']]})",
+                f"{fmt(gap['counterfactual_iou'])} ({group_names[gap['counterfactual_group']]})",
+                fmt(gap["gap"]),
+            ]
+            for cls, gap in sorted(summary["gaps"].items())
+        ],
+    )
+    return "\n".join(lines + _risk_section(summary, names)).rstrip("\n") + "\n"
+
+
+def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> list[str]:
+    lines = ["## Flip-risk deciles", ""]
+    risk = summary["flip_risk"]
+    if risk is None:
+        return lines + [f"Flip-risk unavailable: {summary['flip_risk_unavailable']}.", ""]
+    lines += [
+        f"Images sorted by flip-risk (mean renormalised {'/'.join(names.classes)} entropy over predicted-foreground "
+        f"pixels), low to high; {risk['num_records']} images ranked.",
+        "",
+    ]
+    if risk["fewer_than_10_records"]:
+        lines += ["Fewer than 10 images were ranked, so some deciles are empty.", ""]
+    skipped = risk["images_without_pred_fg"] + risk["images_without_gt_fg"]
+    if skipped:
+        lines += [
+            f"Not ranked: {risk['images_without_pred_fg']} images without predicted "
+            f"foreground, {risk['images_without_gt_fg']} without ground-truth foreground.",
+            "",
+        ]
+    lines += table_lines(
+        ["decile", "images", "mean risk", "mean flip"],
+        [
+            [str(d["decile"]), str(d["count"]), fmt(d["mean_risk"]), fmt(d["mean_flip"])]
+            for d in risk["deciles"]
+        ],
+    )
+    return lines + [f"Top-decile share of all flips: {fmt(risk['top_decile_share'])}", ""]
+
+
+def png_bytes(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    # No "Software" tag: the bytes then do not change with the matplotlib version.
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> bytes:
+    """PNG bytes: grouped bars, one group of (class IoU, class IoU) per (class, context) group."""
+    fig = Figure(figsize=(8, 4.5))
+    ax = fig.add_subplot()
+    groups = summary["per_group"]
+    width = 0.38
+    first, second = names.classes
+    for offset, cls, color in ((-width / 2, first, "#4c72b0"), (width / 2, second, "#dd8452")):
+        values = [g["iou"][cls] or 0.0 for g in groups]  # an undefined IoU is drawn as an empty bar
+        bars = ax.bar(
+            [i + offset for i in range(len(groups))], values, width, label=f"{cls} IoU", color=color
+        )
+        ax.bar_label(bars, labels=[fmt(g["iou"][cls]) for g in groups], fontsize=7, padding=2)
+    ax.set_xticks(range(len(groups)), [g["name"] for g in groups], fontsize=8)
+    ax.set_ylim(0, 1.25)  # headroom so the legend never covers a bar label
+    ax.set_ylabel("IoU")
+    ax.set_title("Per-group IoU")
+    ax.legend(loc="upper center", ncol=2, fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes: mean per-image flip per flip-risk decile (or a note when risk is unavailable)."""
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    risk = summary["flip_risk"]
+    if risk is None:
+        ax.axis("off")
+        ax.text(
+            0.5,
+            0.5,
+            f"Flip-risk unavailable:\n{summary['flip_risk_unavailable']}",
+            ha="center",
+            va="center",
+            wrap=True,
+            fontsize=9,
+        )
+    else:
+        deciles = risk["deciles"]
+        bars = ax.bar(
+            [d["decile"] for d in deciles],
+            [d["mean_flip"] or 0.0 for d in deciles],
+            color="#c44e52",
+        )
+        ax.bar_label(bars, labels=[fmt(d["mean_flip"]) for d in deciles], fontsize=7, padding=2)
+        ax.set_xticks([d["decile"] for d in deciles])
+        ax.set_xlabel("flip-risk decile (1 = lowest risk)")
+        ax.set_ylabel("mean per-image flip")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"Flip by risk decile (top-decile share {fmt(risk['top_decile_share'])})")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def write_report(
+    out_dir: str | Path,
+    summary: Mapping[str, Any],
+    evaluated: Mapping[str, Any],
+    names: FlipNames = COCO_CD_NAMES,
+) -> dict[str, Path]:
+    """Write ``metrics.json``, ``report.md`` and both plots into ``out_dir``.
+
+    ``metrics.json`` holds ``{"evaluated": ..., "metrics": summary}`` as canonical JSON.
+
+    Returns:
+        ``{"metrics": path, "report": path, "per_group_iou": path, "flip_by_risk_decile": path}``.
+    """
+    out = Path(out_dir)
+    paths = {
+        "metrics": write_json(
+            out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(summary)}, indent=2
+        ),
+        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated, names)),
+        "per_group_iou": atomic_write_bytes(out / GROUP_PLOT_NAME, plot_per_group_iou(summary, names)),
+        "flip_by_risk_decile": atomic_write_bytes(
+            out / DECILE_PLOT_NAME, plot_flip_by_risk_decile(summary)
+        ),
+    }
+    log.info("wrote the %s report to %s", names.dataset, out)
+    return paths

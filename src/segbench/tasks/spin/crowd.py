@@ -1,0 +1,288 @@
+"""SPIN crowd rounds and their answers (seed 001, Sec. 3.1): tasks per image-object-part, polygons →
+validated subpart masks → one resolved mask per (image, part, subpart).
+
+Rounds: the subpart list differs per part, so a campaign is one round per (super-category, part), with
+the ``spin_subparts`` label config listing that part's subparts; each item also carries the subparts
+asked for *its* object class (object-specific ones such as a turtle's shell are only asked there).
+
+Validation, per annotator answer and subpart (a failed check flags it; flagged answers are kept in the
+raw file with their flags and take no part in resolution):
+
+* ``too_few_points``: a polygon with fewer than 3 points;
+* ``outside_image``: a point beyond the image (half a pixel of tolerance);
+* ``zero_area``: a polygon, or the merged mask, that covers no pixel;
+* ``not_contained``: less than ``containment`` (default 0.8) of the mask lies inside the part mask;
+* ``unknown_subpart``: a polygon label that is not a subpart asked for this item;
+* ``yes_without_polygon``: "yes" with nothing drawn.
+
+Masks: one annotator's polygons of one subpart are merged by even-odd (XOR) rule, pixel by pixel, so
+a polygon drawn inside another of the same subpart is a hole (the seed's coiled snakes), and separate
+polygons (two eyes, occluded pieces) are a union. Rasterised with pycocotools, like every COCO tool.
+
+Resolution (rule ``RESOLUTION_RULE``): the voters on a subpart are the annotators who said the part is
+visible and whose answer on that subpart is not flagged; the subpart is present when more than half of
+the voters said yes. Its mask is the valid mask of the "yes" annotator with the highest mean IoU with
+the other "yes" masks (a single one is chosen as is), ties broken by the smaller annotator id.
+``agreement`` = yes voters / voters. Pure functions: no files, no Prefect.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from pycocotools import mask as mask_utils
+
+from segbench.annotation_ui.label_configs import slugify
+from segbench.annotation_ui.rounds import new_round
+from segbench.core.errors import InputError
+from segbench.schemas.rounds import Answer, Polygon, Round, RoundConfig, RoundItem
+from segbench.schemas.spin import PartContext, ResolvedSubpart, Taxonomy
+from segbench.core.masks import bitmap_to_rle, rle_iou, rle_to_bitmap
+
+KIND = "spin_subparts"
+LABEL_CONFIG = "spin_subparts"
+DATASET = "spin"
+RESOLUTION_RULE = "majority-yes-of-visible/medoid-mask/v1"
+DEFAULT_CONTAINMENT = 0.8
+PIXEL_TOLERANCE = 0.5
+ITEM_FIELDS = ("image_id", "part_ann_id", "object", "object_class", "part")
+
+
+# --- rounds ----------------------------------------------------------------------------------------------
+
+def round_key(prefix: str, object: str, part: str) -> str:
+    return f"{prefix}-{slugify(object)}-{slugify(part)}"
+
+
+def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: str, dataset_version: str,
+                backend: Literal["labelstudio", "files"], now: str, overlap: int = 3) -> list[Round]:
+    """One ``spin_subparts`` round per (super-category, part) among ``items``, sorted by key.
+
+    Each item's ``data`` (``image_id``, ``part_ann_id``, ``object``, ``object_class``, ``part``; an
+    optional ``part_rle`` is kept) gains ``subparts``: the subparts asked for its object class.
+
+    Raises:
+        InputError: an item lacks a data field, names a part the taxonomy does not have, or its part
+            has no subpart for that object class.
+    """
+    groups: dict[tuple[str, str], list[RoundItem]] = {}
+    for item in items:
+        missing = [f for f in ITEM_FIELDS if f not in item.data]
+        if missing:
+            raise InputError(f"round item lacks data field(s) {', '.join(missing)}", item=f"item {item.item_id}",
+                             hint=f"SPIN items carry {', '.join(ITEM_FIELDS)}")
+        groups.setdefault((item.data["object"], item.data["part"]), []).append(item)
+    rounds = []
+    for (obj, part), members in sorted(groups.items()):
+        entry = taxonomy.part(obj, part)
+        ready = []
+        for item in members:
+            names = [s.name for s in entry.subparts if s.applies_to(item.data["object_class"])]
+            if not names:
+                raise InputError(f"{obj}-{part} has no subpart for class {item.data['object_class']!r}",
+                                 item=f"item {item.item_id}", hint="add subparts in taxonomy_edits.yaml, or leave "
+                                 "this part out of the round")
+            ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}}))
+        config = RoundConfig(label_config=LABEL_CONFIG, overlap=overlap,
+                             params={"object": obj, "part": part, "subparts": [s.name for s in entry.subparts]})
+        rounds.append(new_round(round_key(key_prefix, obj, part), KIND, DATASET, dataset_version, config, ready,
+                                backend, now))
+    return rounds
+
+
+# --- masks and validation -----------------------------------------------------------------------------
+
+def polygon_flags(polygon: Polygon, height: int, width: int) -> list[str]:
+    """The rules one polygon breaks (empty if none); ``zero_area`` is checked on its raster."""
+    flags = []
+    if len(polygon.points) < 3:
+        return ["too_few_points"]
+    if not all(-PIXEL_TOLERANCE <= x <= width + PIXEL_TOLERANCE and -PIXEL_TOLERANCE <= y <= height + PIXEL_TOLERANCE
+               for x, y in polygon.points):
+        flags.append("outside_image")
+    elif not polygon_bitmap(polygon, height, width).any():
+        flags.append("zero_area")
+    return flags
+
+
+def polygon_bitmap(polygon: Polygon, height: int, width: int) -> np.ndarray:
+    """The COCO raster of one polygon, ``(H, W)`` uint8."""
+    flat = [float(v) for point in polygon.points for v in point]
+    return mask_utils.decode(mask_utils.frPyObjects([flat], height, width))[:, :, 0]
+
+
+def merge_polygons(polygons: Sequence[Polygon], height: int, width: int) -> np.ndarray:
+    """Even-odd merge: a pixel is in the mask when an odd number of polygons cover it, ``(H, W)`` uint8."""
+    out = np.zeros((height, width), dtype=np.uint8)
+    for polygon in polygons:
+        out ^= polygon_bitmap(polygon, height, width)
+    return out
+
+
+@dataclass
+class SubpartAnswer:
+    """One annotator's answer on one subpart of one item."""
+
+    has: str | None  # "yes", "no" or None (not answered)
+    polygons: int = 0
+    rle: dict[str, Any] | None = None
+    area: int = 0
+    containment: float | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+def subpart_answer(answer: Answer, subpart: str, ctx: PartContext, part_bitmap: np.ndarray,
+                   containment: float) -> SubpartAnswer:
+    """Validate and rasterise what ``answer`` says about ``subpart``."""
+    has = (answer.choices.get(f"has_{slugify(subpart)}") or [None])[0]
+    drawn = [p for p in answer.polygons.get("polygons", []) if p.label == subpart]
+    result = SubpartAnswer(has=has, polygons=len(drawn))
+    if not drawn:
+        if has == "yes":
+            result.flags.append("yes_without_polygon")
+        return result
+    if has is None:
+        result.has = has = "yes"  # drawing a subpart is saying it is there
+    flags = sorted({f for p in drawn for f in polygon_flags(p, ctx.height, ctx.width)})
+    if flags:
+        result.flags = flags
+        return result
+    bitmap = merge_polygons(drawn, ctx.height, ctx.width)
+    result.area = int(bitmap.sum())
+    if result.area == 0:
+        result.flags.append("zero_area")
+        return result
+    result.rle = bitmap_to_rle(bitmap)
+    result.containment = float((bitmap & part_bitmap).sum()) / result.area
+    if result.containment < containment:
+        result.flags.append("not_contained")
+    if has == "no":
+        result.flags.append("no_with_polygon")
+    return result
+
+
+# --- resolution ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ResolvePolicy:
+    containment: float = DEFAULT_CONTAINMENT  # share of a subpart mask that must lie inside its part
+
+
+@dataclass
+class ResolveReport:
+    answers: int = 0
+    items_answered: int = 0
+    flags: Counter = field(default_factory=Counter)
+    resolved: int = 0
+    absent: int = 0  # (item, subpart) pairs voted absent or without a majority
+    no_voters: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
+                "absent": self.absent, "no_voters": self.no_voters, "flags": dict(sorted(self.flags.items())),
+                "rule": RESOLUTION_RULE}
+
+
+def item_subparts(item_data: Mapping[str, Any], taxonomy: Taxonomy, ctx: PartContext) -> list[str]:
+    """The subparts asked for one item: its own list if the round gave one, else the taxonomy's."""
+    names = item_data.get("subparts")
+    if isinstance(names, list) and names:
+        return [str(n) for n in names]
+    return [s.name for s in taxonomy.subparts_for(ctx.object, ctx.part, ctx.object_class)]
+
+
+def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext], taxonomy: Taxonomy,
+                     params: Mapping[str, Mapping[str, Any]], policy: ResolvePolicy = ResolvePolicy()
+                     ) -> tuple[list[dict[str, Any]], list[ResolvedSubpart], ResolveReport]:
+    """Validate every answer, keep it as a raw record, and resolve one mask per present subpart.
+
+    Args:
+        answers: the round's answers (one per annotator and item; a later duplicate of the same
+            annotator and item replaces the earlier one in resolution, both stay in the raw file).
+        items: item id → its part context (image size, part mask).
+        params: item id → the item's round data (its ``subparts`` list); missing = the taxonomy's.
+
+    Returns:
+        (raw records sorted by item, annotator, source id; resolved records sorted by image id, part
+        annotation id, subpart; the report).
+
+    Raises:
+        InputError: an answer names an item that has no part context.
+    """
+    report = ResolveReport(answers=len(answers))
+    raw, latest = [], {}
+    part_bitmaps: dict[str, np.ndarray] = {}
+    ordered = sorted(answers, key=lambda a: (a.item_id, a.annotator, a.updated_at or "", a.source_id))
+    for answer in ordered:
+        ctx = items.get(answer.item_id)
+        if ctx is None:
+            raise InputError(f"answer {answer.source_id} is about item {answer.item_id!r}, which has no part context",
+                             item=answer.item_id, hint="import the answers with the round they belong to")
+        if answer.item_id not in part_bitmaps:
+            part_bitmaps[answer.item_id] = rle_to_bitmap(ctx.part_rle.model_dump())
+        names = item_subparts(params.get(answer.item_id, {}), taxonomy, ctx)
+        record = _raw_record(answer, ctx, names, part_bitmaps[answer.item_id], policy.containment)
+        report.flags.update(f for f in record["flags"])
+        report.flags.update(f for s in record["subparts"].values() for f in s["flags"])
+        raw.append(record)
+        latest[(answer.item_id, answer.annotator)] = record
+    report.items_answered = len({r["item_id"] for r in raw})
+    resolved = []
+    by_item: dict[str, list[dict[str, Any]]] = {}
+    for (item_id, _), record in sorted(latest.items()):
+        by_item.setdefault(item_id, []).append(record)
+    for item_id, records in by_item.items():
+        ctx = items[item_id]
+        for name in item_subparts(params.get(item_id, {}), taxonomy, ctx):
+            found = _resolve_one(ctx, name, records, report)
+            if found is not None:
+                resolved.append(found)
+    raw.sort(key=lambda r: (r["item_id"], r["annotator"], r["source_id"]))
+    resolved.sort(key=lambda r: (r.image_id, r.part_ann_id, r.subpart))
+    report.resolved = len(resolved)
+    return raw, resolved, report
+
+
+def _raw_record(answer: Answer, ctx: PartContext, names: list[str], part_bitmap: np.ndarray,
+                containment: float) -> dict[str, Any]:
+    visible = (answer.choices.get("part_visible") or [None])[0]
+    flags = [] if visible in ("yes", "no") else ["part_visible_missing"]
+    labels = {p.label for p in answer.polygons.get("polygons", [])}
+    flags += ["unknown_subpart"] if labels - set(names) else []
+    subparts = {}
+    for name in names:
+        s = subpart_answer(answer, name, ctx, part_bitmap, containment) if visible == "yes" else SubpartAnswer(None)
+        subparts[name] = {"has": s.has, "polygons": s.polygons, "area": s.area, "containment": s.containment,
+                          "segmentation": s.rle, "flags": s.flags}
+    return {"item_id": answer.item_id, "image_id": ctx.image_id, "part_ann_id": ctx.part_ann_id,
+            "annotator": answer.annotator, "source_id": answer.source_id, "updated_at": answer.updated_at,
+            "part_visible": visible, "flags": flags, "unknown_labels": sorted(labels - set(names)),
+            "subparts": subparts}
+
+
+def _resolve_one(ctx: PartContext, name: str, records: list[dict[str, Any]],
+                 report: ResolveReport) -> ResolvedSubpart | None:
+    voters = [r for r in records if r["part_visible"] == "yes" and not r["flags"]
+              and not r["subparts"][name]["flags"] and r["subparts"][name]["has"] in ("yes", "no")]
+    if not voters:
+        report.no_voters += 1
+        return None
+    yes = sorted((r for r in voters if r["subparts"][name]["has"] == "yes"), key=lambda r: r["annotator"])
+    if 2 * len(yes) <= len(voters):
+        report.absent += 1
+        return None
+    masks = [r["subparts"][name]["segmentation"] for r in yes]
+    iou = rle_iou(masks, masks)
+    # Rounded so that float noise cannot break a tie; max() keeps the first (smallest annotator id) of equals.
+    scores = [round(float(np.delete(iou[i], i).mean()), 9) if len(yes) > 1 else 1.0 for i in range(len(yes))]
+    best = max(range(len(yes)), key=lambda i: scores[i])
+    chosen = yes[best]["subparts"][name]
+    return ResolvedSubpart(
+        image_id=ctx.image_id, part_ann_id=ctx.part_ann_id, object=ctx.object, object_class=ctx.object_class,
+        part=ctx.part, subpart=name, category=f"{ctx.object}-{ctx.part}-{name}", segmentation=chosen["segmentation"],
+        area=chosen["area"], polygons=chosen["polygons"], workers=sorted(r["annotator"] for r in voters),
+        agreement=len(yes) / len(voters), rule=RESOLUTION_RULE)

@@ -1,0 +1,243 @@
+"""The SPIN files: image selection under the per-super-category cap, and the three COCO levels.
+
+Output, per split (PartImageNet's own train / val / test), named as spin-api reads them::
+
+    spin_<split>_wholes.json    one object per image; categories = the 11 super-categories (ids 0-10,
+                                PartImageNet order)
+    spin_<split>_parts.json     PartImageNet's parts; categories ``<Super>-<Part>`` with SPIN part
+                                names (ids = PartImageNet's 0-39); ``parent_id`` = the whole's id
+    spin_<split>_subparts.json  the resolved crowd subparts; categories ``<Super>-<Part>-<Subpart>``
+                                (ids 1.. in the order of the sorted names; 0 stays background as in
+                                spin-api's rasteriser); ``parent_id`` = the part annotation's id
+    images/<split>/<stem>.JPEG  ``file_name`` is the stem, as spin-api opens ``<dir>/<split>/<stem>.JPEG``
+
+Masks are compressed RLE with ``counts`` as str. Part annotations keep PartImageNet's ids (the
+crowd's answers refer to them); wholes and subparts are numbered from 1 in a sorted order, so the
+same inputs always give the same ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pycocotools import mask as mask_utils
+
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError
+from segbench.schemas.spin import ResolvedSubpart, Taxonomy
+from segbench.core.masks import rle_area, segmentation_to_rle
+from segbench.tasks.spin.partimagenet import SourceImage, part_categories, supercategories
+
+log = logging.getLogger(__name__)
+
+BUILDER_VERSION = "2"  # 2: the manifest records the images as an input, and the build key
+LEVELS = ("wholes", "parts", "subparts")
+
+
+def coco_name(split: str, level: str) -> str:
+    return f"spin_{split}_{level}.json"
+
+
+# --- selection -------------------------------------------------------------------------------------
+
+def _quotas(sizes: Mapping[str, int], cap: int) -> dict[str, int]:
+    """Split ``cap`` over the splits in proportion to their sizes (largest remainder, ties by name)."""
+    total = sum(sizes.values())
+    exact = {split: cap * n / total for split, n in sizes.items()}
+    quotas = {split: int(value) for split, value in exact.items()}
+    by_remainder = sorted(sizes, key=lambda s: (-(exact[s] - quotas[s]), s))
+    for split in by_remainder[: cap - sum(quotas.values())]:
+        quotas[split] += 1
+    return quotas
+
+
+def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list[int]:
+    """The image ids kept under the per-super-category cap, sorted.
+
+    SPIN samples each capped super-category stratified by split (so the train / val / test shares
+    stay PartImageNet's) and prefers images with more distinct parts (seed, supplementary 8.3).
+    Among images with equally many parts the order is a shuffle seeded by ``seed``, the
+    super-category and the split, so adding a super-category never changes another's choice.
+    """
+    groups: dict[str, dict[str, list[SourceImage]]] = {}
+    for image in images:
+        groups.setdefault(image.supercategory, {}).setdefault(image.split, []).append(image)
+    kept: list[int] = []
+    for supercategory, by_split in sorted(groups.items()):
+        sizes = {split: len(members) for split, members in by_split.items()}
+        if sum(sizes.values()) <= cap:
+            kept += [image.image_id for members in by_split.values() for image in members]
+            continue
+        for split, quota in sorted(_quotas(sizes, cap).items()):
+            members = sorted(by_split[split], key=lambda i: i.image_id)
+            random.Random(f"{seed}:{supercategory}:{split}").shuffle(members)
+            members.sort(key=lambda i: -len({p.category.id for p in i.parts}))  # stable: keeps the shuffle
+            kept += [image.image_id for image in members[:quota]]
+    return sorted(kept)
+
+
+# --- taxonomy and resolved crowd records -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class SubpartCategory:
+    id: int
+    name: str
+    object: str
+    part: str
+    subpart: str
+
+
+def subpart_categories(taxonomy: Taxonomy) -> list[SubpartCategory]:
+    """The taxonomy's subpart categories, ids 1.. in the order of the sorted category names.
+
+    Sorting by name (not taxonomy order) keeps an id stable when an edit reorders the taxonomy.
+    """
+    found = {sub.category: (entry.object, entry.part, sub.name) for entry in taxonomy.parts for sub in entry.subparts}
+    return [SubpartCategory(i, name, *found[name]) for i, name in enumerate(sorted(found), start=1)]
+
+
+def decomposable_parts(taxonomy: Taxonomy) -> set[tuple[str, str]]:
+    """The (object, part) pairs that have subparts, i.e. that the crowd is asked about."""
+    return {(entry.object, entry.part) for entry in taxonomy.parts if entry.subparts}
+
+
+def _record_problem(record: ResolvedSubpart, images: Mapping[int, SourceImage],
+                    categories: Mapping[str, SubpartCategory]) -> str | None:
+    image = images[record.image_id]
+    part = next((p for p in image.parts if p.ann_id == record.part_ann_id), None)
+    if part is None:
+        return f"part annotation {record.part_ann_id} is not a part of image {image.image_id}"
+    if (record.object, record.part) != (image.supercategory, part.category.spin_name):
+        return f"names {record.object}-{record.part} but the part is {image.supercategory}-{part.category.spin_name}"
+    category = categories.get(record.category)
+    if category is None:
+        return f"category {record.category!r} is not in the taxonomy"
+    if (category.object, category.part) != (record.object, record.part):
+        return f"category {category.name} belongs to {category.object}-{category.part}"
+    return None
+
+
+def subpart_annotations(resolved: Sequence[ResolvedSubpart], images: Mapping[int, SourceImage],
+                        categories: Sequence[SubpartCategory], *, policy: ImportPolicy, path: str | Path
+                        ) -> tuple[list[dict[str, Any]], int]:
+    """COCO annotations for the resolved subparts of the selected ``images``.
+
+    Records of images outside the selection are left out and counted (a smaller cap than the
+    annotated one is allowed). Ids are numbered from 1 by (image, part, category).
+
+    Returns:
+        (annotations, number of records outside the selection).
+
+    Raises:
+        AnnotationError: (fail policy) a record names a part of another image or
+            object, a category outside the taxonomy, repeats a (part, category), or has a mask
+            that is invalid, empty or of the wrong size.
+    """
+    by_name = {c.name: c for c in categories}
+    outside, seen, rows = 0, set(), []
+    for index, record in enumerate(resolved):
+        item = f"record {index} (part {record.part_ann_id}, {record.category})"
+        if record.image_id not in images:
+            outside += 1
+            continue
+        problem = _record_problem(record, images, by_name)
+        image = images[record.image_id]
+        rle = None
+        if problem is None:
+            try:
+                rle = segmentation_to_rle(record.segmentation.model_dump(), image.height, image.width)
+            except ValueError as exc:
+                problem = f"invalid segmentation: {exc}"
+        key = (record.part_ann_id, record.category)
+        if problem is None and key in seen:
+            problem = "a second record for the same part and category"
+        if problem is None and int(rle_area([rle])[0]) == 0:
+            problem = "empty mask"
+        if problem is not None:
+            policy.handle(AnnotationError(problem, path=path, item=item, hint="re-run the crowd import"))
+            continue
+        seen.add(key)
+        rows.append((image.image_id, record.part_ann_id, by_name[record.category].id, rle))
+    rows.sort(key=lambda r: r[:3])
+    if outside:
+        log.info("left out %d resolved subparts of images outside the selection", outside)
+    return [_annotation(i, image_id, cat_id, rle, parent_id=part_id)
+            for i, (image_id, part_id, cat_id, rle) in enumerate(rows, start=1)], outside
+
+
+# --- COCO files --------------------------------------------------------------------------------------
+
+def _annotation(ann_id: int, image_id: int, category_id: int, rle: dict[str, Any], *, parent_id: int | None
+                ) -> dict[str, Any]:
+    bbox = mask_utils.toBbox({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).tolist()
+    out = {"id": ann_id, "image_id": image_id, "category_id": category_id, "segmentation": rle,
+           "area": int(rle_area([rle])[0]), "bbox": [float(v) for v in bbox], "iscrowd": 0}
+    if parent_id is not None:
+        out["parent_id"] = parent_id
+    return out
+
+
+def _image_entry(image: SourceImage) -> dict[str, Any]:
+    return {"id": image.image_id, "file_name": image.stem, "width": image.width, "height": image.height,
+            "supercategory": image.supercategory, "object_class": image.object_class, "wnid": image.wnid,
+            "split": image.split}
+
+
+def level_categories(subparts: Sequence[SubpartCategory]) -> dict[str, list[dict[str, Any]]]:
+    supers = supercategories()
+    parts = part_categories()
+    return {
+        "wholes": [{"id": i, "name": name, "supercategory": name} for i, name in enumerate(supers)],
+        "parts": [{"id": p.id, "name": p.spin_category, "supercategory": p.supercategory}
+                  for p in sorted(parts.values(), key=lambda p: p.id)],
+        "subparts": [{"id": c.id, "name": c.name, "supercategory": f"{c.object}-{c.part}",
+                      "part_category_id": _part_category_id(c)} for c in subparts],
+    }
+
+
+def _part_category_id(category: SubpartCategory) -> int | None:
+    for part in part_categories().values():
+        if (part.supercategory, part.spin_name) == (category.object, category.part):
+            return part.id
+    return None
+
+
+def spin_cocos(images: Mapping[int, SourceImage], subparts: Sequence[dict[str, Any]],
+               categories: Sequence[SubpartCategory], *, description: str = "SPIN") -> dict[str, dict[str, Any]]:
+    """The three COCO dicts per split: ``{"<split>": {"wholes": ..., "parts": ..., "subparts": ...}}``.
+
+    ``images`` are the selected images; ``subparts`` the annotations of :func:`subpart_annotations`.
+    """
+    cats = level_categories(categories)
+    whole_id = {image_id: i for i, image_id in enumerate(sorted(images), start=1)}
+    split_of = {image_id: image.split for image_id, image in images.items()}
+    out: dict[str, dict[str, Any]] = {}
+    for split in sorted({image.split for image in images.values()}):
+        ids = sorted(i for i in images if split_of[i] == split)
+        entries = [_image_entry(images[i]) for i in ids]
+        wholes, parts = [], []
+        for image_id in ids:
+            image = images[image_id]
+            super_id = supercategories().index(image.supercategory)
+            wholes.append(_annotation(whole_id[image_id], image_id, super_id, image.object_rle, parent_id=None))
+            parts += [_annotation(p.ann_id, image_id, p.category.id, p.rle, parent_id=whole_id[image_id])
+                      for p in image.parts]
+        subs = [ann for ann in subparts if split_of[ann["image_id"]] == split]
+        out[split] = {
+            level: {"info": {"description": f"{description} {split} {level}", "version": BUILDER_VERSION},
+                    "licenses": [], "images": entries, "categories": cats[level], "annotations": anns}
+            for level, anns in (("wholes", wholes), ("parts", parts), ("subparts", subs))
+        }
+    return out
+
+
+def image_destination(image: SourceImage) -> str:
+    """Where the image goes inside the dataset directory, as spin-api expects it."""
+    if image.path.suffix.lower() not in (".jpeg", ".jpg"):
+        raise InputError(f"expected a JPEG image, found {image.path.suffix!r}", path=image.path,
+                         hint="PartImageNet images are ImageNet JPEGs")
+    return f"images/{image.split}/{image.stem}.JPEG"

@@ -1,0 +1,362 @@
+"""SPIN metrics: per-level mIoU, abstention, SpCS, SeCS (seed 001, sections 4 and 5) and recognition mACC.
+
+Evaluate one image → accumulate with ``+=`` → summarize. Reading and validating files is
+:mod:`segbench.tasks.spin.inputs`' job; the report is :mod:`segbench.tasks.spin.report`'s.
+
+Units. An *entity* is one ground-truth (image, level, category): the union of that category's
+annotations in the image (SPIN annotates each (sub)part category once per image). A prediction answers
+the prompt naming one entity, with a ``general`` prompt (super-category: "eyes of the quadruped") or a
+``specific`` one (ImageNet class: "eyes of the antelope"); both answer the same entity and category id,
+and each prompt kind is scored on its own. A prediction for a category the image does not hold (a model
+choosing from a candidate list) is *unprompted*: it only adds false-positive pixels.
+
+Definitions (what the seed leaves open is decided here and marked "choice"):
+    mIoU       per level: mean over categories of Σ intersection / Σ union accumulated over the
+               category's entities and unprompted predictions (choice: cumulative, as semantic
+               segmentation does; the mean of per-entity IoUs is reported beside it). Categories
+               with an empty union are left out.
+    abstention an entity whose prediction is missing or empty (IoU 0); the rate per level is
+               abstained / entities.
+    SpCS       Eq. 1: mean of |child ∩ parent| / |child| over pairs (child, parent) of predictions whose
+               entities are linked by the ground truth (``parent_id``); S2P = subpart→part,
+               P2O = part→whole. Choice: a pair whose child is abstained is skipped (0/0), a pair whose
+               parent is abstained is not a prediction pair and is skipped; both are counted.
+               ``mean`` = (S2P + P2O) / 2 ("their mean", Table 2); ``pooled`` = Eq. 1 over the pairs of
+               both relations (some Table 2 rows match one, some the other).
+    SeCS       Eq. 2: per image and level a label map from the predictions (an overlap goes to the
+               higher score, then the lower category id; a missing score counts as 1). X = pixels
+               foreground at all three levels; M(x) = 1 iff subpart→part AND part→whole are entailed by
+               the taxonomy. SeCS = Σ M / |X| pooled over the pixels of all images ("mean of M(x) across
+               all x ∈ X"). In the specific label space a subpart that the taxonomy restricts to some
+               object classes is entailed only on images of those classes.
+    mACC       recognition answers: accuracy per category, mean over the level's categories.
+
+Arrays: masks are ``bool`` of shape (H, W) (pycocotools decodes Fortran-ordered; kept so); label maps
+are ``int32`` (H, W), -1 = background, else a category id (SPIN's whole and part ids start at 0).
+Metrics never mutate their inputs and never print.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, NamedTuple, Self
+
+import numpy as np
+
+from segbench.core.masks import rle_to_bitmap
+
+LEVELS = ("wholes", "parts", "subparts")
+PROMPTS = ("general", "specific")
+RELATIONS = {"s2p": ("subparts", "parts"), "p2o": ("parts", "wholes")}  # child level, parent level
+DEFAULT_SCORE = 1.0
+
+# seg stats: intersection, union, entities, abstained, sum of entity IoUs, unprompted predictions
+_SEG, _SPATIAL, _SEMANTIC, _ANSWERS = 6, 4, 3, 3
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Category names per level and which category entails which.
+
+    ``part_of``: subpart category id → its part category id; ``whole_of``: part id → whole id.
+    ``restricted``: subpart id → the object classes it applies to (taxonomy ``objects``), only for
+    subparts the taxonomy restricts.
+    """
+
+    names: Mapping[str, Mapping[int, str]]
+    part_of: Mapping[int, int]
+    whole_of: Mapping[int, int]
+    restricted: Mapping[int, frozenset[str]] = field(default_factory=dict)
+
+    def supercategory(self, level: str, category_id: int) -> str:
+        """The whole (super-category) name a category belongs to."""
+        if level == "subparts":
+            category_id, level = self.part_of[category_id], "parts"
+        if level == "parts":
+            category_id = self.whole_of[category_id]
+        return self.names["wholes"][category_id]
+
+    @cached_property
+    def lookup_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(part_lut, whole_lut): ``part_lut[subpart id]`` = its part id, ``whole_lut[part id]`` = its whole id;
+        -1 elsewhere."""
+        return _lut(self.part_of, self.names["subparts"]), _lut(self.whole_of, self.names["parts"])
+
+
+def _lut(mapping: Mapping[int, int], domain: Iterable[int]) -> np.ndarray:
+    lut = np.full(max(domain, default=0) + 1, -1, dtype=np.int64)
+    for key, value in mapping.items():
+        lut[key] = value
+    return lut
+
+
+class Prediction(NamedTuple):
+    """One validated prediction; ``rle`` is a compressed RLE of the image's size."""
+
+    level: str
+    category_id: int
+    prompt: str
+    rle: dict[str, Any]
+    score: float
+
+
+class ImageTruth(NamedTuple):
+    """The ground truth of one image: ``entities[level][category_id]`` = (RLEs, parent category id or None)."""
+
+    image_id: int
+    height: int
+    width: int
+    supercategory: str
+    object_class: str | None
+    entities: Mapping[str, Mapping[int, tuple[tuple[dict[str, Any], ...], int | None]]]
+
+
+def containment(child: np.ndarray, parent: np.ndarray) -> float | None:
+    """|child ∩ parent| / |child| for two (H, W) bool masks; ``None`` for an empty child."""
+    area = int(np.count_nonzero(child))
+    return int(np.count_nonzero(child & parent)) / area if area else None
+
+
+def label_map(masks: Sequence[tuple[int, float, np.ndarray]], shape: tuple[int, int]) -> np.ndarray:
+    """(H, W) int32 label map from ``(category_id, score, mask)``; overlaps go to the higher score,
+    then the lower category id; -1 = background."""
+    out = np.full(shape, -1, dtype=np.int32, order="F")
+    # Paint lowest priority first so that higher-priority masks overwrite it.
+    for category_id, _, mask in sorted(masks, key=lambda m: (m[1], -m[0])):
+        out[mask] = category_id
+    return out
+
+
+def entailed_pixels(
+    subparts: np.ndarray, parts: np.ndarray, wholes: np.ndarray, hierarchy: Hierarchy,
+    allowed_subparts: np.ndarray | None = None,
+) -> tuple[int, int]:
+    """(|X|, Σ M(x)) of Eq. 2 for three (H, W) label maps.
+
+    ``allowed_subparts``: optional bool lookup table over subpart ids, False for subparts the image's
+    object class cannot have (specific label space).
+    """
+    x = (subparts >= 0) & (parts >= 0) & (wholes >= 0)
+    if not x.any():
+        return 0, 0
+    s, p, o = subparts[x], parts[x], wholes[x]
+    part_lut, whole_lut = hierarchy.lookup_tables
+    ok = (part_lut[s] == p) & (whole_lut[p] == o)
+    if allowed_subparts is not None:
+        ok &= allowed_subparts[s]
+    return int(x.sum()), int(ok.sum())
+
+
+def _add(table: dict[Any, list[float]], key: Any, values: Sequence[float], width: int) -> None:
+    row = table.setdefault(key, [0.0] * width)
+    for i, v in enumerate(values):
+        row[i] += v
+
+
+@dataclass
+class SpinAccumulator:
+    """Sums that add over images (``+=`` combines shards).
+
+    seg[(prompt, level, category)] = [intersection, union, entities, abstained, Σ entity IoU, unprompted];
+    spatial[(prompt, relation, supercategory)] = [Σ containment, pairs, child abstained, parent abstained];
+    semantic[(prompt, supercategory)] = [|X|, Σ M, images with X non-empty].
+    """
+
+    num_images: int = 0
+    prompts: tuple[str, ...] = ()
+    seg: dict[tuple[str, str, int], list[float]] = field(default_factory=dict)
+    spatial: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
+    semantic: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def __iadd__(self, other: SpinAccumulator) -> Self:
+        self.num_images += other.num_images
+        self.prompts = tuple(p for p in PROMPTS if p in self.prompts or p in other.prompts)
+        for mine, theirs, width in ((self.seg, other.seg, _SEG), (self.spatial, other.spatial, _SPATIAL),
+                                    (self.semantic, other.semantic, _SEMANTIC)):
+            for key, values in theirs.items():
+                _add(mine, key, values, width)
+        return self
+
+    def update(self, image: ImageTruth, predictions: Sequence[Prediction], hierarchy: Hierarchy,
+               prompts: Sequence[str]) -> None:
+        """Score one image's predictions for each prompt kind in ``prompts``."""
+        self.num_images += 1
+        self.prompts = tuple(p for p in PROMPTS if p in self.prompts or p in prompts)
+        shape = (image.height, image.width)
+        truth = {(level, cat): _decode_union(rles, shape)
+                 for level, cats in image.entities.items() for cat, (rles, _) in cats.items()}
+        for prompt in prompts:
+            masks = {(p.level, p.category_id): (p.score, rle_to_bitmap(p.rle).view(bool))
+                     for p in predictions if p.prompt == prompt}
+            self._segmentation(prompt, truth, masks)
+            self._spatial(prompt, image, masks)
+            self._semantic(prompt, image, masks, hierarchy, shape)
+
+    def _segmentation(self, prompt: str, truth: Mapping[tuple[str, int], np.ndarray],
+                      masks: Mapping[tuple[str, int], tuple[float, np.ndarray]]) -> None:
+        for (level, cat), gt in truth.items():
+            pred = masks.get((level, cat))
+            abstained = pred is None or not pred[1].any()
+            inter = 0 if abstained else int(np.count_nonzero(gt & pred[1]))
+            union = int(np.count_nonzero(gt)) if abstained else int(np.count_nonzero(gt | pred[1]))
+            if union:
+                _add(self.seg, (prompt, level, cat), [inter, union, 1, abstained, inter / union, 0], _SEG)
+        for (level, cat), (_, mask) in masks.items():
+            if (level, cat) not in truth:
+                _add(self.seg, (prompt, level, cat), [0, int(np.count_nonzero(mask)), 0, 0, 0, 1], _SEG)
+
+    def _spatial(self, prompt: str, image: ImageTruth,
+                 masks: Mapping[tuple[str, int], tuple[float, np.ndarray]]) -> None:
+        for relation, (child_level, parent_level) in RELATIONS.items():
+            for cat, (_, parent_cat) in image.entities.get(child_level, {}).items():
+                _, child = masks.get((child_level, cat), (None, None))
+                _, parent = masks.get((parent_level, parent_cat), (None, None))
+                key = (prompt, relation, image.supercategory)
+                if child is None or not child.any():
+                    _add(self.spatial, key, [0, 0, 1, 0], _SPATIAL)
+                elif parent is None or not parent.any():
+                    _add(self.spatial, key, [0, 0, 0, 1], _SPATIAL)
+                else:
+                    _add(self.spatial, key, [containment(child, parent), 1, 0, 0], _SPATIAL)
+
+    def _semantic(self, prompt: str, image: ImageTruth, masks: Mapping[tuple[str, int], tuple[float, np.ndarray]],
+                  hierarchy: Hierarchy, shape: tuple[int, int]) -> None:
+        maps = [label_map([(cat, score, mask) for (lv, cat), (score, mask) in masks.items() if lv == level], shape)
+                for level in ("subparts", "parts", "wholes")]
+        allowed = None
+        if prompt == "specific" and hierarchy.restricted:
+            allowed = np.ones(len(hierarchy.lookup_tables[0]), dtype=bool)
+            for sub, classes in hierarchy.restricted.items():
+                allowed[sub] = image.object_class in classes
+        pixels, entailed = entailed_pixels(*maps, hierarchy, allowed)
+        if pixels:
+            _add(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
+
+    def summarize(self, hierarchy: Hierarchy) -> dict[str, Any]:
+        """The metrics per prompt kind: ``{"num_images", "prompts": {prompt: {...}}}`` (see the report)."""
+        return {"num_images": self.num_images,
+                "prompts": {prompt: self._summarize_prompt(prompt, hierarchy) for prompt in self.prompts}}
+
+    def _summarize_prompt(self, prompt: str, hierarchy: Hierarchy) -> dict[str, Any]:
+        levels = {level: _level_summary(self._seg_rows(prompt, level), hierarchy.names[level]) for level in LEVELS}
+        supers = sorted(set(hierarchy.names["wholes"].values()))
+        per_super = {}
+        for name in supers:
+            per_super[name] = {
+                "miou": {level: _level_summary(self._seg_rows(prompt, level, hierarchy, name),
+                                               hierarchy.names[level])["miou"] for level in LEVELS},
+                "spcs": self._spcs(prompt, name),
+                "secs": self._secs(prompt, name),
+            }
+        return {"levels": levels, "spcs": self._spcs(prompt), "secs": self._secs(prompt),
+                "per_supercategory": per_super}
+
+    def _seg_rows(self, prompt: str, level: str, hierarchy: Hierarchy | None = None,
+                  supercategory: str | None = None) -> dict[int, list[float]]:
+        return {cat: values for (p, lv, cat), values in self.seg.items() if p == prompt and lv == level
+                and (supercategory is None or hierarchy.supercategory(level, cat) == supercategory)}
+
+    def _spcs(self, prompt: str, supercategory: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for relation in RELATIONS:
+            total = [0.0] * _SPATIAL
+            for (p, rel, sup), values in self.spatial.items():
+                if p == prompt and rel == relation and supercategory in (None, sup):
+                    total = [a + b for a, b in zip(total, values, strict=True)]
+            out[relation] = {"score": _ratio(total[0], total[1]), "sum": total[0], "pairs": int(total[1]),
+                             "child_abstained": int(total[2]), "parent_abstained": int(total[3])}
+        scores = [out[r]["score"] for r in RELATIONS]
+        out["mean"] = None if None in scores else sum(scores) / len(scores)
+        out["pooled"] = _ratio(sum(out[r]["sum"] for r in RELATIONS), sum(out[r]["pairs"] for r in RELATIONS))
+        for relation in RELATIONS:
+            del out[relation]["sum"]
+        return out
+
+    def _secs(self, prompt: str, supercategory: str | None = None) -> dict[str, Any]:
+        pixels = entailed = images = 0.0
+        for (p, sup), (x, m, n) in self.semantic.items():
+            if p == prompt and supercategory in (None, sup):
+                pixels, entailed, images = pixels + x, entailed + m, images + n
+        return {"score": _ratio(entailed, pixels), "pixels": int(pixels), "images": int(images)}
+
+
+def _decode_union(rles: Sequence[dict[str, Any]], shape: tuple[int, int]) -> np.ndarray:
+    out = np.zeros(shape, dtype=bool, order="F")
+    for rle in rles:
+        out |= rle_to_bitmap(rle).view(bool)
+    return out
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return float(num) / float(den) if den else None
+
+
+def _level_summary(rows: Mapping[int, list[float]], names: Mapping[int, str]) -> dict[str, Any]:
+    """mIoU and counts of one level from ``{category: seg stats}``."""
+    categories = []
+    for cat in sorted(rows):
+        inter, union, entities, abstained, iou_sum, unprompted = rows[cat]
+        categories.append({"id": cat, "name": names[cat], "iou": _ratio(inter, union),
+                           "mean_entity_iou": _ratio(iou_sum, entities), "entities": int(entities),
+                           "abstained": int(abstained), "unprompted": int(unprompted)})
+    ious = [c["iou"] for c in categories if c["iou"] is not None]
+    entities = sum(rows[c][2] for c in rows)
+    return {
+        "miou": sum(ious) / len(ious) if ious else None,
+        "mean_entity_iou": _ratio(sum(rows[c][4] for c in rows), entities),
+        "entities": int(entities),
+        "abstained": int(sum(rows[c][3] for c in rows)),
+        "abstention_rate": _ratio(sum(rows[c][3] for c in rows), entities),
+        "unprompted_predictions": int(sum(rows[c][5] for c in rows)),
+        "categories": categories,
+    }
+
+
+# ---- recognition (Section 5.3) ------------------------------------------------------------------------
+
+_YES = re.compile(r"\byes\b", re.IGNORECASE)
+
+
+def says_yes(answer: str) -> bool:
+    """The seed's rule: an answer is "yes" if "yes" appears in the model's output (as a word here, so that
+    "eyes" is not a yes)."""
+    return bool(_YES.search(answer))
+
+
+class Answer(NamedTuple):
+    """One validated recognition answer."""
+
+    level: str
+    category_id: int
+    prompt: str
+    answer: bool
+    truth: bool
+
+
+def recognition_accuracy(answers: Iterable[Answer], hierarchy: Hierarchy) -> dict[str, Any]:
+    """mACC per prompt kind and level: accuracy per category, averaged over categories.
+
+    Returns ``{prompt: {level: {"macc", "accuracy", "answers", "yes_rate", "categories": [...]}}}``; the
+    yes rate shows a model that answers yes to everything.
+    """
+    table: dict[tuple[str, str, int], list[float]] = {}
+    for a in answers:
+        _add(table, (a.prompt, a.level, a.category_id), [a.answer == a.truth, 1, a.answer], _ANSWERS)
+    out: dict[str, Any] = {}
+    for prompt in PROMPTS:
+        levels = {}
+        for level in LEVELS:
+            rows = {cat: v for (p, lv, cat), v in table.items() if p == prompt and lv == level}
+            if not rows:
+                continue
+            cats = [{"id": cat, "name": hierarchy.names[level][cat], "accuracy": rows[cat][0] / rows[cat][1],
+                     "answers": int(rows[cat][1])} for cat in sorted(rows)]
+            correct, total, yes = (sum(v[i] for v in rows.values()) for i in range(_ANSWERS))
+            levels[level] = {"macc": sum(c["accuracy"] for c in cats) / len(cats), "accuracy": correct / total,
+                             "answers": int(total), "yes_rate": yes / total, "categories": cats}
+        if levels:
+            out[prompt] = levels
+    return out

@@ -1,0 +1,172 @@
+"""The SPIN evaluation report: ``metrics.json``, ``report.md`` and three PNG plots.
+
+Input is the summary of ``SpinAccumulator.summarize`` (plus the recognition summary, when answers were
+given) and a "what was evaluated" dict; nothing here computes a metric. Plots are drawn on a private Agg
+canvas, as in :mod:`segbench.tasks.flip.report`, and every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from segbench.tasks.flip.report import png_bytes, table_lines
+from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.tasks.spin.metrics import LEVELS
+
+log = logging.getLogger(__name__)
+
+METRICS_NAME = "metrics.json"
+REPORT_NAME = "report.md"
+MIOU_PLOT = "miou_by_level.png"
+CONSISTENCY_PLOT = "consistency.png"
+SUPER_PLOT = "per_supercategory.png"
+LEVEL_LABEL = {"wholes": "objects", "parts": "parts", "subparts": "subparts"}
+COLORS = {"general": "#4c72b0", "specific": "#dd8452"}
+
+
+def pct(value: float | None) -> str:
+    """A rate as a percentage with two decimals, as the seed's tables print them."""
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
+    """The Markdown report. Rates are printed as percentages (Tables 2 and 3 of the seed)."""
+    prompts = summary["prompts"]
+    lines = ["# SPIN evaluation", "", "## What was evaluated", ""]
+    lines += [f"- **{key}**: `{evaluated[key]}`" for key in sorted(evaluated)]
+    lines += [f"- **images**: {summary['num_images']}", f"- **prompts**: {', '.join(prompts) or 'none'}", ""]
+
+    lines += ["## Localization (mIoU, %)", "",
+              "mIoU = mean over categories of Σ intersection / Σ union over entities; a missing or empty "
+              "prediction is an abstention (IoU 0).", ""]
+    rows = [[LEVEL_LABEL[level], prompt, pct(lv["miou"]), pct(lv["mean_entity_iou"]), str(lv["entities"]),
+             pct(lv["abstention_rate"]), str(lv["unprompted_predictions"])]
+            for level in LEVELS for prompt, p in prompts.items() for lv in [p["levels"][level]]]
+    lines += table_lines(["level", "prompt", "mIoU", "mean entity IoU", "entities", "abstention", "unprompted"], rows)
+
+    lines += ["## Hierarchical consistency (%)", "",
+              "SpCS: mean containment |child ∩ parent| / |child| over predicted pairs linked in the ground truth; "
+              "SeCS: share of pixels foreground at all three levels whose subpart→part→object labels are "
+              "entailed.", ""]
+    rows = []
+    for prompt, p in prompts.items():
+        s = p["spcs"]
+        rows.append([prompt, pct(s["mean"]), pct(s["pooled"]), pct(s["s2p"]["score"]), str(s["s2p"]["pairs"]),
+                     pct(s["p2o"]["score"]), str(s["p2o"]["pairs"]), pct(p["secs"]["score"]),
+                     str(p["secs"]["pixels"])])
+    lines += table_lines(["prompt", "SpCS-Avg", "SpCS pooled", "SpCS-S2P", "S2P pairs", "SpCS-P2O", "P2O pairs", "SeCS",
+                     "SeCS pixels"], rows)
+    skipped = [f"{prompt}: {child} pairs without a child prediction, {parent} without a parent one"
+               for prompt, p in prompts.items()
+               for child, parent in [(sum(p["spcs"][r]["child_abstained"] for r in ("s2p", "p2o")),
+                                      sum(p["spcs"][r]["parent_abstained"] for r in ("s2p", "p2o")))]
+               if child or parent]
+    lines += ["Left out of SpCS (abstentions): " + "; ".join(skipped) + ".", ""] if skipped else []
+
+    for prompt, p in prompts.items():
+        lines += [f"## Per super-category ({prompt} prompts, %)", ""]
+        lines += table_lines(["super-category", *(f"mIoU {LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS-S2P", "SpCS-P2O",
+                         "SeCS"],
+                        [[name, *(pct(v["miou"][lv]) for lv in LEVELS), pct(v["spcs"]["s2p"]["score"]),
+                          pct(v["spcs"]["p2o"]["score"]), pct(v["secs"]["score"])]
+                         for name, v in p["per_supercategory"].items()])
+
+    recognition = summary.get("recognition")
+    if recognition:
+        lines += ["## Recognition (mACC, %)", "", "Accuracy per category, averaged over the level's categories; the "
+                  "yes rate shows a bias towards answering yes.", ""]
+        lines += table_lines(["level", "prompt", "mACC", "accuracy", "yes rate", "answers"],
+                        [[LEVEL_LABEL[level], prompt, pct(r["macc"]), pct(r["accuracy"]), pct(r["yes_rate"]),
+                          str(r["answers"])]
+                         for level in LEVELS for prompt, by_level in recognition.items()
+                         for r in [by_level.get(level)] if r])
+    skip = summary.get("skipped")
+    if skip and skip["count"]:
+        lines += [f"{skip['count']} input items were skipped (see `skipped.json`); skipped predictions count as "
+                  "abstentions.", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _bars(ax: Any, labels: list[str], series: Mapping[str, list[float | None]], ylabel: str) -> None:
+    width = 0.8 / max(len(series), 1)
+    for i, (prompt, values) in enumerate(series.items()):
+        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(labels))]
+        bars = ax.bar(xs, [100 * (v or 0.0) for v in values], width, label=prompt, color=COLORS.get(prompt))
+        ax.bar_label(bars, labels=[pct(v) for v in values], fontsize=7, padding=2)
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylim(0, 115)
+    ax.set_ylabel(ylabel)
+    if series:
+        ax.legend(loc="upper right", fontsize=8, ncol=len(series))
+
+
+def plot_miou_by_level(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes: mIoU per level, general and specific prompts side by side."""
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    _bars(ax, [LEVEL_LABEL[lv] for lv in LEVELS],
+          {prompt: [p["levels"][lv]["miou"] for lv in LEVELS] for prompt, p in summary["prompts"].items()}, "mIoU (%)")
+    ax.set_title("Localization by hierarchy level")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_consistency(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes: SpCS-S2P, SpCS-P2O, SpCS-Avg and SeCS per prompt kind."""
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    _bars(ax, ["SpCS-S2P", "SpCS-P2O", "SpCS-Avg", "SeCS"],
+          {prompt: [p["spcs"]["s2p"]["score"], p["spcs"]["p2o"]["score"], p["spcs"]["mean"], p["secs"]["score"]]
+           for prompt, p in summary["prompts"].items()}, "score (%)")
+    ax.set_title("Hierarchical consistency")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes: one heat map per prompt kind, super-categories × (mIoU per level, SpCS-S2P/P2O, SeCS)."""
+    prompts = list(summary["prompts"].items())
+    columns = [*(f"mIoU\n{LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS\nS2P", "SpCS\nP2O", "SeCS"]
+    fig = Figure(figsize=(6.5 * max(len(prompts), 1), 5))
+    for index, (prompt, p) in enumerate(prompts, start=1):
+        ax = fig.add_subplot(1, len(prompts), index)
+        names = list(p["per_supercategory"])
+        values = np.array([[*(v["miou"][lv] for lv in LEVELS), v["spcs"]["s2p"]["score"], v["spcs"]["p2o"]["score"],
+                            v["secs"]["score"]] for v in p["per_supercategory"].values()], dtype=float)
+        values = values.reshape(len(names), len(columns))  # None became NaN: drawn blank
+        ax.imshow(100 * values, vmin=0, vmax=100, cmap="viridis", aspect="auto")
+        for (r, c), value in np.ndenumerate(values):
+            ax.text(c, r, "n/a" if np.isnan(value) else f"{100 * value:.0f}", ha="center", va="center", fontsize=7,
+                    color="black" if np.isnan(value) or value >= 0.6 else "white")
+        ax.set_xticks(range(len(columns)), columns, fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_title(f"{prompt} prompts (%)")
+    if not prompts:
+        fig.add_subplot().axis("off")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and the plots into ``out_dir``.
+
+    Returns:
+        ``{"metrics", "report", "miou_by_level", "consistency", "per_supercategory": path}``.
+    """
+    out = Path(out_dir)
+    paths = {
+        "metrics": write_json(out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(summary)}, indent=2),
+        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated)),
+        "miou_by_level": atomic_write_bytes(out / MIOU_PLOT, plot_miou_by_level(summary)),
+        "consistency": atomic_write_bytes(out / CONSISTENCY_PLOT, plot_consistency(summary)),
+        "per_supercategory": atomic_write_bytes(out / SUPER_PLOT, plot_per_supercategory(summary)),
+    }
+    log.info("wrote the SPIN report to %s", out)
+    return paths
+

@@ -1,0 +1,93 @@
+"""Writing the SPIN statistics: Table 1 and Fig. 3-style tables (JSON + Markdown) and boxplots.
+
+Input is what ``spin_stats.py`` computed; nothing here computes a measure. Plots are drawn on a
+private Agg canvas (as in ``flip_report.py``) and every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.tasks.spin.stats import MEASURES
+
+PANELS = {
+    "subparts_per_part": "(a) subparts per part",
+    "extent": "(b) extent",
+    "boundary_complexity": "(c) boundary complexity",
+    "image_coverage": "(d) image coverage",
+    "part_coverage": "(e) part coverage",
+    "object_coverage": "(f) object coverage",
+}
+SHORT = {"Aeroplane": "Aero", "Quadruped": "Quad"}
+PLOT_NAME = "subpart_boxplots.png"
+
+
+def composition_markdown(table: Mapping[str, Any]) -> str:
+    """Table 1 of the paper: images, and categories (annotations) per level, overall and per split."""
+
+    def cell(level: Mapping[str, int]) -> str:
+        return f"{level['categories_used']} ({level['annotations']})"
+
+    rows = [["overall", table["overall"]["images"], *(cell(table["overall"][lv]) for lv in ("wholes", "parts",
+                                                                                          "subparts"))]]
+    rows += [[split, t["images"], *(cell(t[lv]) for lv in ("wholes", "parts", "subparts"))]
+             for split, t in table["per_split"].items()]
+    return ("# SPIN composition\n\nCategories with at least one annotation (annotations in brackets).\n\n"
+            + markdown_table(["split", "#images", "#object cat", "#part cat", "#subpart cat"], rows))
+
+
+def measures_markdown(summary: Mapping[str, Any]) -> str:
+    """Quartiles per measure and super-category, then COCO size buckets and multi-polygon counts."""
+    lines = ["# SPIN subpart statistics", "",
+             f"{summary['subparts']} subpart annotations. Definitions: `segbench.tasks.spin.stats`.", ""]
+    for measure in MEASURES:
+        rows = [[group, q["n"], q["mean"], q["q25"], q["median"], q["q75"]]
+                for group, q in summary["measures"][measure].items()]
+        lines += [f"## {PANELS[measure]}", "", markdown_table(["object", "n", "mean", "q25", "median", "q75"], rows)]
+    rows = []
+    for group, buckets in summary["sizes"].items():
+        total = sum(buckets.values()) or 1
+        rows.append([group, *(f"{buckets[b]} ({100 * buckets[b] / total:.2f}%)" for b in ("small", "medium", "large")),
+                     summary["multi_polygon"][group]])
+    lines += ["## Size (COCO: small < 32², medium < 96²) and multi-polygon subparts", "",
+              markdown_table(["object", "small", "medium", "large", "multi-polygon"], rows)]
+    return "\n".join(lines)
+
+
+def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
+    """Fig. 3 as one 2x3 figure: one boxplot per super-category and one overall, per measure."""
+    figure = Figure(figsize=(15, 8), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(2, 3)
+    for ax, measure in zip(axes.flat, MEASURES, strict=True):
+        by_group = {g: list(v) for g, v in groups[measure].items() if v}
+        if by_group:
+            ax.boxplot(list(by_group.values()), tick_labels=[SHORT.get(g, g) for g in by_group])
+        ax.set_title(PANELS[measure])
+        ax.tick_params(axis="x", labelrotation=45)
+        ax.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def write_stats(out_dir: str | Path, *, table: Mapping[str, Any], summary: Mapping[str, Any],
+                groups: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Path]:
+    """Write ``composition.{json,md}``, ``subparts.{json,md}`` and the boxplot PNG into ``out_dir``."""
+    out_dir = Path(out_dir)
+    return [
+        write_json(out_dir / "composition.json", table, indent=1),
+        atomic_write_text(out_dir / "composition.md", composition_markdown(table)),
+        write_json(out_dir / "subparts.json", summary, indent=1),
+        atomic_write_text(out_dir / "subparts.md", measures_markdown(summary)),
+        atomic_write_bytes(out_dir / PLOT_NAME, boxplots_png(groups)),
+    ]

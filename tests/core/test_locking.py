@@ -1,0 +1,82 @@
+"""One writing command per data root: a second one waits or stops with the holder's name."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from segbench.core.errors import BusyError
+from segbench.locking import data_root_lock, lock_holder, lock_path
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from segbench.locking import data_root_lock
+    with data_root_lock(Path(sys.argv[1]), command="segbench build coco-cd"):
+        print("held", flush=True)
+        time.sleep(float(sys.argv[2]))
+    print("released", flush=True)
+""")
+
+
+def _hold(data_root: Path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_root), str(seconds)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_second_command_fails_at_once_naming_the_holder(tmp_path: Path) -> None:
+    data_root = tmp_path / "data"
+    holder = _hold(data_root, 30)
+    try:
+        with pytest.raises(BusyError) as err, data_root_lock(data_root, command="segbench publish"):
+            pass
+        assert f"pid {holder.pid}" in str(err.value) and "segbench build coco-cd" in str(err.value)
+        assert "--wait" in str(err.value)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_second_command_waits_until_the_first_ends(tmp_path: Path) -> None:
+    data_root = tmp_path / "data"
+    holder = _hold(data_root, 1.0)
+    seen: list[dict | None] = []
+    with data_root_lock(data_root, command="segbench publish", wait=60, on_wait=seen.append):
+        assert holder.stdout.readline().strip() == "released"  # we only got in after the holder left
+        assert lock_holder(data_root)["pid"] == os.getpid()
+    assert seen and seen[0]["command"] == "segbench build coco-cd"
+    assert lock_holder(data_root) is None  # the sidecar goes with the lock
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
+    data_root = tmp_path / "data"
+    holder = _hold(data_root, 30)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    with data_root_lock(data_root, command="segbench publish"):
+        pass
+
+
+def test_lock_file_lives_outside_the_data_root(tmp_path: Path) -> None:
+    assert lock_path(tmp_path / "data") == (tmp_path / ".data.lock").resolve()
+
+
+def test_cli_command_stops_with_a_clear_message(tmp_path: Path) -> None:
+    data_root = tmp_path / "data"
+    holder = _hold(data_root, 30)
+    try:
+        result = subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(data_root), "--work-dir",
+                                 str(tmp_path / "work"), "publish"], capture_output=True, text=True, cwd=tmp_path)
+        assert result.returncode == 2
+        assert "another segbench command is writing" in result.stderr and f"pid {holder.pid}" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()

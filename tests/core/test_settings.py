@@ -1,0 +1,68 @@
+"""Settings precedence (flags > env > config file > defaults) and the runtime environment."""
+
+import os
+
+import pytest
+
+from segbench.core.errors import InputError
+from segbench.settings import configure_runtime, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for key in list(os.environ):
+        if key.startswith("SEGBENCH_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_defaults_keep_everything_inside_the_project():
+    s = load_settings()
+    assert str(s.data_root) == "data" and str(s.cache_dir) == "data/cache"
+    assert str(s.prefect_home) == ".segbench/prefect"
+    assert str(s.prefect_result_storage) == ".segbench/prefect/results"
+    assert s.provider == "offline"
+
+
+def test_precedence_flags_over_env_over_file(tmp_path, monkeypatch):
+    (tmp_path / "segbench.toml").write_text('data_root = "from-file"\nwork_dir = "wd-file"\nprovider = "openai"\n')
+    s = load_settings()
+    assert str(s.data_root) == "from-file" and s.provider == "openai"
+    monkeypatch.setenv("SEGBENCH_DATA_ROOT", "from-env")
+    s = load_settings()
+    assert str(s.data_root) == "from-env" and str(s.work_dir) == "wd-file"
+    assert str(load_settings(data_root="from-flag").data_root) == "from-flag"
+
+
+def test_explicit_config_file_and_missing_one(tmp_path):
+    cfg = tmp_path / "other.toml"
+    cfg.write_text('label_studio_url = "http://127.0.0.1:9000"\n')
+    assert load_settings(cfg).label_studio_url == "http://127.0.0.1:9000"
+    with pytest.raises(InputError, match="config file not found"):
+        load_settings(tmp_path / "absent.toml")
+
+
+def test_invalid_and_unknown_keys_name_the_key_and_file(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('provider = "magic"\n')
+    with pytest.raises(InputError, match="bad.toml: invalid setting 'provider'"):
+        load_settings(cfg)
+    cfg.write_text('data_rot = "x"\n')
+    with pytest.raises(InputError, match="invalid setting 'data_rot'"):
+        load_settings(cfg)
+
+
+def test_secrets_are_not_shown(monkeypatch):
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", "s3cr3t-token")
+    s = load_settings()
+    assert "s3cr3t-token" not in repr(s) and "s3cr3t-token" not in str(s.model_dump())
+    assert s.label_studio_token.get_secret_value() == "s3cr3t-token"
+
+
+def test_configure_runtime_exports_state_dirs_and_disables_telemetry(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "environ", {})  # restored afterwards: the session's Prefect must not move
+    configure_runtime(load_settings(work_dir=tmp_path / "wd"))
+    assert os.environ["PREFECT_HOME"] == str(tmp_path / "wd" / "prefect")
+    assert os.environ["DVC_SITE_CACHE_DIR"].startswith(str(tmp_path / "wd"))
+    assert os.environ["DO_NOT_TRACK"] == "1" and os.environ["DVC_NO_ANALYTICS"] == "1"
+    assert os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false"

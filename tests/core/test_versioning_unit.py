@@ -1,0 +1,50 @@
+"""Versioning helpers that need no git or DVC run: redaction, argument checks, dataset discovery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from segbench.core.errors import InputError, VersioningError
+from segbench.core.io import write_json
+from segbench.core.manifest import build_manifest, write_manifest
+from segbench.core.versioning import configure_remote, describe_datasets, publish, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("s3://bucket/path", "s3://bucket/path"),
+        ("https://user:hunter2@host/dvc", "https://***@host/dvc"),
+        ("push to azure://c/p?sv=1&sig=SECRET failed", "push to azure://c/p?*** failed"),
+        ("/plain/local/path", "/plain/local/path"),
+    ],
+)
+def test_redact(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_describe_datasets(tmp_path: Path) -> None:
+    for name in ("b_set", "a_set"):
+        root = tmp_path / name
+        write_json(root / "x.json", {"n": 1})
+        write_manifest(root, build_manifest(dataset=name.upper(), builder_version="2", root=root,
+                                            params={}, inputs={}, counts={"n": 1}))
+    (tmp_path / "cache").mkdir()  # no manifest: not a dataset
+    entries = describe_datasets(tmp_path)
+    assert [(e.folder, e.dataset, e.builder_version) for e in entries] == [("a_set", "A_SET", "2"), ("b_set", "B_SET", "2")]
+
+    write_json(tmp_path / "broken" / "manifest.json", {"dataset": "x"})
+    with pytest.raises(InputError, match="invalid manifest") as info:
+        describe_datasets(tmp_path)
+    assert info.value.path.endswith("broken/manifest.json")
+
+
+def test_argument_errors(tmp_path: Path) -> None:
+    with pytest.raises(VersioningError, match="a tag needs a commit"):
+        publish(tmp_path, tag="v1")
+    with pytest.raises(InputError, match="invalid remote name"):
+        configure_remote(tmp_path, "/somewhere", name="bad name")
+    with pytest.raises(InputError, match="data directory not found"):
+        describe_datasets(tmp_path / "missing")

@@ -1,0 +1,92 @@
+"""The evaluate-coco-cd and predict-baseline-coco-cd flows on a tiny hand-made COCO-CD dataset."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+from support.flip_eval_data import IMAGE_IDS, write_flip_dataset, write_label_predictions
+
+from segbench.core.errors import InputError
+from segbench.flows.flip import evaluate_coco_cd, predict_baseline
+from segbench.core.io import canonical_json
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+FG_AREA = 128 * 128
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A project folder with data/coco_cd: masks and splits/rho_0.95/test.json (no images needed)."""
+    write_flip_dataset(tmp_path / "project" / "data" / "coco_cd")
+    return tmp_path / "project"
+
+
+def test_label_map_predictions_give_hand_computed_metrics(repo, tmp_path):
+    # Aligned groups (0, 3) predicted perfectly, counterfactual groups (1, 2) fully swapped.
+    preds = write_label_predictions(tmp_path / "preds", swapped={1, 2})
+
+    result = evaluate_coco_cd(repo, None, preds, tmp_path / "out", shard_size=3)
+
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["metrics"]
+    assert metrics == json.loads(canonical_json(result["summary"]))  # 6-decimal floats
+    assert metrics["num_images"] == 8
+    assert metrics["fg_decomposition"] == {
+        "gt_fg_pixels": 8 * FG_AREA,
+        "corr": 0.5,
+        "flip": 0.5,
+        "miss": 0.0,
+    }
+    assert metrics["flip"]["per_image_mean"] == 0.5 and metrics["fg_iou"] == 1.0
+    # cat: 2 correct images of 4 cat images, plus 2 dog images predicted cat -> 2 / 6
+    assert metrics["class_iou"]["cat"] == pytest.approx(1 / 3, abs=1e-6)
+    assert metrics["miou"] == pytest.approx(1 / 3, abs=1e-6)
+    assert metrics["gaps"]["cat"]["gap"] == 1.0 and metrics["gaps"]["dog"]["gap"] == 1.0
+    assert metrics["flip_risk"] is None and "label maps" in metrics["flip_risk_unavailable"]
+    assert set(result["paths"]) == {"metrics", "report", "per_group_iou", "flip_by_risk_decile"}
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| 0.5000 | 0.5000 | 0.0000 | 0.5000 | 0.5000 |" in report
+    assert "Flip-risk unavailable" in report
+    for name in ("per_group_iou.png", "flip_by_risk_decile.png"):
+        with Image.open(tmp_path / "out" / name) as image:
+            assert image.format == "PNG"
+
+
+def test_baseline_predictions_evaluate_end_to_end(repo, tmp_path):
+    predicted = predict_baseline(repo, None, tmp_path / "preds", shard_size=5, seed=0)
+    assert predicted["num_images"] == 8
+    assert sorted(p.name for p in (tmp_path / "preds").iterdir()) == [
+        f"{i:012d}.npz" for i in IMAGE_IDS
+    ]
+    result = evaluate_coco_cd(repo, None, tmp_path / "preds", tmp_path / "out")
+    summary = result["summary"]
+    dec = summary["fg_decomposition"]
+    assert dec["corr"] + dec["flip"] + dec["miss"] == pytest.approx(1.0, abs=1e-5)
+    assert summary["gaps"]["cat"]["gap"] > 0 and summary["gaps"]["dog"]["gap"] > 0
+    risk = summary["flip_risk"]
+    assert risk["num_records"] == 8 and risk["fewer_than_10_records"] is True
+    assert sum(d["count"] for d in risk["deciles"]) == 8
+    assert "Fewer than 10 images" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_missing_predictions_fail_with_the_directory_and_ids(repo, tmp_path):
+    predict_baseline(repo, None, tmp_path / "preds")
+    for image_id in IMAGE_IDS[:2]:
+        (tmp_path / "preds" / f"{image_id:012d}.npz").unlink()
+    with pytest.raises(InputError) as info:
+        evaluate_coco_cd(repo, None, tmp_path / "preds", tmp_path / "out")
+    text = str(info.value)
+    assert str(tmp_path / "preds") in text and "2 of 8" in text
+    assert "000000000139" in text and "fix:" in text
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_wrong_shape_prediction_names_the_file(repo, tmp_path):
+    predict_baseline(repo, None, tmp_path / "preds")
+    bad = tmp_path / "preds" / f"{IMAGE_IDS[3]:012d}.npz"
+    np.savez_compressed(bad, probs=np.zeros((3, 256, 256), np.float32))
+    with pytest.raises(InputError, match=f"{IMAGE_IDS[3]:012d}.npz.*shape"):
+        evaluate_coco_cd(repo, None, tmp_path / "preds", tmp_path / "out")

