@@ -1,0 +1,149 @@
+"""The dataset registry: one :class:`DatasetSpec` per dataset, and the only list of them.
+
+The command line, rebuild-plan validation, ``serve``, the demo and the round flows read this
+registry; no other module outside a dataset's own subpackages names a dataset. Adding a dataset
+means its own subpackages (``schemas/<name>.py``, ``tasks/<name>/``, ``flows/<name>``,
+``cli/<name>.py``, ``demo/<name>/``) plus one entry in :data:`DATASETS` (see
+``docs/adding-a-dataset.md``).
+
+Every hook is an import path ``"module:attribute"`` resolved on first use (:func:`load`), so
+importing the registry, and with it the command line, imports no flow and no Prefect.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from segbench.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What the rest of segbench needs to know about one dataset.
+
+    Attributes:
+        name: the key in rebuild plans, manifests and the ``--only`` option (``coco_cd``).
+        title: the name people read (``COCO-CD``).
+        params: the build parameters model.
+        default_out: where the build lands under the data root unless told otherwise.
+        build_flow: the Prefect flow that builds it (``None`` when a dataset is built by steps
+            that are not one flow).
+        evaluate_flow: the Prefect flow that evaluates predictions on it, if any.
+        cli: the command module; its ``register(build_app, evaluate_app, app)`` adds its commands.
+        plan_section: the model of its ``[<name>]`` table in a rebuild plan, if a plan can build it.
+        plan_step: ``(run, section) -> summary``: the rebuild step that builds it from that table.
+        plan_evaluation: the model of its ``[[evaluate]]`` entries (``dataset = "<name>"``), if any.
+        plan_evaluate: ``(run, entry, dataset_dir, out) -> result``: the rebuild step that runs one.
+        round_kinds: the annotation round kinds it defines (:class:`segbench.annotation_ui.kinds.RoundKind`).
+        offline_answers: the questions the offline language provider answers for it
+            (:class:`segbench.providers.base.OfflineAnswer`).
+        demo_step: its part of ``segbench demo`` (:class:`segbench.flows.demo.DemoStep`).
+    """
+
+    name: str
+    title: str
+    params: str
+    default_out: str
+    cli: str
+    build_flow: str | None = None
+    evaluate_flow: str | None = None
+    plan_section: str | None = None
+    plan_step: str | None = None
+    plan_evaluation: str | None = None
+    plan_evaluate: str | None = None
+    round_kinds: tuple[str, ...] = field(default_factory=tuple)
+    offline_answers: tuple[str, ...] = field(default_factory=tuple)
+    demo_step: str | None = None
+
+    def load(self, hook: str) -> Any:
+        """The object behind one of this spec's hooks (``spec.load("build_flow")``)."""
+        path = getattr(self, hook)
+        if path is None:
+            raise InputError(f"{self.title} has no {hook.replace('_', ' ')}", item=self.name)
+        return load(path)
+
+
+def load(path: str) -> Any:
+    """Import ``"package.module:attribute"`` and return the attribute."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+# The order is the order a rebuild builds them in and the demo runs them in: the vocabulary reads
+# COCO-CD's categories, and nothing depends on what comes later.
+DATASETS: tuple[DatasetSpec, ...] = (
+    DatasetSpec(
+        name="coco_cd", title="COCO-CD",
+        params="segbench.schemas.coco_cd:CocoCdParams", default_out="coco_cd",
+        cli="segbench.cli.coco_cd",
+        build_flow="segbench.flows.coco_cd.build:build_coco_cd",
+        evaluate_flow="segbench.flows.flip:evaluate_coco_cd",
+    ),
+    DatasetSpec(
+        name="waterbirds", title="Waterbirds-seg",
+        params="segbench.schemas.waterbirds:WaterbirdsParams", default_out="waterbirds_seg",
+        cli="segbench.cli.waterbirds",
+        build_flow="segbench.flows.waterbirds:build_waterbirds",
+        evaluate_flow="segbench.flows.flip:evaluate_waterbirds",
+    ),
+    DatasetSpec(
+        name="vocab", title="Valid vocabulary",
+        params="segbench.schemas.vocab:VocabParams", default_out="vocab",
+        cli="segbench.cli.vocab",
+        build_flow="segbench.flows.vocab.build:build_vocab",
+        evaluate_flow="segbench.flows.vocab.evaluate:evaluate_vocab",
+    ),
+    DatasetSpec(
+        name="spin", title="SPIN",
+        params="segbench.schemas.spin:SpinBuildParams", default_out="spin/dataset",
+        cli="segbench.cli.spin",
+        build_flow="segbench.flows.spin.build:build_spin",
+        evaluate_flow="segbench.flows.spin.evaluate:evaluate_spin",
+    ),
+    DatasetSpec(
+        name="cafe", title="CAFE",
+        params="segbench.schemas.cafe:CafeParams", default_out="cafe",
+        cli="segbench.cli.cafe",
+        build_flow="segbench.flows.cafe.verify:build_cafe",
+        evaluate_flow="segbench.flows.cafe.evaluate:evaluate_cafe",
+    ),
+)
+
+
+def dataset(name: str) -> DatasetSpec:
+    """The spec of one dataset by name.
+
+    Raises:
+        InputError: no dataset of that name (the message lists the names there are).
+    """
+    for spec in DATASETS:
+        if spec.name == name:
+            return spec
+    raise InputError(f"unknown dataset {name!r}", item=name, hint=f"choose among {', '.join(names())}")
+
+
+def names() -> tuple[str, ...]:
+    """Every dataset's name, in registry order."""
+    return tuple(spec.name for spec in DATASETS)
+
+
+def round_kinds() -> dict[str, Any]:
+    """Every dataset's annotation round kinds by kind name (imports the modules that define them)."""
+    kinds = {}
+    for spec in DATASETS:
+        for path in spec.round_kinds:
+            kind = load(path)
+            kinds[kind.name] = kind
+    return kinds
+
+
+def offline_answers() -> dict[str, Any]:
+    """Every question kind the offline language provider answers for some dataset, by kind name."""
+    answers = {}
+    for spec in DATASETS:
+        for path in spec.offline_answers:
+            answer = load(path)
+            answers[answer.kind] = answer
+    return answers
