@@ -126,10 +126,10 @@ def build_coco_cd_command(
     settings = settings_of(ctx)
     params = _coco_cd_params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
                              test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
-    from segbench.tasks.coco_cd.selection.selection import source_files
+    from segbench.tasks.coco_cd.selection import source_files
 
     source_files(coco_root, stuff_root)  # fail on a wrong path before starting Prefect
-    from segbench.flows.coco_cd.build.build import build_coco_cd
+    from segbench.flows.coco_cd.build import build_coco_cd
 
     repo = Path(".").resolve()
     if publish:
@@ -188,7 +188,7 @@ def build_waterbirds_command(
     """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
 
     Does nothing when the output was built from the same inputs and options; a killed build resumes."""
-    from segbench.tasks.waterbirds.dataset.dataset import WaterbirdsParams, read_cub
+    from segbench.tasks.waterbirds.dataset import WaterbirdsParams, read_cub
 
     settings = settings_of(ctx)
     params = WaterbirdsParams(**{k: v for k, v in {
@@ -236,14 +236,14 @@ def build_vocab_command(
     without mining the finished shards again."""
     from segbench.providers import make_provider
     from segbench.schemas.vocab import VocabParams
-    from segbench.tasks.vocab.vocabulary.vocabulary import load_categories
+    from segbench.tasks.vocab.vocabulary import load_categories
 
     settings = settings_of(ctx)
     dataset, _, _ = load_categories(categories)  # a bad name or file fails before Prefect starts
     params = VocabParams(spacy_model=settings.spacy_model,
                          **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None})
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
-    from segbench.flows.vocab.build.build import build_vocab
+    from segbench.flows.vocab.build import build_vocab
 
     summary = run_flow(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
                    nltk_data=settings.work_dir / "nltk_data", force=force)
