@@ -256,7 +256,7 @@ def dask_scale_out(quick: bool) -> list[Row]:
         from prefect import flow, task
 
         from segbench.flows.runner import RunnerSpec, runner_session, with_runner
-        from segbench.flows.waterbirds import build_waterbirds
+        from segbench.flows.waterbirds.build import build_waterbirds
 
         @task(name="bench-worker-warm-up")
         def touch(i: int) -> int:

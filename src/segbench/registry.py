@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import InputError
+from segbench.schemas import rebuild as plans
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class DatasetSpec:
         offline_answers: the questions the offline language provider answers for it
             (:class:`segbench.providers.base.OfflineAnswer`).
         demo_step: its part of ``segbench demo`` (:class:`segbench.flows.demo.DemoStep`).
+        demo_printer: ``(results, provider) -> None``: prints what its demo step returned.
     """
 
     name: str
@@ -56,6 +59,7 @@ class DatasetSpec:
     round_kinds: tuple[str, ...] = field(default_factory=tuple)
     offline_answers: tuple[str, ...] = field(default_factory=tuple)
     demo_step: str | None = None
+    demo_printer: str | None = None
 
     def load(self, hook: str) -> Any:
         """The object behind one of this spec's hooks (``spec.load("build_flow")``)."""
@@ -80,13 +84,25 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.coco_cd",
         build_flow="segbench.flows.coco_cd.build:build_coco_cd",
         evaluate_flow="segbench.flows.flip:evaluate_coco_cd",
+        plan_section="segbench.schemas.coco_cd:CocoCdStep",
+        plan_step="segbench.flows.coco_cd.build:plan_step",
+        plan_evaluation="segbench.schemas.coco_cd:CocoCdEvaluation",
+        plan_evaluate="segbench.flows.flip:plan_evaluate",
+        demo_step="segbench.flows.coco_cd.demo:DEMO",
+        demo_printer="segbench.cli.coco_cd:print_demo",
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",
         params="segbench.schemas.waterbirds:WaterbirdsParams", default_out="waterbirds_seg",
         cli="segbench.cli.waterbirds",
-        build_flow="segbench.flows.waterbirds:build_waterbirds",
+        build_flow="segbench.flows.waterbirds.build:build_waterbirds",
         evaluate_flow="segbench.flows.flip:evaluate_waterbirds",
+        plan_section="segbench.schemas.waterbirds:WaterbirdsStep",
+        plan_step="segbench.flows.waterbirds.build:plan_step",
+        plan_evaluation="segbench.schemas.waterbirds:WaterbirdsEvaluation",
+        plan_evaluate="segbench.flows.flip:plan_evaluate",
+        demo_step="segbench.flows.waterbirds.demo:DEMO",
+        demo_printer="segbench.cli.waterbirds:print_demo",
     ),
     DatasetSpec(
         name="vocab", title="Valid vocabulary",
@@ -94,6 +110,10 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.vocab",
         build_flow="segbench.flows.vocab.build:build_vocab",
         evaluate_flow="segbench.flows.vocab.evaluate:evaluate_vocab",
+        plan_section="segbench.schemas.vocab:VocabStep",
+        plan_step="segbench.flows.vocab.build:plan_step",
+        demo_step="segbench.flows.vocab.demo:DEMO",
+        demo_printer="segbench.cli.vocab:print_demo",
     ),
     DatasetSpec(
         name="spin", title="SPIN",
@@ -101,6 +121,12 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.spin",
         build_flow="segbench.flows.spin.build:build_spin",
         evaluate_flow="segbench.flows.spin.evaluate:evaluate_spin",
+        plan_section="segbench.schemas.spin:SpinStep",
+        plan_step="segbench.flows.spin.build:plan_step",
+        plan_evaluation="segbench.schemas.spin:SpinEvaluation",
+        plan_evaluate="segbench.flows.spin.evaluate:plan_evaluate",
+        demo_step="segbench.flows.spin.demo:DEMO",
+        demo_printer="segbench.cli.spin:print_demo",
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -108,6 +134,12 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.cafe",
         build_flow="segbench.flows.cafe.verify:build_cafe",
         evaluate_flow="segbench.flows.cafe.evaluate:evaluate_cafe",
+        plan_section="segbench.schemas.cafe:CafeStep",
+        plan_step="segbench.flows.cafe.verify:plan_step",
+        plan_evaluation="segbench.schemas.cafe:CafeEvaluation",
+        plan_evaluate="segbench.flows.cafe.evaluate:plan_evaluate",
+        demo_step="segbench.flows.cafe.demo:DEMO",
+        demo_printer="segbench.cli.cafe:print_demo",
     ),
 )
 
@@ -147,3 +179,20 @@ def offline_answers() -> dict[str, Any]:
             answer = load(path)
             answers[answer.kind] = answer
     return answers
+
+
+def plan_model() -> type[plans.RebuildPlan]:
+    """The rebuild-plan model: a table per dataset that a plan can build, their ``[[evaluate]]`` entries."""
+    sections = tuple((spec.name, spec.load("plan_section")) for spec in DATASETS if spec.plan_section)
+    evaluations = tuple(spec.load("plan_evaluation") for spec in DATASETS if spec.plan_evaluation)
+    return plans.plan_model(sections, evaluations)
+
+
+def load_plan(path: str | Path) -> plans.RebuildPlan:
+    """Read and validate a rebuild plan (see :func:`segbench.schemas.rebuild.load_plan`)."""
+    return plans.load_plan(path, plan_model())
+
+
+def plan_steps() -> tuple[str, ...]:
+    """Every step a plan can have, in the order a rebuild runs them."""
+    return (*(spec.name for spec in DATASETS if spec.plan_section), *plans.FINAL_STEPS)

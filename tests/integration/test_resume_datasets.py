@@ -64,7 +64,7 @@ WB_PARAMS = WaterbirdsParams(val_per_group=2, test_per_group=3)
 
 
 def build_waterbirds(cub: Path, places: Path, out: Path, params: WaterbirdsParams = WB_PARAMS, **kw) -> dict:
-    from segbench.flows.waterbirds import build_waterbirds as flow
+    from segbench.flows.waterbirds.build import build_waterbirds as flow
 
     return flow(cub, places, out, params, **kw)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from segbench.core.errors import InputError
-from segbench.schemas.rebuild import check_cron, load_plan
+from segbench.registry import load_plan
+from segbench.schemas.rebuild import check_cron
 
 FULL = """
 repo = ".."
@@ -107,7 +108,7 @@ def test_a_shipped_category_name_is_not_taken_for_a_path(tmp_path):
     ('[coco_cd]\ncoco_root = "c"\nstuff_root = "s"\nparams = { rhos = [0.2] }\n', "coco_cd.params.rhos",
      "outside [0.5, 1]", "fix coco_cd.params.rhos"),
     ('[[evaluate]]\ndataset = "imagenet"\npredictions = "p"\n', "evaluate[0]", "does not match any of the expected",
-     "set dataset to coco_cd, waterbirds, cafe or spin"),
+     "set dataset to coco_cd, waterbirds, spin or cafe"),
     ('[[evaluate]]\ndataset = "spin"\npredictions = "p"\nrho = 0.5\n', "evaluate[0].rho",
      "Extra inputs are not permitted", "remove rho from [evaluate[0]]"),
     ('[publish]\n[[schedule]]\nname = "n"\ncron = "0 24 * * *"\n', "schedule[0].cron", "'24' is outside 0-23",

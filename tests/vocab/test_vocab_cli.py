@@ -65,7 +65,7 @@ def _registered() -> bool:
 
 def test_vocab_map_with_cli_runner(files):
     out = files / "out.json"
-    result = CliRunner().invoke(cli_vocab.app, ["map", "--vocab", str(files / "vocab.json"),
+    result = CliRunner().invoke(cli_vocab.vocab_app, ["map", "--vocab", str(files / "vocab.json"),
                                                 "--descriptions", str(files / "items.json"), "--out", str(out)])
     assert result.exit_code == 0, result.output
     rows = json.loads(out.read_text())
@@ -90,14 +90,14 @@ def test_vocab_map_subprocess(files):
 )
 def test_vocab_map_errors_name_file_and_item(files, content, item):
     (files / "items.json").write_text(content)
-    result = CliRunner().invoke(cli_vocab.app, ["map", "--vocab", str(files / "vocab.json"),
+    result = CliRunner().invoke(cli_vocab.vocab_app, ["map", "--vocab", str(files / "vocab.json"),
                                                 "--descriptions", str(files / "items.json"), "--out", "x.json"])
     assert isinstance(result.exception, InputError)
     assert result.exception.path.endswith("items.json") and result.exception.item == item
 
 
 def test_vocab_map_missing_vocabulary(files):
-    result = CliRunner().invoke(cli_vocab.app, ["map", "--vocab", str(files / "nope.json"),
+    result = CliRunner().invoke(cli_vocab.vocab_app, ["map", "--vocab", str(files / "nope.json"),
                                                 "--descriptions", str(files / "items.json"), "--out", "x.json"])
     assert isinstance(result.exception, InputError) and "nope.json" in str(result.exception)
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import typer
 
-from segbench import console
+from segbench import console, registry
 from segbench.cli.common import display_path, settings_of
-from segbench.core.errors import ServiceError
+from segbench.core.errors import InputError, ServiceError
 
 _PLAN = typer.Option(..., "--plan", help="Rebuild plan (TOML): a table per dataset, evaluate entries, publish, "
                                          "schedule entries.")
@@ -33,17 +33,16 @@ def rebuild_command(
     ctx: typer.Context,
     plan: Path = _PLAN,
     force: bool = typer.Option(False, "--force", help="Rebuild and re-evaluate even what is up to date."),
-    only: list[str] = typer.Option(None, "--only", help="Run only this step (coco_cd, waterbirds, vocab, spin, "
-                                                        "cafe, evaluate, publish); repeat for several."),
+    only: list[str] = typer.Option(None, "--only", help=f"Run only this step ({', '.join(registry.plan_steps())}); "
+                                                        "repeat for several."),
 ) -> None:
     """Run every step of a plan as one flow: each dataset, then the evaluations, then publish.
 
     Steps whose output is up to date do nothing; a build killed earlier resumes from its finished units.
     """
     from segbench import progress
-    from segbench.schemas.rebuild import load_plan
 
-    load_plan(plan).select(only, path=plan)  # a bad plan or step fails before Prefect starts
+    registry.load_plan(plan).select(only, path=plan)  # a bad plan or step fails before Prefect starts
     settings = settings_of(ctx)
     from segbench.flows.rebuild import rebuild
 
@@ -88,12 +87,8 @@ def serve_command(
 
     Each run reads the plan again, so edits to the steps apply from the next run; restart serve after editing schedules.
     """
-    from segbench.schemas.rebuild import load_plan
-
-    loaded = load_plan(plan)
+    loaded = registry.load_plan(plan)
     if not loaded.schedule:
-        from segbench.core.errors import InputError
-
         raise InputError("the plan has no [[schedule]]", path=plan,
                          hint='add [[schedule]] with name = "nightly" and cron = "0 3 * * *"')
     api_url = check_server()

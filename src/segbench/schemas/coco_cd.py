@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from segbench.core.errors import OnError
+from segbench.schemas.flip import FlipEvaluation
+from segbench.schemas.rebuild import PlanPath, PlanTable
 
 Context = Literal["indoor", "outdoor", "unknown"]
 
@@ -90,3 +92,20 @@ class ContextRecord(BaseModel):
     outdoor_area: float
     indoor_share: float | None
     context: Context
+
+
+# --- the [coco_cd] table of a rebuild plan -------------------------------------------------------------------------
+
+class CocoCdStep(PlanTable):
+    """``[coco_cd]``: the arguments of ``segbench build coco-cd``."""
+
+    coco_root: PlanPath
+    stuff_root: PlanPath
+    out: PlanPath | None = Field(None, description="default: <data root>/coco_cd")
+    params: CocoCdParams = Field(default_factory=CocoCdParams)
+
+
+class CocoCdEvaluation(FlipEvaluation):
+    """``[[evaluate]]`` with ``dataset = "coco_cd"``: the flip metrics on one ρ split of COCO-CD."""
+
+    dataset: Literal["coco_cd"]

@@ -7,8 +7,11 @@ only describe and validate the summary; computing it belongs to ``segbench.tasks
 from __future__ import annotations
 
 from functools import cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from segbench.schemas.rebuild import PlanEvaluation
 
 
 class _Model(BaseModel):
@@ -115,3 +118,12 @@ def summary_model(classes: tuple[str, str] = ("cat", "dog")) -> type[FlipSummary
     group = create_model("GroupResult_" + "_".join(classes), __base__=GroupResult, iou=(iou, ...))
     return create_model("FlipSummary_" + "_".join(classes), __base__=FlipSummary, class_iou=(iou, ...),
                         per_group=(list[group], ...))
+
+
+# --- the [evaluate] table of a rebuild plan ------------------------------------------------------------------------
+
+class FlipEvaluation(PlanEvaluation):
+    """The flip-metric evaluation entries share these keys; each dataset that uses them names itself in ``dataset``."""
+
+    rho: float = 0.95
+    split: Literal["train", "val", "test"] = "test"

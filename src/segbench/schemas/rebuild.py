@@ -11,11 +11,13 @@ Only the models and their validation live here; :mod:`segbench.flows.rebuild` ru
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
+import typing
 import zoneinfo
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (
     AfterValidator,
@@ -24,127 +26,44 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
-from segbench.core.errors import InputError, OnError
-from segbench.schemas.cafe import CafeEvalParams
-from segbench.schemas.coco_cd import CocoCdParams
-from segbench.schemas.spin import SpinBuildParams
-from segbench.schemas.vocab import VocabParams
-from segbench.tasks.waterbirds.dataset import WaterbirdsParams
+from segbench.core.errors import InputError
 
-DATASET_STEPS = ("coco_cd", "waterbirds", "vocab", "spin", "cafe")
-# The order a rebuild runs in: every dataset, then the evaluations of what was built, then one
-# publish that versions the datasets and the reports together.
-STEPS = (*DATASET_STEPS, "evaluate", "publish")
+# The order a rebuild runs in: every dataset (in registry order), then the evaluations of what was
+# built, then one publish that versions the datasets and the reports together.
+FINAL_STEPS = ("evaluate", "publish")
 PLAN_EXAMPLE = "see the plan example under 'Scheduled rebuilds' in the README"
 
 
-def _resolve(path: Path, info: ValidationInfo) -> Path:
+def resolve_plan_path(path: Path, info: ValidationInfo) -> Path:
+    """A path of the plan, relative to the plan file's folder unless absolute."""
     base = (info.context or {}).get("base", Path("."))
     path = path.expanduser()
     return path if path.is_absolute() else (Path(base) / path).resolve()
 
 
-PlanPath = Annotated[Path, AfterValidator(_resolve)]
+PlanPath = Annotated[Path, AfterValidator(resolve_plan_path)]
 
 
-class _Table(BaseModel):
+class PlanTable(BaseModel):
+    """A table of the plan: unknown keys are errors (a misspelt key must not be ignored)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class CocoCdStep(_Table):
-    """``[coco_cd]``: the arguments of ``segbench build coco-cd``."""
+class PlanEvaluation(PlanTable):
+    """What every ``[[evaluate]]`` entry has; each dataset adds ``dataset = "<name>"`` and its options."""
 
-    coco_root: PlanPath
-    stuff_root: PlanPath
-    out: PlanPath | None = Field(None, description="default: <data root>/coco_cd")
-    params: CocoCdParams = Field(default_factory=CocoCdParams)
-
-
-class WaterbirdsStep(_Table):
-    """``[waterbirds]``: the arguments of ``segbench build waterbirds``."""
-
-    cub_root: PlanPath
-    places_root: PlanPath
-    out: PlanPath | None = Field(None, description="default: <data root>/waterbirds_seg")
-    params: WaterbirdsParams = Field(default_factory=WaterbirdsParams)
-
-
-class VocabPlanParams(VocabParams):
-    """VocabParams whose spaCy model defaults to the ``spacy_model`` setting rather than a fixed name."""
-
-    spacy_model: str | None = None  # type: ignore[assignment]
-
-
-class VocabStep(_Table):
-    """``[vocab]``: the arguments of ``segbench build vocab`` (the provider comes from the settings)."""
-
-    captions: list[PlanPath] = Field(min_length=1)
-    categories: str = Field("ade20k_150", description="a shipped category set, or a JSON file")
-    out: PlanPath | None = Field(None, description="default: <data root>/vocab/<categories>")
-    replay_only: bool = False
-    params: VocabPlanParams = Field(default_factory=VocabPlanParams)
-
-    @field_validator("categories")
-    @classmethod
-    def _resolve_file(cls, value: str, info: ValidationInfo) -> str:
-        return str(_resolve(Path(value), info)) if value.endswith(".json") else value
-
-
-class SpinStep(_Table):
-    """``[spin]``: the arguments of ``segbench build spin`` (taxonomy and crowd answers from the data root)."""
-
-    partimagenet_root: PlanPath
-    taxonomy: PlanPath | None = Field(None, description="default: <data root>/spin/taxonomy.yaml")
-    resolved: PlanPath | None = Field(None, description="default: <data root>/spin/crowd/resolved.json")
-    out: PlanPath | None = Field(None, description="default: <data root>/spin/dataset")
-    params: SpinBuildParams = Field(default_factory=SpinBuildParams)
-
-
-class CafeStep(_Table):
-    """``[cafe]``: ``segbench build cafe --round KEY``: export the verified pairs of an ingested round."""
-
-    round: str = Field(min_length=1)
-    out: PlanPath | None = Field(None, description="default: <data root>/cafe")
-
-
-class _Evaluation(_Table):
     name: str | None = Field(None, description="the row name in the rebuild table")
     predictions: PlanPath
     out: PlanPath | None = Field(None, description="default: <data root>/eval/<dataset>/rebuild-<predictions>")
 
 
-class FlipEvaluation(_Evaluation):
-    """COCO-CD or Waterbirds-seg: the flip metrics on one ρ split."""
-
-    dataset: Literal["coco_cd", "waterbirds"]
-    rho: float = 0.95
-    split: Literal["train", "val", "test"] = "test"
-
-
-class CafeEvaluation(_Evaluation):
-    """CAFE: cgF1 and the false-positive rates per subset."""
-
-    dataset: Literal["cafe"]
-    params: CafeEvalParams = Field(default_factory=CafeEvalParams)
-
-
-class SpinEvaluation(_Evaluation):
-    """SPIN: predictions is a folder of ``spin_<split>_{wholes,parts,subparts}.json`` results."""
-
-    dataset: Literal["spin"]
-    split: Literal["train", "val", "test"] = "test"
-    answers: PlanPath | None = None
-    on_error: OnError = OnError.FAIL
-
-
-Evaluation = Annotated[FlipEvaluation | CafeEvaluation | SpinEvaluation, Field(discriminator="dataset")]
-
-
-class PublishStep(_Table):
+class PublishStep(PlanTable):
     """``[publish]``: ``segbench publish`` after the builds and evaluations."""
 
     remote: str | None = Field(None, description="a configured DVC remote (default: the default remote)")
@@ -156,7 +75,7 @@ class PublishStep(_Table):
     @classmethod
     def _resolve_local_remote(cls, value: str | None, info: ValidationInfo) -> str | None:
         # A remote without a scheme is a folder: relative to the plan, like every other path in it.
-        return value if value is None or "://" in value else str(_resolve(Path(value), info))
+        return value if value is None or "://" in value else str(resolve_plan_path(Path(value), info))
 
 
 _CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
@@ -197,28 +116,25 @@ def _check_timezone(name: str) -> str:
     return name
 
 
-class Schedule(_Table):
+class Schedule(PlanTable):
     """``[[schedule]]``: one deployment ``segbench serve`` registers."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="the deployment's name")
     cron: Annotated[str, AfterValidator(check_cron)]
     timezone: Annotated[str, AfterValidator(_check_timezone)] = "UTC"
-    steps: list[Literal[STEPS]] | None = Field(None, min_length=1,  # type: ignore[valid-type]
-                                                  description="run only these steps (default: all)")
+    steps: list[str] | None = Field(None, min_length=1, description="run only these steps (default: all)")
 
 
-class RebuildPlan(_Table):
-    """A whole plan file. Every table is optional, but a plan runs at least one step."""
+class RebuildPlan(PlanTable):
+    """A whole plan file. Every table is optional, but a plan runs at least one step.
+
+    This base has the tables every plan has; :func:`plan_model` adds one optional table per dataset
+    and the dataset-specific ``[[evaluate]]`` entries.
+    """
+
+    DATASET_STEPS: ClassVar[tuple[str, ...]] = ()
 
     repo: PlanPath = Field(Path("."), description="the git + DVC project (publish, evaluations)")
-    coco_cd: CocoCdStep | None = None
-    waterbirds: WaterbirdsStep | None = None
-    vocab: VocabStep | None = None
-    spin: SpinStep | None = None
-    cafe: CafeStep | None = None
-    evaluate: list[Evaluation] = Field(default_factory=list)
-    publish: PublishStep | None = None
-    schedule: list[Schedule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> RebuildPlan:
@@ -235,10 +151,10 @@ class RebuildPlan(_Table):
 
     def steps(self) -> list[str]:
         """The configured steps, in the order a rebuild runs them."""
-        configured = {name for name in DATASET_STEPS if getattr(self, name) is not None}
+        configured = {name for name in self.DATASET_STEPS if getattr(self, name) is not None}
         configured |= {"evaluate"} if self.evaluate else set()
         configured |= {"publish"} if self.publish is not None else set()
-        return [name for name in STEPS if name in configured]
+        return [name for name in (*self.DATASET_STEPS, *FINAL_STEPS) if name in configured]
 
     def select(self, only: list[str] | None, *, path: Path | None = None) -> list[str]:
         """The steps to run: all configured ones, or those of ``only`` (InputError for one not configured)."""
@@ -259,8 +175,34 @@ class RebuildPlan(_Table):
         return names
 
 
-def load_plan(path: str | Path) -> RebuildPlan:
-    """Read and validate a plan file.
+@functools.cache
+def plan_model(sections: tuple[tuple[str, type[PlanTable]], ...],
+               evaluations: tuple[type[PlanEvaluation], ...]) -> type[RebuildPlan]:
+    """The plan model for these datasets: a ``[<name>]`` table per section, ``[[evaluate]]`` entries
+    told apart by their ``dataset`` key, then ``[publish]`` and ``[[schedule]]``.
+
+    Args:
+        sections: (dataset name, its table's model), in the order a rebuild builds them.
+        evaluations: the ``[[evaluate]]`` entry models; each has a ``dataset: Literal[<name>]`` field.
+    """
+    steps = tuple(name for name, _ in sections)
+    entry = Annotated[Union[evaluations], Field(discriminator="dataset")] if evaluations else PlanEvaluation
+    schedule = create_model("Schedule", __base__=Schedule, steps=(
+        list[Literal[(*steps, *FINAL_STEPS)]] | None,
+        Field(None, min_length=1, description="run only these steps (default: all)")))
+    model = create_model(
+        "RebuildPlan", __base__=RebuildPlan,
+        **{name: (section | None, None) for name, section in sections},
+        evaluate=(list[entry], Field(default_factory=list)),
+        publish=(PublishStep | None, None),
+        schedule=(list[schedule], Field(default_factory=list)),
+    )
+    model.DATASET_STEPS = steps
+    return model
+
+
+def load_plan(path: str | Path, model: type[RebuildPlan]) -> RebuildPlan:
+    """Read and validate a plan file against ``model`` (see :func:`plan_model`).
 
     Raises:
         InputError: the file is missing or not TOML, or a key is missing, unknown or invalid; the
@@ -274,23 +216,31 @@ def load_plan(path: str | Path) -> RebuildPlan:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the syntax at that line") from None
     try:
-        return RebuildPlan.model_validate(data, context={"base": path.resolve().parent})
+        return model.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:
-        raise _plan_error(exc, path) from None
+        raise _plan_error(exc, path, _evaluated_datasets(model)) from None
 
 
-def _plan_error(exc: ValidationError, path: Path) -> InputError:
+def _evaluated_datasets(model: type[RebuildPlan]) -> list[str]:
+    """The ``dataset`` values ``[[evaluate]]`` entries of this plan model accept."""
+    entry = typing.get_args(model.model_fields["evaluate"].annotation)[0]
+    members = typing.get_args(typing.get_args(entry)[0]) if typing.get_origin(entry) is Annotated else ()
+    return [typing.get_args(m.model_fields["dataset"].annotation)[0] for m in members]
+
+
+def _plan_error(exc: ValidationError, path: Path, datasets: list[str]) -> InputError:
     first = exc.errors()[0]
     loc = list(first["loc"])
-    if loc[:1] == ["evaluate"] and len(loc) > 2 and loc[2] in ("coco_cd", "waterbirds", "cafe", "spin"):
+    if loc[:1] == ["evaluate"] and len(loc) > 2 and loc[2] in datasets:
         del loc[2]  # the union's tag, not a key the user wrote
     key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
     name, table = key.rsplit(".", 1)[-1], (f"[{key.rsplit('.', 1)[0]}]" if "." in key else "the top level")
+    choices = ", ".join(datasets[:-1]) + f" or {datasets[-1]}" if len(datasets) > 1 else "".join(datasets)
     hints = {
         "missing": f"add {name} = ... to {table}",
         "extra_forbidden": f"remove {name} from {table} (a misspelt key?); {PLAN_EXAMPLE}",
-        "union_tag_invalid": "set dataset to coco_cd, waterbirds, cafe or spin",
-        "union_tag_not_found": "set dataset to coco_cd, waterbirds, cafe or spin",
+        "union_tag_invalid": f"set dataset to {choices}",
+        "union_tag_not_found": f"set dataset to {choices}",
     }
     return InputError(first["msg"].removeprefix("Value error, "), path=path, item=key or None,
                       hint=hints.get(first["type"], f"fix {key or 'the plan'}; {PLAN_EXAMPLE}"))
@@ -299,7 +249,7 @@ def _plan_error(exc: ValidationError, path: Path) -> InputError:
 class StepReport(BaseModel):
     """What one step of a rebuild did."""
 
-    step: str = Field(description="coco_cd, ..., evaluate:<name>, publish")
+    step: str = Field(description="a dataset, evaluate:<name>, or publish")
     status: Literal["built", "evaluated", "published", "up to date"]
     up_to_date: bool
     units: dict[str, int] | None = Field(None, description="{computed, reused} units of a resumable build")

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from segbench.core.errors import InputError, OnError
+from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 
 TAXONOMY_VERSION = 1
 SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/-]*$"  # shown in label configs and used in category names
@@ -319,3 +320,24 @@ class SpinBuildParams(BaseModel):
         1200, ge=1, description="images kept per super-category (SPIN's annotation budget, seed Sec. 3.1)")
     seed: int = Field(0, description="seeds the tie-break among images with equally many parts under the cap")
     on_error: OnError = Field(OnError.FAIL, description="fail on a bad source or crowd record, or skip and report it")
+
+
+# --- the [spin] table of a rebuild plan ----------------------------------------------------------------------------
+
+class SpinStep(PlanTable):
+    """``[spin]``: the arguments of ``segbench build spin`` (taxonomy and crowd answers from the data root)."""
+
+    partimagenet_root: PlanPath
+    taxonomy: PlanPath | None = Field(None, description="default: <data root>/spin/taxonomy.yaml")
+    resolved: PlanPath | None = Field(None, description="default: <data root>/spin/crowd/resolved.json")
+    out: PlanPath | None = Field(None, description="default: <data root>/spin/dataset")
+    params: SpinBuildParams = Field(default_factory=SpinBuildParams)
+
+
+class SpinEvaluation(PlanEvaluation):
+    """SPIN: predictions is a folder of ``spin_<split>_{wholes,parts,subparts}.json`` results."""
+
+    dataset: Literal["spin"]
+    split: Literal["train", "val", "test"] = "test"
+    answers: PlanPath | None = None
+    on_error: OnError = OnError.FAIL

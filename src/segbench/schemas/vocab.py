@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from segbench.schemas.rebuild import PlanPath, PlanTable, resolve_plan_path
 
 Relation = Literal["exact", "synonym", "hyponym", "meronym", "none"]
 LEVELS = ("exact", "synonyms", "hyponyms", "meronyms")  # cumulative levels of the lexical mapping
@@ -66,3 +69,26 @@ class VocabParams(BaseModel):
     top_k: int = Field(50, ge=1, description="mined candidates per category put to the judge")
     question_batch: int = Field(25, ge=1, description="candidates per question")
     questions_per_task: int = Field(8, ge=1, description="questions per judging task")
+
+
+# --- the [vocab] table of a rebuild plan ---------------------------------------------------------------------------
+
+class VocabPlanParams(VocabParams):
+    """VocabParams whose spaCy model defaults to the ``spacy_model`` setting rather than a fixed name."""
+
+    spacy_model: str | None = None  # type: ignore[assignment]
+
+
+class VocabStep(PlanTable):
+    """``[vocab]``: the arguments of ``segbench build vocab`` (the provider comes from the settings)."""
+
+    captions: list[PlanPath] = Field(min_length=1)
+    categories: str = Field("ade20k_150", description="a shipped category set, or a JSON file")
+    out: PlanPath | None = Field(None, description="default: <data root>/vocab/<categories>")
+    replay_only: bool = False
+    params: VocabPlanParams = Field(default_factory=VocabPlanParams)
+
+    @field_validator("categories")
+    @classmethod
+    def _resolve_file(cls, value: str, info: ValidationInfo) -> str:
+        return str(resolve_plan_path(Path(value), info)) if value.endswith(".json") else value

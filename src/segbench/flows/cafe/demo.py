@@ -8,8 +8,12 @@ from typing import Any
 
 from prefect import flow
 
+from segbench.core.io import read_json, write_json
+from segbench.demo.cafe.baseline import prompt_blind_predictions
 from segbench.flows.cafe.build import build_cafe_candidates
+from segbench.flows.cafe.evaluate import evaluate_cafe
 from segbench.flows.cafe.verify import CANDIDATES_DIR, build_cafe, create_cafe_verification, read_candidates
+from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.schemas.cafe import CafeParams
 from segbench.demo.cafe.sources import generate_demo_cafe, simulated_rows, simulated_truth
@@ -61,3 +65,22 @@ def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
             "CAFE prompt pairs": data_root / "cafe" / "tables" / "prompt_pairs.md",
         },
     }
+
+
+def build(context: DemoContext) -> dict[str, Any]:
+    """Build CAFE on generated sources with the demo's language provider."""
+    return run_cafe_demo(context.data_root, context.work_dir, context.provider, context.seed)
+
+
+def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate the prompt-blind baseline on the published CAFE export (the failure CAFE exposes)."""
+    predictions = context.work_dir / "predictions" / "cafe-prompt-blind.json"
+    write_json(predictions, prompt_blind_predictions(read_json(results["export"]["files"]["CAFE"])))
+    evaluation = evaluate_cafe(repo=context.repo, rev=None, gt=None, predictions=predictions,
+                               out=context.data_root / "eval" / "cafe" / "demo-prompt-blind",
+                               dataset_dir=f"{context.data_dir}/cafe")
+    paths = results["paths"] | {"CAFE evaluation report": evaluation["paths"]["report"]}
+    return {**results, "evaluation": evaluation, "paths": paths}
+
+
+DEMO = DemoStep(build=build, evaluate=evaluate)

@@ -19,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -44,6 +44,10 @@ from segbench.core.evaluation_keys import (
 from segbench.core.manifest import write_manifest
 from segbench.core.resume import build_key, is_up_to_date, resumable_stage
 from segbench.core.versioning import DatasetSource
+from segbench.schemas.cafe import CafeEvaluation
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
@@ -220,3 +224,12 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],
                 paths["report"])
     return {"metrics": summary, "paths": paths, "up_to_date": False}
+
+
+# --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
+
+
+def plan_evaluate(run: RebuildRun, entry: CafeEvaluation, dataset: Path, out: Path) -> dict[str, Any]:
+    """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
+    return run.call(evaluate_cafe, repo=run.plan.repo, rev=None, out=out, gt=None, predictions=entry.predictions,
+                    dataset_dir=run.relative(dataset), params=entry.params)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from prefect import flow, get_run_logger
 
@@ -29,6 +29,10 @@ from segbench.tasks.cafe import verification
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest, verify_outputs, write_manifest
 from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.schemas.cafe import CafeStep
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 BUILDER_VERSION = "2"  # 2: the manifest records the build key
 VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
@@ -190,3 +194,11 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
     manifest = stage_manifest(stage, dataset="cafe", builder_version=BUILDER_VERSION, params=params, inputs={},
                               input_hashes=hashes, counts=counts, skipped=len(rejected))
     write_manifest(stage.path, manifest)
+
+
+# --- the rebuild plan's [cafe] step --------------------------------------------------------------------
+
+
+def plan_step(run: RebuildRun, step: CafeStep) -> dict[str, Any]:
+    """Build the CAFE export of a verified round from the ``[cafe]`` table of a rebuild plan."""
+    return run.call(build_cafe, run.data_root, step.round, out=run.dataset_dir("cafe"))

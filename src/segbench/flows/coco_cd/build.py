@@ -18,7 +18,7 @@ slice of the annotations.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -35,6 +35,10 @@ from segbench.core.coco import CocoIndex, load_coco, merge_splits
 from segbench.core.manifest import build_manifest, write_manifest
 from segbench.core.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
 from segbench.core.splits import SplitPlan, draw_splits
+from segbench.schemas.coco_cd import CocoCdStep
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 DEFAULT_SHARD_SIZE = 200
 
@@ -203,3 +207,10 @@ def _build(coco_root: Path, files: dict[str, Path], hashes: dict[str, str], key:
     return {"counts": counts, "coverage": tables["coverage"], "skipped": policy.report.counts(),
             "units": count_units([context, *futures])}
 
+
+# --- the rebuild plan's [coco_cd] step -----------------------------------------------------------------
+
+
+def plan_step(run: RebuildRun, step: CocoCdStep) -> dict[str, Any]:
+    """Build COCO-CD from the ``[coco_cd]`` table of a rebuild plan."""
+    return run.call(build_coco_cd, step.coco_root, step.stuff_root, run.dataset_dir("coco_cd"), step.params)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -44,6 +44,10 @@ from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_pat
 from segbench.core.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
 from segbench.tasks.spin.items import round_items
 from segbench.tasks.spin.stats_report import write_stats
+from segbench.schemas.spin import SpinStep
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 
 def spin_paths(data_root: Path) -> dict[str, Path]:
@@ -172,3 +176,12 @@ def _per_super(images: dict[int, SourceImage]) -> dict[str, int]:
     for image in images.values():
         out[image.supercategory] = out.get(image.supercategory, 0) + 1
     return dict(sorted(out.items()))
+
+
+# --- the rebuild plan's [spin] step --------------------------------------------------------------------
+
+
+def plan_step(run: RebuildRun, step: SpinStep) -> dict[str, Any]:
+    """Build SPIN from the ``[spin]`` table of a rebuild plan."""
+    return run.call(build_spin, step.partimagenet_root, run.data_root, step.params, taxonomy_path=step.taxonomy,
+                    resolved_path=step.resolved, out=run.dataset_dir("spin"))

@@ -13,6 +13,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.flows.spin.evaluate import evaluate_spin
+from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.flows.spin.build import build_spin, source_version, spin_paths, spin_round_items
 from segbench.flows.spin.crowd import create_spin_rounds
@@ -102,3 +103,11 @@ def run_spin_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0)
             "SPIN evaluation report": Path(evaluation["paths"]["report"]),
         },
     }
+
+
+def build(context: DemoContext) -> dict[str, Any]:
+    """Build SPIN on a generated source and evaluate the parent-mask baseline on it."""
+    return run_spin_demo(context.data_root, context.work_dir, context.provider, context.seed)
+
+
+DEMO = DemoStep(build=build)

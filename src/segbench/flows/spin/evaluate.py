@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -42,7 +42,14 @@ from segbench.core.evaluation_keys import (
 from segbench.core.io import write_json
 from segbench.core.manifest import write_manifest
 from segbench.core.resume import build_key, is_up_to_date, resumable_stage
-from segbench.tasks.spin.inputs import SpinTruth, gt_relpath, read_answers, read_ground_truth, read_predictions
+from segbench.tasks.spin.inputs import (
+    SpinTruth,
+    gt_relpath,
+    prediction_files,
+    read_answers,
+    read_ground_truth,
+    read_predictions,
+)
 from segbench.tasks.spin.metrics import (
     LEVELS,
     PROMPTS,
@@ -54,6 +61,10 @@ from segbench.tasks.spin.metrics import (
 )
 from segbench.tasks.spin.report import write_report
 from segbench.core.versioning import DatasetSource
+from segbench.schemas.spin import SpinEvaluation
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 DEFAULT_SHARD_SIZE = 128
 SKIPPED_NAME = "skipped.json"
@@ -198,3 +209,14 @@ def evaluate_spin(
                 "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
                 general.get("spcs", {}).get("mean"), paths["report"])
     return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+
+
+# --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
+
+
+def plan_evaluate(run: RebuildRun, entry: SpinEvaluation, dataset: Path, out: Path) -> dict[str, Any]:
+    """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
+    # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
+    return run.call(evaluate_spin, repo=run.plan.repo, rev=None, out=out,
+                    predictions=prediction_files(entry.predictions, entry.split), split=entry.split,
+                    dataset_dir=run.relative(dataset.parent), answers=entry.answers, on_error=entry.on_error)

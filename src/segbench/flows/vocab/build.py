@@ -17,7 +17,7 @@ import threading
 from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -31,6 +31,11 @@ from segbench.tasks.vocab import vocabulary as vb
 from segbench.core.io import write_json, write_jsonl
 from segbench.core.manifest import write_manifest
 from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.providers import make_provider
+from segbench.schemas.vocab import VocabStep
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 BUILDER_VERSION = "2"  # 2: the manifest records the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"  # the default settings.work_dir / "nltk_data"
@@ -232,3 +237,17 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
     # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.
     logger.info("provider usage this run: %s", usage)
     return {"dataset": dataset, "up_to_date": False, "counts": {**counts, "usage": usage}, "units": units}
+
+
+# --- the rebuild plan's [vocab] step -------------------------------------------------------------------
+
+
+def plan_step(run: RebuildRun, step: VocabStep) -> dict[str, Any]:
+    """Build a valid vocabulary from the ``[vocab]`` table of a rebuild plan."""
+    settings = run.settings()
+    dataset, _, _ = vb.load_categories(step.categories)
+    params = VocabParams(**step.params.model_dump(exclude={"spacy_model"}),
+                         spacy_model=step.params.spacy_model or settings.spacy_model)
+    provider = make_provider(settings, replay_only=step.replay_only or settings.replay_only)
+    return run.call(build_vocab, step.captions, step.categories, step.out or run.data_root / "vocab" / dataset,
+                    provider, params, nltk_data=run.work_dir / "nltk_data")

@@ -3,7 +3,7 @@
 Pure steps, in build order: classify species as landbird or waterbird, read a CUB-200-2011 tree and
 a Places tree, assign every bird a place type and a place image, composite bird and place into an
 image and a label mask, and turn a split plan into COCO-style split files. The Prefect wrappers live
-in ``segbench.flows.waterbirds``; the generic splitter in :mod:`segbench.core.splits`.
+in ``segbench.flows.waterbirds.build``; the generic splitter in :mod:`segbench.core.splits`.
 
 Groups are ``g = 2·y + a`` with y: landbird 0, waterbird 1 and a: land 0, water 1; the aligned
 pairings are landbird·land (0) and waterbird·water (3).
@@ -23,14 +23,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
-from pydantic import BaseModel, ConfigDict, Field
 
 from segbench.core.errors import InputError
 from segbench.core.splits import group_id
+from segbench.schemas.waterbirds import LAND_PLACES, WATER_PLACES, SpeciesMatch, WaterbirdsParams
 
 BUILDER_VERSION = "2"  # 2: the manifest records the images, segmentations and places as inputs, and the build key
 CLASSES = ("landbird", "waterbird")
@@ -39,32 +39,8 @@ WATERBIRD_KEYWORDS = (
     "Albatross", "Auklet", "Cormorant", "Frigatebird", "Fulmar", "Gull", "Jaeger", "Kittiwake", "Pelican",
     "Puffin", "Tern", "Gadwall", "Grebe", "Mallard", "Merganser", "Guillemot", "Pacific_Loon",
 )
-LAND_PLACES = ("bamboo_forest", "forest/broadleaf")
-WATER_PLACES = ("ocean", "lake/natural")
 CUB_FILES = ("images.txt", "image_class_labels.txt", "classes.txt", "train_test_split.txt")
 _TOKEN_SPLIT = re.compile(r"[_.\s]+")
-
-SpeciesMatch = Literal["tokens", "substring"]
-
-
-class WaterbirdsParams(BaseModel):
-    """Everything that shapes a Waterbirds-seg build (recorded in the manifest).
-
-    The defaults are sized for the demo world; the released manifests have 74 val and 642 test
-    images per group.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rhos: tuple[float, ...] = (0.5, 0.95)
-    val_per_group: int = Field(5, ge=1)
-    test_per_group: int = Field(10, ge=1)
-    seed: int = 13
-    species_match: SpeciesMatch = "tokens"
-    aligned_share: float = Field(2 / 3, gt=0, lt=1, description="share of each bird type on its aligned place")
-    land_places: tuple[str, ...] = LAND_PLACES
-    water_places: tuple[str, ...] = WATER_PLACES
-
 
 # --- species rule -------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ where every finished render shard (a unit) is kept.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 from prefect import flow, get_run_logger, task
@@ -36,6 +36,10 @@ from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, w
 from segbench.core.manifest import write_manifest
 from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
+from segbench.schemas.waterbirds import WaterbirdsStep
+
+if TYPE_CHECKING:
+    from segbench.flows.rebuild import RebuildRun
 
 RENDER_SHARD = 200
 GROUP_NAMES = [f"{c}·{a}" for c in wb.CLASSES for a in wb.CONTEXTS]
@@ -194,3 +198,11 @@ def _published(summary: dict[str, Any], publish_repo: Path | None, publish_data_
     if publish_repo is not None:
         summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary
+
+
+# --- the rebuild plan's [waterbirds] step --------------------------------------------------------------
+
+
+def plan_step(run: RebuildRun, step: WaterbirdsStep) -> dict[str, Any]:
+    """Build Waterbirds-seg from the ``[waterbirds]`` table of a rebuild plan."""
+    return run.call(build_waterbirds, step.cub_root, step.places_root, run.dataset_dir("waterbirds"), step.params)

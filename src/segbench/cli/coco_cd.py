@@ -1,0 +1,118 @@
+"""COCO-CD's commands: ``build coco-cd`` and ``evaluate coco-cd``, and its summaries.
+
+The rounds of its context audit are ``segbench rounds`` commands (:mod:`segbench.cli.rounds`).
+Flows are imported inside the commands, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from segbench import console
+from segbench.cli import flip
+from segbench.cli.common import FORCE_BUILD, FORCE_EVALUATION, build_status, display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.publish import print_publish
+from segbench.cli.rounds import print_ingest
+from segbench.core.errors import OnError
+
+
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
+    """Add ``build coco-cd`` and ``evaluate coco-cd``."""
+    build_app.command("coco-cd")(build_command)
+    evaluate_app.command("coco-cd")(evaluate_command)
+
+
+def _params(**values: Any):
+    from segbench.schemas.coco_cd import CocoCdParams
+
+    return CocoCdParams(**{k: v for k, v in values.items() if v is not None})
+
+
+def build_command(
+    ctx: typer.Context,
+    coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}"
+                                                           "2017.json and the train2017/, val2017/ image folders."),
+    stuff_root: Path = typer.Option(..., "--stuff-root", help="Folder with stuff_{train,val}2017.json (COCO-Stuff)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/coco_cd)."),
+    rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
+    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
+    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
+                                                                     "them in skipped.json."),
+    images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
+    publish: bool = typer.Option(False, "--publish", help="Publish a DVC version of the data root afterwards."),
+    shard_size: int = typer.Option(200, "--shard-size", min=1, help="Images per render unit, the grain of resume "
+                                                                    "and of Dask tasks (does not change the output)."),
+    force: bool = FORCE_BUILD,
+) -> None:
+    """Build COCO-CD: cat/dog images, indoor/outdoor context from COCO-Stuff, ρ-controlled splits.
+
+    An output already built from the same inputs and parameters is left as is. A build that was
+    interrupted (even killed) resumes where it stopped when run again.
+    """
+    settings = settings_of(ctx)
+    params = _params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
+                             test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
+    from segbench.tasks.coco_cd.selection import source_files
+
+    source_files(coco_root, stuff_root)  # fail on a wrong path before starting Prefect
+    from segbench.flows.coco_cd.build import build_coco_cd
+
+    repo = Path(".").resolve()
+    if publish:
+        from segbench.core.versioning import configure_remote, ensure_repo
+
+        ensure_repo(repo)  # refuse before building, not after
+        if settings.dvc_remote:
+            configure_remote(repo, settings.dvc_remote, local=True)
+    summary = run_flow(ctx, build_coco_cd, coco_root, stuff_root, out or settings.data_root / "coco_cd", params,
+                       publish_repo=repo if publish else None,
+                       publish_data_dir=relative_to_repo(settings.data_root, repo), shard_size=shard_size, force=force)
+    print_build(summary)
+    if publish:
+        print_publish(summary["publish"])
+
+
+def print_build(summary: dict[str, Any]) -> None:
+    """The counts of a COCO-CD build, its group counts per ρ and split, and where it is."""
+    counts = summary["counts"]
+    console.out.print(console.key_values("COCO-CD", {
+        "source images": counts["source_images"],
+        "with cat or dog": counts["with_target_class"],
+        "  both classes (excluded)": counts["both_classes"],
+        "  foreground too small / too large": f"{counts['fg_too_small']} / {counts['fg_too_large']}",
+        "retained": counts["kept"],
+        "  indoor / outdoor / unknown": "{indoor} / {outdoor} / {unknown}".format(**counts["context"]),
+        "usable for splits": counts["usable"],
+        "skipped (see skipped.json)": sum(summary["skipped"].values()),
+    }))
+    rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
+            for split, values in splits.items()]
+    console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
+    out = display_path(Path(summary["out"]))
+    console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
+    console.out.print(build_status(summary))
+
+
+def evaluate_command(
+    ctx: typer.Context,
+    predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
+                                                                ".npz files with 'probs' (3 × 512 × 512)."),
+    rev: str = flip.REV, repo: Path = flip.REPO, rho: float = flip.RHO, split: str = flip.SPLIT, out: Path = flip.OUT,
+    force: bool = FORCE_EVALUATION,
+) -> None:
+    """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles.
+
+    Does nothing when the report is up to date with the split, its masks and the predictions."""
+    flip.evaluate(ctx, "coco_cd", predictions, rev, repo, rho, split, out, force)
+
+
+def print_demo(results: dict[str, Any], provider: Any) -> None:
+    """COCO-CD's part of the demo: the build, the context audit and the baseline's evaluation."""
+    print_build(results["build"])
+    print_ingest(results["audit"])
+    flip.print_evaluation(results["evaluation"])

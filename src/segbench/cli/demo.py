@@ -1,0 +1,37 @@
+"""``segbench demo``: every registered dataset built, published and evaluated on generated worlds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from segbench import console, registry
+from segbench.cli.common import display_path, run_flow, settings_of
+from segbench.cli.publish import print_publish
+
+
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
+    """Add ``demo`` to the root command group."""
+    app.command("demo")(demo_command)
+
+
+def demo_command(
+    ctx: typer.Context,
+    seed: int = typer.Option(0, "--seed", help="Seed of the generated demo world."),
+) -> None:
+    """Run everything on a generated demo world: build every dataset, publish, evaluate."""
+    from segbench.flows.demo import run_demo
+    from segbench.providers import make_provider
+
+    settings = settings_of(ctx)
+    provider = make_provider(settings, replay_only=settings.replay_only)
+    result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+                      provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
+    for name, results in result["datasets"].items():
+        registry.dataset(name).load("demo_printer")(results, provider)
+    print_publish(result["publish"])
+    console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
+    width = max(map(len, result["paths"]))
+    for label, path in result["paths"].items():
+        console.out.print(f"  {label:<{width}}  {display_path(Path(path))}")

@@ -1,0 +1,55 @@
+"""What the commands of the datasets scored with the flip metrics share (COCO-CD and Waterbirds-seg):
+their ``evaluate`` options, the evaluation body and the summary it prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from segbench import console, registry
+from segbench.cli.common import display_path, print_up_to_date, relative_to_repo, run_flow, settings_of
+
+REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
+REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
+RHO = typer.Option(0.95, "--rho", help="Which ρ directory to read.")
+SPLIT = typer.Option("test", "--split", help="train, val or test.")
+OUT = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/<dataset>/<run>).")
+
+
+def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | None, repo: Path, rho: float,
+             split: str, out: Path | None, force: bool) -> None:
+    """Run the registered evaluation flow of ``dataset`` on one ρ split and print its summary."""
+    spec = registry.dataset(dataset)
+    settings = settings_of(ctx)
+    dataset_dir = relative_to_repo(settings.data_root / spec.default_out, repo)
+    out = out or (settings.data_root / "eval" / spec.default_out
+                  / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
+    result = run_flow(ctx, spec.load("evaluate_flow"), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
+                      split=split, dataset_dir=dataset_dir, force=force)
+    print_up_to_date(result, out)
+    print_evaluation(result)
+
+
+def print_evaluation(result: dict[str, Any]) -> None:
+    """The flip-metric summary of one evaluation, with the dataset's own class names."""
+    m = result["summary"]
+    fg = m["fg_decomposition"]
+    first, second = (name for name in m["class_iou"] if name != "background")
+    console.out.print(console.key_values("Evaluation", {
+        "images": m["num_images"],
+        f"IoU {first} / {second}": f"{_fmt(m['class_iou'][first])} / {_fmt(m['class_iou'][second])}",
+        f"mIoU ({first}, {second})": m["miou"],
+        "Fg-IoU": m["fg_iou"],
+        "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(fg[k]) for k in ("corr", "flip", "miss")),
+        "Flip per-image mean": m["flip"]["per_image_mean"],
+        f"gap {first} / {second} (aligned − counterf.)":
+            f"{_fmt(m['gaps'][first]['gap'])} / {_fmt(m['gaps'][second]['gap'])}",
+        "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
+    }))
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"

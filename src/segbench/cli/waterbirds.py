@@ -1,0 +1,90 @@
+"""Waterbirds-seg's commands: ``build waterbirds`` and ``evaluate waterbirds``, and its build summary.
+
+Flows are imported inside the commands, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from segbench import console
+from segbench.cli import flip
+from segbench.cli.common import FORCE_BUILD, FORCE_EVALUATION, build_status, display_path, run_flow, settings_of
+
+
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
+    """Add ``build waterbirds`` and ``evaluate waterbirds``."""
+    build_app.command("waterbirds")(build_command)
+    evaluate_app.command("waterbirds")(evaluate_command)
+
+
+def build_command(
+    ctx: typer.Context,
+    cub_root: Path = typer.Option(..., "--cub-root", help="CUB-200-2011 root: images.txt, classes.txt, "
+                                                         "image_class_labels.txt, train_test_split.txt, images/, "
+                                                         "segmentations/."),
+    places_root: Path = typer.Option(..., "--places-root", help="Places365 root with one folder per place "
+                                                               "(bamboo_forest, forest/broadleaf, ocean, lake/natural)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/waterbirds_seg)."),
+    rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
+    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 5; "
+                                                                    "the released build has 74)."),
+    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 10; "
+                                                                      "the released build has 642)."),
+    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
+                                                                        "tokens, or substrings as the released build."),
+    force: bool = FORCE_BUILD,
+) -> None:
+    """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
+
+    Does nothing when the output was built from the same inputs and options; a killed build resumes."""
+    from segbench.schemas.waterbirds import WaterbirdsParams
+    from segbench.tasks.waterbirds.dataset import read_cub
+
+    settings = settings_of(ctx)
+    params = WaterbirdsParams(**{k: v for k, v in {
+        "rhos": tuple(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
+        "seed": seed, "species_match": species_match}.items() if v is not None})
+    read_cub(cub_root)  # fail on a wrong path before starting Prefect
+    from segbench.flows.waterbirds.build import build_waterbirds
+
+    summary = run_flow(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params,
+                       force=force)
+    print_build(summary)
+
+
+def print_build(summary: dict[str, Any]) -> None:
+    """The counts of a Waterbirds-seg build, its group counts per ρ and split, and where it is."""
+    counts = summary["counts"]
+    console.out.print(console.key_values("Waterbirds-seg", {
+        "birds": counts["birds"], **{f"  {k}": v for k, v in counts["per_class"].items()},
+        **{f"  {k}": v for k, v in counts["per_group"].items()}, "rendered": counts["rendered"],
+        "substring-rule mislabels": ", ".join(m["species"] for m in summary["mislabels"]) or "none",
+    }))
+    rows = [[r, split, *values, sum(values)] for r, splits in counts["splits"].items() for split, values in splits.items()]
+    console.out.print(console.table("Group counts", ["ρ", "split", "land·land", "land·water", "water·land",
+                                                     "water·water", "total"], rows))
+    console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
+    console.out.print(build_status(summary))
+
+
+def evaluate_command(
+    ctx: typer.Context,
+    predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps "
+                                                                "(0/1 landbird/2 waterbird) or .npz files with 'probs'."),
+    rev: str = flip.REV, repo: Path = flip.REPO, rho: float = flip.RHO, split: str = flip.SPLIT, out: Path = flip.OUT,
+    force: bool = FORCE_EVALUATION,
+) -> None:
+    """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water.
+
+    Does nothing when the report is up to date with the split, its masks and the predictions."""
+    flip.evaluate(ctx, "waterbirds", predictions, rev, repo, rho, split, out, force)
+
+
+def print_demo(results: dict[str, Any], provider: Any) -> None:
+    """Waterbirds-seg's part of the demo: its build."""
+    print_build(results["build"])

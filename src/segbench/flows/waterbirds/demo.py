@@ -1,0 +1,19 @@
+"""Waterbirds-seg in the demo: a generated CUB/Places-like source composited into the dataset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from segbench.demo.waterbirds.birds import generate_demo_birds
+from segbench.flows.demo import DemoContext, DemoStep
+from segbench.flows.waterbirds.build import build_waterbirds
+
+
+def build(context: DemoContext) -> dict[str, Any]:
+    """Build Waterbirds-seg from a generated source with the default parameters."""
+    cub, places = generate_demo_birds(context.work_dir / "demo-birds", seed=context.seed)
+    out = context.data_root / "waterbirds_seg"
+    return {"build": build_waterbirds(cub, places, out), "paths": {"Waterbirds-seg": out}}
+
+
+DEMO = DemoStep(build=build)

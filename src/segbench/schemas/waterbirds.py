@@ -1,0 +1,51 @@
+"""Waterbirds-seg parameters (seed 002: CUB birds on land or water places under correlation shift)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from segbench.schemas.flip import FlipEvaluation
+from segbench.schemas.rebuild import PlanPath, PlanTable
+
+LAND_PLACES = ("bamboo_forest", "forest/broadleaf")
+WATER_PLACES = ("ocean", "lake/natural")
+
+SpeciesMatch = Literal["tokens", "substring"]
+
+
+class WaterbirdsParams(BaseModel):
+    """Everything that shapes a Waterbirds-seg build (recorded in the manifest).
+
+    The defaults are sized for the demo world; the released manifests have 74 val and 642 test
+    images per group.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rhos: tuple[float, ...] = (0.5, 0.95)
+    val_per_group: int = Field(5, ge=1)
+    test_per_group: int = Field(10, ge=1)
+    seed: int = 13
+    species_match: SpeciesMatch = "tokens"
+    aligned_share: float = Field(2 / 3, gt=0, lt=1, description="share of each bird type on its aligned place")
+    land_places: tuple[str, ...] = LAND_PLACES
+    water_places: tuple[str, ...] = WATER_PLACES
+
+
+# --- the [waterbirds] table of a rebuild plan ----------------------------------------------------------------------
+
+class WaterbirdsStep(PlanTable):
+    """``[waterbirds]``: the arguments of ``segbench build waterbirds``."""
+
+    cub_root: PlanPath
+    places_root: PlanPath
+    out: PlanPath | None = Field(None, description="default: <data root>/waterbirds_seg")
+    params: WaterbirdsParams = Field(default_factory=WaterbirdsParams)
+
+
+class WaterbirdsEvaluation(FlipEvaluation):
+    """``[[evaluate]]`` with ``dataset = "waterbirds"``: the flip metrics on one ρ split of Waterbirds-seg."""
+
+    dataset: Literal["waterbirds"]
