@@ -20,6 +20,9 @@ if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
   eval "$(test_server env)" || exit 1
 fi
 
+# The layer contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run.
+.venv/bin/lint-imports || exit 1
+
 .venv/bin/python -m pytest "$@"
 status=$?
 if [ "$status" -eq 5 ]; then

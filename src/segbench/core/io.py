@@ -7,6 +7,7 @@ files and a crash never leaves a half-written file that looks finished (folders:
 from __future__ import annotations
 
 import contextlib
+import io
 import hashlib
 import json
 import math
@@ -16,7 +17,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
+from PIL import Image
 
 from segbench.core.errors import InputError
 
@@ -134,3 +137,11 @@ def sha256_tree(root: str | Path, *, exclude: Iterable[str] = ()) -> dict[str, s
 def fingerprint(value: Any) -> str:
     """sha256 of the canonical JSON of ``value``: a stable key for params, configs, prompts."""
     return sha256_bytes(canonical_json(value).encode("utf-8"))
+
+
+def png_bytes(array_or_image: np.ndarray | Image.Image, compress_level: int = 6) -> bytes:
+    """PNG-encode without metadata, so equal pixels give equal bytes."""
+    image = array_or_image if isinstance(array_or_image, Image.Image) else Image.fromarray(array_or_image)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False, compress_level=compress_level)
+    return buffer.getvalue()

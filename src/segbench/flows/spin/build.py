@@ -37,7 +37,7 @@ from segbench.schemas.spin import load_taxonomy, read_resolved
 from segbench.schemas.spin import SpinBuildParams
 from segbench.tasks.spin import dataset as sd
 from segbench.tasks.spin import stats as st
-from segbench.tasks.coco_cd.outputs import write_skip_report
+from segbench.core.reports import write_skip_report
 from segbench.core.io import fingerprint, sha256_file, write_json
 from segbench.core.manifest import read_manifest, write_manifest
 from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet

@@ -30,8 +30,8 @@ from segbench.flows.publish import publish_data
 from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.tasks.waterbirds import dataset as wb
-from segbench.tasks.coco_cd.selection import png_bytes
-from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.io import png_bytes
+from segbench.core.reports import markdown_table
 from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
 from segbench.core.manifest import write_manifest
 from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage

@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
-from segbench.tasks.flip.report import fmt, png_bytes, table_lines
+from segbench.core.reports import figure_png, fmt, table_lines
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
     ax.set_title("cgF1, IL_MCC and pmF1 per subset")
     ax.legend(loc="upper center", ncol=3, fontsize=8)
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
@@ -106,7 +106,7 @@ def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
     ax.set_title(f"False positives on misleading prompts (τ = {metrics['params']['iou_threshold']:g})")
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
@@ -129,7 +129,7 @@ def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
         if k == 0:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
@@ -175,7 +175,7 @@ def plot_cgf1_by_iou(summary: Mapping[str, Any]) -> bytes:
     ax.set_title(f"cgF1 {fmt(summary['cgF1'])}, IL_MCC {fmt(summary['IL_MCC'])}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:

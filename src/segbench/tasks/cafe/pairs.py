@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from segbench.schemas.cafe import EditType
-from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.reports import markdown_table
 
 MAX_WORDS = 6
 _PROMPT = re.compile(r"^[a-z0-9][a-z0-9 '\-]*$")

@@ -20,7 +20,7 @@ from PIL import Image
 
 from segbench.schemas.cafe import Candidate, EditType
 from segbench.schemas.rounds import ItemAnswer, RoundItem
-from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.reports import markdown_table
 
 KIND = "cafe_verification"
 LABEL_CONFIG = "cafe_verification"

@@ -14,7 +14,7 @@ from typing import Any
 
 from segbench.core.errors import InsufficientDataError
 from segbench.schemas.rounds import ItemAnswer, RoundItem
-from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.reports import markdown_table
 
 KIND = "coco_cd_context_audit"
 CONTROL = "context"

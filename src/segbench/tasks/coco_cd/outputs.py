@@ -23,23 +23,12 @@ from typing import Any
 from segbench.core.errors import SkipReport
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.core.coco import CocoIndex
-from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, png_bytes, resized_image, split_coco
+from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image, split_coco
+from segbench.core.io import png_bytes
 from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json, write_jsonl
 from segbench.core.manifest import read_manifest
+from segbench.core.reports import markdown_table
 from segbench.core.splits import SplitPlan, rho_name
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; floats with 4 decimals, None as an en dash."""
-
-    def cell(value: Any) -> str:
-        if value is None:
-            return "–"
-        return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def group_names(params: CocoCdParams) -> list[str]:
@@ -111,10 +100,6 @@ def write_image_and_mask(
         image = resized_image(coco_root / instances.images[image_id]["file_name"], params.size)
         # Level 1 encodes a 512² photo 4x faster than the default for 20% more bytes.
         atomic_write_bytes(stage / "images" / f"{stem}.png", png_bytes(image, compress_level=1), durable=False)
-
-
-def write_skip_report(stage: Path, report: SkipReport) -> Path:
-    return write_json(stage / "skipped.json", report.to_json(), indent=1)
 
 
 def finished_summary(out: Path) -> dict[str, Any]:

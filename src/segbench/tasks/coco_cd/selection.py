@@ -243,14 +243,6 @@ def label_mask(instances: CocoIndex, image_id: int, params: CocoCdParams) -> np.
     return resize_nearest(label, (params.size, params.size))
 
 
-def png_bytes(array_or_image: np.ndarray | Image.Image, compress_level: int = 6) -> bytes:
-    """PNG-encode without metadata, so equal pixels give equal bytes."""
-    image = array_or_image if isinstance(array_or_image, Image.Image) else Image.fromarray(array_or_image)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False, compress_level=compress_level)
-    return buffer.getvalue()
-
-
 def resized_image(path: Path, size: int) -> Image.Image:
     """The source image as RGB, resized to ``size × size`` (bilinear).
 

@@ -7,17 +7,16 @@ threads cannot interfere) and every file is written atomically.
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.core.reports import figure_png, fmt, table_lines
 
 log = logging.getLogger(__name__)
 
@@ -25,18 +24,6 @@ METRICS_NAME = "metrics.json"
 REPORT_NAME = "report.md"
 GROUP_PLOT_NAME = "per_group_iou.png"
 DECILE_PLOT_NAME = "flip_by_risk_decile.png"
-
-
-def fmt(value: float | None) -> str:
-    """4 decimals, or ``n/a`` for an undefined value."""
-    return "n/a" if value is None else f"{value:.4f}"
-
-
-def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A Markdown table as lines, followed by a blank line."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines + [""]
 
 
 def render_markdown(
@@ -148,14 +135,6 @@ def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) 
     return lines + [f"Top-decile share of all flips: {fmt(risk['top_decile_share'])}", ""]
 
 
-def png_bytes(fig: Figure) -> bytes:
-    FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    # No "Software" tag: the bytes then do not change with the matplotlib version.
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    return buffer.getvalue()
-
-
 def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> bytes:
     """PNG bytes: grouped bars, one group of (class IoU, class IoU) per (class, context) group."""
     fig = Figure(figsize=(8, 4.5))
@@ -175,7 +154,7 @@ def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NA
     ax.set_title("Per-group IoU")
     ax.legend(loc="upper center", ncol=2, fontsize=8)
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
@@ -208,7 +187,7 @@ def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
         ax.set_ylim(0, 1)
         ax.set_title(f"Flip by risk decile (top-decile share {fmt(risk['top_decile_share'])})")
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def write_report(

@@ -22,7 +22,7 @@ from scipy import ndimage
 from segbench.core.errors import InputError
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import PartContext
-from segbench.tasks.coco_cd.selection import png_bytes
+from segbench.core.io import png_bytes
 from segbench.core.io import atomic_write_bytes
 from segbench.core.masks import rle_to_bitmap
 from segbench.tasks.spin.partimagenet import PartAnnotation, SourceImage

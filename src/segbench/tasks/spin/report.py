@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from segbench.tasks.flip.report import png_bytes, table_lines
+from segbench.core.reports import figure_png, table_lines
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 from segbench.tasks.spin.metrics import LEVELS
 
@@ -114,7 +114,7 @@ def plot_miou_by_level(summary: Mapping[str, Any]) -> bytes:
           {prompt: [p["levels"][lv]["miou"] for lv in LEVELS] for prompt, p in summary["prompts"].items()}, "mIoU (%)")
     ax.set_title("Localization by hierarchy level")
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def plot_consistency(summary: Mapping[str, Any]) -> bytes:
@@ -126,7 +126,7 @@ def plot_consistency(summary: Mapping[str, Any]) -> bytes:
            for prompt, p in summary["prompts"].items()}, "score (%)")
     ax.set_title("Hierarchical consistency")
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
@@ -150,7 +150,7 @@ def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
     if not prompts:
         fig.add_subplot().axis("off")
     fig.tight_layout()
-    return png_bytes(fig)
+    return figure_png(fig)
 
 
 def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:

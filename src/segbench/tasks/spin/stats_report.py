@@ -14,7 +14,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from segbench.tasks.coco_cd.outputs import markdown_table
+from segbench.core.reports import markdown_table
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 from segbench.tasks.spin.stats import MEASURES
 

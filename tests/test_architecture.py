@@ -1,0 +1,66 @@
+"""The package's shape: the command line starts without Prefect, no import cycle anywhere, and the
+registry is the one list of datasets."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+from segbench import registry
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "segbench"
+
+
+def test_importing_the_command_line_leaves_prefect_unimported():
+    # `segbench --help` and every argument error pay only for what the CLI imports at start-up.
+    code = "import sys, segbench.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in ('prefect', 'dvc')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_no_module_imports_itself_back():
+    # grimp reads every import statement, function-local ones included, so a cycle hidden behind a
+    # local import shows here too.
+    graph = grimp.build_graph("segbench", exclude_type_checking_imports=True)
+    cycles = []
+    for module in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back:
+                cycles.append(" -> ".join((module, *back)))
+    assert cycles == []
+
+
+@pytest.mark.parametrize("spec", registry.DATASETS, ids=lambda spec: spec.name)
+def test_every_registered_hook_resolves(spec):
+    hooks = [name for name in ("params", "cli", "build_flow", "evaluate_flow", "plan_section", "plan_step",
+                               "plan_evaluation", "plan_evaluate", "demo_step", "demo_printer")
+             if getattr(spec, name) is not None and name != "cli"]
+    for hook in hooks:
+        assert spec.load(hook) is not None, hook
+    assert hasattr(registry.load(f"{spec.cli}:register"), "__call__")
+
+
+def test_an_unknown_dataset_names_the_ones_there_are():
+    with pytest.raises(Exception) as error:
+        registry.dataset("imagenet")
+    assert "imagenet" in str(error.value) and all(name in str(error.value) for name in registry.names())
+
+
+def test_only_dataset_packages_and_the_registry_name_a_dataset():
+    names = {spec.name for spec in registry.DATASETS} | {"flip"}
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if parts[0] == "registry" or any(part in names for part in parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            imported = node.module if isinstance(node, ast.ImportFrom) else None
+            if imported and any(part in names for part in imported.split(".")[1:]):
+                offenders.append(f"{path.relative_to(SRC)} imports {imported}")
+    assert offenders == []
