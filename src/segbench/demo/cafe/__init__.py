@@ -1,0 +1,1 @@
+"""CAFE in the demo: generated sources, simulated workers, baselines."""

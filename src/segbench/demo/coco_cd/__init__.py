@@ -1,0 +1,1 @@
+"""COCO-CD in the demo: generated sources, simulated workers, baselines."""

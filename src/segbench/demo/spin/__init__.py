@@ -1,0 +1,1 @@
+"""SPIN in the demo: generated sources, simulated workers, baselines."""

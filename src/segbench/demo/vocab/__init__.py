@@ -1,0 +1,1 @@
+"""Valid vocabularies in the demo: generated captions."""

@@ -1,0 +1,1 @@
+"""Waterbirds-seg in the demo: generated sources, simulated workers, baselines."""

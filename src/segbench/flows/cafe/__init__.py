@@ -1,0 +1,1 @@
+"""CAFE's Prefect flows."""

@@ -1,0 +1,1 @@
+"""COCO-CD's Prefect flows."""

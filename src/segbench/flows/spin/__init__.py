@@ -1,0 +1,1 @@
+"""SPIN's Prefect flows."""

@@ -1,0 +1,1 @@
+"""The valid vocabularies' Prefect flows: the build and the Lexical Alignment Curve evaluation."""

@@ -1,0 +1,1 @@
+"""Waterbirds-seg's Prefect flows."""

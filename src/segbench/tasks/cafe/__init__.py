@@ -1,0 +1,1 @@
+"""CAFE: pure logic and metrics (see :mod:`segbench.tasks`)."""

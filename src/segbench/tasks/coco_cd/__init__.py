@@ -1,0 +1,1 @@
+"""COCO-CD: pure logic and metrics (see :mod:`segbench.tasks`)."""

@@ -1,0 +1,1 @@
+"""SPIN: pure logic and metrics (see :mod:`segbench.tasks`)."""

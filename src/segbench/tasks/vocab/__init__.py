@@ -1,0 +1,1 @@
+"""Valid vocabularies: pure logic and metrics (see :mod:`segbench.tasks`)."""

@@ -1,0 +1,1 @@
+"""Waterbirds-seg: pure logic and metrics (see :mod:`segbench.tasks`)."""
