@@ -86,7 +86,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         evaluate_flow="segbench.flows.flip:evaluate_coco_cd",
         plan_section="segbench.schemas.coco_cd:CocoCdStep",
         plan_step="segbench.flows.coco_cd.build:plan_step",
-        plan_evaluation="segbench.schemas.coco_cd:CocoCdEvaluation",
+        plan_evaluation="segbench.schemas.flip:FlipEvaluation",
         plan_evaluate="segbench.flows.flip:plan_evaluate",
         demo_step="segbench.flows.coco_cd.demo:DEMO",
         demo_printer="segbench.cli.coco_cd:print_demo",
@@ -99,7 +99,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         evaluate_flow="segbench.flows.flip:evaluate_waterbirds",
         plan_section="segbench.schemas.waterbirds:WaterbirdsStep",
         plan_step="segbench.flows.waterbirds.build:plan_step",
-        plan_evaluation="segbench.schemas.waterbirds:WaterbirdsEvaluation",
+        plan_evaluation="segbench.schemas.flip:FlipEvaluation",
         plan_evaluate="segbench.flows.flip:plan_evaluate",
         demo_step="segbench.flows.waterbirds.demo:DEMO",
         demo_printer="segbench.cli.waterbirds:print_demo",
@@ -184,7 +184,8 @@ def offline_answers() -> dict[str, Any]:
 def plan_model() -> type[plans.RebuildPlan]:
     """The rebuild-plan model: a table per dataset that a plan can build, their ``[[evaluate]]`` entries."""
     sections = tuple((spec.name, spec.load("plan_section")) for spec in DATASETS if spec.plan_section)
-    evaluations = tuple(spec.load("plan_evaluation") for spec in DATASETS if spec.plan_evaluation)
+    # dict.fromkeys: one entry model may serve several datasets (its ``dataset`` Literal lists them).
+    evaluations = tuple(dict.fromkeys(spec.load("plan_evaluation") for spec in DATASETS if spec.plan_evaluation))
     return plans.plan_model(sections, evaluations)
 
 

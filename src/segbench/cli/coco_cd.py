@@ -90,9 +90,7 @@ def print_build(summary: dict[str, Any]) -> None:
         "usable for splits": counts["usable"],
         "skipped (see skipped.json)": sum(summary["skipped"].values()),
     }))
-    rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
-            for split, values in splits.items()]
-    console.out.print(console.table("Group counts", ["ρ", "split", "cat·in", "cat·out", "dog·in", "dog·out", "total"], rows))
+    flip.print_group_counts(counts, ["cat·in", "cat·out", "dog·in", "dog·out"])
     out = display_path(Path(summary["out"]))
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
     console.out.print(build_status(summary))

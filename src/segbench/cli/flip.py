@@ -32,6 +32,13 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
     print_evaluation(result)
 
 
+def print_group_counts(counts: dict[str, Any], groups: list[str]) -> None:
+    """The images of each group per ρ and split of a build, ``groups`` naming them (class·context)."""
+    rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
+            for split, values in splits.items()]
+    console.out.print(console.table("Group counts", ["ρ", "split", *groups, "total"], rows))
+
+
 def print_evaluation(result: dict[str, Any]) -> None:
     """The flip-metric summary of one evaluation, with the dataset's own class names."""
     m = result["summary"]

@@ -65,9 +65,7 @@ def print_build(summary: dict[str, Any]) -> None:
         **{f"  {k}": v for k, v in counts["per_group"].items()}, "rendered": counts["rendered"],
         "substring-rule mislabels": ", ".join(m["species"] for m in summary["mislabels"]) or "none",
     }))
-    rows = [[r, split, *values, sum(values)] for r, splits in counts["splits"].items() for split, values in splits.items()]
-    console.out.print(console.table("Group counts", ["ρ", "split", "land·land", "land·water", "water·land",
-                                                     "water·water", "total"], rows))
+    flip.print_group_counts(counts, ["land·land", "land·water", "water·land", "water·water"])
     console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
     console.out.print(build_status(summary))
 

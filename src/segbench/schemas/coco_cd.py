@@ -10,7 +10,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from segbench.core.errors import OnError
-from segbench.schemas.flip import FlipEvaluation
 from segbench.schemas.rebuild import PlanPath, PlanTable
 
 Context = Literal["indoor", "outdoor", "unknown"]
@@ -103,9 +102,3 @@ class CocoCdStep(PlanTable):
     stuff_root: PlanPath
     out: PlanPath | None = Field(None, description="default: <data root>/coco_cd")
     params: CocoCdParams = Field(default_factory=CocoCdParams)
-
-
-class CocoCdEvaluation(FlipEvaluation):
-    """``[[evaluate]]`` with ``dataset = "coco_cd"``: the flip metrics on one ρ split of COCO-CD."""
-
-    dataset: Literal["coco_cd"]

@@ -123,7 +123,8 @@ def summary_model(classes: tuple[str, str] = ("cat", "dog")) -> type[FlipSummary
 # --- the [evaluate] table of a rebuild plan ------------------------------------------------------------------------
 
 class FlipEvaluation(PlanEvaluation):
-    """The flip-metric evaluation entries share these keys; each dataset that uses them names itself in ``dataset``."""
+    """``[[evaluate]]`` of COCO-CD or Waterbirds-seg: the flip metrics on one ρ split."""
 
+    dataset: Literal["coco_cd", "waterbirds"]
     rho: float = 0.95
     split: Literal["train", "val", "test"] = "test"

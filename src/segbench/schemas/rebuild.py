@@ -183,7 +183,8 @@ def plan_model(sections: tuple[tuple[str, type[PlanTable]], ...],
 
     Args:
         sections: (dataset name, its table's model), in the order a rebuild builds them.
-        evaluations: the ``[[evaluate]]`` entry models; each has a ``dataset: Literal[<name>]`` field.
+        evaluations: the ``[[evaluate]]`` entry models; each has a ``dataset: Literal[<name>, ...]``
+            field naming the datasets it evaluates.
     """
     steps = tuple(name for name, _ in sections)
     entry = Annotated[Union[evaluations], Field(discriminator="dataset")] if evaluations else PlanEvaluation
@@ -225,7 +226,7 @@ def _evaluated_datasets(model: type[RebuildPlan]) -> list[str]:
     """The ``dataset`` values ``[[evaluate]]`` entries of this plan model accept."""
     entry = typing.get_args(model.model_fields["evaluate"].annotation)[0]
     members = typing.get_args(typing.get_args(entry)[0]) if typing.get_origin(entry) is Annotated else ()
-    return [typing.get_args(m.model_fields["dataset"].annotation)[0] for m in members]
+    return [tag for member in members for tag in typing.get_args(member.model_fields["dataset"].annotation)]
 
 
 def _plan_error(exc: ValidationError, path: Path, datasets: list[str]) -> InputError:

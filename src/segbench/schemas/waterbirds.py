@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from segbench.schemas.flip import FlipEvaluation
 from segbench.schemas.rebuild import PlanPath, PlanTable
 
 LAND_PLACES = ("bamboo_forest", "forest/broadleaf")
@@ -43,9 +42,3 @@ class WaterbirdsStep(PlanTable):
     places_root: PlanPath
     out: PlanPath | None = Field(None, description="default: <data root>/waterbirds_seg")
     params: WaterbirdsParams = Field(default_factory=WaterbirdsParams)
-
-
-class WaterbirdsEvaluation(FlipEvaluation):
-    """``[[evaluate]]`` with ``dataset = "waterbirds"``: the flip metrics on one ρ split of Waterbirds-seg."""
-
-    dataset: Literal["waterbirds"]
