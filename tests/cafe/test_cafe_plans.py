@@ -9,7 +9,8 @@ import pytest
 from segbench.core.errors import ProviderError
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR
 from segbench.providers.wordnet_provider import WordNetProvider
-from segbench.schemas.cafe import EditType, PlanAnswer, Target
+from segbench.schemas.cafe import PlanAnswer, Target
+from segbench.schemas.edits import EditType
 from segbench.tasks.cafe import plans
 from segbench.tasks.cafe.pairs import pair_problem
 

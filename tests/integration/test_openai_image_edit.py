@@ -15,7 +15,7 @@ from PIL import Image
 from segbench.core.errors import ProviderError
 from segbench.providers.image_edit import CachedImageEditor, make_image_editor
 from segbench.providers.openai_image import OpenAIImageEditor
-from segbench.schemas.cafe import EditPlan, EditType
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.settings import Settings
 
 pytestmark = pytest.mark.integration

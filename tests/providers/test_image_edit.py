@@ -18,7 +18,7 @@ from segbench.providers.image_edit import (
 from segbench.providers.openai_image import Letterbox, api_mask, choose_size
 from segbench.providers.pillow_editor import PillowCompositor, luminance
 from segbench.providers.pillow_textures import pattern_for, scene_for
-from segbench.schemas.cafe import EditPlan, EditType
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.settings import Settings
 
 WIDTH, HEIGHT = 160, 120

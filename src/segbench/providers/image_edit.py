@@ -1,6 +1,6 @@
 """The image-editing protocol, the mask-validity rule every edit obeys, and the edit cache.
 
-An :class:`ImageEditor` carries out one :class:`~segbench.schemas.cafe.EditPlan` on one image and
+An :class:`ImageEditor` carries out one :class:`~segbench.schemas.edits.EditPlan` on one image and
 target mask M. Two backends answer it: the offline Pillow compositor (``pillow_editor.py``) and
 OpenAI image edits (``openai_image.py``); :func:`make_image_editor` is the one place settings
 become an editor. Whatever a backend returns, :func:`keep_mask_valid` pastes the original pixels
@@ -23,7 +23,7 @@ from PIL import Image, UnidentifiedImageError
 
 from segbench.core.errors import ProviderError
 from segbench.providers.cache import CacheFront
-from segbench.schemas.cafe import EditPlan, EditType
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.core.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, S
 from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage
-from segbench.schemas.cafe import CafeParams, Candidate, EditPlan, EditType, PlanAnswer, SourceSpec, Target
+from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
 from segbench.tasks.cafe import targets as cafe_targets

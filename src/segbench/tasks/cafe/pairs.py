@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from segbench.schemas.cafe import EditType
+from segbench.schemas.edits import EditType
 from segbench.tasks.coco_cd.outputs import markdown_table
 
 MAX_WORDS = 6

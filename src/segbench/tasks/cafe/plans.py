@@ -2,7 +2,7 @@
 
 For each target and edit type a language provider answers a :class:`PlanAnswer` (the pattern,
 scene or material, the prompt pair q+ / q-, and the edit instruction) which becomes a
-:class:`~segbench.schemas.cafe.EditPlan`. The prompt pair follows seed 000, Sec. 3:
+:class:`~segbench.schemas.edits.EditPlan`. The prompt pair follows seed 000, Sec. 3:
 
 * SM — another object's surface pattern is painted on the target: q+ = the object, q- = the
   pattern's object (vase / watermelon).
@@ -28,7 +28,8 @@ from pydantic import BaseModel
 
 from segbench.core.errors import ProviderError
 from segbench.providers.base import Question
-from segbench.schemas.cafe import EditPlan, EditType, PlanAnswer, Target
+from segbench.schemas.cafe import PlanAnswer, Target
+from segbench.schemas.edits import EditPlan, EditType
 
 T = TypeVar("T", bound=BaseModel)
 
