@@ -237,7 +237,7 @@ def cafe(tmp_path_factory):
 def build_candidates(settings, provider, out: Path | None = None, seed: int = 0, **kw) -> dict:
     from segbench.flows.cafe.build import build_cafe_candidates
     from segbench.flows.cafe.demo import DEMO_PARAMS
-    from segbench.providers.image_edit import make_image_editor
+    from segbench.providers.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams
     from segbench.demo.cafe.sources import generate_demo_cafe
 

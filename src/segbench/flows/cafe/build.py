@@ -188,7 +188,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
     logger = get_run_logger()
     if editor is None:
-        from segbench.providers.image_edit import make_image_editor
+        from segbench.providers.editors import make_image_editor
         from segbench.settings import load_settings
 
         editor = make_image_editor(load_settings())
