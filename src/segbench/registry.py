@@ -101,6 +101,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.spin",
         build_flow="segbench.flows.spin.build:build_spin",
         evaluate_flow="segbench.flows.spin.evaluate:evaluate_spin",
+        offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER",),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -108,6 +109,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.cafe",
         build_flow="segbench.flows.cafe.verify:build_cafe",
         evaluate_flow="segbench.flows.cafe.evaluate:evaluate_cafe",
+        offline_answers=("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER",),
     ),
 )
 

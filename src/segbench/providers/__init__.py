@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from segbench import registry
 from segbench.core.errors import ProviderError
 from segbench.providers.base import LanguageProvider, Question, Usage
 from segbench.providers.cache import CachedProvider
@@ -26,10 +27,10 @@ def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageP
     """The language provider ``settings`` ask for, wrapped in the answer cache.
 
     ``provider = "offline"`` gives the WordNet provider (data prepared under
-    ``settings.work_dir / "nltk_data"``); ``"openai"`` gives the OpenAI provider with
-    ``settings.openai_model``, ``openai_base_url`` and the key from ``openai_api_key`` or the
-    ``OPENAI_API_KEY`` variable. Either way answers are cached in ``settings.cache_dir / "llm"``.
-    No network call is made here.
+    ``settings.work_dir / "nltk_data"``) with every dataset's offline answers from the registry;
+    ``"openai"`` gives the OpenAI provider with ``settings.openai_model``, ``openai_base_url`` and
+    the key from ``openai_api_key`` or the ``OPENAI_API_KEY`` variable. Either way answers are cached
+    in ``settings.cache_dir / "llm"``. No network call is made here.
 
     Optional settings read when present: ``openai_concurrency`` (4), ``openai_max_retries`` (4),
     ``openai_timeout`` (60 s), ``openai_price_per_1k`` (``(input, output)`` USD, or none).
@@ -39,7 +40,7 @@ def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageP
     """
     inner: LanguageProvider
     if settings.provider == "offline":
-        inner = WordNetProvider(settings.work_dir / "nltk_data")
+        inner = WordNetProvider(settings.work_dir / "nltk_data", answers=registry.offline_answers())
     elif settings.provider == "openai":
         inner = _openai_provider(settings, replay_only=replay_only)
     else:
