@@ -127,6 +127,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_evaluate="segbench.flows.spin.evaluate:plan_evaluate",
         demo_step="segbench.flows.spin.demo:DEMO",
         demo_printer="segbench.cli.spin:print_demo",
+        offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER",),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -140,6 +141,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_evaluate="segbench.flows.cafe.evaluate:plan_evaluate",
         demo_step="segbench.flows.cafe.demo:DEMO",
         demo_printer="segbench.cli.cafe:print_demo",
+        offline_answers=("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER",),
     ),
 )
 

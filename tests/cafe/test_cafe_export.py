@@ -11,7 +11,8 @@ import pytest
 from pycocotools.coco import COCO
 
 from segbench.core.errors import AnnotationError, InputError
-from segbench.schemas.cafe import Candidate, EditPlan, EditType, Target
+from segbench.schemas.cafe import Candidate, Target
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe.export import NEGATIVE_ID_OFFSET, saco_document, subset_documents, validate_saco
 from segbench.core.io import write_json
 from segbench.core.masks import bitmap_to_rle

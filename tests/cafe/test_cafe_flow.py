@@ -13,7 +13,7 @@ from pycocotools.coco import COCO
 
 from segbench.core.errors import InputError, RoundStateError
 from segbench.providers import make_provider
-from segbench.providers.image_edit import make_image_editor
+from segbench.providers.editors import make_image_editor
 from segbench.schemas.cafe import CafeParams
 from segbench.settings import load_settings
 from segbench.tasks.cafe.export import NEGATIVE_ID_OFFSET, validate_saco

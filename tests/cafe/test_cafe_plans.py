@@ -9,7 +9,9 @@ import pytest
 from segbench.core.errors import ProviderError
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR
 from segbench.providers.wordnet_provider import WordNetProvider
-from segbench.schemas.cafe import EditType, PlanAnswer, Target
+from segbench.registry import offline_answers
+from segbench.schemas.cafe import PlanAnswer, Target
+from segbench.schemas.edits import EditType
 from segbench.tasks.cafe import plans
 from segbench.tasks.cafe.pairs import pair_problem
 
@@ -28,7 +30,7 @@ def _target(name: str, key: str = "coco:1:2") -> Target:
 
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory):
-    return WordNetProvider(tmp_path_factory.mktemp("wn") / "nltk_data")
+    return WordNetProvider(tmp_path_factory.mktemp("wn") / "nltk_data", answers=offline_answers())
 
 
 def _plan(provider, name: str, edit_type: EditType, seed: int = 0, key: str = "coco:1:2"):

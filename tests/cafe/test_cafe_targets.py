@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from segbench.core.errors import AnnotationError, ImportPolicy, OnError
-from segbench.schemas.cafe import CafeParams, EditType, SourceSpec
+from segbench.schemas.cafe import CafeParams, SourceSpec
+from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.targets import assign_edit_types, object_name, select_targets
 from segbench.core.coco import load_coco
 from segbench.core.io import write_json

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from segbench.schemas.cafe import Candidate, EditPlan, EditType, Target
+from segbench.schemas.cafe import Candidate, Target
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.schemas.rounds import ItemAnswer
 from segbench.tasks.cafe.verification import (
     CONTROLS,

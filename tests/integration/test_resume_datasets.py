@@ -237,7 +237,7 @@ def cafe(tmp_path_factory):
 def build_candidates(settings, provider, out: Path | None = None, seed: int = 0, **kw) -> dict:
     from segbench.flows.cafe.build import build_cafe_candidates
     from segbench.flows.cafe.demo import DEMO_PARAMS
-    from segbench.providers.image_edit import make_image_editor
+    from segbench.providers.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams
     from segbench.demo.cafe.sources import generate_demo_cafe
 
@@ -308,13 +308,14 @@ def spin(tmp_path_factory):
     from segbench.flows.spin.taxonomy import build_spin_taxonomy
     from segbench.providers.cache import CachedProvider
     from segbench.providers.wordnet_provider import WordNetProvider
+    from segbench.registry import offline_answers
     from segbench.schemas.spin import SpinBuildParams
     from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
     from segbench.core.io import atomic_write_text, write_json
     from segbench.tasks.spin.partimagenet import read_partimagenet
 
     root = tmp_path_factory.mktemp("spin")
-    provider = CachedProvider(WordNetProvider(root / "nltk_data"), root / "cache")
+    provider = CachedProvider(WordNetProvider(root / "nltk_data", answers=offline_answers()), root / "cache")
     taxonomy = build_spin_taxonomy(root / "taxonomy" / "spin", provider)
 
     demo = generate_demo_spin(root / "source", seed=0)

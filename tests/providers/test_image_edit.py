@@ -3,22 +3,20 @@ OpenAI size and mask conventions (pure functions)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from PIL import Image, ImageFilter
 
 from segbench.core.errors import ProviderError
-from segbench.providers.image_edit import (
-    CachedImageEditor,
-    editable_region,
-    keep_mask_valid,
-    make_image_editor,
-    png_bytes,
-)
+from segbench.providers.editors import make_image_editor
+from segbench.providers.image_edit import CachedImageEditor, editable_region, keep_mask_valid, png_bytes
 from segbench.providers.openai_image import Letterbox, api_mask, choose_size
 from segbench.providers.pillow_editor import PillowCompositor, luminance
 from segbench.providers.pillow_textures import pattern_for, scene_for
-from segbench.schemas.cafe import EditPlan, EditType
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.settings import Settings
 
 WIDTH, HEIGHT = 160, 120
@@ -189,6 +187,20 @@ def test_make_image_editor_offline(tmp_path, scene):
     assert isinstance(editor, CachedImageEditor) and (editor.name, editor.model) == ("pillow", "compositor-1")
     editor.edit(image, mask, plan(EditType.SM), seed=0)
     assert len(list((tmp_path / "cache" / "image_edits").glob("*/*.png"))) == 1
+
+
+def test_offline_factories_import_no_openai(tmp_path):
+    # A fresh interpreter: this one has imported the OpenAI backends for the tests below.
+    code = (
+        "import sys\n"
+        "from segbench.providers import make_provider\n"
+        "from segbench.providers.editors import make_image_editor\n"
+        "from segbench.settings import Settings\n"
+        f"settings = Settings(data_root={str(tmp_path)!r}, provider='offline')\n"
+        "make_provider(settings), make_image_editor(settings)\n"
+        "assert 'openai' not in sys.modules, 'openai imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 # -- OpenAI conventions -------------------------------------------------------------------------------

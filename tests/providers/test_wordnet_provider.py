@@ -11,6 +11,7 @@ from segbench.core.errors import ProviderError
 from segbench.providers.base import Question
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, lexnames_text, prepare_wordnet_data
 from segbench.providers.wordnet_provider import WordNetProvider, alternatives
+from segbench.registry import offline_answers
 from segbench.schemas.vocab import RelationAnswer
 
 if not (DEBIAN_WORDNET_DIR / "index.noun").is_file():
@@ -22,7 +23,7 @@ if not (DEBIAN_WORDNET_DIR / "index.noun").is_file():
 
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory) -> WordNetProvider:
-    return WordNetProvider(tmp_path_factory.mktemp("wn") / "nltk_data")
+    return WordNetProvider(tmp_path_factory.mktemp("wn") / "nltk_data", answers=offline_answers())
 
 
 def relations(provider: WordNetProvider, category: str, candidates: list[str]) -> dict[str, str]:
@@ -140,9 +141,27 @@ def test_answer_many_order_and_usage(tmp_path_factory, provider):
 
 def test_unknown_kind_names_the_kinds_it_answers(provider):
     question = Question(kind="example.unknown", version="1", inputs={}, system="", user="")
-    with pytest.raises(ProviderError, match="spin.subparts, vocab.relations") as info:
+    with pytest.raises(ProviderError, match="cafe.edit_plan, spin.subparts, vocab.relations") as info:
         provider.answer(question, RelationAnswer)
     assert info.value.item == "example.unknown"
+
+
+def test_a_kind_no_dataset_registered_is_not_answered(provider):
+    # The datasets' kinds come only from the answers it is given; on its own it answers vocab.relations.
+    bare = WordNetProvider(provider.nltk_data)
+    assert bare.kinds == ("vocab.relations",)
+    question = _subparts_question(object="Car", part="Tire", wnids=["n02930766"], animal=False, other_parts=[])
+    with pytest.raises(ProviderError, match="cannot answer 'spin.subparts'; it answers vocab.relations\\n") as info:
+        bare.answer(question, RelationAnswer)
+    assert info.value.item == "spin.subparts" and "openai" in info.value.hint
+
+
+def test_make_provider_gives_the_registered_answers(tmp_path):
+    from segbench.providers import make_provider
+    from segbench.settings import Settings
+
+    inner = make_provider(Settings(data_root=tmp_path, provider="offline")).inner
+    assert inner.kinds == ("cafe.edit_plan", "spin.subparts", "vocab.relations")
 
 
 def _subparts_question(**inputs) -> Question:
@@ -173,22 +192,25 @@ def test_spin_subparts_malformed_inputs(provider):
                         SubpartProposal)
 
 
-def test_cached_spin_answers_of_an_older_rule_are_not_replayed(tmp_path, provider, monkeypatch):
-    from segbench.providers import wordnet_provider
+def test_cached_spin_answers_of_an_older_rule_are_not_replayed(tmp_path, provider):
+    from dataclasses import replace
+
     from segbench.providers.cache import CachedProvider
     from segbench.schemas.spin import SubpartProposal
-    from segbench.tasks.spin.wordnet import RULE_VERSION
+    from segbench.tasks.spin.wordnet import RULE_VERSION, SUBPARTS_ANSWER
 
     question = _subparts_question(object="Car", part="Tire", wnids=["n02930766"], animal=False, other_parts=[])
-    with monkeypatch.context() as patch:
-        patch.setattr(wordnet_provider, "SPIN_SUBPARTS_RULE", f"{RULE_VERSION}-older")
-        CachedProvider(WordNetProvider(provider.nltk_data), tmp_path).answer(question, SubpartProposal)
-    current = WordNetProvider(provider.nltk_data)
-    assert current.params_for("spin.subparts")["spin_subparts_rule"] == RULE_VERSION
+    older = replace(SUBPARTS_ANSWER, params={"spin_subparts_rule": f"{RULE_VERSION}-older"})
+    CachedProvider(WordNetProvider(provider.nltk_data, answers={older.kind: older}), tmp_path).answer(
+        question, SubpartProposal)
+    current = WordNetProvider(provider.nltk_data, answers=offline_answers())
+    assert current.params_for("spin.subparts") == {"inherit_parts": True, "meronym_depth": 3,
+                                                   "spin_subparts_rule": RULE_VERSION}
     with pytest.raises(ProviderError, match="replay-only"):
         CachedProvider(current, tmp_path, replay_only=True).answer(question, SubpartProposal)
     CachedProvider(current, tmp_path).answer(question, SubpartProposal)
-    replayed = CachedProvider(WordNetProvider(provider.nltk_data), tmp_path, replay_only=True)
+    replayed = CachedProvider(WordNetProvider(provider.nltk_data, answers=offline_answers()), tmp_path,
+                              replay_only=True)
     assert replayed.answer(question, SubpartProposal).part == "Tire" and replayed.usage.cache_hits == 1
 
 

@@ -22,9 +22,10 @@ def demo(tmp_path_factory):
     from segbench.flows.spin.demo import run_spin_demo
     from segbench.providers.cache import CachedProvider
     from segbench.providers.wordnet_provider import WordNetProvider
+    from segbench.registry import offline_answers
 
     tmp = tmp_path_factory.mktemp("spin-demo")
-    provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data"), tmp / "cache")
+    provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data", answers=offline_answers()), tmp / "cache")
     return run_spin_demo(tmp / "data", tmp / "work", provider, seed=0), tmp
 
 
@@ -87,6 +88,7 @@ def test_a_second_run_gives_the_same_files(demo):
     from segbench.flows.spin.demo import run_spin_demo
     from segbench.providers.cache import CachedProvider
     from segbench.providers.wordnet_provider import WordNetProvider
+    from segbench.registry import offline_answers
     from segbench.core.io import sha256_tree
 
     result, tmp = demo
@@ -98,7 +100,8 @@ def test_a_second_run_gives_the_same_files(demo):
     before = {path: path.read_bytes() for path in watched}
     dataset = sha256_tree(spin / "dataset", exclude=["manifest.json"])
     # Same roots, a replay-only cache: the taxonomy answers come back from the cache, rounds are replaced.
-    provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data"), tmp / "cache", replay_only=True)
+    provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data", answers=offline_answers()), tmp / "cache",
+                              replay_only=True)
     again = run_spin_demo(data, tmp / "work", provider, seed=0)
     assert again["rounds"] == result["rounds"] and again["crowd"] == result["crowd"]
     assert {path: path.read_bytes() for path in watched} == before

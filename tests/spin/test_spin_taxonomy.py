@@ -33,10 +33,11 @@ def test_wordnet_proposes_meronyms_of_the_sense_that_belongs_to_the_object(wordn
 
 def test_the_shipped_edits_apply_to_wordnet_proposals(wordnet):
     from segbench.providers.wordnet_provider import WordNetProvider
+    from segbench.registry import offline_answers
     from segbench.schemas.spin import SubpartProposal
 
     catalog = st.load_catalog()
-    provider = WordNetProvider()
+    provider = WordNetProvider(answers=offline_answers())
     provider._wn = wordnet  # the reader this module already loaded
     answers = provider.answer_many(st.subpart_questions(catalog), SubpartProposal)
     edits, _ = st.load_edits(st.default_edits_path(), catalog)

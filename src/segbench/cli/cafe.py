@@ -68,7 +68,7 @@ def build_candidates_command(
 
     Does nothing when the candidates were built from the same sources and options; a killed build resumes."""
     from segbench.providers import make_provider
-    from segbench.providers.image_edit import make_image_editor
+    from segbench.providers.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams, SourceSpec
 
     settings = ctx.obj["settings"]

@@ -2,7 +2,8 @@
 server) and the offline WordNet / Pillow backends, with a content-addressed response cache.
 
 :func:`make_provider` is the one place settings become a language provider; flows call it and pass
-the provider to tasks. Backends are imported lazily so an offline run never imports ``openai``.
+the provider to tasks (``editors.py`` does the same for image editors). The OpenAI backends are
+imported only when asked for, so an offline run never imports ``openai``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from segbench import registry
 from segbench.core.errors import ProviderError
 from segbench.providers.base import LanguageProvider, Question, Usage
+from segbench.providers.cache import CachedProvider
+from segbench.providers.wordnet_provider import WordNetProvider
 
 if TYPE_CHECKING:
     from segbench.settings import Settings
@@ -23,10 +27,10 @@ def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageP
     """The language provider ``settings`` ask for, wrapped in the answer cache.
 
     ``provider = "offline"`` gives the WordNet provider (data prepared under
-    ``settings.work_dir / "nltk_data"``); ``"openai"`` gives the OpenAI provider with
-    ``settings.openai_model``, ``openai_base_url`` and the key from ``openai_api_key`` or the
-    ``OPENAI_API_KEY`` variable. Either way answers are cached in ``settings.cache_dir / "llm"``.
-    No network call is made here.
+    ``settings.work_dir / "nltk_data"``) with every dataset's offline answers from the registry;
+    ``"openai"`` gives the OpenAI provider with ``settings.openai_model``, ``openai_base_url`` and
+    the key from ``openai_api_key`` or the ``OPENAI_API_KEY`` variable. Either way answers are cached
+    in ``settings.cache_dir / "llm"``. No network call is made here.
 
     Optional settings read when present: ``openai_concurrency`` (4), ``openai_max_retries`` (4),
     ``openai_timeout`` (60 s), ``openai_price_per_1k`` (``(input, output)`` USD, or none).
@@ -34,18 +38,22 @@ def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageP
     Raises:
         ProviderError: ``openai`` without a key and without a base URL (says what to set).
     """
-    from segbench.providers.cache import CachedProvider
-
     inner: LanguageProvider
     if settings.provider == "offline":
-        from segbench.providers.wordnet_provider import WordNetProvider
-
-        inner = WordNetProvider(settings.work_dir / "nltk_data")
+        inner = WordNetProvider(settings.work_dir / "nltk_data", answers=registry.offline_answers())
     elif settings.provider == "openai":
         inner = _openai_provider(settings, replay_only=replay_only)
-    else:  # Settings validates the value; this guards callers that build settings by hand
-        raise ProviderError(f"unknown provider {settings.provider!r}; choose 'offline' or 'openai'", item="provider")
+    else:
+        raise unknown_provider(settings)
     return CachedProvider(inner, settings.cache_dir / "llm", replay_only=replay_only)
+
+
+def unknown_provider(settings: Settings) -> ProviderError:
+    """The error for a ``provider`` setting that names no backend.
+
+    ``Settings`` validates the value; this guards callers that build settings by hand.
+    """
+    return ProviderError(f"unknown provider {settings.provider!r}; choose 'offline' or 'openai'", item="provider")
 
 
 def openai_api_key(settings: Settings, *, replay_only: bool, purpose: str = "") -> str | None:
@@ -68,6 +76,7 @@ def openai_api_key(settings: Settings, *, replay_only: bool, purpose: str = "") 
 
 
 def _openai_provider(settings: Settings, *, replay_only: bool) -> LanguageProvider:
+    # Imported here, not above, so an offline run never imports ``openai``.
     from segbench.providers.openai_provider import OpenAIProvider
 
     key = openai_api_key(settings, replay_only=replay_only)

@@ -3,13 +3,19 @@
 A :class:`Question` carries both a rendered prompt (for a language model) and its structured
 inputs (for the offline WordNet backend, which answers from relations, not from text). Every
 backend answers the same questions with the same pydantic schema, so a flow does not know which
-one it talks to. What a question asks lives with the dataset that asks it (e.g.
-``segbench.tasks.vocab.vocabulary``); only the transport and the cache live in ``providers/``.
+one it talks to. What a question asks lives with the dataset that asks it (in the dataset's
+``tasks`` subpackage); only the transport and the cache live in ``providers/``, which imports no
+dataset code.
+
+The same holds for offline answers: a dataset whose question the WordNet backend answers defines an
+:class:`OfflineAnswer` beside the question and lists it in the dataset registry, and
+:func:`segbench.providers.make_provider` hands the registry's answers to the backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,3 +70,25 @@ class LanguageProvider(Protocol):
 
     @property
     def usage(self) -> Usage: ...
+
+
+@dataclass(frozen=True)
+class OfflineAnswer:
+    """How the offline WordNet provider answers one question kind.
+
+    Attributes:
+        kind: the question kind it answers (``spin.subparts``).
+        params: the rule parameters behind its answers (a rule version). They are part of the answers'
+            cache keys, so a changed rule never replays answers cached under the old one.
+        answer: ``(wordnet, inputs) -> dict``: the answer, as a dict of the answer schema, from an NLTK
+            WordNet reader and the question's structured inputs. Raises ``ProviderError`` on inputs
+            it cannot read.
+        with_provider_params: key the answers with the provider's own parameters too
+            (``inherit_parts``, ``meronym_depth``). Only for kinds whose cached answers were keyed so
+            from the start: dropping them would turn every cached answer of the kind into a miss.
+    """
+
+    kind: str
+    params: Mapping[str, Any]
+    answer: Callable[[Any, dict[str, Any]], dict[str, Any]]
+    with_provider_params: bool = False

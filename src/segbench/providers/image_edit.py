@@ -1,11 +1,12 @@
 """The image-editing protocol, the mask-validity rule every edit obeys, and the edit cache.
 
-An :class:`ImageEditor` carries out one :class:`~segbench.schemas.cafe.EditPlan` on one image and
+An :class:`ImageEditor` carries out one :class:`~segbench.schemas.edits.EditPlan` on one image and
 target mask M. Two backends answer it: the offline Pillow compositor (``pillow_editor.py``) and
-OpenAI image edits (``openai_image.py``); :func:`make_image_editor` is the one place settings
-become an editor. Whatever a backend returns, :func:`keep_mask_valid` pastes the original pixels
-back on the side of M the edit type must not touch (seed 000, CAFE: SM and OC change the target,
-CC changes its surroundings), so M still outlines the target exactly in the edited image I.
+OpenAI image edits (``openai_image.py``); both import this module, and it imports neither (settings
+become an editor in ``editors.py``). Whatever a backend returns, :func:`keep_mask_valid` pastes the
+original pixels back on the side of M the edit type must not touch (seed 000, CAFE: SM and OC change
+the target, CC changes its surroundings), so M still outlines the target exactly in the edited
+image I.
 
 :class:`CachedImageEditor` stores every edited image under a content key, so a rebuild replays
 edits instead of paying for them again. Backend specifics (sizes, prompts, textures) do not belong
@@ -16,18 +17,15 @@ from __future__ import annotations
 
 import io
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from segbench.core.errors import ProviderError
 from segbench.providers.cache import CacheFront
-from segbench.schemas.cafe import EditPlan, EditType
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.core.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
-
-if TYPE_CHECKING:
-    from segbench.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -213,40 +211,3 @@ class CachedImageEditor(CacheFront):
             return None
         self._count_hit()
         return result
-
-
-def make_image_editor(settings: Settings, *, replay_only: bool | None = None) -> CachedImageEditor:
-    """The image editor ``settings`` ask for, wrapped in the edit cache.
-
-    ``provider = "offline"`` gives the Pillow compositor; ``"openai"`` gives OpenAI image edits with
-    the model ``openai_image_model`` (default ``gpt-image-1``), ``openai_base_url`` and the key from
-    ``openai_api_key`` or ``OPENAI_API_KEY``. Edits are cached in ``settings.cache_dir /
-    "image_edits"``. ``replay_only`` defaults to ``settings.replay_only``. No network call is made.
-
-    Optional settings read when present: ``openai_image_model``, ``openai_max_retries`` (4),
-    ``openai_image_timeout`` (300 s: image edits take far longer than chat answers).
-
-    Raises:
-        ProviderError: ``openai`` without a key and without a base URL (says what to set).
-    """
-    replay = settings.replay_only if replay_only is None else replay_only
-    inner: ImageEditor
-    if settings.provider == "offline":
-        from segbench.providers.pillow_editor import PillowCompositor
-
-        inner = PillowCompositor()
-    elif settings.provider == "openai":
-        from segbench.providers import openai_api_key
-        from segbench.providers.openai_image import OpenAIImageEditor
-
-        key = openai_api_key(settings, replay_only=replay, purpose=" to edit images")
-        inner = OpenAIImageEditor(
-            settings.openai_image_model,
-            base_url=settings.openai_base_url,
-            api_key=key,
-            max_retries=settings.openai_max_retries,
-            timeout=settings.openai_image_timeout,
-        )
-    else:  # Settings validates the value; this guards callers that build settings by hand
-        raise ProviderError(f"unknown provider {settings.provider!r}; choose 'offline' or 'openai'", item="provider")
-    return CachedImageEditor(inner, settings.cache_dir / "image_edits", replay_only=replay)

@@ -31,7 +31,7 @@ from PIL import Image, ImageFilter, UnidentifiedImageError
 from segbench.core.errors import ProviderError
 from segbench.providers.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
 from segbench.providers.openai_provider import OpenAIBackend, _is_transient, display_url
-from segbench.schemas.cafe import EditPlan
+from segbench.schemas.edits import EditPlan
 
 log = logging.getLogger(__name__)
 

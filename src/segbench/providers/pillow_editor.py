@@ -29,7 +29,7 @@ from segbench.providers.pillow_textures import (
     scene_for,
     word_rng,
 )
-from segbench.schemas.cafe import EditPlan, EditType
+from segbench.schemas.edits import EditPlan, EditType
 
 SHADE_FLOOR = 0.3  # SM: the darkest a shaded pattern gets, so patterns stay visible in shadow
 FEATHER = 1  # px of soft seam inside the edited side

@@ -1,6 +1,6 @@
 """Procedural textures of the offline compositor: surface patterns (SM), scenes (CC), materials (OC).
 
-Each renderer turns a word from an :class:`~segbench.schemas.cafe.EditPlan` ("watermelon",
+Each renderer turns a word from an :class:`~segbench.schemas.edits.EditPlan` ("watermelon",
 "snowy mountain slope", "amethyst crystal") into pixels: a keyword table picks a recipe, and an
 unknown word gets a recipe derived from its hash, so every word renders, and always the same way.
 Randomness comes only from :func:`word_rng` (numpy's PCG64, seeded from the word and the edit

@@ -1,15 +1,15 @@
 """The offline language provider: answers questions from WordNet 3.0 noun relations.
 
 It reads a question's structured ``inputs`` (never its prompt text) and answers with the same
-pydantic schema a language model would, so a flow runs unchanged with no network and no key. It
-answers these question kinds:
+pydantic schema a language model would, so a flow runs unchanged with no network and no key.
 
-* ``vocab.relations`` (seed 003, valid vocabularies): how each candidate noun relates to a dataset
-  category — exact, synonym, hyponym, meronym or none — checked in that order, first match wins.
-* ``spin.subparts`` (seed 001, SPIN taxonomy): the subparts of one PartImageNet (object, part), from the
-  part meronyms of the part's sense that belongs to the object (rule in ``segbench.tasks.spin.wordnet``).
-* ``cafe.edit_plan`` (seed 000, CAFE): a counterfactual edit plan and its prompt pair for one target,
-  from WordNet-checked lists (rule in ``segbench.tasks.cafe.plans``).
+It answers ``vocab.relations`` itself (seed 003, valid vocabularies): how each candidate noun relates
+to a category name — exact, synonym, hyponym, meronym or none — checked in that order, first match
+wins. That judgement is WordNet's own noun relations under this provider's parameters
+(``inherit_parts``, ``MERONYM_DEPTH``), so it stays here. Every other kind is a dataset's rule: the
+dataset defines an :class:`~segbench.providers.base.OfflineAnswer` in its own subpackage, lists it
+in ``segbench.registry``, and :func:`segbench.providers.make_provider` passes the registry's answers
+in (SPIN's ``spin.subparts``, CAFE's ``cafe.edit_plan``). This module names no dataset module.
 
 All noun senses of the category count (WordNet does not know which sense a dataset means), so
 polysemous names relate to more nouns than a person would pick; a language model disambiguates
@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from segbench.core.errors import ProviderError
-from segbench.providers.base import Question, Usage
+from segbench.providers.base import OfflineAnswer, Question, Usage
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, WORDNET_LOCK, load_wordnet
-from segbench.tasks.spin.wordnet import RULE_VERSION as SPIN_SUBPARTS_RULE
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +39,7 @@ MERONYM_DEPTH = 3  # part-of-part levels followed (car → door → lock: a lock
 # wheeled vehicle), but not from ancestors this close to the root: "whole" has "part" and
 # "organism" has "cell", which would make those parts of everything.
 MIN_INHERIT_DEPTH = 6
+RELATIONS_KIND = "vocab.relations"  # the kind this provider answers without a registered answer
 
 
 def normalise(name: str) -> str:
@@ -59,6 +59,8 @@ class WordNetProvider:
     Args:
         nltk_data: where to prepare the NLTK data (normally ``settings.work_dir / "nltk_data"``);
             defaults to ``.segbench/nltk_data`` under the working directory.
+        answers: the datasets' offline answers by question kind (``segbench.registry.offline_answers()``);
+            without them only ``vocab.relations`` is answered.
         source: where Debian installed WordNet (``/usr/share/wordnet``).
         inherit_parts: count parts of the category's hypernyms as its parts (see
             ``MIN_INHERIT_DEPTH``); ``False`` uses only the category's own part meronyms.
@@ -74,6 +76,7 @@ class WordNetProvider:
         self,
         nltk_data: str | Path | None = None,
         *,
+        answers: Mapping[str, OfflineAnswer] | None = None,
         source: str | Path = DEBIAN_WORDNET_DIR,
         inherit_parts: bool = True,
     ) -> None:
@@ -84,11 +87,11 @@ class WordNetProvider:
         self.params: dict[str, Any] = {"inherit_parts": inherit_parts, "meronym_depth": MERONYM_DEPTH}
         self._wn: Any = None
         self._usage = Usage()
-        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "vocab.relations": self._relations,
-            "spin.subparts": self._spin_subparts,
-            "cafe.edit_plan": self._cafe_plan,
-        }
+        self.answers: dict[str, OfflineAnswer] = {}
+        for registered in (answers or {}).values():
+            if registered.kind == RELATIONS_KIND:  # it would never be asked: the built-in answer wins
+                raise ValueError(f"{RELATIONS_KIND} is answered by the WordNet provider itself")
+            self.answers[registered.kind] = registered
 
     def __repr__(self) -> str:
         return f"WordNetProvider(nltk_data={str(self.nltk_data)!r})"
@@ -96,18 +99,16 @@ class WordNetProvider:
     def params_for(self, kind: str) -> dict[str, Any]:
         """The rule parameters behind answers of ``kind``; part of their cache keys, so a changed rule
         never replays answers cached under the old one, and a new kind leaves other kinds' keys alone."""
-        if kind == "spin.subparts":
-            return {**self.params, "spin_subparts_rule": SPIN_SUBPARTS_RULE}
-        if kind == "cafe.edit_plan":
-            from segbench.tasks.cafe.plans import OFFLINE_RULE_VERSION
-
-            return {"cafe_edit_plan_rule": OFFLINE_RULE_VERSION}
-        return dict(self.params)
+        registered = self.answers.get(kind)
+        if registered is None:
+            return dict(self.params)
+        own = self.params if registered.with_provider_params else {}
+        return {**own, **registered.params}
 
     @property
     def kinds(self) -> tuple[str, ...]:
         """The question kinds this provider answers."""
-        return tuple(sorted(self._handlers))
+        return tuple(sorted({RELATIONS_KIND, *self.answers}))
 
     @property
     def usage(self) -> Usage:
@@ -128,7 +129,7 @@ class WordNetProvider:
             ProviderError: the kind is not one this provider answers, its inputs are malformed, the
                 answer does not fit ``schema``, or the WordNet data is missing.
         """
-        handler = self._handlers.get(question.kind)
+        handler = self._handler(question.kind)
         if handler is None:
             raise ProviderError(
                 f"the offline WordNet provider cannot answer {question.kind!r}; it answers {', '.join(self.kinds)}",
@@ -147,6 +148,15 @@ class WordNetProvider:
         self._usage = self._usage.add(Usage(calls=1))
         return result
 
+    def _handler(self, kind: str) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """What turns a question's inputs into its raw answer, or ``None`` for a kind not answered."""
+        if kind == RELATIONS_KIND:
+            return self._relations
+        registered = self.answers.get(kind)
+        if registered is None:
+            return None
+        return lambda inputs: registered.answer(self.wordnet, inputs)
+
     def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
         """Answers in the order of ``questions`` (one at a time: lookups take microseconds)."""
         return [self.answer(q, schema) for q in questions]
@@ -158,8 +168,8 @@ class WordNetProvider:
         candidates = inputs.get("candidates")
         if not isinstance(category, str) or not isinstance(candidates, list):
             raise ProviderError(
-                "vocab.relations needs inputs {'category': str, 'candidates': [str, ...]}",
-                item="vocab.relations",
+                f"{RELATIONS_KIND} needs inputs {{'category': str, 'candidates': [str, ...]}}",
+                item=RELATIONS_KIND,
             )
         names = alternatives(category)
         own = self._noun_synsets(names)
@@ -204,31 +214,6 @@ class WordNetProvider:
             frontier = {part for whole in frontier for part in whole.part_meronyms()} - parts
             parts |= frontier
         return parts
-
-
-    # -- spin.subparts -------------------------------------------------------------------------
-
-    def _spin_subparts(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        from segbench.tasks.spin.wordnet import wordnet_subparts
-
-        try:
-            obj, part, wnids = inputs["object"], inputs["part"], inputs["wnids"]
-            animal, other_parts = inputs["animal"], inputs.get("other_parts", [])
-        except KeyError as exc:
-            raise ProviderError(f"spin.subparts inputs lack {exc}", item="spin.subparts",
-                                hint="ask with segbench.tasks.spin.taxonomy.subpart_questions") from None
-        if not (isinstance(part, str) and isinstance(wnids, list) and isinstance(other_parts, list)
-                and all(isinstance(w, str) for w in wnids)):
-            raise ProviderError("spin.subparts needs inputs {'object': str, 'part': str, 'wnids': [str, ...], "
-                                "'animal': bool, 'other_parts': [str, ...]}", item="spin.subparts")
-        names = wordnet_subparts(self.wordnet, part=part, wnids=wnids, animal=bool(animal), other_parts=other_parts)
-        return {"object": obj, "part": part, "subparts": names}
-
-
-    def _cafe_plan(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        from segbench.tasks.cafe.plans import offline_plan
-
-        return offline_plan(self.wordnet, inputs)
 
 
 def _hypernyms(synset: Any) -> list[Any]:

@@ -27,7 +27,8 @@ from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, S
 from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage
-from segbench.schemas.cafe import CafeParams, Candidate, EditPlan, EditType, PlanAnswer, SourceSpec, Target
+from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
+from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
 from segbench.tasks.cafe import targets as cafe_targets
@@ -187,7 +188,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
     logger = get_run_logger()
     if editor is None:
-        from segbench.providers.image_edit import make_image_editor
+        from segbench.providers.editors import make_image_editor
         from segbench.settings import load_settings
 
         editor = make_image_editor(load_settings())

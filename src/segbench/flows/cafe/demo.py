@@ -39,7 +39,7 @@ def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
     data_root, work_dir = Path(data_root).resolve(), Path(work_dir).resolve()
     sources = generate_demo_cafe(work_dir / "demo-cafe", seed=seed)
     if editor is None:
-        from segbench.providers.image_edit import make_image_editor
+        from segbench.providers.editors import make_image_editor
         from segbench.settings import load_settings
 
         editor = make_image_editor(load_settings(data_root=data_root, work_dir=work_dir))

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from segbench.core.errors import AnnotationError, InputError
-from segbench.schemas.cafe import Candidate, EditType
+from segbench.schemas.cafe import Candidate
+from segbench.schemas.edits import EditType
 from segbench.core.io import read_json
 from segbench.core.masks import rle_runs, rle_to_bitmap
 

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from segbench.schemas.cafe import EditType
 from segbench.core.reports import markdown_table
+from segbench.schemas.edits import EditType
 
 MAX_WORDS = 6
 _PROMPT = re.compile(r"^[a-z0-9][a-z0-9 '\-]*$")

@@ -2,7 +2,7 @@
 
 For each target and edit type a language provider answers a :class:`PlanAnswer` (the pattern,
 scene or material, the prompt pair q+ / q-, and the edit instruction) which becomes a
-:class:`~segbench.schemas.cafe.EditPlan`. The prompt pair follows seed 000, Sec. 3:
+:class:`~segbench.schemas.edits.EditPlan`. The prompt pair follows seed 000, Sec. 3:
 
 * SM — another object's surface pattern is painted on the target: q+ = the object, q- = the
   pattern's object (vase / watermelon).
@@ -14,6 +14,7 @@ scene or material, the prompt pair q+ / q-, and the edit instruction) which beco
 Offline, :func:`offline_plan` answers from WordNet with seeded picks among curated lists, each
 entry checked against WordNet (a pattern noun must be a fruit or an animal unrelated to the
 object; a material must be a WordNet substance; a context row applies to the object's hypernyms).
+The offline WordNet provider reaches it through :data:`EDIT_PLAN_ANSWER`, listed in ``segbench.registry``.
 
 What does not belong here: validating the pair (``cafe_pairs``), calling an image editor.
 """
@@ -27,8 +28,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from segbench.core.errors import ProviderError
-from segbench.providers.base import Question
-from segbench.schemas.cafe import EditPlan, EditType, PlanAnswer, Target
+from segbench.providers.base import OfflineAnswer, Question
+from segbench.schemas.cafe import PlanAnswer, Target
+from segbench.schemas.edits import EditPlan, EditType
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -180,6 +182,10 @@ def offline_plan(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     if edit_type is EditType.CC:
         return _context_conflict(wn, obj, rng)
     return _ontological_conflict(wn, obj, rng)
+
+
+EDIT_PLAN_ANSWER = OfflineAnswer(kind=QUESTION_KIND, params={"cafe_edit_plan_rule": OFFLINE_RULE_VERSION},
+                                answer=offline_plan)
 
 
 def _superficial_mimicry(wn: Any, obj: str, rng: random.Random) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from segbench.core.errors import AnnotationError, ImportPolicy
-from segbench.schemas.cafe import CafeParams, EditType, Target
+from segbench.schemas.cafe import CafeParams, Target
+from segbench.schemas.edits import EditType
 from segbench.core.coco import CocoIndex, annotation_rle
 from segbench.core.masks import rle_area, rle_to_bitmap
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from segbench.schemas.cafe import Candidate, EditType
+from segbench.schemas.cafe import Candidate
+from segbench.schemas.edits import EditType
 from segbench.schemas.rounds import ItemAnswer, RoundItem
 from segbench.core.reports import markdown_table
 

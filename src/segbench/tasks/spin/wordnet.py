@@ -1,9 +1,10 @@
 """Offline subpart proposals for the SPIN taxonomy (seed 001, Sec. 3.1) from WordNet 3.0 part meronyms.
 
 SPIN asked GPT-4 for the expected subparts of every PartImageNet (object, part); offline, WordNet's
-part-of relation stands in for the language model. :func:`wordnet_subparts` is the pure rule; the
-offline :class:`~segbench.providers.wordnet_provider.WordNetProvider` answers ``spin.subparts``
-questions with it, so the build flow and the answer cache treat it like any other provider.
+part-of relation stands in for the language model. :func:`wordnet_subparts` is the pure rule;
+:data:`SUBPARTS_ANSWER` (listed in ``segbench.registry``) has the offline
+:class:`~segbench.providers.wordnet_provider.WordNetProvider` answer ``spin.subparts`` questions with
+it, so the build flow and the answer cache treat it like any other provider.
 
 The rule, per (object, part):
 
@@ -25,10 +26,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from segbench.core.errors import ProviderError
+from segbench.providers.base import OfflineAnswer
+from segbench.tasks.spin.taxonomy import QUESTION_KIND
+
 log = logging.getLogger(__name__)
 
-# Bumped when wordnet_subparts changes what it proposes: the WordNet provider puts it in its params,
-# which are part of every cache key.
+# Bumped when wordnet_subparts changes what it proposes: SUBPARTS_ANSWER puts it in the cache key of
+# every answer.
 RULE_VERSION = "1"
 MERONYM_DEPTH = 3
 MIN_INHERIT_DEPTH = 6
@@ -93,3 +98,29 @@ def wordnet_subparts(wn: Any, *, part: str, wnids: Sequence[str], animal: bool,
     names = {subpart_name(m.lemmas()[0].name()) for s in senses for m in s.part_meronyms()}
     excluded = {subpart_name(p.replace(" ", "_")) for p in [*other_parts, part]}
     return sorted(names - excluded)
+
+
+def answer_subparts(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Answer a ``spin.subparts`` question from WordNet (a ``SubpartProposal`` as a dict).
+
+    Raises:
+        ProviderError: the inputs lack a field or have one of the wrong type.
+    """
+    try:
+        obj, part, wnids = inputs["object"], inputs["part"], inputs["wnids"]
+        animal, other_parts = inputs["animal"], inputs.get("other_parts", [])
+    except KeyError as exc:
+        raise ProviderError(f"{QUESTION_KIND} inputs lack {exc}", item=QUESTION_KIND,
+                            hint="ask with segbench.tasks.spin.taxonomy.subpart_questions") from None
+    if not (isinstance(part, str) and isinstance(wnids, list) and isinstance(other_parts, list)
+            and all(isinstance(w, str) for w in wnids)):
+        raise ProviderError(f"{QUESTION_KIND} needs inputs {{'object': str, 'part': str, 'wnids': [str, ...], "
+                            "'animal': bool, 'other_parts': [str, ...]}", item=QUESTION_KIND)
+    names = wordnet_subparts(wn, part=part, wnids=wnids, animal=bool(animal), other_parts=other_parts)
+    return {"object": obj, "part": part, "subparts": names}
+
+
+# SPIN's answers have been keyed with the provider's own parameters too since the first build;
+# keeping them keeps every cached answer replayable.
+SUBPARTS_ANSWER = OfflineAnswer(kind=QUESTION_KIND, params={"spin_subparts_rule": RULE_VERSION},
+                                answer=answer_subparts, with_provider_params=True)
