@@ -80,6 +80,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.coco_cd",
         build_flow="segbench.flows.coco_cd.build:build_coco_cd",
         evaluate_flow="segbench.flows.flip:evaluate_coco_cd",
+        round_kinds=("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT",),
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",
@@ -101,6 +102,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.spin",
         build_flow="segbench.flows.spin.build:build_spin",
         evaluate_flow="segbench.flows.spin.evaluate:evaluate_spin",
+        round_kinds=("segbench.flows.spin.rounds:SUBPARTS",),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -108,6 +110,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         cli="segbench.cli.cafe",
         build_flow="segbench.flows.cafe.verify:build_cafe",
         evaluate_flow="segbench.flows.cafe.evaluate:evaluate_cafe",
+        round_kinds=("segbench.flows.cafe.rounds:VERIFICATION",),
     ),
 )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from segbench.core.errors import AnnotationError, OnError, RoundStateError
+from segbench.core.errors import AnnotationError, InputError, OnError, RoundStateError
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.demo.world import generate_demo_world
 from segbench.core.io import read_json
@@ -102,3 +102,17 @@ def test_results_for_items_outside_the_round_fail_or_are_reported(data_root):
     assert result["counts"]["skipped"] == 1 and result["counts"]["answers"] == 4
     skipped = json.loads(Path(result["answers"]).read_text())["skipped"]
     assert skipped["count"] == 1 and "424242" in json.dumps(skipped["items"])
+
+
+def test_a_round_of_an_unknown_kind_is_refused_before_launch(data_root):
+    from segbench.annotation_ui.rounds import RoundStore, new_round
+    from segbench.flows.rounds import launch_round
+    from segbench.schemas.rounds import RoundConfig, RoundItem
+
+    item = RoundItem(item_id="1", image="coco_cd/images/1.png", width=8, height=8)
+    RoundStore(data_root / "rounds").create(new_round("mystery-1", "mystery", "coco_cd", "v", RoundConfig(
+        label_config="coco_cd_context"), [item], "files", "2026-01-01T00:00:00+00:00"))
+    with pytest.raises(InputError, match="unknown round kind 'mystery'.*coco_cd_context_audit"):
+        launch_round(data_root, "mystery-1")
+    assert read_json(data_root / "rounds" / "mystery-1.json")["status"] == "created"
+    assert not (data_root / "rounds" / "mystery-1").exists()  # no task files

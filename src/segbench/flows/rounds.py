@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from segbench.annotation_ui.kinds import answer_checks, render_label_config, round_kind
 from segbench.core.errors import ImportPolicy, InputError, OnError, SegbenchError
 from segbench.schemas.rounds import Answer, Round
 from segbench.settings import load_settings
@@ -92,8 +91,6 @@ def project_title(key: str, limit: int = 50) -> str:
 
 
 def _launch_labelstudio(round_: Round, data_root: Path, url: str | None, files_root: Path) -> tuple[int, dict[str, int]]:
-    from segbench.annotation_ui.label_configs import render_label_config
-
     client = _client(url)
     client.check()
     project_id = round_.project_id
@@ -123,6 +120,7 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
     store = _store(data_root)
     round_ = store.load(key)
     rounds.check_step(round_, rounds.RoundStatus.LAUNCHED, "launch")  # before any server call
+    round_kind(round_.kind)  # an unknown kind fails here, not after its tasks are out
     if round_.backend == "labelstudio":
         files_root = Path(label_studio_files or load_settings().label_studio_files)
         project_id, counts = _launch_labelstudio(round_, Path(data_root), label_studio_url, files_root)
@@ -164,33 +162,19 @@ def _result_files(data_root: Path, key: str) -> list[Path]:
 
 # --- ingest ----------------------------------------------------------------------------------------
 
-def allowed_labels(round_: Round) -> dict[str, set[str]]:
-    """Control name → the labels its label config offers (answers with others are bad input)."""
-    from segbench.annotation_ui.label_configs import render_label_config
-
-    root = ET.fromstring(render_label_config(round_.config.label_config, **round_.config.params))
-    allowed: dict[str, set[str]] = {}
-    for control in root.iter():
-        if control.tag in ("Choices", "PolygonLabels", "Labels") and control.get("name"):
-            allowed[control.get("name")] = {c.get("value") for c in control if c.tag in ("Choice", "Label")}
-    return allowed
-
-
 @task(name="fetch-answers", cache_policy=NO_CACHE)
 def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: ImportPolicy) -> list[Answer]:
     from segbench.annotation_ui.convert import answers_from_files, answers_from_labelstudio, read_results
 
-    allowed = allowed_labels(round_)
+    checks = answer_checks(round_)
     if round_.backend == "labelstudio":
         if round_.project_id is None:
             raise SegbenchError(f"round {round_.key} is not launched yet", hint=f"segbench rounds launch {round_.key}")
         client = _client(url)
         client.check()
-        return answers_from_labelstudio(client.export(round_.project_id), round_, policy, allowed=allowed,
-                                        check_polygons=round_.kind not in FLAGS_OWN_POLYGONS)
+        return answers_from_labelstudio(client.export(round_.project_id), round_, policy, **checks)
     rows = [row for path in _result_files(data_root, round_.key) for row in read_results(path)]
-    return answers_from_files(rows, round_, policy, allowed=allowed,
-                              check_polygons=round_.kind not in FLAGS_OWN_POLYGONS)
+    return answers_from_files(rows, round_, policy, **checks)
 
 
 def _previous_answers(path: Path) -> list[Answer]:
@@ -205,8 +189,8 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
-    more answers arrived, converges to one answer set without duplicates. Kind-specific reports
-    (e.g. the COCO-CD context audit) are written afterwards.
+    more answers arrived, converges to one answer set without duplicates. The kind's reports (e.g.
+    the COCO-CD context audit) are written afterwards.
     """
     from segbench.annotation_ui import rounds
     from segbench.annotation_ui.convert import merge_answers
@@ -215,6 +199,7 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     store = _store(data_root)
     round_ = store.load(key)
     rounds.check_step(round_, rounds.RoundStatus.INGESTED, "ingest")  # before any network call
+    kind = round_kind(round_.kind)
     policy = ImportPolicy(on_error=on_error)
     fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
     answers = merge_answers(_previous_answers(store.answers_path(key)), fetched)
@@ -230,44 +215,10 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
         "agreement": agreement, "skipped": policy.report.to_json()}, indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now())
     store.save(ingested)
-    reports = {name: str(path) for name, path in REPORTS.get(round_.kind, _no_report)(ingested, items, Path(data_root)).items()}
+    reports = {name: str(path) for name, path in kind.write_reports(ingested, items, Path(data_root)).items()}
     get_run_logger().info("round %s ingested: %s", key, counts)
     return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
             "reports": reports}
-
-
-def _no_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    return {}
-
-
-def _coco_cd_audit_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.coco_cd.audit import write_audit_report
-
-    return write_audit_report(round_, items, data_root)
-
-
-def _cafe_verification_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.cafe.verify import write_verification_report
-
-    return write_verification_report(round_, items, data_root)
-
-
-def _spin_subparts_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.spin.crowd import ingest_report
-
-    return ingest_report(round_, items, data_root)
-
-
-# Round kinds whose importer keeps bad polygons and flags them itself (the SPIN crowd import), so
-# ingest must not refuse a whole answer for one bad polygon.
-FLAGS_OWN_POLYGONS = frozenset({"spin_subparts"})
-
-# Reports written after each ingest, per round kind.
-REPORTS: dict[str, Callable[[Round, list, Path], dict[str, Path]]] = {
-    "coco_cd_context_audit": _coco_cd_audit_report,
-    "cafe_verification": _cafe_verification_report,
-    "spin_subparts": _spin_subparts_report,
-}
 
 
 # --- close / cancel / list -----------------------------------------------------------------------
