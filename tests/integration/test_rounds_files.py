@@ -1,6 +1,7 @@
 """A COCO-CD context audit round through the files backend (an external crowd): create → launch
 (task files) → results files → ingest → ingest again → more results → ingest (converges) → audit
-table → close. Same round record and ingest path as Label Studio, no server needed."""
+table → close. Same round record and ingest path as Label Studio, no server needed; and a Label Studio
+round through the same flows against an in-memory stand-in for the server."""
 
 from __future__ import annotations
 
@@ -116,3 +117,30 @@ def test_a_round_of_an_unknown_kind_is_refused_before_launch(data_root):
         launch_round(data_root, "mystery-1")
     assert read_json(data_root / "rounds" / "mystery-1.json")["status"] == "created"
     assert not (data_root / "rounds" / "mystery-1").exists()  # no task files
+
+
+def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, monkeypatch):
+    """The flows drive any backend alike: a Label Studio round against an in-memory stand-in server."""
+    from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+    from segbench.flows.rounds import ingest_round, launch_round, round_progress
+    from support.label_studio_stand_in import StandInClient
+
+    client = StandInClient()
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    create_coco_cd_audit(data_root, "audit-ls", per_group=1, seed=4, backend="labelstudio", overlap=1)
+    launched = launch_round(data_root, "audit-ls", "http://stand-in", tmp_path / "files")
+    assert launched.counts["tasks_imported"] == 4 and len(list((tmp_path / "files" / "audit-ls").iterdir())) == 4
+    relaunched = launch_round(data_root, "audit-ls", "http://stand-in", tmp_path / "files")
+    assert (relaunched.project_id, relaunched.counts["tasks_imported"]) == (launched.project_id, 0)
+
+    val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")
+    auto = {str(i["id"]): i["context"] for i in val["images"]}
+    for task_id, item_id in client.task_item_ids(launched.project_id).items():
+        client.annotate(task_id, [{"from_name": "context", "to_name": "image", "type": "choices",
+                                   "value": {"choices": [auto[item_id]]}}], completed_by=7)
+    progress = round_progress(data_root, "audit-ls")
+    assert (progress["done"], progress["by_annotator"]) == (4, {"labelstudio:7": 4})
+    result = ingest_round(data_root, "audit-ls")
+    assert result["counts"]["answers"] == 4
+    assert read_json(Path(result["reports"]["audit_json"]))["overall"]["agree"] == 4
