@@ -90,6 +90,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_evaluate="segbench.flows.flip:plan_evaluate",
         demo_step="segbench.flows.coco_cd.demo:DEMO",
         demo_printer="segbench.cli.coco_cd:print_demo",
+        round_kinds=("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT",),
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",
@@ -128,6 +129,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_step="segbench.flows.spin.demo:DEMO",
         demo_printer="segbench.cli.spin:print_demo",
         offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER",),
+        round_kinds=("segbench.flows.spin.rounds:SUBPARTS",),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -142,6 +144,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_step="segbench.flows.cafe.demo:DEMO",
         demo_printer="segbench.cli.cafe:print_demo",
         offline_answers=("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER",),
+        round_kinds=("segbench.flows.cafe.rounds:VERIFICATION",),
     ),
 )
 

@@ -6,8 +6,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from segbench.annotation_ui.label_configs import DEFAULT_RELATIONS, LABEL_CONFIGS, render_label_config, slugify
+from segbench.annotation_ui.kinds import label_configs, render_label_config
+from segbench.annotation_ui.label_configs import slugify
 from segbench.core.errors import InputError
+from segbench.flows.vocab.rounds import ADJUDICATION_CONFIG, DEFAULT_RELATIONS
 
 NASTY = "a < b & \"c\" 'd' > e"
 PARAMS = {
@@ -17,14 +19,25 @@ PARAMS = {
     "vocab_adjudication": {"categories": ["cat", "dog"]},
 }
 
+# The registered kinds' configs, plus the vocabulary's, which no round kind uses yet.
+CONFIGS = {**label_configs(), ADJUDICATION_CONFIG.name: ADJUDICATION_CONFIG}
+
+
+def render(name, **params):
+    return CONFIGS[name].render(**params)
+
 
 def _controls(root, tag):
     return {el.get("name"): el for el in root.iter(tag)}
 
 
-@pytest.mark.parametrize("name", sorted(LABEL_CONFIGS))
+def test_the_datasets_register_the_configs_of_their_round_kinds():
+    assert sorted(label_configs()) == ["cafe_verification", "coco_cd_context", "spin_subparts"]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_every_config_is_well_formed_and_shows_the_image(name):
-    root = ET.fromstring(render_label_config(name, **PARAMS[name]))
+    root = ET.fromstring(render(name, **PARAMS[name]))
     assert root.tag == "View"
     images = list(root.iter("Image"))
     assert [(i.get("name"), i.get("value")) for i in images] == [("image", "$image")]
@@ -63,17 +76,17 @@ def test_spin_subparts_asks_per_subpart_and_offers_one_polygon_label_each():
 
 
 def test_vocab_adjudication_adds_none_and_default_relations():
-    root = ET.fromstring(render_label_config("vocab_adjudication", categories=["cat", "dog"]))
+    root = ET.fromstring(render("vocab_adjudication", categories=["cat", "dog"]))
     assert {t.get("name"): t.get("value") for t in root.iter("Text")} == {"description": "$description"}
     choices = _controls(root, "Choices")
     assert [c.get("value") for c in choices["category"]] == ["cat", "dog", "none"]
     assert [c.get("value") for c in choices["relation"]] == list(DEFAULT_RELATIONS)
-    custom = ET.fromstring(render_label_config("vocab_adjudication", categories=["cat"], relations=["exact", "none"]))
+    custom = ET.fromstring(render("vocab_adjudication", categories=["cat"], relations=["exact", "none"]))
     assert [c.get("value") for c in _controls(custom, "Choices")["relation"]] == ["exact", "none"]
 
 
 def test_user_strings_are_escaped_in_attributes_and_round_trip():
-    xml = render_label_config("vocab_adjudication", categories=[NASTY, "plain"])
+    xml = render("vocab_adjudication", categories=[NASTY, "plain"])
     assert NASTY not in xml and "&amp;" in xml and "&lt;" in xml
     root = ET.fromstring(xml)
     assert [c.get("value") for c in _controls(root, "Choices")["category"]] == [NASTY, "plain", "none"]
@@ -88,7 +101,7 @@ def test_user_strings_are_escaped_in_attributes_and_round_trip():
 def test_unknown_config_lists_the_known_ones():
     with pytest.raises(InputError, match="unknown label config 'nope'") as caught:
         render_label_config("nope")
-    assert "coco_cd_context" in str(caught.value) and "vocab_adjudication" in str(caught.value)
+    assert "coco_cd_context" in str(caught.value) and "spin_subparts" in str(caught.value)
 
 
 def test_missing_and_unexpected_params_are_named():
@@ -112,7 +125,7 @@ def test_missing_and_unexpected_params_are_named():
 )
 def test_bad_categories_are_refused(params, rule):
     with pytest.raises(InputError, match=rule):
-        render_label_config("vocab_adjudication", **params)
+        render("vocab_adjudication", **params)
 
 
 def test_subparts_must_give_distinct_control_names_and_no_task_variables():

@@ -1,4 +1,4 @@
-from segbench.flows.rounds import project_title
+from segbench.annotation_ui.backends.labelstudio import project_title
 
 
 def test_short_keys_are_kept_whole() -> None:

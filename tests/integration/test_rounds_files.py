@@ -1,6 +1,7 @@
 """A COCO-CD context audit round through the files backend (an external crowd): create → launch
 (task files) → results files → ingest → ingest again → more results → ingest (converges) → audit
-table → close. Same round record and ingest path as Label Studio, no server needed."""
+table → close. Same round record and ingest path as Label Studio, no server needed; and a Label Studio
+round through the same flows against an in-memory stand-in for the server."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from segbench.core.errors import AnnotationError, OnError, RoundStateError
+from segbench.core.errors import AnnotationError, InputError, OnError, RoundStateError
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.demo.world import generate_demo_world
 from segbench.core.io import read_json
@@ -102,3 +103,44 @@ def test_results_for_items_outside_the_round_fail_or_are_reported(data_root):
     assert result["counts"]["skipped"] == 1 and result["counts"]["answers"] == 4
     skipped = json.loads(Path(result["answers"]).read_text())["skipped"]
     assert skipped["count"] == 1 and "424242" in json.dumps(skipped["items"])
+
+
+def test_a_round_of_an_unknown_kind_is_refused_before_launch(data_root):
+    from segbench.annotation_ui.rounds import RoundStore, new_round
+    from segbench.flows.rounds import launch_round
+    from segbench.schemas.rounds import RoundConfig, RoundItem
+
+    item = RoundItem(item_id="1", image="coco_cd/images/1.png", width=8, height=8)
+    RoundStore(data_root / "rounds").create(new_round("mystery-1", "mystery", "coco_cd", "v", RoundConfig(
+        label_config="coco_cd_context"), [item], "files", "2026-01-01T00:00:00+00:00"))
+    with pytest.raises(InputError, match="unknown round kind 'mystery'.*coco_cd_context_audit"):
+        launch_round(data_root, "mystery-1")
+    assert read_json(data_root / "rounds" / "mystery-1.json")["status"] == "created"
+    assert not (data_root / "rounds" / "mystery-1").exists()  # no task files
+
+
+def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, monkeypatch):
+    """The flows drive any backend alike: a Label Studio round against an in-memory stand-in server."""
+    from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+    from segbench.flows.rounds import ingest_round, launch_round, round_progress
+    from support.label_studio_stand_in import StandInClient
+
+    client = StandInClient()
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    create_coco_cd_audit(data_root, "audit-ls", per_group=1, seed=4, backend="labelstudio", overlap=1)
+    launched = launch_round(data_root, "audit-ls", "http://stand-in", tmp_path / "files")
+    assert launched.counts["tasks_imported"] == 4 and len(list((tmp_path / "files" / "audit-ls").iterdir())) == 4
+    relaunched = launch_round(data_root, "audit-ls", "http://stand-in", tmp_path / "files")
+    assert (relaunched.project_id, relaunched.counts["tasks_imported"]) == (launched.project_id, 0)
+
+    val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")
+    auto = {str(i["id"]): i["context"] for i in val["images"]}
+    for task_id, item_id in client.task_item_ids(launched.project_id).items():
+        client.annotate(task_id, [{"from_name": "context", "to_name": "image", "type": "choices",
+                                   "value": {"choices": [auto[item_id]]}}], completed_by=7)
+    progress = round_progress(data_root, "audit-ls")
+    assert (progress["done"], progress["by_annotator"]) == (4, {"labelstudio:7": 4})
+    result = ingest_round(data_root, "audit-ls")
+    assert result["counts"]["answers"] == 4
+    assert read_json(Path(result["reports"]["audit_json"]))["overall"]["agree"] == 4

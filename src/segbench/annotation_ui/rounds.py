@@ -5,7 +5,7 @@ A round is a saved record under a key (``data/rounds/<key>.json``, see
 the ``mark_*`` functions are pure: they take a round and a timestamp and return a new round, or
 raise :class:`RoundStateError` naming the round, its status and the steps it allows.
 
-What does not belong here: talking to Label Studio (``client.py``), converting backend answers
+What does not belong here: talking to a backend (``backends/``), converting backend answers
 (``convert.py``), aggregation (``segbench.core.agreement``) and reading the clock (flows pass
 ``now`` in, so these functions stay testable without dates).
 """
@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from segbench.annotation_ui.backends import backend_type
 from segbench.core.errors import InputError, RoundStateError
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
 from segbench.core.io import read_json, write_json
@@ -175,19 +176,15 @@ def mark_launched(round: Round, project_id: int | None, now: str) -> Round:
     """created or launched → launched.
 
     A relaunch keeps the round's project (it never creates a second one) and its first
-    ``launched_at``. Label Studio rounds need a project id; files rounds have none.
+    ``launched_at``. Whether it needs a project id is the backend's rule (Label Studio rounds need
+    one; files rounds have none).
 
     Raises:
         RoundStateError: the status does not allow a launch, the project id does not fit the
             backend, or a relaunch names a different project.
     """
     check_step(round, RoundStatus.LAUNCHED, "launch")
-    if round.backend == "labelstudio" and project_id is None:
-        raise RoundStateError(f"round {round.key!r} is a Label Studio round; launching it needs a project id",
-                              item=f"round {round.key}")
-    if round.backend == "files" and project_id is not None:
-        raise RoundStateError(f"round {round.key!r} uses the files backend; it has no project (got {project_id})",
-                              item=f"round {round.key}")
+    backend_type(round.backend).check_project_id(round, project_id)
     if round.project_id is not None and project_id != round.project_id:
         raise RoundStateError(
             f"round {round.key!r} was launched as project {round.project_id}; a relaunch reuses it (got {project_id})",

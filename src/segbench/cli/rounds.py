@@ -65,17 +65,15 @@ def launch(
     key: str = typer.Argument(..., help="The round."),
 ) -> None:
     """Create the Label Studio project and import the tasks (or write the crowd's task files)."""
-    from segbench.flows.rounds import files_dir, launch_round
+    from segbench.annotation_ui.backends import backend_for
+    from segbench.flows.rounds import launch_round
 
     settings = ctx.obj["settings"]
     with command_lock(ctx):
         round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files)
     _print_round(round_, "Round launched")
-    if round_.backend == "labelstudio":
-        console.out.print(f"Annotate at {settings.label_studio_url.rstrip('/')}/projects/{round_.project_id}")
-    else:
-        where = files_dir(settings.data_root, key)
-        console.out.print(f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/")
+    backend = backend_for(round_, settings.data_root, label_studio_url=settings.label_studio_url)
+    console.out.print(backend.launch_hint(round_))
 
 
 @app.command()

@@ -1,112 +1,59 @@
-"""Annotation round flows: create, launch, progress, ingest, close — on Label Studio or as files.
+"""Annotation round flows: create, launch, progress, ingest, close — on any round backend.
 
 A round is a saved record (``data/rounds/<key>.json``); each step loads it, does its one thing and
 saves the new status, so no flow ever waits for people. Launch and ingest are idempotent: a second
 launch imports nothing new, a second ingest converges to the same answers.
 
-Secrets stay out of flow parameters (Prefect stores those): the Label Studio token is read from the
-settings inside the flow.
+Where tasks go and answers come from is the round's backend (:mod:`segbench.annotation_ui.backends`);
+what a round asks and which reports its ingest writes is its kind
+(:mod:`segbench.annotation_ui.kinds`, registered by each dataset). Nothing here names either.
+Secrets stay out of flow parameters (Prefect stores those): backends read them from the settings.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import shutil
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.core.errors import ImportPolicy, InputError, OnError, SegbenchError
+from segbench.annotation_ui import rounds
+from segbench.annotation_ui.backends import RoundBackend, backend_for
+from segbench.annotation_ui.backends.files import files_dir
+from segbench.annotation_ui.convert import merge_answers
+from segbench.annotation_ui.kinds import round_kind
+from segbench.core.agreement import aggregate, agreement_summary
+from segbench.core.errors import ImportPolicy, OnError
+from segbench.core.io import read_json, write_json
 from segbench.schemas.rounds import Answer, Round
-from segbench.settings import load_settings
-from segbench.core.io import fingerprint, read_json, write_json
+
+__all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
 
 ANSWERS_FORMAT = 1
+T = TypeVar("T")
 
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _store(data_root: Path):
-    from segbench.annotation_ui.rounds import RoundStore
-
-    return RoundStore(Path(data_root) / "rounds")
+def _store(data_root: Path) -> rounds.RoundStore:
+    return rounds.RoundStore(Path(data_root) / "rounds")
 
 
-def _client(url: str | None):
-    """A Label Studio client for ``url`` (default: settings) with the token from the settings."""
-    from segbench.annotation_ui.client import LabelStudioClient
-
-    settings = load_settings()
-    if settings.label_studio_token is None:
-        raise InputError("no Label Studio API token configured",
-                         hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
-    return LabelStudioClient(url or settings.label_studio_url, settings.label_studio_token.get_secret_value())
+def _as_task(name: str, fn: Callable[..., T], *args: Any) -> T:
+    """Run a backend's step as a Prefect task, so each step shows as its own task run."""
+    return task(fn, name=name, cache_policy=NO_CACHE)(*args)
 
 
-def files_dir(data_root: Path, key: str) -> Path:
-    """Where the files backend writes a round's tasks and reads its results (``results/*.csv|json``)."""
-    return Path(data_root) / "rounds" / key
+def _backend(round_: Round, data_root: Path, url: str | None = None, files: Path | None = None) -> RoundBackend:
+    return backend_for(round_, data_root, label_studio_url=url, label_studio_files=files, step=_as_task)
 
 
 # --- launch ----------------------------------------------------------------------------------------
-
-@task(name="copy-round-images", cache_policy=NO_CACHE)
-def copy_images(round_: Round, data_root: Path, files_root: Path) -> Path:
-    """Copy the round's images under the server's files root (the only folder it may serve)."""
-    target = files_root / round_.key
-    for item in round_.items:
-        source = Path(data_root) / item.image
-        if not source.is_file():
-            raise InputError("image of a round item not found", path=source, item=f"item {item.item_id}",
-                             hint="build the dataset the round was created from")
-        destination = target / f"{item.item_id}{source.suffix}"
-        if not destination.exists():
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, destination)
-    return target
-
-
-@task(name="import-round-tasks", cache_policy=NO_CACHE)
-def import_missing_tasks(client: Any, project_id: int, round_: Round) -> int:
-    """Import a task per item not yet in the project (so a relaunch imports nothing)."""
-    present = set(client.task_item_ids(project_id).values())
-    tasks = [{"data": {**item.data, "image": client.local_file_url(f"{round_.key}/{item.item_id}{Path(item.image).suffix}"),
-                       "item_id": item.item_id, "round": round_.key}}
-             for item in round_.items if item.item_id not in present]
-    if tasks:
-        client.import_tasks(project_id, tasks)
-    return len(tasks)
-
-
-def project_title(key: str, limit: int = 50) -> str:
-    """The Label Studio project title of a round: the server refuses titles over 50 characters, so a
-    long key is cut and told apart from its siblings by a short hash of the whole key."""
-    title = f"segbench · {key}"
-    return title if len(title) <= limit else f"{title[:limit - 9]}…{fingerprint(key)[:8]}"
-
-
-def _launch_labelstudio(round_: Round, data_root: Path, url: str | None, files_root: Path) -> tuple[int, dict[str, int]]:
-    from segbench.annotation_ui.label_configs import render_label_config
-
-    client = _client(url)
-    client.check()
-    project_id = round_.project_id
-    if project_id is None or not client.project_exists(project_id):
-        project_id = client.create_project(
-            project_title(round_.key), render_label_config(round_.config.label_config, **round_.config.params),
-            description=f"{round_.kind} on {round_.dataset} ({round_.dataset_version[:12]})",
-            maximum_annotations=round_.config.overlap)
-    folder = copy_images(round_, data_root, files_root)
-    client.allow_local_files(project_id, folder)
-    imported = import_missing_tasks(client, project_id, round_)
-    return project_id, {"tasks_imported": imported}
-
 
 @flow(name="round-launch")
 def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
@@ -117,18 +64,11 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
     root, import one task per item carrying the item id. Files backend: write ``tasks.csv`` and
     ``tasks.json`` under ``data/rounds/<key>/`` for an external crowd.
     """
-    from segbench.annotation_ui import rounds
-    from segbench.annotation_ui.convert import write_file_tasks
-
     store = _store(data_root)
     round_ = store.load(key)
     rounds.check_step(round_, rounds.RoundStatus.LAUNCHED, "launch")  # before any server call
-    if round_.backend == "labelstudio":
-        files_root = Path(label_studio_files or load_settings().label_studio_files)
-        project_id, counts = _launch_labelstudio(round_, Path(data_root), label_studio_url, files_root)
-    else:
-        project_id, counts = None, {"tasks_written": len(round_.items)}
-        write_file_tasks(round_, files_dir(data_root, key))
+    round_kind(round_.kind)  # an unknown kind fails here, not after its tasks are out
+    project_id, counts = _backend(round_, data_root, label_studio_url, label_studio_files).launch(round_)
     launched = rounds.mark_launched(round_, project_id, _now())
     launched = launched.model_copy(update={"counts": {**launched.counts, **counts}})
     store.save(launched)
@@ -140,57 +80,16 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
 
 def round_progress(data_root: Path, key: str, label_studio_url: str | None = None) -> dict[str, Any]:
     """Tasks done / total and answers per annotator, read from the backend (no state changes)."""
-    from segbench.annotation_ui.convert import read_results
-
     round_ = _store(data_root).load(key)
-    if round_.backend == "labelstudio":
-        if round_.project_id is None:
-            raise SegbenchError(f"round {key} is not launched yet", hint=f"segbench rounds launch {key}")
-        return {"round": key, "status": round_.status.value, **_client(label_studio_url).progress(round_.project_id)}
-    rows = [row for path in _result_files(data_root, key) for row in read_results(path)]
-    by_worker: dict[str, int] = {}
-    for row in rows:
-        by_worker[f"worker:{row.get('WorkerId')}"] = by_worker.get(f"worker:{row.get('WorkerId')}", 0) + 1
-    done = {row.get("Input.item_id") for row in rows}
-    return {"round": key, "status": round_.status.value, "tasks": len(round_.items),
-            "done": sum(1 for item in round_.items if item.item_id in done), "annotations": len(rows),
-            "by_annotator": dict(sorted(by_worker.items()))}
-
-
-def _result_files(data_root: Path, key: str) -> list[Path]:
-    results = files_dir(data_root, key) / "results"
-    return sorted(p for p in results.glob("*") if p.suffix in (".csv", ".json")) if results.is_dir() else []
+    progress = _backend(round_, data_root, label_studio_url).progress(round_)
+    return {"round": key, "status": round_.status.value, **progress}
 
 
 # --- ingest ----------------------------------------------------------------------------------------
 
-def allowed_labels(round_: Round) -> dict[str, set[str]]:
-    """Control name → the labels its label config offers (answers with others are bad input)."""
-    from segbench.annotation_ui.label_configs import render_label_config
-
-    root = ET.fromstring(render_label_config(round_.config.label_config, **round_.config.params))
-    allowed: dict[str, set[str]] = {}
-    for control in root.iter():
-        if control.tag in ("Choices", "PolygonLabels", "Labels") and control.get("name"):
-            allowed[control.get("name")] = {c.get("value") for c in control if c.tag in ("Choice", "Label")}
-    return allowed
-
-
 @task(name="fetch-answers", cache_policy=NO_CACHE)
 def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: ImportPolicy) -> list[Answer]:
-    from segbench.annotation_ui.convert import answers_from_files, answers_from_labelstudio, read_results
-
-    allowed = allowed_labels(round_)
-    if round_.backend == "labelstudio":
-        if round_.project_id is None:
-            raise SegbenchError(f"round {round_.key} is not launched yet", hint=f"segbench rounds launch {round_.key}")
-        client = _client(url)
-        client.check()
-        return answers_from_labelstudio(client.export(round_.project_id), round_, policy, allowed=allowed,
-                                        check_polygons=round_.kind not in FLAGS_OWN_POLYGONS)
-    rows = [row for path in _result_files(data_root, round_.key) for row in read_results(path)]
-    return answers_from_files(rows, round_, policy, allowed=allowed,
-                              check_polygons=round_.kind not in FLAGS_OWN_POLYGONS)
+    return _backend(round_, data_root, url).fetch_answers(round_, policy)
 
 
 def _previous_answers(path: Path) -> list[Answer]:
@@ -205,16 +104,13 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
-    more answers arrived, converges to one answer set without duplicates. Kind-specific reports
-    (e.g. the COCO-CD context audit) are written afterwards.
+    more answers arrived, converges to one answer set without duplicates. The kind's reports (e.g.
+    the COCO-CD context audit) are written afterwards.
     """
-    from segbench.annotation_ui import rounds
-    from segbench.annotation_ui.convert import merge_answers
-    from segbench.core.agreement import aggregate, agreement_summary
-
     store = _store(data_root)
     round_ = store.load(key)
     rounds.check_step(round_, rounds.RoundStatus.INGESTED, "ingest")  # before any network call
+    kind = round_kind(round_.kind)
     policy = ImportPolicy(on_error=on_error)
     fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
     answers = merge_answers(_previous_answers(store.answers_path(key)), fetched)
@@ -230,52 +126,16 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
         "agreement": agreement, "skipped": policy.report.to_json()}, indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now())
     store.save(ingested)
-    reports = {name: str(path) for name, path in REPORTS.get(round_.kind, _no_report)(ingested, items, Path(data_root)).items()}
+    reports = {name: str(path) for name, path in kind.write_reports(ingested, items, Path(data_root)).items()}
     get_run_logger().info("round %s ingested: %s", key, counts)
     return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
             "reports": reports}
-
-
-def _no_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    return {}
-
-
-def _coco_cd_audit_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.coco_cd.audit import write_audit_report
-
-    return write_audit_report(round_, items, data_root)
-
-
-def _cafe_verification_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.cafe.verify import write_verification_report
-
-    return write_verification_report(round_, items, data_root)
-
-
-def _spin_subparts_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
-    from segbench.flows.spin.crowd import ingest_report
-
-    return ingest_report(round_, items, data_root)
-
-
-# Round kinds whose importer keeps bad polygons and flags them itself (the SPIN crowd import), so
-# ingest must not refuse a whole answer for one bad polygon.
-FLAGS_OWN_POLYGONS = frozenset({"spin_subparts"})
-
-# Reports written after each ingest, per round kind.
-REPORTS: dict[str, Callable[[Round, list, Path], dict[str, Path]]] = {
-    "coco_cd_context_audit": _coco_cd_audit_report,
-    "cafe_verification": _cafe_verification_report,
-    "spin_subparts": _spin_subparts_report,
-}
 
 
 # --- close / cancel / list -----------------------------------------------------------------------
 
 def close_round(data_root: Path, key: str, *, cancel: bool = False) -> Round:
     """Close an ingested round (its answers are final), or cancel a round that is not closed."""
-    from segbench.annotation_ui import rounds
-
     store = _store(data_root)
     round_ = store.load(key)
     changed = rounds.mark_cancelled(round_, _now()) if cancel else rounds.mark_closed(round_, _now())

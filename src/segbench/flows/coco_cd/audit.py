@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 from prefect import flow
 
+from segbench.annotation_ui.rounds import RoundStore, new_round
 from segbench.core.errors import InputError
+from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig
 from segbench.tasks.coco_cd import audit
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
@@ -48,8 +50,6 @@ def create_coco_cd_audit(
         InputError: the dataset is not built. InsufficientDataError: a group is too small.
         RoundStateError: the key exists (unless ``overwrite``).
     """
-    from segbench.annotation_ui.rounds import RoundStore, new_round
-
     dataset = Path(data_root) / dataset_dir
     manifest = read_manifest(dataset)
     if not manifest.params.get("write_images", True):
@@ -58,8 +58,9 @@ def create_coco_cd_audit(
     items = audit.sample_audit_items(_val_split(dataset), per_group=per_group, seed=seed, dataset_dir=dataset_dir,
                                      size=int(manifest.params["size"]))
     round_ = new_round(
-        key=key, kind=audit.KIND, dataset=dataset_dir, dataset_version=dataset_version(dataset),
-        config=RoundConfig(label_config="coco_cd_context", overlap=overlap), items=items, backend=backend,
+        key=key, kind=CONTEXT_AUDIT.name, dataset=dataset_dir, dataset_version=dataset_version(dataset),
+        config=RoundConfig(label_config=CONTEXT_AUDIT.label_config.name, overlap=overlap), items=items,
+        backend=backend,
         now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
     )
     RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)

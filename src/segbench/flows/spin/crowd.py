@@ -17,15 +17,21 @@ Re-importing the same answers gives byte-identical files.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from segbench.annotation_ui.convert import answers_from_files, read_results
+from segbench.annotation_ui.kinds import answer_checks
+from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.errors import ImportPolicy, InputError, OnError
 from segbench.schemas.rounds import Answer, Round, RoundItem
 from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
 from segbench.tasks.spin import crowd as sc
 from segbench.core.io import read_json, write_json, write_jsonl
+
+logger = logging.getLogger(__name__)
 
 CROWD_DIR = "spin/crowd"
 RESOLVED_FILE = "resolved.json"
@@ -45,8 +51,6 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
     Raises:
         InputError: bad items or taxonomy. RoundStateError: a key exists (unless ``overwrite``).
     """
-    from segbench.annotation_ui.rounds import RoundStore
-
     tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
     rounds = sc.spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
@@ -90,11 +94,9 @@ def _context(item: RoundItem, rle: Mapping[str, Any], height: int, width: int) -
 
 
 def answers_from_results(round_: Round, results: Path, policy: ImportPolicy) -> list[Answer]:
-    """Answers of an AMT-style results file (CSV or JSON), polygons kept as drawn (flagged later)."""
-    from segbench.annotation_ui.convert import answers_from_files, read_results
-    from segbench.flows.rounds import allowed_labels
-
-    return answers_from_files(read_results(results), round_, policy, allowed_labels(round_), check_polygons=False)
+    """Answers of an AMT-style results file (CSV or JSON), checked as an ingest checks them: polygons
+    kept as drawn (the SPIN kind flags bad ones later)."""
+    return answers_from_files(read_results(results), round_, policy, **answer_checks(round_))
 
 
 def import_spin_round(data_root: Path, key: str, *, results: Path | None = None, parts: Path | None = None,
@@ -110,8 +112,6 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
     Raises:
         InputError: not a SPIN round, no answers, no part masks, bad results rows (under a fail policy).
     """
-    from segbench.annotation_ui.rounds import RoundStore
-
     data_root = Path(data_root)
     store = RoundStore(data_root / "rounds")
     round_ = store.load(key)
@@ -158,11 +158,9 @@ def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path
     Items without ``part_rle`` cannot be checked here; the import is then left to
     ``segbench spin import --round KEY --parts FILE`` (logged, not an error: the answers are saved).
     """
-    import logging
-
     if contexts_from_items(round_) is None:
-        logging.getLogger(__name__).warning("round %s: items carry no part masks; run `segbench spin import "
-                                            "--round %s --parts FILE`", round_.key, round_.key)
+        logger.warning("round %s: items carry no part masks; run `segbench spin import --round %s --parts FILE`",
+                       round_.key, round_.key)
         return {}
     result = import_spin_round(data_root, round_.key)
     return {name: Path(path) for name, path in result["paths"].items()}

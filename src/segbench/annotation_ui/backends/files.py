@@ -1,0 +1,69 @@
+"""The files backend: a round as task and results files for an external crowd (AMT style).
+
+Launch writes ``tasks.csv`` and ``tasks.json`` under ``<data root>/rounds/<key>/``; the crowd's
+results files (CSV or JSON rows with ``WorkerId``, ``AssignmentId``, ``Input.item_id`` and
+``Answer.<control>`` columns, see :mod:`segbench.annotation_ui.convert`) go in its ``results/``
+folder, and progress and answers are read from there. No server, no project.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from segbench.annotation_ui.backends import BackendContext
+from segbench.annotation_ui.convert import answers_from_files, read_results, write_file_tasks
+from segbench.annotation_ui.kinds import answer_checks
+from segbench.core.errors import ImportPolicy, RoundStateError
+from segbench.schemas.rounds import Answer, Round
+
+
+def files_dir(data_root: Path, key: str) -> Path:
+    """Where the files backend writes a round's tasks and reads its results (``results/*.csv|json``)."""
+    return Path(data_root) / "rounds" / key
+
+
+@dataclass(frozen=True)
+class FilesBackend:
+    """Rounds as files exchanged with an external crowd (see the module docstring)."""
+
+    name: ClassVar[str] = "files"
+
+    context: BackendContext
+
+    @classmethod
+    def check_project_id(cls, round: Round, project_id: int | None) -> None:
+        if project_id is not None:
+            raise RoundStateError(f"round {round.key!r} uses the files backend; it has no project (got {project_id})",
+                                  item=f"round {round.key}")
+
+    def folder(self, round: Round) -> Path:
+        return files_dir(self.context.data_root, round.key)
+
+    def launch(self, round: Round) -> tuple[None, dict[str, int]]:
+        """Write the task files (again on a relaunch: the same round gives the same files)."""
+        write_file_tasks(round, self.folder(round))
+        return None, {"tasks_written": len(round.items)}
+
+    def progress(self, round: Round) -> dict[str, Any]:
+        rows = self._rows(round)
+        by_worker = Counter(f"worker:{row.get('WorkerId')}" for row in rows)
+        done = {row.get("Input.item_id") for row in rows}
+        return {"tasks": len(round.items), "done": sum(1 for item in round.items if item.item_id in done),
+                "annotations": len(rows), "by_annotator": dict(sorted(by_worker.items()))}
+
+    def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
+        checks = answer_checks(round)
+        return answers_from_files(self._rows(round), round, policy, **checks)
+
+    def launch_hint(self, round: Round) -> str:
+        where = self.folder(round)
+        return f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/"
+
+    def _rows(self, round: Round) -> list[dict[str, Any]]:
+        """Every results row, files in name order."""
+        results = self.folder(round) / "results"
+        paths = sorted(p for p in results.glob("*") if p.suffix in (".csv", ".json")) if results.is_dir() else []
+        return [row for path in paths for row in read_results(path)]

@@ -1,0 +1,125 @@
+"""The Label Studio backend: a round is one project on the team's Label Studio server.
+
+Launch creates the project (or reuses the round's), copies the round's images under the server's
+files root (the only folder it may serve) and imports one task per item carrying the item id;
+progress and answers come from the project's JSON export. All HTTP goes through
+:class:`~segbench.annotation_ui.client.LabelStudioClient`. The API token is read from the settings
+here, never passed in, so it stays out of flow parameters (Prefect stores those).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from segbench.annotation_ui.backends import BackendContext
+from segbench.annotation_ui.client import LabelStudioClient
+from segbench.annotation_ui.convert import answers_from_labelstudio
+from segbench.annotation_ui.kinds import answer_checks, render_label_config
+from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
+from segbench.core.io import fingerprint
+from segbench.schemas.rounds import Answer, Round, RoundItem
+from segbench.settings import load_settings
+
+
+@dataclass(frozen=True)
+class LabelStudioBackend:
+    """Rounds as Label Studio projects (see the module docstring)."""
+
+    name: ClassVar[str] = "labelstudio"
+
+    context: BackendContext
+
+    @classmethod
+    def check_project_id(cls, round: Round, project_id: int | None) -> None:
+        if project_id is None:
+            raise RoundStateError(f"round {round.key!r} is a Label Studio round; launching it needs a project id",
+                                  item=f"round {round.key}")
+
+    def client(self) -> LabelStudioClient:
+        """A client for the context's server (default: settings) with the token from the settings."""
+        settings = load_settings()
+        if settings.label_studio_token is None:
+            raise InputError("no Label Studio API token configured",
+                             hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
+        url = self.context.label_studio_url or settings.label_studio_url
+        return LabelStudioClient(url, settings.label_studio_token.get_secret_value())
+
+    def launch(self, round: Round) -> tuple[int, dict[str, int]]:
+        """Create (or reuse) the project, let it show the round's images, import the missing tasks."""
+        files_root = Path(self.context.label_studio_files or load_settings().label_studio_files)
+        with self.client() as client:
+            client.check()
+            project_id = round.project_id
+            if project_id is None or not client.project_exists(project_id):
+                project_id = client.create_project(
+                    project_title(round.key), render_label_config(round.config.label_config, **round.config.params),
+                    description=f"{round.kind} on {round.dataset} ({round.dataset_version[:12]})",
+                    maximum_annotations=round.config.overlap)
+            step = self.context.step
+            folder = step("copy-round-images", copy_images, round, self.context.data_root, files_root)
+            client.allow_local_files(project_id, folder)
+            imported = step("import-round-tasks", import_missing_tasks, client, project_id, round)
+        return project_id, {"tasks_imported": imported}
+
+    def progress(self, round: Round) -> dict[str, Any]:
+        project_id = _project_id(round)
+        with self.client() as client:
+            return client.progress(project_id)
+
+    def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
+        checks = answer_checks(round)
+        project_id = _project_id(round)
+        with self.client() as client:
+            client.check()
+            return answers_from_labelstudio(client.export(project_id), round, policy, **checks)
+
+    def launch_hint(self, round: Round) -> str:
+        url = self.context.label_studio_url or load_settings().label_studio_url
+        return f"Annotate at {url.rstrip('/')}/projects/{round.project_id}"
+
+
+def _project_id(round: Round) -> int:
+    if round.project_id is None:
+        raise SegbenchError(f"round {round.key} is not launched yet", hint=f"segbench rounds launch {round.key}")
+    return round.project_id
+
+
+def project_title(key: str, limit: int = 50) -> str:
+    """The Label Studio project title of a round: the server refuses titles over 50 characters, so a
+    long key is cut and told apart from its siblings by a short hash of the whole key."""
+    title = f"segbench · {key}"
+    return title if len(title) <= limit else f"{title[:limit - 9]}…{fingerprint(key)[:8]}"
+
+
+def copy_images(round: Round, data_root: Path, files_root: Path) -> Path:
+    """Copy the round's images under the server's files root (the only folder it may serve)."""
+    target = files_root / round.key
+    for item in round.items:
+        source = Path(data_root) / item.image
+        if not source.is_file():
+            raise InputError("image of a round item not found", path=source, item=f"item {item.item_id}",
+                             hint="build the dataset the round was created from")
+        destination = files_root / _served_name(round, item)
+        if not destination.exists():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+    return target
+
+
+def import_missing_tasks(client: LabelStudioClient, project_id: int, round: Round) -> int:
+    """Import a task per item not yet in the project (so a relaunch imports nothing)."""
+    present = set(client.task_item_ids(project_id).values())
+    tasks = [{"data": {**item.data, "image": client.local_file_url(_served_name(round, item)),
+                       "item_id": item.item_id, "round": round.key}}
+             for item in round.items if item.item_id not in present]
+    if tasks:
+        client.import_tasks(project_id, tasks)
+    return len(tasks)
+
+
+def _served_name(round: Round, item: RoundItem) -> str:
+    """Where an item's image is copied, relative to the server's files root."""
+    return f"{round.key}/{item.item_id}{Path(item.image).suffix}"

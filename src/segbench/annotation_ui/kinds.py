@@ -1,0 +1,92 @@
+"""Round kinds: what a kind of annotation round asks and what its ingest writes.
+
+Each dataset defines its kinds in its own subpackage (``flows/<dataset>/rounds.py``) and lists them
+in its registry entry (``DatasetSpec.round_kinds``); the generic round code finds them through
+:func:`round_kind`, never by naming a dataset. A kind module stays light (no Prefect at import):
+its ingest hook is an import path resolved when an ingest runs.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from segbench import registry
+from segbench.annotation_ui.label_configs import LabelConfig
+from segbench.core.errors import InputError
+from segbench.schemas.rounds import ItemAnswer, Round
+
+
+@dataclass(frozen=True)
+class RoundKind:
+    """One kind of round (``Round.kind``).
+
+    Attributes:
+        name: the kind's name in round records (``coco_cd_context_audit``).
+        label_config: what people see and answer.
+        report: ``"module:function"`` run after each ingest, called as ``(round, items, data_root)``
+            with the aggregated :class:`ItemAnswer` list; it writes the kind's reports and returns
+            ``{report name: path}``. ``None``: the kind has no report.
+        flags_own_polygons: its importer keeps bad polygons and flags them itself, so ingest must
+            not refuse a whole answer for one bad polygon.
+    """
+
+    name: str
+    label_config: LabelConfig
+    report: str | None = None
+    flags_own_polygons: bool = False
+
+    def write_reports(self, round: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
+        """Run the ingest hook (nothing without one)."""
+        if self.report is None:
+            return {}
+        return registry.load(self.report)(round, items, data_root)
+
+
+def round_kind(name: str) -> RoundKind:
+    """The registered kind ``name``.
+
+    Raises:
+        InputError: no dataset registers that kind (the message lists the known ones).
+    """
+    kinds = registry.round_kinds()
+    if name not in kinds:
+        known = ", ".join(sorted(kinds)) or "none"
+        raise InputError(f"unknown round kind {name!r} (known kinds: {known})", item=name,
+                         hint="create rounds with a dataset's own command, or register the kind in segbench.registry")
+    return kinds[name]
+
+
+def label_configs() -> dict[str, LabelConfig]:
+    """The label configs of every registered kind, by name."""
+    return {kind.label_config.name: kind.label_config for kind in registry.round_kinds().values()}
+
+
+def render_label_config(name: str, **params: Any) -> str:
+    """Render the registered label config ``name`` (see :meth:`LabelConfig.render`).
+
+    Raises:
+        InputError: unknown name (the message lists the known ones), or bad parameters.
+    """
+    configs = label_configs()
+    if name not in configs:
+        raise InputError(f"unknown label config {name!r}", item=name, hint=f"use one of: {', '.join(sorted(configs))}")
+    return configs[name].render(**params)
+
+
+def allowed_labels(round: Round) -> dict[str, set[str]]:
+    """Control name → the labels the round's label config offers (answers with others are bad input)."""
+    root = ET.fromstring(render_label_config(round.config.label_config, **round.config.params))
+    allowed: dict[str, set[str]] = {}
+    for control in root.iter():
+        if control.tag in ("Choices", "PolygonLabels", "Labels") and control.get("name"):
+            allowed[control.get("name")] = {c.get("value") for c in control if c.tag in ("Choice", "Label")}
+    return allowed
+
+
+def answer_checks(round: Round) -> dict[str, Any]:
+    """The checks the converters apply to the round's answers: keyword arguments of
+    ``answers_from_labelstudio`` and ``answers_from_files``."""
+    return {"allowed": allowed_labels(round), "check_polygons": not round_kind(round.kind).flags_own_polygons}
