@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from segbench.annotation_ui.kinds import label_configs, render_label_config
-from segbench.annotation_ui.label_configs import slugify
+from segbench.schemas.rounds import slugify
 from segbench.core.errors import InputError
 from segbench.flows.vocab.rounds import ADJUDICATION_CONFIG, DEFAULT_RELATIONS
 

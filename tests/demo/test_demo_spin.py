@@ -19,7 +19,8 @@ from segbench.demo.spin.crowd import CrowdNoise, simulate_crowd_rows
 from segbench.core.io import sha256_tree
 from segbench.core.masks import rle_iou, rle_to_bitmap, segmentation_to_rle
 from segbench.tasks.spin.partimagenet import read_partimagenet
-from segbench.tasks.spin.crowd import resolve_subparts, spin_rounds
+from segbench.flows.spin.rounds import spin_rounds
+from segbench.tasks.spin.crowd import resolve_subparts
 from segbench.tasks.spin.items import part_contexts, round_items
 
 

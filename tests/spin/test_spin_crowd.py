@@ -14,6 +14,7 @@ from segbench.schemas.rounds import Answer, Polygon, RoundItem
 from segbench.schemas.spin import PartContext, Taxonomy
 from segbench.tasks.spin import crowd as sc
 from segbench.core.masks import bitmap_to_rle, rle_to_bitmap
+from segbench.flows.spin.rounds import spin_rounds
 
 H, W = 20, 20
 
@@ -132,7 +133,7 @@ def _items():
 
 
 def test_one_round_per_part_with_subparts_per_class():
-    (round_,) = sc.spin_rounds(_items(), _taxonomy(), key_prefix="spin", dataset_version="v", backend="files",
+    (round_,) = spin_rounds(_items(), _taxonomy(), key_prefix="spin", dataset_version="v", backend="files",
                                now="2026-01-01T00:00:00+00:00")
     assert round_.key == "spin-reptile-torso" and round_.config.label_config == "spin_subparts"
     assert round_.config.params == {"object": "Reptile", "part": "Torso", "subparts": ["Back", "Shell"]}
@@ -142,11 +143,11 @@ def test_one_round_per_part_with_subparts_per_class():
 def test_unknown_part_in_items_is_an_input_error():
     item = _items()[0].model_copy(update={"data": {**_items()[0].data, "part": "Wing"}})
     with pytest.raises(InputError, match="no part Reptile-Wing"):
-        sc.spin_rounds([item], _taxonomy(), key_prefix="s", dataset_version="v", backend="files", now="t")
+        spin_rounds([item], _taxonomy(), key_prefix="s", dataset_version="v", backend="files", now="t")
 
 
 def test_amt_results_with_polygons_are_read_and_bad_rows_rejected():
-    (round_,) = sc.spin_rounds(_items(), _taxonomy(), key_prefix="spin", dataset_version="v", backend="files",
+    (round_,) = spin_rounds(_items(), _taxonomy(), key_prefix="spin", dataset_version="v", backend="files",
                                now="t")
     row = {"WorkerId": "W1", "AssignmentId": "A1", "Input.item_id": "i1", "Answer.part_visible": "yes",
            "Answer.has_shell": "yes",
@@ -179,7 +180,7 @@ def test_import_of_an_amt_results_file_is_idempotent(tmp_path):
     (tmp_path / "spin" / "taxonomy.yaml").write_text(taxonomy_yaml(_taxonomy()))
     part = bitmap_to_rle(np.ones((H, W), dtype=np.uint8))
     items = [i.model_copy(update={"data": {**i.data, "part_rle": part}}) for i in _items()]
-    (round_,) = sc.spin_rounds(items, _taxonomy(), key_prefix="spin", dataset_version="v", backend="files", now="t")
+    (round_,) = spin_rounds(items, _taxonomy(), key_prefix="spin", dataset_version="v", backend="files", now="t")
     RoundStore(tmp_path / "rounds").create(round_)
     shell = json.dumps([{"label": "Shell", "points": [[0, 0], [8, 0], [8, 8], [0, 8]]},
                         {"label": "Shell", "points": [[2, 2], [4, 2], [4, 4], [2, 4]]}])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from segbench.schemas.waterbirds import LAND_PLACES, WATER_PLACES, WaterbirdsParams
 from segbench.tasks.waterbirds import dataset as wb
 from segbench.demo.waterbirds.birds import generate_demo_birds
 from segbench.tasks.flip.metrics import WATERBIRDS_NAMES, FlipAccumulator
@@ -63,12 +64,12 @@ def test_place_assignment_is_deterministic_and_fills_aligned_share():
     for y in (0, 1):
         contexts = [first[i] for i, t in types.items() if t == y]
         assert contexts.count(y) == 20 and contexts.count(1 - y) == 10
-    params = wb.WaterbirdsParams(seed=3)
-    places = {p: [f"{p}/{k}.jpg" for k in range(3)] for p in (*wb.LAND_PLACES, *wb.WATER_PLACES)}
+    params = WaterbirdsParams(seed=3)
+    places = {p: [f"{p}/{k}.jpg" for k in range(3)] for p in (*LAND_PLACES, *WATER_PLACES)}
     chosen = wb.assign_places(first, places, params)
     assert chosen == wb.assign_places(first, places, params)
     for image_id, place_file in chosen.items():
-        expected = wb.LAND_PLACES if first[image_id] == 0 else wb.WATER_PLACES
+        expected = LAND_PLACES if first[image_id] == 0 else WATER_PLACES
         assert wb.place_name(place_file) in expected
 
 
@@ -81,7 +82,7 @@ def test_synthetic_source_is_byte_identical_and_readable(tmp_path):
     types = wb.bird_types(birds, "tokens")
     assert sum(types.values()) == 12
     assert sum(wb.bird_types(birds, "substring").values()) == 20  # Eastern Towhee, Western Meadowlark
-    found = wb.read_places(places, (*wb.LAND_PLACES, *wb.WATER_PLACES))
+    found = wb.read_places(places, (*LAND_PLACES, *WATER_PLACES))
     image, label = wb.render(cub, places, birds[0], found["ocean"][0], types[birds[0].image_id])
     assert image.shape == (128, 128, 3) and set(np.unique(label)) == {0, 2}
 

@@ -106,11 +106,6 @@ def texts(config: str, key: str, values: Any, *, shown: bool = False) -> list[st
     return out
 
 
-def slugify(label: str) -> str:
-    """The control-name form of a label: lowercase ASCII letters, digits and underscores."""
-    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "x"
-
-
 @cache
 def _template(name: str) -> jinja2.Template:
     source = resources.files("segbench.annotation_ui").joinpath("templates", f"{name}.xml").read_text("utf-8")

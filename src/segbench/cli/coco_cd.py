@@ -6,6 +6,7 @@ Flows are imported inside the commands, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,21 @@ from segbench import console
 from segbench.cli import flip
 from segbench.cli.common import FORCE_BUILD, FORCE_EVALUATION, build_status, display_path, relative_to_repo, run_flow, settings_of
 from segbench.cli.publish import print_publish
-from segbench.cli.rounds import print_ingest
+from segbench.cli import rounds
+from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import OnError
+from segbench.locking import command_lock
+
+
+class AuditKind(str, enum.Enum):
+    coco_cd_audit = "coco-cd-audit"
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
-    """Add ``build coco-cd`` and ``evaluate coco-cd``."""
+    """Add ``build coco-cd``, ``evaluate coco-cd`` and ``rounds create`` (its context audit)."""
     build_app.command("coco-cd")(build_command)
     evaluate_app.command("coco-cd")(evaluate_command)
+    rounds.app.command("create")(create_audit_command)
 
 
 def _params(**values: Any):
@@ -107,6 +115,26 @@ def evaluate_command(
 
     Does nothing when the report is up to date with the split, its masks and the predictions."""
     flip.evaluate(ctx, "coco_cd", predictions, rev, repo, rho, split, out, force)
+
+
+def create_audit_command(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="Name of the round (letters, digits, - _ .)."),
+    kind: AuditKind = typer.Option(AuditKind.coco_cd_audit, "--kind", help="What the round asks."),
+    per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
+    seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
+    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
+    overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing round with this key."),
+) -> None:
+    """Create a round record (data/rounds/KEY.json) with its selected items: the COCO-CD context audit."""
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+
+    with command_lock(ctx):
+        round_ = create_coco_cd_audit(settings_of(ctx).data_root, key, per_group=per_group, seed=seed, backend=backend.value,
+                                      overlap=overlap, overwrite=overwrite)
+    print_round(round_, "Round created")
+    console.out.print(f"Next: segbench rounds launch {key}")
 
 
 def print_demo(results: dict[str, Any], provider: Any) -> None:

@@ -1,4 +1,8 @@
-"""``segbench rounds``: create, launch, watch, ingest and close human annotation rounds."""
+"""``segbench rounds``: launch, watch, ingest and close human annotation rounds, on any backend.
+
+Rounds are created by their dataset's commands (``rounds create`` for the COCO-CD context audit,
+``build cafe-verification``, ``spin rounds``); everything after creation is the same for every kind.
+"""
 
 from __future__ import annotations
 
@@ -16,20 +20,26 @@ app = typer.Typer(help="Human annotation rounds on Label Studio or as files for 
                   no_args_is_help=True)
 
 
-class Kind(str, enum.Enum):
-    coco_cd_audit = "coco-cd-audit"
-
-
 class Backend(str, enum.Enum):
     labelstudio = "labelstudio"
     files = "files"
+
+
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
+    """Add launch … list to the ``rounds`` group, after the create commands the datasets added."""
+    app.command("launch")(launch)
+    app.command("status")(status)
+    app.command("ingest")(ingest)
+    app.command("close")(close)
+    app.command("list")(list_)
 
 
 def _data_root(ctx: typer.Context) -> Path:
     return ctx.obj["settings"].data_root
 
 
-def _print_round(round_: Any, title: str) -> None:
+def print_round(round_: Any, title: str) -> None:
+    """A round record: its key, kind, status, backend, project, items and counts."""
     console.out.print(console.key_values(title, {
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
         "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
@@ -38,28 +48,6 @@ def _print_round(round_: Any, title: str) -> None:
     }))
 
 
-@app.command()
-def create(
-    ctx: typer.Context,
-    key: str = typer.Argument(..., help="Name of the round (letters, digits, - _ .)."),
-    kind: Kind = typer.Option(Kind.coco_cd_audit, "--kind", help="What the round asks."),
-    per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
-    seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
-    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
-    overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing round with this key."),
-) -> None:
-    """Create a round record (data/rounds/KEY.json) with its selected items."""
-    from segbench.flows.coco_cd.audit import create_coco_cd_audit
-
-    with command_lock(ctx):
-        round_ = create_coco_cd_audit(_data_root(ctx), key, per_group=per_group, seed=seed, backend=backend.value,
-                                      overlap=overlap, overwrite=overwrite)
-    _print_round(round_, "Round created")
-    console.out.print(f"Next: segbench rounds launch {key}")
-
-
-@app.command()
 def launch(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The round."),
@@ -71,12 +59,11 @@ def launch(
     settings = ctx.obj["settings"]
     with command_lock(ctx):
         round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files)
-    _print_round(round_, "Round launched")
+    print_round(round_, "Round launched")
     backend = backend_for(round_, settings.data_root, label_studio_url=settings.label_studio_url)
     console.out.print(backend.launch_hint(round_))
 
 
-@app.command()
 def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")) -> None:
     """Tasks done / total and answers per annotator, read from the backend."""
     from segbench.flows.rounds import round_progress
@@ -92,7 +79,6 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
         console.out.print(console.table("Answers per annotator", ["annotator", "answers"], rows))
 
 
-@app.command()
 def ingest(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The round."),
@@ -123,7 +109,6 @@ def print_ingest(result: dict[str, Any]) -> None:
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
 
 
-@app.command()
 def close(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The round."),
@@ -134,10 +119,9 @@ def close(
 
     with command_lock(ctx):
         round_ = close_round(_data_root(ctx), key, cancel=cancel)
-    _print_round(round_, "Round cancelled" if cancel else "Round closed")
+    print_round(round_, "Round cancelled" if cancel else "Round closed")
 
 
-@app.command("list")
 def list_(ctx: typer.Context) -> None:
     """Every round with its status."""
     from segbench.flows.rounds import list_rounds

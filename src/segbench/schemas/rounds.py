@@ -9,6 +9,7 @@ that record; ingest writes ``data/rounds/<key>.answers.json``.
 from __future__ import annotations
 
 import enum
+import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
@@ -109,3 +110,11 @@ class ItemAnswer(BaseModel):
     polygons: dict[str, dict[str, list[Polygon]]] = Field(
         default_factory=dict, description="control → annotator → polygons (kept per annotator)"
     )
+
+
+def slugify(label: str) -> str:
+    """The control-name form of a label: lowercase ASCII letters, digits and underscores.
+
+    Label configs name a subpart's controls ``has_<slug>``, and answers are read back by that name.
+    """
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "x"

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from segbench.annotation_ui.label_configs import slugify
+from segbench.schemas.rounds import slugify
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import Taxonomy
 

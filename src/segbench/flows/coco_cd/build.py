@@ -33,6 +33,7 @@ from segbench.tasks.coco_cd import selection as cd
 from segbench.tasks.coco_cd import outputs
 from segbench.core.coco import CocoIndex, load_coco, merge_splits
 from segbench.core.manifest import build_manifest, write_manifest
+from segbench.core.reports import write_skip_report
 from segbench.core.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
 from segbench.core.splits import SplitPlan, draw_splits
 from segbench.schemas.coco_cd import CocoCdStep
@@ -100,7 +101,7 @@ def write_records(stage: Path, instances: CocoIndex, records: list[ContextRecord
     group_counts = plan.group_counts(cd.group_of_records(usable, params))
     outputs.write_group_counts(stage, group_counts, params)
     outputs.write_splits(stage, instances, {r.image_id: r for r in usable}, plan, params)
-    outputs.write_skip_report(stage, policy.report)
+    write_skip_report(stage, policy.report)
     return {"coverage": coverage, "group_counts": group_counts}
 
 

@@ -30,6 +30,7 @@ from segbench.schemas.rounds import Answer, Round, RoundItem
 from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
 from segbench.tasks.spin import crowd as sc
 from segbench.core.io import read_json, write_json, write_jsonl
+from segbench.flows.spin.rounds import spin_rounds
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
     """
     tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
-    rounds = sc.spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
+    rounds = spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
                             now=now, overlap=overlap)
     store = RoundStore(Path(data_root) / "rounds")
     return [store.create(r, overwrite=overwrite) for r in rounds]

@@ -9,10 +9,14 @@ the answers. Bad polygons are flagged by that import rather than refused at inge
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from segbench.annotation_ui.kinds import RoundKind
-from segbench.annotation_ui.label_configs import LabelConfig, slugify, text, texts
+from segbench.annotation_ui.rounds import new_round
+from segbench.annotation_ui.label_configs import LabelConfig, text, texts
+from segbench.schemas.rounds import Round, RoundConfig, RoundItem, slugify
+from segbench.schemas.spin import Taxonomy
 from segbench.core.errors import InputError
 from segbench.tasks.spin import crowd
 
@@ -47,3 +51,39 @@ SUBPARTS = RoundKind(
     report="segbench.flows.spin.crowd:ingest_report",
     flags_own_polygons=True,
 )
+
+
+def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: str, dataset_version: str,
+                backend: Literal["labelstudio", "files"], now: str, overlap: int = 3) -> list[Round]:
+    """One ``spin_subparts`` round per (super-category, part) among ``items``, sorted by key.
+
+    Each item's ``data`` (``image_id``, ``part_ann_id``, ``object``, ``object_class``, ``part``; an
+    optional ``part_rle`` is kept) gains ``subparts``: the subparts asked for its object class.
+
+    Raises:
+        InputError: an item lacks a data field, names a part the taxonomy does not have, or its part
+            has no subpart for that object class.
+    """
+    groups: dict[tuple[str, str], list[RoundItem]] = {}
+    for item in items:
+        missing = [f for f in crowd.ITEM_FIELDS if f not in item.data]
+        if missing:
+            raise InputError(f"round item lacks data field(s) {', '.join(missing)}", item=f"item {item.item_id}",
+                             hint=f"SPIN items carry {', '.join(crowd.ITEM_FIELDS)}")
+        groups.setdefault((item.data["object"], item.data["part"]), []).append(item)
+    rounds = []
+    for (obj, part), members in sorted(groups.items()):
+        entry = taxonomy.part(obj, part)
+        ready = []
+        for item in members:
+            names = [s.name for s in entry.subparts if s.applies_to(item.data["object_class"])]
+            if not names:
+                raise InputError(f"{obj}-{part} has no subpart for class {item.data['object_class']!r}",
+                                 item=f"item {item.item_id}", hint="add subparts in taxonomy_edits.yaml, or leave "
+                                 "this part out of the round")
+            ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}}))
+        config = RoundConfig(label_config=crowd.LABEL_CONFIG, overlap=overlap,
+                             params={"object": obj, "part": part, "subparts": [s.name for s in entry.subparts]})
+        rounds.append(new_round(crowd.round_key(key_prefix, obj, part), crowd.KIND, crowd.DATASET, dataset_version, config, ready,
+                                backend, now))
+    return rounds

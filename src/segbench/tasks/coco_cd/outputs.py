@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from segbench.core.errors import SkipReport
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.core.coco import CocoIndex
 from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image, split_coco

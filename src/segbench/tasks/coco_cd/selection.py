@@ -8,7 +8,6 @@ into COCO files, label masks and resized images. The Prefect wrappers live in
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any

@@ -31,15 +31,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from segbench.annotation_ui.label_configs import slugify
-from segbench.annotation_ui.rounds import new_round
+from segbench.schemas.rounds import slugify
 from segbench.core.errors import InputError
-from segbench.schemas.rounds import Answer, Polygon, Round, RoundConfig, RoundItem
+from segbench.schemas.rounds import Answer, Polygon
 from segbench.schemas.spin import PartContext, ResolvedSubpart, Taxonomy
 from segbench.core.masks import bitmap_to_rle, rle_iou, rle_to_bitmap
 
@@ -56,42 +55,6 @@ ITEM_FIELDS = ("image_id", "part_ann_id", "object", "object_class", "part")
 
 def round_key(prefix: str, object: str, part: str) -> str:
     return f"{prefix}-{slugify(object)}-{slugify(part)}"
-
-
-def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: str, dataset_version: str,
-                backend: Literal["labelstudio", "files"], now: str, overlap: int = 3) -> list[Round]:
-    """One ``spin_subparts`` round per (super-category, part) among ``items``, sorted by key.
-
-    Each item's ``data`` (``image_id``, ``part_ann_id``, ``object``, ``object_class``, ``part``; an
-    optional ``part_rle`` is kept) gains ``subparts``: the subparts asked for its object class.
-
-    Raises:
-        InputError: an item lacks a data field, names a part the taxonomy does not have, or its part
-            has no subpart for that object class.
-    """
-    groups: dict[tuple[str, str], list[RoundItem]] = {}
-    for item in items:
-        missing = [f for f in ITEM_FIELDS if f not in item.data]
-        if missing:
-            raise InputError(f"round item lacks data field(s) {', '.join(missing)}", item=f"item {item.item_id}",
-                             hint=f"SPIN items carry {', '.join(ITEM_FIELDS)}")
-        groups.setdefault((item.data["object"], item.data["part"]), []).append(item)
-    rounds = []
-    for (obj, part), members in sorted(groups.items()):
-        entry = taxonomy.part(obj, part)
-        ready = []
-        for item in members:
-            names = [s.name for s in entry.subparts if s.applies_to(item.data["object_class"])]
-            if not names:
-                raise InputError(f"{obj}-{part} has no subpart for class {item.data['object_class']!r}",
-                                 item=f"item {item.item_id}", hint="add subparts in taxonomy_edits.yaml, or leave "
-                                 "this part out of the round")
-            ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}}))
-        config = RoundConfig(label_config=LABEL_CONFIG, overlap=overlap,
-                             params={"object": obj, "part": part, "subparts": [s.name for s in entry.subparts]})
-        rounds.append(new_round(round_key(key_prefix, obj, part), KIND, DATASET, dataset_version, config, ready,
-                                backend, now))
-    return rounds
 
 
 # --- masks and validation -----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from PIL import Image, UnidentifiedImageError
 
 from segbench.core.errors import InputError
 from segbench.core.splits import group_id
-from segbench.schemas.waterbirds import LAND_PLACES, WATER_PLACES, SpeciesMatch, WaterbirdsParams
+from segbench.schemas.waterbirds import SpeciesMatch, WaterbirdsParams
 
 BUILDER_VERSION = "2"  # 2: the manifest records the images, segmentations and places as inputs, and the build key
 CLASSES = ("landbird", "waterbird")
