@@ -47,8 +47,8 @@ from segbench.core.versioning import DatasetSource
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "1"
-CGF1_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: metrics.json is {"evaluated", "metrics"}, like every evaluation's
+CGF1_VERSION = "2"  # 2: the same
 
 
 def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
@@ -147,7 +147,7 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     key = build_key(dataset="eval/cafe", logic_version=EVALUATION_VERSION, params=key_params, input_hashes=hashes)
     if not force and is_up_to_date(out, key):
         logger.info("CAFE evaluation in %s is up to date", out)
-        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+        return {"metrics": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
 
     with resumable_stage(out, key) as stage:
         scored = score_cafe.submit(stage.unit_key("score"), repo, rev, gt, dataset_dir, predictions, params,
@@ -164,11 +164,6 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
                 paths["report"])
     return {"metrics": metrics, "paths": paths, "up_to_date": False, "units": count_units([scored])}
-
-
-def _without_evaluated(metrics: dict[str, Any]) -> dict[str, Any]:
-    """The metrics of a metrics.json written by ``write_cafe_report`` / ``write_cgf1_report``."""
-    return {name: value for name, value in metrics.items() if name != "evaluated"}
 
 
 @task(name="score-cgf1", **UNIT)
@@ -208,7 +203,7 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     key = build_key(dataset="eval/cgf1", logic_version=CGF1_VERSION, params=evaluated, input_hashes=hashes)
     if not force and is_up_to_date(out, key):
         logger.info("cgF1 evaluation in %s is up to date", out)
-        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+        return {"metrics": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
 
     with resumable_stage(out, key) as stage:
         summary = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold)
