@@ -253,7 +253,7 @@ def build_vocab_command(
 def print_vocab_summary(summary: dict[str, Any], provider: Any) -> None:
 
     counts = summary["counts"]
-    usage = counts["usage"]
+    usage = summary["usage"]
     console.out.print(console.key_values(f"Vocabulary {summary['dataset']}", {
         "captions (distinct)": f"{counts['captions']} ({counts['distinct_captions']})",
         "nouns kept": counts["nouns"], "categories": counts["categories"], "candidates judged": counts["candidates"],
