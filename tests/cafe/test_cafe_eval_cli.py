@@ -33,7 +33,7 @@ def test_evaluate_cafe_writes_metrics_report_and_plots(files):
                      "--iou-threshold", "0.3", "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output + repr(result.exception)
     out = tmp_path / "out"
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())["metrics"]
     assert metrics["Overall"]["TA-FP"] == 2 and metrics["Overall"]["UA-FN"] == 2
     assert metrics["SM"]["UCSR"] == 0.5 and metrics["CC"]["ACSR"] == 1.0
     assert {"cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1"} <= set(metrics["OC"])
@@ -52,9 +52,10 @@ def test_evaluate_cafe_reads_the_published_export_and_calibrates(files):
                      "--calibration-gt", str(gt), "--calibration-predictions", str(preds),
                      "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output + repr(result.exception)
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    saved = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = saved["metrics"]
     assert metrics["calibration"]["threshold"] == metrics["params"]["score_threshold"]
-    assert metrics["evaluated"]["ground_truth"].endswith("data/cafe/CAFE.json")
+    assert saved["evaluated"]["ground_truth"].endswith("data/cafe/CAFE.json")
 
 
 def test_evaluate_cgf1_oracle(files):
@@ -64,8 +65,9 @@ def test_evaluate_cgf1_oracle(files):
     result = _invoke(tmp_path, "cgf1", "--gt", str(gt), "--gt", str(other), "--predictions", str(preds),
                      "--out", str(tmp_path / "cg"))
     assert result.exit_code == 0, result.output + repr(result.exception)
-    metrics = json.loads((tmp_path / "cg" / "metrics.json").read_text())
-    assert metrics["pmF1"] == metrics["positive_micro_F1"] and metrics["evaluated"]["protocol"] == "oracle"
+    saved = json.loads((tmp_path / "cg" / "metrics.json").read_text())
+    metrics = saved["metrics"]
+    assert metrics["pmF1"] == metrics["positive_micro_F1"] and saved["evaluated"]["protocol"] == "oracle"
     assert (tmp_path / "cg" / "report.md").exists() and (tmp_path / "cg" / "cgf1_by_iou.png").exists()
 
 

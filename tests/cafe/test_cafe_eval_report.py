@@ -45,7 +45,8 @@ def test_reports_are_written_and_reproducible(tmp_path):
         if path.suffix == ".png":
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = json.loads(first["metrics"].read_text())
-    assert saved["Overall"]["TA-FP"] == 2 and saved["evaluated"] == EVALUATED
+    assert set(saved) == {"evaluated", "metrics"}
+    assert saved["metrics"]["Overall"]["TA-FP"] == 2 and saved["evaluated"] == EVALUATED
 
 
 def test_cgf1_report(tmp_path):
@@ -53,6 +54,7 @@ def test_cgf1_report(tmp_path):
     summary = evaluate_cgf1([truth], load_predictions(HAND_PREDS, "preds.json", truth))
     paths = write_cgf1_report(tmp_path, summary, EVALUATED)
     saved = json.loads(paths["metrics"].read_text())
+    assert saved["evaluated"] == EVALUATED
     assert {"cgF1", "IL_MCC", "pmF1", "positive_micro_F1", "IL_FPR", "positive_macro_F1", "cgF1@0.5",
-            "cgF1@0.75"} <= set(saved)
+            "cgF1@0.75"} <= set(saved["metrics"])
     assert "| IL_MCC |" in paths["report"].read_text() and paths["cgf1_by_iou"].stat().st_size > 1000

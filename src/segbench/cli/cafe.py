@@ -197,7 +197,7 @@ def evaluate_cafe_command(
 def print_cafe_evaluation(result: dict[str, Any]) -> None:
     from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 
-    m = result["metrics"]
+    m = result["summary"]
     params = m["params"]
     title = f"CAFE (t = {params['score_threshold']:g}, τ = {params['iou_threshold']:g})"
     if m.get("calibration"):
@@ -229,7 +229,7 @@ def evaluate_cgf1_command(
     result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold,
                       force=force)
     print_up_to_date(result, out)
-    m = result["metrics"]
+    m = result["summary"]
     console.out.print(console.key_values("cgF1", {
         "images (IL TP / FP / TN / FN)": f"{m['num_images']} ({m['IL_TP']} / {m['IL_FP']} / {m['IL_TN']} / "
                                          f"{m['IL_FN']})",

@@ -68,7 +68,7 @@ def build_command(
 def print_build(summary: dict[str, Any], provider: Any) -> None:
     """The counts of a vocabulary build and what the provider answered."""
     counts = summary["counts"]
-    usage = counts["usage"]
+    usage = summary["usage"]
     console.out.print(console.key_values(f"Vocabulary {summary['dataset']}", {
         "captions (distinct)": f"{counts['captions']} ({counts['distinct_captions']})",
         "nouns kept": counts["nouns"], "categories": counts["categories"], "candidates judged": counts["candidates"],

@@ -1,23 +1,27 @@
-"""Build keys of evaluations, and the result of an evaluation found up to date.
+"""Build keys of evaluations, and the result every evaluation returns.
 
 An evaluation's key (:func:`segbench.core.resume.build_key`) covers the version of its logic, its
 parameters (thresholds, τ, prompt kinds, and the input names its report prints, since those are part
 of its bytes) and the sha256 of the ground truth and of the predictions it reads. Equal keys mean
-byte-equal reports, so an evaluation whose key matches its report's manifest is not run again.
+byte-equal reports, so an evaluation whose key matches its report's manifest is not run again
+(:func:`run_evaluation`, the evaluation's form of :func:`segbench.core.build.run_build`).
 
-Running the evaluation is not here: the flows in ``segbench.flows.flip*`` do that.
+Computing metrics is not here: the evaluation flows in ``segbench.flows`` do that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from segbench.core.build import Build, Built, run_build
 from segbench.core.io import read_json, sha256_bytes
 from segbench.core.manifest import MANIFEST_NAME, read_manifest
+from segbench.core.reports import METRICS_NAME
 from segbench.core.resume import hash_inputs
 from segbench.core.versioning import DatasetSource
 
@@ -85,5 +89,29 @@ def report_paths(out: str | Path) -> dict[str, str]:
 
 
 def finished_metrics(out: str | Path) -> dict[str, Any]:
-    """The content of a finished report's ``metrics.json``."""
-    return read_json(Path(out) / "metrics.json")
+    """The content of a finished report's ``metrics.json``: ``{"evaluated", "metrics"}``."""
+    return read_json(Path(out) / METRICS_NAME)
+
+
+def run_evaluation(build: Build, body: Callable[..., Built], *, force: bool = False,
+                   prepare: Callable[[], Any] | None = None,
+                   paths: Callable[[str | Path], dict[str, str]] = report_paths,
+                   logger: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
+    """Write the report in ``build.out`` with ``body`` unless it is up to date (:func:`run_build`).
+
+    Args:
+        body: as for ``run_build``; it puts the metrics it wrote under ``extras["summary"]``.
+        paths: the report's files by name (``report_paths``, or the flow's names for them).
+        force, prepare, logger: as for ``run_build``.
+
+    Returns:
+        ``{"out", "up_to_date", "units", "summary", "paths"}``: an up-to-date report's summary is
+        read back from its ``metrics.json``.
+
+    Raises:
+        Whatever ``prepare`` or ``body`` raise (the stage is kept to resume).
+    """
+    result = run_build(build, body, force=force, prepare=prepare, logger=logger,
+                       finished=lambda _manifest: {"summary": finished_metrics(build.out)["metrics"]})
+    return {"out": result["out"], "up_to_date": result["up_to_date"], "units": result["units"],
+            "summary": result["summary"], "paths": paths(build.out)}

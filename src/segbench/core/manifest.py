@@ -11,9 +11,7 @@ from typing import Any
 import segbench
 from segbench.schemas.manifest import Manifest
 from segbench.core.io import read_json, sha256_file, sha256_tree, write_json
-from segbench.core.resume import NONCE_NAME
-
-MANIFEST_NAME = "manifest.json"
+from segbench.core.resume import MANIFEST_NAME, NONCE_NAME
 
 
 def build_manifest(
@@ -29,6 +27,7 @@ def build_manifest(
     now: dt.datetime | None = None,
     input_hashes: Mapping[str, str] | None = None,
     build_key: str | None = None,
+    outputs: Mapping[str, str] | None = None,
 ) -> Manifest:
     """Describe the finished output under ``root``.
 
@@ -38,6 +37,8 @@ def build_manifest(
         now: the timestamp to record (default: ``$SOURCE_DATE_EPOCH`` if set, else the current UTC time).
         input_hashes: the inputs' sha256 when the caller has them already (see ``tasks.resume``).
         build_key: the build key the output was made under (see ``tasks.resume.build_key``).
+        outputs: the sha256 of each output file when ``root`` is not the output's own folder (the
+            SPIN taxonomy shares its folder with the dataset); by default every file under ``root``.
     """
     now = now or build_time()
     return Manifest(
@@ -49,7 +50,8 @@ def build_manifest(
         params=dict(params),
         inputs=dict(sorted(input_hashes.items())) if input_hashes is not None
         else {label: sha256_file(path) for label, path in sorted(inputs.items())},
-        outputs=sha256_tree(root, exclude=[MANIFEST_NAME, NONCE_NAME]),  # the nonce is a stage's bookkeeping
+        outputs=dict(outputs) if outputs is not None
+        else sha256_tree(root, exclude=[MANIFEST_NAME, NONCE_NAME]),  # the nonce is a stage's bookkeeping
         counts=dict(counts),
         skipped=skipped,
         build_key=build_key,
@@ -64,12 +66,18 @@ def build_time() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def write_manifest(root: str | Path, manifest: Manifest) -> Path:
-    return write_json(Path(root) / MANIFEST_NAME, manifest.model_dump(mode="json"), indent=1)
+def write_manifest(root: str | Path, manifest: Manifest, name: str = MANIFEST_NAME) -> Path:
+    """Write ``root/name`` atomically; returns its path."""
+    return write_json(Path(root) / name, manifest.model_dump(mode="json"), indent=1)
 
 
-def read_manifest(root: str | Path) -> Manifest:
-    return Manifest.model_validate(read_json(Path(root) / MANIFEST_NAME))
+def read_manifest(root: str | Path, name: str = MANIFEST_NAME) -> Manifest:
+    """The manifest ``root/name``.
+
+    Raises:
+        InputError: it is missing or not JSON (from ``read_json``); ValidationError: not a manifest.
+    """
+    return Manifest.model_validate(read_json(Path(root) / name))
 
 
 def verify_outputs(root: str | Path) -> dict[str, list[str]]:

@@ -1,13 +1,15 @@
 """What every dataset's tables and reports share: number formats, Markdown tables, plots as PNG
-bytes, and the skip report of a build.
+bytes, the skip report of a build, and the files every evaluation report has.
 
-Nothing here computes a metric; the datasets' report modules call these so every report reads alike.
+``metrics.json`` has one shape for every evaluation: ``{"evaluated": {...}, "metrics": {...}}``,
+what was evaluated (sources, revision, thresholds) next to the metrics it gave. Readers take the
+metrics from ``["metrics"]`` whatever the evaluation. Nothing here computes a metric.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from segbench.core.errors import SkipReport
-from segbench.core.io import write_json
+from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+
+METRICS_NAME = "metrics.json"
+REPORT_NAME = "report.md"
 
 
 def fmt(value: float | None) -> str:
@@ -55,3 +60,24 @@ def figure_png(fig: Figure) -> bytes:
 def write_skip_report(folder: Path, report: SkipReport) -> Path:
     """``skipped.json`` in ``folder``: every item a build skipped, with its file, id and the rule broken."""
     return write_json(folder / "skipped.json", report.to_json(), indent=1)
+
+
+def write_report_files(out_dir: str | Path, metrics: Mapping[str, Any], evaluated: Mapping[str, Any],
+                       markdown: str, plots: Mapping[str, tuple[str, bytes]]) -> dict[str, Path]:
+    """Write ``metrics.json``, ``report.md`` and the plots into ``out_dir``, each atomically.
+
+    Args:
+        metrics: the evaluation's metrics; evaluated: what was evaluated (both JSON-serialisable).
+        markdown: the text of ``report.md``.
+        plots: name -> (file name, PNG bytes).
+
+    Returns:
+        ``{"metrics": path, "report": path, <plot name>: path...}``.
+    """
+    out = Path(out_dir)
+    paths = {"metrics": write_json(out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(metrics)},
+                                   indent=2),
+             "report": atomic_write_text(out / REPORT_NAME, markdown)}
+    for name, (file_name, data) in plots.items():
+        paths[name] = atomic_write_bytes(out / file_name, data)
+    return paths

@@ -27,21 +27,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
-from segbench.flows.resumable import stage_manifest
 from segbench.flows.units import UNIT, count_units
 from segbench.demo.coco_cd.baseline import write_baseline_predictions
-from segbench.core.evaluation_keys import (
-    PREDICTIONS,
-    finished_metrics,
-    ground_truth_hashes,
-    local_hashes,
-    report_paths,
-)
+from segbench.core.build import Build, Built, Stage
+from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
 from segbench.tasks.flip.report import write_report
-from segbench.core.manifest import write_manifest
-from segbench.core.resume import build_key, is_up_to_date, resumable_stage
 from segbench.core.versioning import DatasetSource
 from segbench import registry
 from segbench.schemas.flip import FlipEvaluation
@@ -109,17 +101,9 @@ def predict_shard(
 
 
 @flow(name="evaluate-coco-cd")
-def evaluate_coco_cd(
-    repo: str | Path,
-    rev: str | None,
-    predictions: str | Path,
-    out: str | Path,
-    rho: float = 0.95,
-    split: str = "test",
-    dataset_dir: str = "data/coco_cd",
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    force: bool = False,
-) -> dict[str, Any]:
+def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float = 0.95,
+                     split: str = "test", dataset_dir: str = "data/coco_cd", shard_size: int = DEFAULT_SHARD_SIZE,
+                     force: bool = False) -> dict[str, Any]:
     """Evaluate a predictions directory on a COCO-CD split and write the report.
 
     Args:
@@ -132,9 +116,9 @@ def evaluate_coco_cd(
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"summary": <metrics dict>, "paths": {"metrics", "report", "per_group_iou",
-        "flip_by_risk_decile": str}, "up_to_date": bool}``, and ``"units"`` (``{"computed",
-        "reused"}`` shards) when it evaluated. An up-to-date summary is read back from metrics.json.
+        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"} shards, "summary": <metrics
+        dict>, "paths": {"metrics", "report", "per_group_iou", "flip_by_risk_decile": str}}``. An
+        up-to-date summary is read back from metrics.json.
 
     Raises:
         InputError: split or masks missing/malformed; predictions missing (names the directory,
@@ -144,17 +128,9 @@ def evaluate_coco_cd(
 
 
 @flow(name="evaluate-waterbirds")
-def evaluate_waterbirds(
-    repo: str | Path,
-    rev: str | None,
-    predictions: str | Path,
-    out: str | Path,
-    rho: float = 0.95,
-    split: str = "test",
-    dataset_dir: str = "data/waterbirds_seg",
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    force: bool = False,
-) -> dict[str, Any]:
+def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path,
+                        rho: float = 0.95, split: str = "test", dataset_dir: str = "data/waterbirds_seg",
+                        shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False) -> dict[str, Any]:
     """Evaluate a predictions directory on a Waterbirds-seg split: the COCO-CD metrics, with
     classes landbird/waterbird (label values 1/2) and contexts land/water.
 
@@ -169,53 +145,43 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
               split: str, dataset_dir: str, shard_size: int, names: FlipNames, force: bool) -> dict[str, Any]:
     """The body of both evaluation flows (runs inside the calling flow)."""
     logger = get_run_logger()
-    repo, predictions, out = str(repo), str(predictions), str(out)
+    repo, predictions = str(repo), str(predictions)
     relpath = split_relpath(dataset_dir, rho, split)
     images = load_split(repo, rev, relpath)
     found = prediction_paths(predictions, [image["id"] for image in images])
-    evaluated = {
-        "source": DatasetSource(repo, rev).describe(),
-        "rev": rev,
-        "rho": rho,
-        "split": split,
-        "split_file": relpath,
-        "predictions": predictions,
-    }
+    evaluated = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "rho": rho, "split": split,
+                 "split_file": relpath, "predictions": predictions}
     masks = [f"{dataset_dir.rstrip('/')}/{image['mask_file']}" for image in images]
     hashes = hash_ground_truth(repo, rev, dataset_dir, [relpath, *masks])
     hashes |= local_hashes(PREDICTIONS, {Path(path).name: path for path in found.values()})
-    params = {"names": names.dataset, **evaluated}  # what the report prints is part of its bytes
-    key = build_key(dataset=f"eval/{names.dataset}", logic_version=EVALUATION_VERSION, params=params,
-                    input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("%s evaluation in %s is up to date", names.dataset, out)
-        return {"summary": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
+    build = Build(out=Path(out), dataset=f"eval/{names.dataset}", logic_version=EVALUATION_VERSION,
+                  params={"names": names.dataset, **evaluated},  # what the report prints is part of its bytes
+                  input_hashes=hashes)
+    result = run_evaluation(build, lambda stage: _score(stage, repo, rev, dataset_dir, images, found, shard_size,
+                                                       names, evaluated),
+                            force=force, logger=logger)
+    if not result["up_to_date"]:
+        summary = result["summary"]
+        logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary["num_images"], summary["miou"],
+                    summary["fg_decomposition"]["flip"], result["paths"]["report"])
+    return result
 
-    with resumable_stage(out, key) as stage:
-        futures = [
-            evaluate_shard.submit(
-                stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, dataset_dir, shard,
-                {int(im["id"]): found[int(im["id"])] for im in shard},
-            )
-            for n, shard in enumerate(_shards(images, shard_size))
-        ]
-        total = FlipAccumulator()
-        for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
-            total += shard  # in shard order; the summary does not depend on it anyway
-        summary = total.summarize(names)
-        write_report_task(str(stage.path), summary, evaluated, names)
-        write_manifest(stage.path, stage_manifest(
-            stage, dataset=f"eval/{names.dataset}", builder_version=EVALUATION_VERSION, params=params, inputs={},
-            input_hashes=hashes, counts={"images": summary["num_images"]}))
-    paths = report_paths(out)
-    logger.info(
-        "evaluated %d images: mIoU %s, FG-Flip %s -> %s",
-        summary["num_images"],
-        summary["miou"],
-        summary["fg_decomposition"]["flip"],
-        paths["report"],
-    )
-    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+
+def _score(stage: Stage, repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]],
+           found: dict[int, str], shard_size: int, names: FlipNames, evaluated: dict[str, Any]) -> Built:
+    """Score the images in shards of ``shard_size`` (units) and write the report into ``stage``.
+
+    ``found`` maps each image id to its prediction file.
+    """
+    futures = [evaluate_shard.submit(stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, dataset_dir, shard,
+                                     {int(im["id"]): found[int(im["id"])] for im in shard})
+               for n, shard in enumerate(_shards(images, shard_size))]
+    total = FlipAccumulator()
+    for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
+        total += shard  # in shard order; the summary does not depend on it anyway
+    summary = total.summarize(names)
+    write_report_task(str(stage.path), summary, evaluated, names)
+    return Built(counts={"images": summary["num_images"]}, units=count_units(futures), extras={"summary": summary})
 
 
 @flow(name="predict-baseline-coco-cd")

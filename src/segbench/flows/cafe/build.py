@@ -24,7 +24,6 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
-from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage
 from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
@@ -33,11 +32,11 @@ from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
 from segbench.tasks.cafe import targets as cafe_targets
 from segbench.tasks.cafe.verification import outline
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import load_coco
 from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
-from segbench.core.manifest import write_manifest
 from segbench.core.masks import rle_to_bitmap
-from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.resume import hash_inputs
 
 BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, and the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
@@ -168,24 +167,15 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         force: rebuild even when ``out`` was built with the same build key.
 
     Returns:
-        A summary: output path, ``up_to_date``, counts, skipped counts, provider usage and ``units``
-        (edit shards computed / reused from a killed run).
+        A summary: output path, ``up_to_date``, counts, ``units`` (edit shards computed / reused from
+        a killed run), skipped counts and provider usage.
 
     Raises:
         InputError: a missing or malformed source, repeated source names.
         AnnotationError / ProviderError: under ``on_error = fail``, a bad annotation, image or edit.
     """
-    from segbench.core.errors import InputError
-    from segbench.providers.wordnet_data import load_wordnet
-
     params = params or CafeParams()
-    names = [s.name for s in sources]
-    if not sources or len(set(names)) != len(names):
-        raise InputError(f"give one or more sources with distinct names (got {names})",
-                         hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR, repeated with different names")
-    unknown = sorted(set(params.quotas) - set(names))
-    if unknown:
-        raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
+    _check_sources(sources, params)
     logger = get_run_logger()
     if editor is None:
         from segbench.providers.editors import make_image_editor
@@ -194,38 +184,66 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         editor = make_image_editor(load_settings())
     out = Path(out)
     hashes = hash_inputs(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
-    key = build_key(dataset="cafe_candidates", logic_version=BUILDER_VERSION,
-                    params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
-                    input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("%s is up to date", out)
-        summary = up_to_date_summary(out, usage={k: 0 for k in Usage.model_fields})
-        return {**summary, "skipped": summary["counts"]["skipped"]}
+    build = Build(out=out, dataset="cafe_candidates", logic_version=BUILDER_VERSION,
+                  params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
+                  input_hashes=hashes)
     skips = SkipReport()
+    summary = run_build(build, lambda stage, planned: _edit_all(stage, *planned, sources, params, skips, editor),
+                        force=force, logger=logger,
+                        prepare=lambda: _plan_all(sources, params, skips, provider, nltk_data),
+                        finished=lambda manifest: {"skipped": manifest.counts["skipped"],
+                                                   "usage": {k: 0 for k in Usage.model_fields}})
+    if not summary["up_to_date"]:
+        logger.info("provider usage this run: %s", summary["usage"])
+    return summary
+
+
+def _check_sources(sources: list[SourceSpec], params: CafeParams) -> None:
+    """Raises InputError: no source, repeated source names, or a quota for a source not given."""
+    from segbench.core.errors import InputError
+
+    names = [s.name for s in sources]
+    if not sources or len(set(names)) != len(names):
+        raise InputError(f"give one or more sources with distinct names (got {names})",
+                         hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR, repeated with different names")
+    unknown = sorted(set(params.quotas) - set(names))
+    if unknown:
+        raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
+
+
+def _plan_all(sources: list[SourceSpec], params: CafeParams, skips: SkipReport, provider: Any,
+              nltk_data: Path | None) -> tuple[list[Candidate], dict[str, int]]:
+    """Select targets, ask for edit plans and keep the valid pairs: the candidates to edit and the
+    provider's usage while planning; what is left out goes into ``skips``."""
+    from segbench.providers.wordnet_data import load_wordnet
+
     targets = []
     for source in sorted(sources, key=lambda s: s.name):
         found, skipped = select_source_targets(source, params)
         targets += found
         skips.skipped += skipped
     assigned = cafe_targets.assign_edit_types(targets, params.edit_mix, seed=params.seed)
-
     before = provider.usage
     plans = _plans(provider, assigned, params)
     usage = {k: getattr(provider.usage, k) - getattr(before, k) for k in Usage.model_fields}
     wn = load_wordnet(Path(nltk_data or DEFAULT_NLTK_DATA))
-    candidates = _candidates(_validated(plans, wn, skips), params.seed)
+    return _candidates(_validated(plans, wn, skips), params.seed), usage
 
+
+def _edit_all(stage: Stage, candidates: list[Candidate], usage: dict[str, int], sources: list[SourceSpec],
+              params: CafeParams, skips: SkipReport, editor: Any) -> Built:
+    """Edit every candidate in shards (units) and write the candidate files into ``stage``; ``usage``
+    (the provider's, while planning) is returned with what was built."""
     images_dir = {s.name: Path(s.images) for s in sources}
-    with resumable_stage(out, key) as stage:
-        shards = [candidates[i : i + params.edit_shard] for i in range(0, len(candidates), params.edit_shard)]
-        futures = [edit_shard.submit(stage.unit_key(f"edit/{n}"), editor, shard, images_dir, stage.path, params)
-                   for n, shard in enumerate(shards)]
-        results = progress.gather(futures, "edits", len(candidates), lambda result: len(result[0]))
-        candidates = [c for done, _ in results for c in done]
-        skips.skipped += [record for _, skipped in results for record in skipped]
-        summary = _write_candidates(stage, candidates, sources, params, skips, provider, editor, hashes)
-    logger.info("provider usage this run: %s", usage)
-    return {"out": str(out), "up_to_date": False, **summary, "usage": usage, "units": count_units(futures)}
+    shards = [candidates[i : i + params.edit_shard] for i in range(0, len(candidates), params.edit_shard)]
+    futures = [edit_shard.submit(stage.unit_key(f"edit/{n}"), editor, shard, images_dir, stage.path, params)
+               for n, shard in enumerate(shards)]
+    results = progress.gather(futures, "edits", len(candidates), lambda result: len(result[0]))
+    skips.skipped += [record for _, skipped in results for record in skipped]
+    built = _write_candidates(stage, [c for done, _ in results for c in done], params, skips)
+    built.units = count_units(futures)
+    built.extras["usage"] = usage
+    return built
 
 
 def source_files(sources: list[SourceSpec]) -> dict[str, Path]:
@@ -243,8 +261,7 @@ def _provenance(sources: list[SourceSpec], provider: Any, editor: Any) -> dict[s
                         for s in sources}}
 
 
-def _write_candidates(stage: Stage, candidates: list[Candidate], sources: list[SourceSpec], params: CafeParams,
-                      skips: SkipReport, provider: Any, editor: Any, hashes: dict[str, str]) -> dict[str, Any]:
+def _write_candidates(stage: Stage, candidates: list[Candidate], params: CafeParams, skips: SkipReport) -> Built:
     write_jsonl(stage.path / "candidates.jsonl", [c.model_dump(mode="json") for c in candidates])
     stats = cafe_pairs.pair_statistics(sample_rows(candidates))
     write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
@@ -254,12 +271,7 @@ def _write_candidates(stage: Stage, candidates: list[Candidate], sources: list[S
     write_json(stage.path / "skipped.json", skipped.to_json(), indent=1)
     counts = {"candidates": len(candidates), "by_edit_type": stats["by_edit_type"],
               "skipped": skipped.counts(), "prompt_pairs": stats["prompt_pairs"]}
-    manifest = stage_manifest(stage, dataset="cafe_candidates", builder_version=BUILDER_VERSION,
-                              params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
-                              inputs={}, input_hashes=hashes, counts=counts, seed=params.seed,
-                              skipped=len(skipped))
-    write_manifest(stage.path, manifest)
-    return {"counts": counts, "skipped": skipped.counts()}
+    return Built(counts=counts, seed=params.seed, skipped=len(skipped), extras={"skipped": skipped.counts()})
 
 
 def sample_rows(candidates: list[Candidate]) -> list[dict[str, Any]]:

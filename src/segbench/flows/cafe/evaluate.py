@@ -13,7 +13,7 @@ Usage::
 
     from segbench.flows.cafe.evaluate import evaluate_cafe, evaluate_cgf1
     result = evaluate_cafe(repo=".", rev="v1", gt=None, predictions="sam3.json", out="data/eval/cafe/sam3")
-    result["metrics"]["Overall"]["cgF1"], result["paths"]["report"]
+    result["summary"]["Overall"]["cgF1"], result["paths"]["report"]
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.core.errors import InputError
-from segbench.flows.resumable import stage_manifest
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.cafe import CafeEvalParams
 from segbench.tasks.cafe.eval_report import write_cafe_report, write_cgf1_report
@@ -33,16 +32,8 @@ from segbench.tasks.cafe.metrics import calibrate, split_for_calibration
 from segbench.tasks.cafe.metrics import evaluate_cafe as cafe_metrics
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, read_ground_truth, read_predictions
-from segbench.core.evaluation_keys import (
-    GROUND_TRUTH,
-    PREDICTIONS,
-    finished_metrics,
-    ground_truth_hashes,
-    local_hashes,
-    report_paths,
-)
-from segbench.core.manifest import write_manifest
-from segbench.core.resume import build_key, is_up_to_date, resumable_stage
+from segbench.core.build import Build, Built, Stage
+from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.cafe import CafeEvaluation
 
@@ -51,8 +42,8 @@ if TYPE_CHECKING:
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "1"
-CGF1_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: metrics.json is {"evaluated", "metrics"}, like every evaluation's
+CGF1_VERSION = "2"  # 2: the same
 
 
 def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
@@ -127,8 +118,8 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"metrics": <metrics dict>, "paths": {name: str}, "up_to_date": bool}``; an up-to-date run
-        reads the metrics back from metrics.json.
+        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"}, "summary": <metrics dict>,
+        "paths": {name: str}}``; an up-to-date run reads the metrics back from metrics.json.
 
     Raises:
         InputError: a malformed ground truth, predictions or pair, or half a calibration set.
@@ -138,41 +129,36 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     if (calibration_gt is None) != (calibration_predictions is None):
         raise InputError("a calibration set needs both --calibration-gt and --calibration-predictions",
                          hint="pass both, or neither to calibrate on a seeded fraction of the pairs")
-    repo, predictions, out = str(repo), str(predictions), str(out)
+    repo, predictions = str(repo), str(predictions)
     gt, calibration_gt, calibration_predictions = map(_optional, (gt, calibration_gt, calibration_predictions))
     hashes = (local_hashes(GROUND_TRUTH, {"CAFE": gt}) if gt is not None
               else hash_published_export(repo, rev, dataset_dir))
     hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
     if calibration_gt is not None and calibration_predictions is not None:
         hashes |= local_hashes("calibration", {"gt": calibration_gt, "predictions": calibration_predictions})
-    key_params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "gt": gt, "dataset_dir": dataset_dir,
-                  "predictions": predictions, "calibration_gt": calibration_gt,
-                  "calibration_predictions": calibration_predictions, **params.model_dump(mode="json")}
-    key = build_key(dataset="eval/cafe", logic_version=EVALUATION_VERSION, params=key_params, input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("CAFE evaluation in %s is up to date", out)
-        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
-
-    with resumable_stage(out, key) as stage:
-        scored = score_cafe.submit(stage.unit_key("score"), repo, rev, gt, dataset_dir, predictions, params,
-                                   calibration_gt, calibration_predictions)
-        metrics, evaluated = scored.result()
-        evaluated |= {"rev": rev, "score_threshold": metrics["params"]["score_threshold"],
-                      "iou_threshold": params.iou_threshold}
-        write_cafe_report_task(str(stage.path), metrics, evaluated)
-        write_manifest(stage.path, stage_manifest(
-            stage, dataset="eval/cafe", builder_version=EVALUATION_VERSION, params=key_params, inputs={},
-            input_hashes=hashes, counts={"pairs": metrics["Overall"]["N"]}))
-    paths = report_paths(out)
-    overall = metrics["Overall"]
-    logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
-                paths["report"])
-    return {"metrics": metrics, "paths": paths, "up_to_date": False, "units": count_units([scored])}
+    inputs = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "gt": gt, "dataset_dir": dataset_dir,
+              "predictions": predictions, "calibration_gt": calibration_gt,
+              "calibration_predictions": calibration_predictions}
+    build = Build(out=Path(out), dataset="eval/cafe", logic_version=EVALUATION_VERSION,
+                  params={**inputs, **params.model_dump(mode="json")}, input_hashes=hashes)
+    result = run_evaluation(build, lambda stage: _score_cafe(stage, repo, inputs, params), force=force, logger=logger)
+    if not result["up_to_date"]:
+        overall = result["summary"]["Overall"]
+        logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
+                    result["paths"]["report"])
+    return result
 
 
-def _without_evaluated(metrics: dict[str, Any]) -> dict[str, Any]:
-    """The metrics of a metrics.json written by ``write_cafe_report`` / ``write_cgf1_report``."""
-    return {name: value for name, value in metrics.items() if name != "evaluated"}
+def _score_cafe(stage: Stage, repo: str, inputs: dict[str, Any], params: CafeEvalParams) -> Built:
+    """Score (a unit) and write the report into ``stage``; ``inputs`` names what is read (flow arguments)."""
+    scored = score_cafe.submit(stage.unit_key("score"), repo, inputs["rev"], inputs["gt"], inputs["dataset_dir"],
+                               inputs["predictions"], params, inputs["calibration_gt"],
+                               inputs["calibration_predictions"])
+    metrics, evaluated = scored.result()
+    evaluated |= {"rev": inputs["rev"], "score_threshold": metrics["params"]["score_threshold"],
+                  "iou_threshold": params.iou_threshold}
+    write_cafe_report_task(str(stage.path), metrics, evaluated)
+    return Built(counts={"pairs": metrics["Overall"]["N"]}, units=count_units([scored]), extras={"summary": metrics})
 
 
 @task(name="score-cgf1", **UNIT)
@@ -197,7 +183,8 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     Skipped when the report is up to date with these files and threshold, unless ``force``.
 
     Returns:
-        ``{"metrics": <summary>, "paths": {"metrics", "report", "cgf1_by_iou": str}, "up_to_date": bool}``.
+        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"}, "summary": <cgF1 summary>,
+        "paths": {"metrics", "report", "cgf1_by_iou": str}}``.
 
     Raises:
         InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
@@ -209,21 +196,22 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     # Indexed labels: with several ground truths their order is part of the oracle protocol's input.
     hashes = local_hashes(GROUND_TRUTH, {f"{n}:{Path(path).name}": path for n, path in enumerate(gts)})
     hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
-    key = build_key(dataset="eval/cgf1", logic_version=CGF1_VERSION, params=evaluated, input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("cgF1 evaluation in %s is up to date", out)
-        return {"metrics": _without_evaluated(finished_metrics(out)), "paths": report_paths(out), "up_to_date": True}
+    build = Build(out=Path(out), dataset="eval/cgf1", logic_version=CGF1_VERSION, params=evaluated,
+                  input_hashes=hashes)
 
-    with resumable_stage(out, key) as stage:
-        summary = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold)
+    def score(stage: Stage) -> Built:
+        scored = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold, return_state=True)
+        summary = scored.result()
         write_cgf1_report_task(str(stage.path), summary, evaluated)
-        write_manifest(stage.path, stage_manifest(
-            stage, dataset="eval/cgf1", builder_version=CGF1_VERSION, params=evaluated, inputs={},
-            input_hashes=hashes, counts={"images": summary["num_images"]}))
-    paths = report_paths(out)
-    logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],
-                paths["report"])
-    return {"metrics": summary, "paths": paths, "up_to_date": False}
+        return Built(counts={"images": summary["num_images"]}, units=count_units([scored]),
+                     extras={"summary": summary})
+
+    result = run_evaluation(build, score, force=force, logger=logger)
+    if not result["up_to_date"]:
+        summary = result["summary"]
+        logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],
+                    result["paths"]["report"])
+    return result
 
 
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from prefect import flow, get_run_logger
 
 from segbench.core.errors import InputError, RoundStateError, SkipReport
-from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import verification
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
-from segbench.core.manifest import read_manifest, verify_outputs, write_manifest
-from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.manifest import read_manifest, verify_outputs
+from segbench.core.resume import hash_inputs
 from segbench.schemas.cafe import CafeStep
 
 if TYPE_CHECKING:
@@ -122,6 +122,10 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     was exported from the same round answers and candidates nothing is done (``force``
     exports anyway).
 
+    Returns:
+        A summary: output path, ``up_to_date``, counts, ``units`` (none: the export is not cut into
+        units) and the exported ``files`` by subset.
+
     Raises:
         InputError: the round is not a CAFE verification round, the candidates changed since it was
             created, or an exported file fails the schema check.
@@ -131,13 +135,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
 
     data_root = Path(data_root)
     store = RoundStore(data_root / "rounds")
-    round_ = store.load(round_key)
-    if round_.kind != verification.KIND:
-        raise InputError(f"round {round_key} is a {round_.kind} round, not {verification.KIND}",
-                         hint="pass the key of a CAFE verification round")
-    if round_.status not in (RoundStatus.INGESTED, RoundStatus.CLOSED):
-        raise RoundStateError(f"status is {round_.status.value}; the export needs the round's answers",
-                              item=f"round {round_key}", hint=f"segbench rounds ingest {round_key}")
+    round_ = _ingested_round(store.load(round_key))
     candidates_path = data_root / round_.dataset
     out = Path(out or data_root / "cafe")
     # The round's record is left out: it holds creation and ingest times; its key and the candidates'
@@ -147,33 +145,56 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     hashes["candidates_outputs"] = candidates_version(candidates_path)
     params = {"round": round_.key, "candidates": round_.dataset, "candidates_version": round_.dataset_version,
               "verified_rule": VERIFIED_RULE}
-    key = build_key(dataset="cafe", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        get_run_logger().info("%s is up to date", out)
-        return up_to_date_summary(out, files={stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS})
+    build = Build(out=out, dataset="cafe", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
+    files = {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}
+    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, *verdicts, round_),
+                        force=force, prepare=lambda: _verdicts(round_, candidates_path, store.answers_path(round_key)),
+                        logger=get_run_logger())
+    if not summary["up_to_date"]:
+        get_run_logger().info("exported %d of %d candidates", summary["counts"]["samples"],
+                              summary["counts"]["samples"] + summary["counts"]["not_verified"])
+    return summary | {"files": files}  # where they are, whether exported now or found up to date
+
+
+def _ingested_round(round_: Round) -> Round:
+    """``round_``, checked to be an ingested CAFE verification round.
+
+    Raises:
+        InputError: another kind of round. RoundStateError: its answers are not ingested yet.
+    """
+    if round_.kind != verification.KIND:
+        raise InputError(f"round {round_.key} is a {round_.kind} round, not {verification.KIND}",
+                         hint="pass the key of a CAFE verification round")
+    if round_.status not in (RoundStatus.INGESTED, RoundStatus.CLOSED):
+        raise RoundStateError(f"status is {round_.status.value}; the export needs the round's answers",
+                              item=f"round {round_.key}", hint=f"segbench rounds ingest {round_.key}")
+    return round_
+
+
+def _verdicts(round_: Round, candidates_path: Path, answers_path: Path) -> tuple[list[Candidate], SkipReport]:
+    """The candidates the majority verified, and the others with the reasons (as skipped items).
+
+    Raises:
+        InputError: the candidates changed since the round was created.
+    """
     _check_version(round_, candidates_path)
     candidates = read_candidates(candidates_path)
-    answers = [ItemAnswer.model_validate(i) for i in read_json(store.answers_path(round_key))["items"]]
+    answers = [ItemAnswer.model_validate(i) for i in read_json(answers_path)["items"]]
     reasons = {a.item_id: verification.verdict(a)[1] for a in answers}
     verified = [c for c in candidates if reasons.get(str(c.id)) == []]
     rejected = SkipReport([{"error": "NotVerified", "item": c.key, "path": None, "id": c.id,
                             "message": "; ".join(reasons.get(str(c.id), ["unanswered"]))}
                            for c in candidates if reasons.get(str(c.id)) != []])
-    with resumable_stage(out, key) as stage:
-        _write_export(stage, candidates_path, verified, rejected, round_, params, hashes)
-        problems = [e for stem in cafe_export.SUBSETS
-                    for e in cafe_export.validate_saco(stage.path / f"{stem}.json")]
-        if problems:
-            raise InputError(f"the export fails the SA-Co check: {problems[0]}",
-                             hint="report this: the candidates produced an invalid export")
-    get_run_logger().info("exported %d of %d candidates", len(verified), len(candidates))
-    counts = read_manifest(out).counts
-    return {"out": str(out), "up_to_date": False, "counts": counts,
-            "files": {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}}
+    return verified, rejected
 
 
 def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate], rejected: SkipReport,
-                  round_: Round, params: dict[str, Any], hashes: dict[str, str]) -> None:
+                  round_: Round) -> Built:
+    """Write the export of the ``verified`` candidates into ``stage`` and check it against the SA-Co format.
+
+    Raises:
+        InputError: an exported file fails the SA-Co check (the stage is kept).
+    """
     from segbench.flows.cafe.build import sample_rows
 
     for candidate in verified:
@@ -188,12 +209,14 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
     atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
                       cafe_pairs.pair_markdown(stats, title="CAFE: prompt pairs"))
     write_json(stage.path / "skipped.json", rejected.to_json(), indent=1)
+    problems = [e for stem in cafe_export.SUBSETS for e in cafe_export.validate_saco(stage.path / f"{stem}.json")]
+    if problems:
+        raise InputError(f"the export fails the SA-Co check: {problems[0]}",
+                         hint="report this: the candidates produced an invalid export")
     counts = {"samples": len(verified), "images": 2 * len(verified), "by_edit_type": stats["by_edit_type"],
               "not_verified": len(rejected), "prompt_pairs": stats["prompt_pairs"],
               "unique_positive": stats["unique_positive"], "unique_negative": stats["unique_negative"]}
-    manifest = stage_manifest(stage, dataset="cafe", builder_version=BUILDER_VERSION, params=params, inputs={},
-                              input_hashes=hashes, counts=counts, skipped=len(rejected))
-    write_manifest(stage.path, manifest)
+    return Built(counts=counts, skipped=len(rejected))
 
 
 # --- the rebuild plan's [cafe] step --------------------------------------------------------------------

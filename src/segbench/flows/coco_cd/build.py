@@ -31,10 +31,10 @@ from segbench.flows.units import UNIT, count_units
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks.coco_cd import selection as cd
 from segbench.tasks.coco_cd import outputs
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import CocoIndex, load_coco, merge_splits
-from segbench.core.manifest import build_manifest, write_manifest
 from segbench.core.reports import write_skip_report
-from segbench.core.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits
 from segbench.schemas.coco_cd import CocoCdStep
 
@@ -113,7 +113,7 @@ def render_shard(unit_key: str, stage: Path, shard: CocoIndex, coco_root: Path, 
     return len(shard.images)
 
 
-def _render_all(stage, instances: CocoIndex, coco_root: Path, plan: SplitPlan, params: CocoCdParams,
+def _render_all(stage: Stage, instances: CocoIndex, coco_root: Path, plan: SplitPlan, params: CocoCdParams,
                 shard_size: int) -> list:
     image_ids = sorted({*plan.val, *plan.test, *(i for ids in plan.train.values() for i in ids)})
     shards = [image_ids[i : i + shard_size] for i in range(0, len(image_ids), shard_size)]
@@ -160,53 +160,43 @@ def build_coco_cd(
     params = params or CocoCdParams()
     coco_root, stuff_root, out = Path(coco_root), Path(stuff_root), Path(out)
     files = cd.source_files(coco_root, stuff_root)
-    hashes = hash_inputs(files)
-    key = build_key(dataset="coco_cd", logic_version=cd.BUILDER_VERSION, params=params.model_dump(mode="json"),
-                    input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        summary = {"out": str(out), "up_to_date": True, **outputs.finished_summary(out),
-                   "units": {"computed": 0, "reused": 0}}
-    else:
-        summary = {"out": str(out), "up_to_date": False, **_build(coco_root, files, hashes, key, out, params,
-                                                                  shard_size)}
+    build = Build(out=out, dataset="coco_cd", logic_version=cd.BUILDER_VERSION,
+                  params=params.model_dump(mode="json"), input_hashes=hash_inputs(files))
+    summary = run_build(build, lambda stage: _build(stage, coco_root, files, params, shard_size), force=force,
+                        finished=lambda _manifest: outputs.finished_summary(out))
+    if summary["skipped"] and not summary["up_to_date"]:
+        skipped = sum(summary["skipped"].values())
+        get_run_logger().warning("skipped %d item(s); see %s", skipped, out / "skipped.json")
     if publish_repo is not None:
         summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary
 
 
-def _build(coco_root: Path, files: dict[str, Path], hashes: dict[str, str], key: str, out: Path,
-           params: CocoCdParams, shard_size: int) -> dict[str, Any]:
+def _build(stage: Stage, coco_root: Path, files: dict[str, Path], params: CocoCdParams, shard_size: int) -> Built:
+    """Write the whole dataset into ``stage``; the counts, coverage table, skips and units."""
     policy = ImportPolicy(on_error=params.on_error)
-    with resumable_stage(out, key) as stage:
-        instances = load_instances(files, policy)
-        context = label_contexts(stage.unit_key("context"), instances, files, params, return_state=True)
-        records, selection, skipped = context.result()
-        policy.report.skipped.extend(skipped)
-        # quote(): Prefect would otherwise walk thousands of records for every call (~1 s at COCO scale).
-        usable = check_image_files(coco_root, quote(records), policy) if params.write_images else [
-            r for r in records if r.context != cd.UNKNOWN]
-        plan = plan_splits(quote(usable), params)
-        tables = write_records(stage.path, instances, quote(records), quote(usable), plan, params, policy)
-        futures = _render_all(stage, instances, coco_root, plan, params, shard_size)
-        counts = {
-            "source_images": len(instances.images),
-            **selection,
-            "context": {c: sum(r.context == c for r in records) for c in (*cd.CONTEXTS, cd.UNKNOWN)},
-            "usable": len(usable),
-            "rendered": sum(future.result() for future in futures),
-            "train_per_class_total": plan.per_class_total,
-            "splits": tables["group_counts"],
-        }
-        manifest = build_manifest(
-            dataset="coco_cd", builder_version=cd.BUILDER_VERSION, root=stage.path,
-            params=params.model_dump(mode="json"), inputs=files, input_hashes=hashes, build_key=key,
-            counts=counts, seed=params.seed, skipped=len(policy.report),
-        )
-        write_manifest(stage.path, manifest)
-    if len(policy.report):
-        get_run_logger().warning("skipped %d item(s); see %s", len(policy.report), out / "skipped.json")
-    return {"counts": counts, "coverage": tables["coverage"], "skipped": policy.report.counts(),
-            "units": count_units([context, *futures])}
+    instances = load_instances(files, policy)
+    context = label_contexts(stage.unit_key("context"), instances, files, params, return_state=True)
+    records, selection, skipped = context.result()
+    policy.report.skipped.extend(skipped)
+    # quote(): Prefect would otherwise walk thousands of records for every call (~1 s at COCO scale).
+    usable = check_image_files(coco_root, quote(records), policy) if params.write_images else [
+        r for r in records if r.context != cd.UNKNOWN]
+    plan = plan_splits(quote(usable), params)
+    tables = write_records(stage.path, instances, quote(records), quote(usable), plan, params, policy)
+    futures = _render_all(stage, instances, coco_root, plan, params, shard_size)
+    counts = {
+        "source_images": len(instances.images),
+        **selection,
+        "context": {c: sum(r.context == c for r in records) for c in (*cd.CONTEXTS, cd.UNKNOWN)},
+        "usable": len(usable),
+        "rendered": sum(future.result() for future in futures),
+        "train_per_class_total": plan.per_class_total,
+        "splits": tables["group_counts"],
+    }
+    return Built(counts=counts, units=count_units([context, *futures]), seed=params.seed,
+                 skipped=len(policy.report),
+                 extras={"coverage": tables["coverage"], "skipped": policy.report.counts()})
 
 
 # --- the rebuild plan's [coco_cd] step -----------------------------------------------------------------

@@ -31,17 +31,16 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.core.errors import ImportPolicy
-from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import load_taxonomy, read_resolved
 from segbench.schemas.spin import SpinBuildParams
 from segbench.tasks.spin import dataset as sd
 from segbench.tasks.spin import stats as st
 from segbench.core.reports import write_skip_report
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import fingerprint, sha256_file, write_json
-from segbench.core.manifest import read_manifest, write_manifest
 from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
-from segbench.core.resume import build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.resume import hash_inputs
 from segbench.tasks.spin.items import round_items
 from segbench.tasks.spin.stats_report import write_stats
 from segbench.schemas.spin import SpinStep
@@ -122,8 +121,9 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
     with the same build key nothing is done (``force`` rebuilds anyway).
 
     Returns:
-        A summary: output path, ``up_to_date``, Table 1 counts, images left out (no parts; over the
-        cap), resolved records outside the selection, skipped records.
+        A summary: output path, ``up_to_date``, counts (Table 1, images left out for having no parts or
+        over the cap, resolved records outside the selection), ``units`` (none: the build is not cut
+        into units) and the number of ``skipped`` records.
 
     Raises:
         InputError: a missing or malformed source, taxonomy or resolved file.
@@ -137,31 +137,41 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
     hashes = hash_inputs(source_files(Path(partimagenet_root), taxonomy_path, resolved_path),
                           hint="build the taxonomy (segbench build spin-taxonomy) and import the crowd answers "
                                "(segbench spin import) first; --partimagenet holds annotations/ and images/")
-    key = build_key(dataset="spin", logic_version=sd.BUILDER_VERSION, params=params.model_dump(mode="json"),
-                    input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("%s is up to date", out)
-        return up_to_date_summary(out, skipped=read_manifest(out).skipped)
+    build = Build(out=out, dataset="spin", logic_version=sd.BUILDER_VERSION, params=params.model_dump(mode="json"),
+                  input_hashes=hashes)
     policy = ImportPolicy(on_error=params.on_error)
-    source, images = load_source(Path(partimagenet_root), params, policy)
+    summary = run_build(build, lambda stage, loaded: _build(stage, params, policy, *loaded), force=force,
+                        prepare=lambda: _load(Path(partimagenet_root), taxonomy_path, resolved_path, params, policy),
+                        logger=logger, finished=lambda manifest: {"skipped": manifest.skipped})
+    if not summary["up_to_date"] and summary["skipped"]:
+        logger.warning("left out %d bad records; see %s", summary["skipped"], out / "skipped.json")
+    return summary
+
+
+def _load(partimagenet_root: Path, taxonomy_path: Path, resolved_path: Path, params: SpinBuildParams,
+          policy: ImportPolicy
+          ) -> tuple[Any, dict[int, SourceImage], list[dict[str, Any]], list[sd.SubpartCategory], int]:
+    """Read the source, the taxonomy and the resolved subparts: the source, the selected images, their
+    subpart annotations, the subpart categories and how many resolved records fell outside the selection."""
+    source, images = load_source(partimagenet_root, params, policy)
     categories = sd.subpart_categories(load_taxonomy(taxonomy_path))
     subparts, outside = sd.subpart_annotations(read_resolved(resolved_path), images, categories, policy=policy,
                                                path=resolved_path)
-    with resumable_stage(out, key) as stage:
-        cocos = write_files(stage.path, images, subparts, categories)
-        table = write_statistics(stage.path, cocos)
-        if len(policy.report):
-            write_skip_report(stage.path, policy.report)
-        counts = {"composition": table, "without_parts": source.without_parts,
-                  "over_cap": len(source.images) - len(images), "resolved_outside_selection": outside,
-                  "per_supercategory": _per_super(images)}
-        manifest = stage_manifest(stage, dataset="spin", builder_version=sd.BUILDER_VERSION,
-                                  params=params.model_dump(mode="json"), inputs={}, input_hashes=hashes,
-                                  counts=counts, seed=params.seed, skipped=len(policy.report))
-        write_manifest(stage.path, manifest)
+    return source, images, subparts, categories, outside
+
+
+def _build(stage: Stage, params: SpinBuildParams, policy: ImportPolicy, source: Any, images: dict[int, SourceImage],
+           subparts: list[dict[str, Any]], categories: list[sd.SubpartCategory], outside: int) -> Built:
+    """Write the COCO files, images and statistics into ``stage``; the counts and skipped records."""
+    cocos = write_files(stage.path, images, subparts, categories)
+    table = write_statistics(stage.path, cocos)
     if len(policy.report):
-        logger.warning("left out %d bad records; see %s", len(policy.report), out / "skipped.json")
-    return {"out": str(out), "up_to_date": False, "counts": counts, "skipped": len(policy.report)}
+        write_skip_report(stage.path, policy.report)
+    counts = {"composition": table, "without_parts": source.without_parts,
+              "over_cap": len(source.images) - len(images), "resolved_outside_selection": outside,
+              "per_supercategory": _per_super(images)}
+    return Built(counts=counts, seed=params.seed, skipped=len(policy.report),
+                 extras={"skipped": len(policy.report)})
 
 
 def source_files(partimagenet_root: Path, taxonomy_path: Path, resolved_path: Path) -> dict[str, Path]:

@@ -22,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,18 +31,10 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.core.errors import ImportPolicy, OnError
-from segbench.flows.resumable import stage_manifest
 from segbench.flows.units import UNIT, count_units
-from segbench.core.evaluation_keys import (
-    PREDICTIONS,
-    finished_metrics,
-    ground_truth_hashes,
-    local_hashes,
-    report_paths,
-)
+from segbench.core.build import Build, Built, Stage
+from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.io import write_json
-from segbench.core.manifest import write_manifest
-from segbench.core.resume import build_key, is_up_to_date, resumable_stage
 from segbench.tasks.spin.inputs import (
     SpinTruth,
     gt_relpath,
@@ -148,9 +141,8 @@ def evaluate_spin(
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"summary": <metrics dict>, "paths": {name: str}, "up_to_date": bool}``, and ``"units"``
-        (``{"computed", "reused"}`` shards) when it evaluated. An up-to-date summary is read back
-        from metrics.json.
+        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"} shards, "summary": <metrics
+        dict>, "paths": {name: str}}``. An up-to-date summary is read back from metrics.json.
 
     Raises:
         InputError / AnnotationError: a ground-truth, results or answers file is missing or malformed
@@ -168,47 +160,65 @@ def evaluate_spin(
         hashes |= local_hashes("answers", {"answers": answers})
     params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split, "dataset_dir": dataset_dir,
               "predictions": files, "answers": answers, "on_error": on_error.value}
-    key = build_key(dataset="eval/spin", logic_version=EVALUATION_VERSION, params=params, input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("SPIN evaluation in %s is up to date", out)
-        return {"summary": finished_metrics(out)["metrics"], "paths": report_paths(out), "up_to_date": True}
-
+    build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION, params=params,
+                  input_hashes=hashes)
     policy = ImportPolicy(on_error)
+    result = run_evaluation(build, lambda stage, loaded: _score(stage, loaded, shard_size, policy, params),
+                            prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy),
+                            force=force, logger=logger)
+    if not result["up_to_date"]:
+        summary = result["summary"]
+        prompts = list(summary["prompts"])
+        general = summary["prompts"].get(prompts[0] if prompts else "", {})
+        logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
+                    "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
+                    general.get("spcs", {}).get("mean"), result["paths"]["report"])
+    return result
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """What a SPIN evaluation reads before it scores."""
+
+    truth: SpinTruth
+    by_image: dict[int, list[Prediction]]
+    recognition: dict[str, Any] | None
+    prompts: tuple[str, ...]
+
+
+def _load(repo: str, rev: str | None, dataset_dir: str, split: str, files: dict[str, str], answers: str | None,
+          policy: ImportPolicy) -> _Loaded:
+    """Read the ground truth, the predictions and the answers, and find the prompt kinds to score."""
     truth = load_truth(repo, rev, dataset_dir, split)
     by_image = load_predictions(files, truth, policy)
     recognition = recognition_accuracy(read_answers(answers, truth, policy), truth.hierarchy) if answers else None
     seen = {p.prompt for preds in by_image.values() for p in preds}
     # Without any results file there is no localization to score (an answers-only run).
     prompts = (tuple(p for p in PROMPTS if p in seen) or ("general",)) if files else ()
+    return _Loaded(truth, by_image, recognition, prompts)
 
+
+def _score(stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy, params: dict[str, Any]) -> Built:
+    """Score the images in shards (units) and write the report (and skipped.json) into ``stage``."""
+    truth, prompts = loaded.truth, loaded.prompts
     images = list(truth.images.values()) if prompts else []
-    with resumable_stage(out, key) as stage:
-        futures = [evaluate_shard.submit(stage.unit_key(f"score/{shard_size}/{n}"), shard,
-                                         {i.image_id: by_image.get(i.image_id, []) for i in shard},
-                                         truth.hierarchy, prompts)
-                   for n, shard in enumerate(images[i : i + shard_size] for i in range(0, len(images), shard_size))]
-        total = SpinAccumulator()
-        for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images),
-                                     units=lambda a: a.num_images):
-            total += shard
-        total.num_images = len(truth.images)
-        summary = total.summarize(truth.hierarchy)
-        summary["recognition"] = recognition
-        skipped = policy.report.to_json() if on_error is OnError.SKIP else None
-        summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
-        evaluated = {"source": params["source"], "rev": rev, "split": split, "ground_truth": truth.files,
-                     "predictions": files, "answers": answers}
-        write_report_task(str(stage.path), summary, evaluated, skipped)
-        write_manifest(stage.path, stage_manifest(
-            stage, dataset="eval/spin", builder_version=EVALUATION_VERSION, params=params, inputs={},
-            input_hashes=hashes, counts={"images": summary["num_images"]},
-            skipped=0 if skipped is None else skipped["count"]))
-    paths = report_paths(out)
-    general = summary["prompts"].get(prompts[0] if prompts else "", {})
-    logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
-                "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
-                general.get("spcs", {}).get("mean"), paths["report"])
-    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+    futures = [evaluate_shard.submit(stage.unit_key(f"score/{shard_size}/{n}"), shard,
+                                     {i.image_id: loaded.by_image.get(i.image_id, []) for i in shard},
+                                     truth.hierarchy, prompts)
+               for n, shard in enumerate(images[i : i + shard_size] for i in range(0, len(images), shard_size))]
+    total = SpinAccumulator()
+    for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images), units=lambda a: a.num_images):
+        total += shard
+    total.num_images = len(truth.images)
+    summary = total.summarize(truth.hierarchy)
+    summary["recognition"] = loaded.recognition
+    skipped = policy.report.to_json() if policy.on_error is OnError.SKIP else None
+    summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
+    evaluated = {"source": params["source"], "rev": params["rev"], "split": params["split"],
+                 "ground_truth": truth.files, "predictions": params["predictions"], "answers": params["answers"]}
+    write_report_task(str(stage.path), summary, evaluated, skipped)
+    return Built(counts={"images": summary["num_images"]}, units=count_units(futures),
+                 skipped=0 if skipped is None else skipped["count"], extras={"summary": summary})
 
 
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------

@@ -20,14 +20,12 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-import segbench
+from segbench.core.build import Build, Built
+from segbench.core.io import atomic_write_text, sha256_bytes, sha256_file
+from segbench.core.manifest import read_manifest, write_manifest
 from segbench.providers.base import Question
-from segbench.schemas.manifest import Manifest
-from segbench.schemas.spin import SubpartProposal, Taxonomy, load_taxonomy
+from segbench.schemas.spin import SubpartProposal, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
-from segbench.core.io import atomic_write_text, read_json, sha256_bytes, sha256_file, write_json
-from segbench.core.manifest import build_time
-from segbench.core.resume import build_key, is_up_to_date
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
 
 BUILDER_VERSION = "2"  # 2: the manifest records the catalog, the unused rules and the build key
@@ -44,19 +42,20 @@ def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartPropos
 
 
 @task(name="write-taxonomy", cache_policy=NO_CACHE)
-def write_taxonomy(out_dir: Path, taxonomy: Taxonomy, diff_text: str, manifest: dict[str, Any]) -> dict[str, Path]:
-    """Write the three files; the taxonomy last-but-one and the manifest last, each atomically.
+def write_taxonomy(build: Build, taxonomy: Taxonomy, diff_text: str, built: Built) -> dict[str, Path]:
+    """Write the three files into ``build.out``; the taxonomy last-but-one and the manifest last, each atomically.
 
-    The diff is kept when the taxonomy is the one already there: it describes the last change.
+    The diff is kept when the taxonomy is the one already there: it describes the last change. The
+    manifest lists only these two files: the folder also holds the SPIN dataset.
     """
+    out_dir = build.out
     text, taxonomy_path, diff_path = st.taxonomy_yaml(taxonomy), out_dir / TAXONOMY_FILE, out_dir / DIFF_FILE
     unchanged = taxonomy_path.is_file() and taxonomy_path.read_text("utf-8") == text
     if not (unchanged and diff_path.is_file()):
         atomic_write_text(diff_path, diff_text)
     atomic_write_text(taxonomy_path, text)
-    manifest["outputs"] = {TAXONOMY_FILE: sha256_file(taxonomy_path), DIFF_FILE: sha256_file(diff_path)}
-    manifest_path = write_json(out_dir / MANIFEST_FILE, Manifest.model_validate(manifest).model_dump(mode="json"),
-                               indent=1)
+    outputs = {TAXONOMY_FILE: sha256_file(taxonomy_path), DIFF_FILE: sha256_file(diff_path)}
+    manifest_path = write_manifest(out_dir, build.manifest(out_dir, built, outputs=outputs), MANIFEST_FILE)
     return {"taxonomy": taxonomy_path, "diff": diff_path, "manifest": manifest_path}
 
 
@@ -78,7 +77,8 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         force: rebuild even when the taxonomy was built with the same build key.
 
     Returns:
-        Paths, ``up_to_date``, counts, the diff against the taxonomy that was there (as JSON and
+        A summary: ``out`` (the folder), ``up_to_date``, counts, ``units`` (none: the build is not cut
+        into units), the files' ``paths``, the diff against the taxonomy that was there (as JSON and
         Markdown) and the rules that changed nothing.
 
     Raises:
@@ -94,41 +94,44 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     params = {"provider": provider.name, "model": provider.model, "question_kind": st.QUESTION_KIND,
               "question_version": st.QUESTION_VERSION, "edits": edits_label}
     hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
-    key = build_key(dataset="spin-taxonomy", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
-    if not force and is_up_to_date(out_dir, key, manifest_name=MANIFEST_FILE):
-        manifest = read_json(out_dir / MANIFEST_FILE)
+    build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=BUILDER_VERSION, params=params,
+                  input_hashes=hashes, manifest_name=MANIFEST_FILE)
+    paths = {k: str(out_dir / f) for k, f in _FILES.items()}
+    if build.is_up_to_date(force):
         logger.info("%s is up to date", out_dir / TAXONOMY_FILE)
+        counts = read_manifest(out_dir, MANIFEST_FILE).counts
         current = load_taxonomy(out_dir / TAXONOMY_FILE)
         unchanged = taxonomy_diff(current, current)
-        return {"paths": {k: str(out_dir / f) for k, f in _FILES.items()}, "up_to_date": True,
-                "counts": manifest["counts"], "diff": diff_json(unchanged), "diff_markdown": diff_markdown(unchanged),
-                "unused_rules": manifest["counts"]["unused_rule_names"]}
+        return build.up_to_date_summary(counts, {"paths": paths, "diff": diff_json(unchanged),
+                                                 "diff_markdown": diff_markdown(unchanged),
+                                                 "unused_rules": counts["unused_rule_names"]})
 
+    taxonomy, counts = _ask(catalog, rules, provider, edits_label, edits_sha)
+    previous_path = out_dir / TAXONOMY_FILE
+    diff = taxonomy_diff(load_taxonomy(previous_path) if previous_path.is_file() else None, taxonomy)
+    if counts["unused_rule_names"]:
+        logger.warning("edit rules that changed nothing: %s", ", ".join(counts["unused_rule_names"]))
+    built = Built(counts=counts, extras={"paths": paths, "diff": diff_json(diff), "diff_markdown": diff_markdown(diff),
+                                         "unused_rules": counts["unused_rule_names"]})
+    # Not run_build: the folder holds the SPIN dataset too, so the files are written in place, not swapped in.
+    write_taxonomy(build, taxonomy, built.extras["diff_markdown"], built)
+    logger.info("SPIN taxonomy: %s", counts)
+    return build.summary(built)
+
+
+def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
+         ) -> tuple[Taxonomy, dict[str, Any]]:
+    """Ask the provider for subparts, apply the edit rules, and count what came of it."""
     questions = st.subpart_questions(catalog)
     answers = ask_subparts(provider, questions)
     proposals = st.proposals_from_answers(catalog, answers)
     outcome = st.apply_edits(catalog, proposals, f"{provider.name}:{provider.model}", rules)
     taxonomy = st.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
                                  edits_file=edits_label, edits_sha256=edits_sha)
-
-    previous_path = out_dir / TAXONOMY_FILE
-    previous = load_taxonomy(previous_path) if previous_path.is_file() else None
-    diff = taxonomy_diff(previous, taxonomy)
-    diff_text = diff_markdown(diff)
-    if outcome.unused_rules:
-        logger.warning("edit rules that changed nothing: %s", ", ".join(outcome.unused_rules))
     counts = {"parts": len(taxonomy.parts), "questions": len(questions),
               "proposed": sum(len(v) for v in proposals.values()),
               "subparts": sum(len(p.subparts) for p in taxonomy.parts),
               "removed": sum(len(p.removed) for p in taxonomy.parts),
               "object_specific": sum(1 for p in taxonomy.parts for s in p.subparts if s.objects is not None),
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
-    manifest = {"dataset": "spin-taxonomy", "builder_version": BUILDER_VERSION,
-                "segbench_version": segbench.__version__,
-                "created_at": build_time().replace(microsecond=0).isoformat(),
-                "params": params, "inputs": hashes, "outputs": {},
-                "counts": counts, "build_key": key}
-    paths = write_taxonomy(out_dir, taxonomy, diff_text, manifest)
-    logger.info("SPIN taxonomy: %s", counts)
-    return {"paths": {k: str(v) for k, v in paths.items()}, "up_to_date": False, "counts": counts,
-            "diff": diff_json(diff), "diff_markdown": diff_text, "unused_rules": outcome.unused_rules}
+    return taxonomy, counts

@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import LanguageProvider, Question, Usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams
 from segbench.tasks.vocab import nouns as mining
 from segbench.tasks.vocab import vocabulary as vb
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import write_json, write_jsonl
-from segbench.core.manifest import write_manifest
-from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.resume import hash_inputs
 from segbench.providers import make_provider
 from segbench.schemas.vocab import VocabStep
 
@@ -176,8 +175,9 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
         force: rebuild even when ``out`` was built with the same build key.
 
     Returns:
-        A summary: output path, ``up_to_date``, counts, answer problems, provider usage and
-        ``units`` (mining shards computed / reused from a killed run).
+        A summary: output path, ``up_to_date``, counts (answer problems among them), ``units``
+        (mining shards computed / reused from a killed run), the category set's ``dataset`` name and
+        the provider's ``usage`` this run.
 
     Raises:
         InputError: bad captions or category file, or the spaCy model is not installed.
@@ -185,30 +185,24 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     """
     params = params or VocabParams()
     captions, out = [Path(p) for p in captions], Path(out)
-    logger = get_run_logger()
     dataset, cats, categories_file = vb.load_categories(categories)
     inputs = {f"captions:{p.as_posix()}": p for p in captions} | {f"categories:{dataset}": categories_file}
     hashes = hash_inputs(inputs, hint="--captions must name existing caption files")
     provenance = {"provider": provider.name, "provider_model": provider.model,
                   "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}
     # The number of worker processes changes no count, so a build with more workers is the same build.
-    key = build_key(dataset="vocab", logic_version=BUILDER_VERSION,
-                    params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("%s is up to date", out)
-        summary = up_to_date_summary(out, dataset=dataset)
-        summary["counts"]["usage"] = _usage_since(Usage(), Usage())  # no question asked
-        return summary
-
-    with resumable_stage(out, key) as stage:
-        summary = _build(stage, captions, cats, dataset, provider, params, nltk_data, hashes, provenance)
-    summary["out"] = str(out)
-    return summary
+    build = Build(out=out, dataset="vocab", logic_version=BUILDER_VERSION,
+                  params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
+    return run_build(build, lambda stage: _build(stage, captions, cats, dataset, provider, params, nltk_data,
+                                                 provenance),
+                     force=force, logger=get_run_logger(),
+                     finished=lambda _manifest: {"dataset": dataset,
+                                                 "usage": _usage_since(Usage(), Usage())})  # no question asked
 
 
 def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset: str, provider: Any,
-           params: VocabParams, nltk_data: Path | None, hashes: dict[str, str], provenance: dict[str, Any]
-           ) -> dict[str, Any]:
+           params: VocabParams, nltk_data: Path | None, provenance: dict[str, Any]) -> Built:
+    """Mine, select, judge and write the vocabulary into ``stage``; the counts, units and provider usage."""
     logger = get_run_logger()
     caption_counts = read_captions(captions, params.caption_field)
     nouns, spacy_model, units = _mine(stage, caption_counts, params)
@@ -228,15 +222,11 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
               "nouns": len(nouns), "categories": len(cats), "candidates": len(rows), "questions": n_questions,
               "levels": levels, "answer_problems": problems}
     write_outputs(stage.path, dataset, vocab, rows)
-    manifest = stage_manifest(stage, dataset="vocab", builder_version=BUILDER_VERSION,
-                              params={**params.model_dump(mode="json"), **provenance,
-                                      "spacy_model_loaded": spacy_model},
-                              inputs={}, input_hashes=hashes, counts=counts)
-    write_manifest(stage.path, manifest)
     # Usage (calls, cache hits, tokens, cost) belongs to this run, not to the dataset: it is logged and
     # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.
     logger.info("provider usage this run: %s", usage)
-    return {"dataset": dataset, "up_to_date": False, "counts": {**counts, "usage": usage}, "units": units}
+    return Built(counts=counts, units=units, extras={"dataset": dataset, "usage": usage},
+                 params={**params.model_dump(mode="json"), **provenance, "spacy_model_loaded": spacy_model})
 
 
 # --- the rebuild plan's [vocab] step -------------------------------------------------------------------

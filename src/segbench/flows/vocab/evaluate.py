@@ -19,6 +19,7 @@ Usage::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,18 +28,12 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.core.errors import InputError
-from segbench.flows.resumable import stage_manifest
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
 from segbench.tasks.vocab import lac
 from segbench.tasks.vocab import panoptic_quality as pqm
-from segbench.core.evaluation_keys import (
-    PREDICTIONS,
-    finished_metrics,
-    ground_truth_hashes,
-    local_hashes,
-    report_paths,
-)
+from segbench.core.build import Build, Built, Stage
+from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
 from segbench.core.io import read_json, write_json
 from segbench.tasks.vocab.lexical_mapping import (
     Vocabulary,
@@ -47,8 +42,6 @@ from segbench.tasks.vocab.lexical_mapping import (
     map_descriptions,
     parse_vocabulary,
 )
-from segbench.core.manifest import write_manifest
-from segbench.core.resume import build_key, is_up_to_date, resumable_stage
 from segbench.core.versioning import DatasetSource
 
 VOCAB_DIR = "data/vocab"
@@ -217,9 +210,9 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"summary": ..., "paths": {"metrics", "report", "lac_plot", "mappings": str}, "up_to_date": bool}``,
-        and ``"units"`` (``{"computed", "reused"}`` shards) when it evaluated. An up-to-date summary is
-        read back from metrics.json.
+        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"} units, "summary": ...,
+        "paths": {"metrics", "report", "lac_plot", "mappings": str}}``. An up-to-date summary is read
+        back from metrics.json.
 
     Raises:
         InputError: a missing or malformed vocabulary, descriptions file, gt map or panoptic
@@ -229,65 +222,116 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: gt (label maps) or panoptic (segments)",
                          hint="pass --gt DIR or --panoptic DIR")
-    repo, out, descriptions = str(repo), str(out), str(descriptions)
-    panoptic = None if panoptic is None else str(panoptic)
-    from segbench.tasks.vocab.sbert import INSTALL_HINT, sbert_available
+    from segbench.tasks.vocab.sbert import sbert_available
 
-    run_baseline = baseline and sbert_available()
-    described = lac.parse_descriptions(read_json(descriptions), source=descriptions)
-    image_ids = sorted(described)
-    hashes = hash_ground_truth(repo, rev, vocab, gt, panoptic, image_ids)
+    descriptions = str(descriptions)
+    request = _Request(repo=str(repo), rev=rev, vocab=vocab, descriptions=descriptions, gt=gt,
+                       panoptic=None if panoptic is None else str(panoptic), baseline=baseline,
+                       run_baseline=baseline and sbert_available(), spacy_model=spacy_model, shard_size=shard_size,
+                       described=lac.parse_descriptions(read_json(descriptions), source=descriptions))
+    hashes = hash_ground_truth(request.repo, rev, vocab, gt, request.panoptic, request.image_ids)
     hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
-    params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "vocab": vocab, "descriptions": descriptions,
-              "gt": gt, "panoptic": panoptic, "baseline": baseline, "baseline_ran": run_baseline,
-              "spacy_model": spacy_model}
-    key = build_key(dataset="eval/vocab", logic_version=EVALUATION_VERSION, params=params, input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("vocabulary evaluation in %s is up to date", out)
-        return {"summary": finished_metrics(out)["metrics"], "paths": _paths(out), "up_to_date": True}
+    build = Build(out=Path(out), dataset="eval/vocab", logic_version=EVALUATION_VERSION, params=request.params(),
+                  input_hashes=hashes)
+    result = run_evaluation(build, lambda stage, loaded: _score(stage, request, *loaded),
+                            prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)
+    if not result["up_to_date"]:
+        summary = result["summary"]
+        logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
+                    summary["num_images"], result["paths"]["report"])
+    return result
 
-    vocabulary = load_vocabulary(repo, rev, vocab)
-    segments = None if panoptic is None else load_segments(repo, rev, panoptic, image_ids)
-    with resumable_stage(out, key) as stage:
-        rows = map_regions(stage.unit_key("map"), vocabulary, described, spacy_model, descriptions, segments)
-        region_of = _region_namer(vocabulary, panoptic is not None)
-        index = {c: i for i, c in enumerate(vocabulary.classes)}
-        labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in image_ids}
-        for row in rows:
-            labels[row["image_id"]][region_of(row["segment_id"])] = [
-                index.get(row["mapping"][name], lac.UNMATCHED) for name in LEVELS]
-        baseline_note, per_image = None, None
-        if run_baseline:
-            choices = baseline_choices(stage.unit_key("baseline"), vocabulary, rows)
-            per_image = {image_id: {} for image_id in image_ids}
-            for row, choice in zip(rows, choices, strict=True):
-                per_image[row["image_id"]][region_of(row["segment_id"])] = choice
-                row["baseline"] = vocabulary.classes[choice]
-        elif baseline:
-            baseline_note = f"Sentence-BERT baseline skipped: package not installed ({INSTALL_HINT})"
-            logger.warning(baseline_note)
-        futures = []
-        for n, start in enumerate(range(0, len(image_ids), shard_size)):
-            ids = image_ids[start:start + shard_size]
-            futures.append(evaluate_shard.submit(
-                stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, gt, vocabulary, ids,
-                {i: labels[i] for i in ids}, None if per_image is None else {i: per_image[i] for i in ids},
-                panoptic, None if segments is None else {i: segments[i] for i in ids}))
-        summary, total = _summarize(vocabulary, futures, panoptic is not None)
-        if total.undescribed_regions or total.absent_segments:
-            logger.warning("%d gt regions had no description (scored unmatched); %d described segments are not "
-                           "in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
-        evaluated = {"source": params["source"], "rev": rev, "vocab": vocab, "descriptions": descriptions, "gt": gt,
-                     "panoptic": panoptic, "baseline_note": baseline_note}
-        lac.write_report(stage.path, summary, evaluated)
-        write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
-        write_manifest(stage.path, stage_manifest(
-            stage, dataset="eval/vocab", builder_version=EVALUATION_VERSION, params=params, inputs={},
-            input_hashes=hashes, counts={"images": summary["num_images"], "regions": summary["num_regions"]}))
-    paths = _paths(out)
-    logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
-                summary["num_images"], paths["report"])
-    return {"summary": summary, "paths": paths, "up_to_date": False, "units": count_units(futures)}
+
+@dataclass(frozen=True)
+class _Request:
+    """What one vocabulary evaluation was asked to do (the flow's arguments, normalised)."""
+
+    repo: str
+    rev: str | None
+    vocab: str
+    descriptions: str
+    gt: str | None
+    panoptic: str | None
+    baseline: bool
+    run_baseline: bool  # asked for and its package installed
+    spacy_model: str
+    shard_size: int
+    described: dict[str, dict[int, str]]
+
+    @property
+    def image_ids(self) -> list[str]:
+        return sorted(self.described)
+
+    def params(self) -> dict[str, Any]:
+        """What the build key covers besides the inputs (and the manifest records)."""
+        return {"source": DatasetSource(self.repo, self.rev).describe(), "rev": self.rev, "vocab": self.vocab,
+                "descriptions": self.descriptions, "gt": self.gt, "panoptic": self.panoptic,
+                "baseline": self.baseline, "baseline_ran": self.run_baseline, "spacy_model": self.spacy_model}
+
+
+def _load(request: _Request) -> tuple[Vocabulary, dict[str, dict[int, pqm.Segment]] | None]:
+    """The vocabulary, and the panoptic segments of the described images (``None`` with label maps)."""
+    vocabulary = load_vocabulary(request.repo, request.rev, request.vocab)
+    if request.panoptic is None:
+        return vocabulary, None
+    return vocabulary, load_segments(request.repo, request.rev, request.panoptic, request.image_ids)
+
+
+def _score(stage: Stage, request: _Request, vocabulary: Vocabulary,
+           segments: dict[str, dict[int, pqm.Segment]] | None) -> Built:
+    """Map the descriptions, score the images in shards (units) and write the report into ``stage``."""
+    rows, labels, per_image, baseline_note = _labels(stage, request, vocabulary, segments)
+    futures = []
+    for n, start in enumerate(range(0, len(request.image_ids), request.shard_size)):
+        ids = request.image_ids[start:start + request.shard_size]
+        futures.append(evaluate_shard.submit(
+            stage.unit_key(f"score/{request.shard_size}/{n}"), request.repo, request.rev, request.gt, vocabulary,
+            ids, {i: labels[i] for i in ids}, None if per_image is None else {i: per_image[i] for i in ids},
+            request.panoptic, None if segments is None else {i: segments[i] for i in ids}))
+    summary, total = _summarize(vocabulary, futures, request.panoptic is not None)
+    if total.undescribed_regions or total.absent_segments:
+        get_run_logger().warning("%d gt regions had no description (scored unmatched); %d described segments are "
+                                 "not in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
+    params = request.params()
+    evaluated = {key: params[key] for key in ("source", "rev", "vocab", "descriptions", "gt", "panoptic")}
+    lac.write_report(stage.path, summary, {**evaluated, "baseline_note": baseline_note})
+    write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
+    return Built(counts={"images": summary["num_images"], "regions": summary["num_regions"]},
+                 units=count_units(futures), extras={"summary": summary})
+
+
+def _labels(stage: Stage, request: _Request, vocabulary: Vocabulary,
+            segments: dict[str, dict[int, pqm.Segment]] | None
+            ) -> tuple[list[dict[str, Any]], dict[str, dict[int, list[int]]], dict[str, dict[int, int]] | None,
+                       str | None]:
+    """Map every description (a unit) and run the baseline (another unit) when it can run.
+
+    Returns:
+        The mapping rows (with the baseline's class), the class index per level of each region,
+        the baseline's class index per region (``None`` without a baseline) and a note saying why
+        the baseline did not run (``None`` when it ran or was not asked for).
+    """
+    from segbench.tasks.vocab.sbert import INSTALL_HINT
+
+    rows = map_regions(stage.unit_key("map"), vocabulary, request.described, request.spacy_model,
+                       request.descriptions, segments)
+    region_of = _region_namer(vocabulary, request.panoptic is not None)
+    index = {c: i for i, c in enumerate(vocabulary.classes)}
+    labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in request.image_ids}
+    for row in rows:
+        labels[row["image_id"]][region_of(row["segment_id"])] = [
+            index.get(row["mapping"][name], lac.UNMATCHED) for name in LEVELS]
+    if not request.run_baseline:
+        note = f"Sentence-BERT baseline skipped: package not installed ({INSTALL_HINT})" if request.baseline else None
+        if note:
+            get_run_logger().warning(note)
+        return rows, labels, None, note
+    choices = baseline_choices(stage.unit_key("baseline"), vocabulary, rows)
+    per_image: dict[str, dict[int, int]] = {image_id: {} for image_id in request.image_ids}
+    for row, choice in zip(rows, choices, strict=True):
+        per_image[row["image_id"]][region_of(row["segment_id"])] = choice
+        row["baseline"] = vocabulary.classes[choice]
+    return rows, labels, per_image, None
 
 
 def _region_namer(vocabulary: Vocabulary, panoptic: bool) -> Any:
@@ -314,7 +358,7 @@ def _summarize(vocabulary: Vocabulary, futures: list[Any], panoptic: bool) -> tu
     return summary, total
 
 
-def _paths(out: str) -> dict[str, str]:
+def _paths(out: str | Path) -> dict[str, str]:
     paths = report_paths(out)
     paths["lac_plot"] = paths.pop(Path(lac.PLOT_NAME).stem)  # the name write_report returns it under
     return paths

@@ -27,14 +27,13 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.core.errors import InputError
 from segbench.flows.publish import publish_data
-from segbench.flows.resumable import stage_manifest, up_to_date_summary
 from segbench.flows.units import UNIT, count_units
 from segbench.tasks.waterbirds import dataset as wb
 from segbench.core.io import png_bytes
 from segbench.core.reports import markdown_table
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
-from segbench.core.manifest import write_manifest
-from segbench.core.resume import Stage, build_key, hash_inputs, is_up_to_date, resumable_stage
+from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
 from segbench.schemas.waterbirds import WaterbirdsStep
 
@@ -163,41 +162,43 @@ def build_waterbirds(
     hashes = hash_inputs(source_files(cub_root, places_root, params),
                           hint="--cub-root must hold the CUB lists, images/ and segmentations/; "
                                "--places-root one folder per place")
-    key = build_key(dataset="waterbirds_seg", logic_version=wb.BUILDER_VERSION,
-                    params=params.model_dump(mode="json"), input_hashes=hashes)
-    if not force and is_up_to_date(out, key):
-        logger.info("%s is up to date", out)
-        summary = up_to_date_summary(out, mislabels=read_json(out / "species.json")["substring_mislabels"])
-        return _published(summary, publish_repo, publish_data_dir)
-    birds, records = load_records(cub_root, places_root, params)
-    plan = plan_splits(records, params)
-    with resumable_stage(out, key) as stage:
-        tables = write_records(stage.path, birds, records, plan, params)
-        rendered, units = _render_all(stage, cub_root, places_root, records, plan)
-        counts = {
-            "birds": len(birds),
-            "per_class": {c: sum(r.y == y for r in records.values()) for y, c in enumerate(wb.CLASSES)},
-            "per_group": {n: sum(r.group_id == g for r in records.values()) for g, n in enumerate(GROUP_NAMES)},
-            "rendered": rendered,
-            "train_per_class_total": plan.per_class_total,
-            "splits": tables["group_counts"],
-        }
-        manifest = stage_manifest(stage, dataset="waterbirds_seg", builder_version=wb.BUILDER_VERSION,
-                                  params=params.model_dump(mode="json"), inputs={}, input_hashes=hashes,
-                                  counts=counts, seed=params.seed)
-        write_manifest(stage.path, manifest)
-    if tables["mislabels"] and params.species_match == "tokens":
+    build = Build(out=out, dataset="waterbirds_seg", logic_version=wb.BUILDER_VERSION,
+                  params=params.model_dump(mode="json"), input_hashes=hashes)
+
+    def prepare() -> tuple[list[wb.Bird], dict[int, wb.Record], SplitPlan]:
+        birds, records = load_records(cub_root, places_root, params)
+        return birds, records, plan_splits(records, params)
+
+    summary = run_build(build, lambda stage, loaded: _build(stage, cub_root, places_root, params, *loaded),
+                        force=force, prepare=prepare, logger=logger,
+                        finished=lambda _manifest: {"mislabels": _mislabels(out)})
+    if not summary["up_to_date"] and summary["mislabels"] and params.species_match == "tokens":
         logger.info("substring matching would mislabel %d species as waterbirds; see species.json",
-                    len(tables["mislabels"]))
-    summary = {"out": str(out), "up_to_date": False, "counts": counts, "mislabels": tables["mislabels"],
-               "units": units}
-    return _published(summary, publish_repo, publish_data_dir)
-
-
-def _published(summary: dict[str, Any], publish_repo: Path | None, publish_data_dir: str) -> dict[str, Any]:
+                    len(summary["mislabels"]))
     if publish_repo is not None:
         summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary
+
+
+def _build(stage: Stage, cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, birds: list[wb.Bird],
+           records: dict[int, wb.Record], plan: SplitPlan) -> Built:
+    """Write the tables, splits and composites into ``stage``; the counts, mislabels and render units."""
+    tables = write_records(stage.path, birds, records, plan, params)
+    rendered, units = _render_all(stage, cub_root, places_root, records, plan)
+    counts = {
+        "birds": len(birds),
+        "per_class": {c: sum(r.y == y for r in records.values()) for y, c in enumerate(wb.CLASSES)},
+        "per_group": {n: sum(r.group_id == g for r in records.values()) for g, n in enumerate(GROUP_NAMES)},
+        "rendered": rendered,
+        "train_per_class_total": plan.per_class_total,
+        "splits": tables["group_counts"],
+    }
+    return Built(counts=counts, units=units, seed=params.seed, extras={"mislabels": tables["mislabels"]})
+
+
+def _mislabels(out: Path) -> list[dict[str, Any]]:
+    """The species substring matching would mislabel, read back from a finished build."""
+    return read_json(out / "species.json")["substring_mislabels"]
 
 
 # --- the rebuild plan's [waterbirds] step --------------------------------------------------------------

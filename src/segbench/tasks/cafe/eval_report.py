@@ -2,8 +2,8 @@
 
 Input is the metrics dict of :func:`segbench.tasks.cafe.metrics.evaluate_cafe` (or the cgF1 summary
 of :func:`segbench.tasks.cafe.cgf1.evaluate_cgf1`) plus a "what was evaluated" dict; nothing here computes
-a metric. ``metrics.json`` carries the metric names at its top level next to ``evaluated``. Plots
-are drawn on private Agg canvases and every file is written atomically.
+a metric. ``metrics.json`` is ``{"evaluated", "metrics"}`` like every evaluation's. Plots are drawn
+on private Agg canvases and every file is written atomically.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
-from segbench.core.reports import figure_png, fmt, table_lines
-from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
 
 log = logging.getLogger(__name__)
 
@@ -133,17 +132,17 @@ def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
 
 
 def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
-    """Write ``metrics.json``, ``report.md`` and three plots into ``out_dir``; returns their paths."""
-    out = Path(out_dir)
-    paths = {
-        "metrics": write_json(out / "metrics.json", {**metrics, "evaluated": dict(evaluated)}, indent=2),
-        "report": atomic_write_text(out / "report.md", render_cafe_markdown(metrics, evaluated)),
-        "cgf1_by_subset": atomic_write_bytes(out / "cgf1_by_subset.png", plot_cgf1_by_subset(metrics)),
-        "false_positive_rates": atomic_write_bytes(out / "false_positive_rates.png",
-                                                   plot_false_positive_rates(metrics)),
-        "tau_sweep": atomic_write_bytes(out / "tau_sweep.png", plot_tau_sweep(metrics)),
-    }
-    log.info("wrote the CAFE report to %s", out)
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and three plots into ``out_dir``.
+
+    Returns:
+        ``{"metrics", "report", "cgf1_by_subset", "false_positive_rates", "tau_sweep": path}``.
+    """
+    paths = write_report_files(out_dir, metrics, evaluated, render_cafe_markdown(metrics, evaluated), {
+        "cgf1_by_subset": ("cgf1_by_subset.png", plot_cgf1_by_subset(metrics)),
+        "false_positive_rates": ("false_positive_rates.png", plot_false_positive_rates(metrics)),
+        "tau_sweep": ("tau_sweep.png", plot_tau_sweep(metrics)),
+    })
+    log.info("wrote the CAFE report to %s", out_dir)
     return paths
 
 
@@ -179,12 +178,12 @@ def plot_cgf1_by_iou(summary: Mapping[str, Any]) -> bytes:
 
 
 def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
-    """Write ``metrics.json``, ``report.md`` and ``cgf1_by_iou.png`` into ``out_dir``."""
-    out = Path(out_dir)
-    paths = {
-        "metrics": write_json(out / "metrics.json", {**summary, "evaluated": dict(evaluated)}, indent=2),
-        "report": atomic_write_text(out / "report.md", render_cgf1_markdown(summary, evaluated)),
-        "cgf1_by_iou": atomic_write_bytes(out / "cgf1_by_iou.png", plot_cgf1_by_iou(summary)),
-    }
-    log.info("wrote the cgF1 report to %s", out)
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and ``cgf1_by_iou.png`` into ``out_dir``.
+
+    Returns:
+        ``{"metrics", "report", "cgf1_by_iou": path}``.
+    """
+    paths = write_report_files(out_dir, summary, evaluated, render_cgf1_markdown(summary, evaluated),
+                               {"cgf1_by_iou": ("cgf1_by_iou.png", plot_cgf1_by_iou(summary))})
+    log.info("wrote the cgF1 report to %s", out_dir)
     return paths

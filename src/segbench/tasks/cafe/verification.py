@@ -75,11 +75,6 @@ def verdict(answer: ItemAnswer | None) -> tuple[bool, list[str]]:
     return not reasons, reasons
 
 
-def verified_ids(answers: Sequence[ItemAnswer]) -> dict[str, list[str]]:
-    """Item id → reasons it is not verified (empty list: verified), for every answered item."""
-    return {a.item_id: verdict(a)[1] for a in answers}
-
-
 def verification_table(candidates: Sequence[Candidate], answers: Sequence[ItemAnswer]) -> dict[str, Any]:
     """Items, answered, verified and verified share per edit type and overall; "no" counts per control."""
     by_item = {a.item_id: a for a in answers}

@@ -25,7 +25,6 @@ from segbench.core.coco import CocoIndex
 from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image, split_coco
 from segbench.core.io import png_bytes
 from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json, write_jsonl
-from segbench.core.manifest import read_manifest
 from segbench.core.reports import markdown_table
 from segbench.core.splits import SplitPlan, rho_name
 
@@ -102,7 +101,6 @@ def write_image_and_mask(
 
 
 def finished_summary(out: Path) -> dict[str, Any]:
-    """What a build summary reports, read back from a finished build (counts, coverage, skips)."""
+    """What a build summary reports besides its counts, read back from a finished build (coverage, skips)."""
     skipped = read_json(out / "skipped.json")
-    return {"counts": read_manifest(out).counts, "coverage": read_json(out / "tables" / "context_coverage.json"),
-            "skipped": skipped["by_error"]}
+    return {"coverage": read_json(out / "tables" / "context_coverage.json"), "skipped": skipped["by_error"]}

@@ -17,7 +17,7 @@ from PIL import Image, UnidentifiedImageError
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
-from segbench.core.coco import CocoIndex, annotation_rle, areas_by_image, load_coco, merge_splits
+from segbench.core.coco import CocoIndex, annotation_rle, areas_by_image
 from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, evidence_slots, indoor_share
 from segbench.core.masks import resize_nearest, rle_to_bitmap, union_rle
 from segbench.core.splits import group_id
@@ -56,14 +56,6 @@ def source_files(coco_root: Path, stuff_root: Path) -> dict[str, Path]:
                              path=tried[0], hint="--stuff-root must hold stuff_{train,val}2017.json")
         files[f"stuff_{split}"] = found
     return files
-
-
-def load_sources(coco_root: Path, stuff_root: Path, policy: ImportPolicy) -> Sources:
-    """Load, validate and merge the official train and val instances, and load COCO-Stuff."""
-    files = source_files(Path(coco_root), Path(stuff_root))
-    instances = merge_splits([(s, load_coco(files[f"instances_{s}"], policy=policy)) for s in SOURCE_SPLITS])
-    stuff = [load_coco(files[f"stuff_{s}"], policy=policy) for s in SOURCE_SPLITS]
-    return Sources(instances, stuff, files)
 
 
 def class_annotations(

@@ -15,13 +15,10 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
-from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
-from segbench.core.reports import figure_png, fmt, table_lines
+from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
 
 log = logging.getLogger(__name__)
 
-METRICS_NAME = "metrics.json"
-REPORT_NAME = "report.md"
 GROUP_PLOT_NAME = "per_group_iou.png"
 DECILE_PLOT_NAME = "flip_by_risk_decile.png"
 
@@ -196,23 +193,14 @@ def write_report(
     evaluated: Mapping[str, Any],
     names: FlipNames = COCO_CD_NAMES,
 ) -> dict[str, Path]:
-    """Write ``metrics.json``, ``report.md`` and both plots into ``out_dir``.
-
-    ``metrics.json`` holds ``{"evaluated": ..., "metrics": summary}`` as canonical JSON.
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and both plots into ``out_dir``.
 
     Returns:
         ``{"metrics": path, "report": path, "per_group_iou": path, "flip_by_risk_decile": path}``.
     """
-    out = Path(out_dir)
-    paths = {
-        "metrics": write_json(
-            out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(summary)}, indent=2
-        ),
-        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated, names)),
-        "per_group_iou": atomic_write_bytes(out / GROUP_PLOT_NAME, plot_per_group_iou(summary, names)),
-        "flip_by_risk_decile": atomic_write_bytes(
-            out / DECILE_PLOT_NAME, plot_flip_by_risk_decile(summary)
-        ),
-    }
-    log.info("wrote the %s report to %s", names.dataset, out)
+    paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated, names), {
+        "per_group_iou": (GROUP_PLOT_NAME, plot_per_group_iou(summary, names)),
+        "flip_by_risk_decile": (DECILE_PLOT_NAME, plot_flip_by_risk_decile(summary)),
+    })
+    log.info("wrote the %s report to %s", names.dataset, out_dir)
     return paths

@@ -15,14 +15,11 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from segbench.core.reports import figure_png, table_lines
-from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.core.reports import figure_png, table_lines, write_report_files
 from segbench.tasks.spin.metrics import LEVELS
 
 log = logging.getLogger(__name__)
 
-METRICS_NAME = "metrics.json"
-REPORT_NAME = "report.md"
 MIOU_PLOT = "miou_by_level.png"
 CONSISTENCY_PLOT = "consistency.png"
 SUPER_PLOT = "per_supercategory.png"
@@ -159,14 +156,11 @@ def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Map
     Returns:
         ``{"metrics", "report", "miou_by_level", "consistency", "per_supercategory": path}``.
     """
-    out = Path(out_dir)
-    paths = {
-        "metrics": write_json(out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(summary)}, indent=2),
-        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated)),
-        "miou_by_level": atomic_write_bytes(out / MIOU_PLOT, plot_miou_by_level(summary)),
-        "consistency": atomic_write_bytes(out / CONSISTENCY_PLOT, plot_consistency(summary)),
-        "per_supercategory": atomic_write_bytes(out / SUPER_PLOT, plot_per_supercategory(summary)),
-    }
-    log.info("wrote the SPIN report to %s", out)
+    paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated), {
+        "miou_by_level": (MIOU_PLOT, plot_miou_by_level(summary)),
+        "consistency": (CONSISTENCY_PLOT, plot_consistency(summary)),
+        "per_supercategory": (SUPER_PLOT, plot_per_supercategory(summary)),
+    })
+    log.info("wrote the SPIN report to %s", out_dir)
     return paths
 

@@ -276,8 +276,6 @@ def decode_label_map(data: bytes, *, source: str) -> np.ndarray:
 
 # --- report -------------------------------------------------------------------------------------
 
-REPORT_NAME = "report.md"
-METRICS_NAME = "metrics.json"
 PLOT_NAME = "lac.png"
 METRIC_HEADS = ("mIoU", "mACC", "pACC", "region acc")
 PQ_METRICS = ("pq", "sq", "rq")
@@ -356,13 +354,7 @@ def write_report(out_dir: Any, summary: Mapping[str, Any], evaluated: Mapping[st
     Returns:
         ``{"metrics": path, "report": path, "lac_plot": path}``.
     """
-    from pathlib import Path
+    from segbench.core.reports import write_report_files
 
-    from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
-
-    out = Path(out_dir)
-    return {
-        "metrics": write_json(out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(summary)}, indent=2),
-        "report": atomic_write_text(out / REPORT_NAME, render_markdown(summary, evaluated)),
-        "lac_plot": atomic_write_bytes(out / PLOT_NAME, plot_lac(summary)),
-    }
+    return write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated),
+                              {"lac_plot": (PLOT_NAME, plot_lac(summary))})

@@ -1,0 +1,138 @@
+"""The one sequence every build and evaluation follows: build key → up-to-date check → stage → manifest → swap.
+
+A flow describes its output as a :class:`Build` (where it goes, what its key covers) and hands
+:func:`run_build` a *body* that writes the output into a resumable stage and says what it made
+(:class:`Built`). ``run_build`` skips the body when the output is up to date, writes the manifest
+into the stage once the body returns, swaps the stage in, and returns the summary every build
+returns: ``out``, ``up_to_date``, ``counts``, ``units`` and the flow's own extras.
+
+Evaluations go through :func:`segbench.core.evaluation_keys.run_evaluation`, which returns their
+result shape. The SPIN taxonomy, whose folder also holds the SPIN dataset, cannot be swapped in
+whole: it uses :class:`Build` for its key, up-to-date check, manifest and summary, and writes its
+files in place.
+
+Nothing here needs Prefect: the body runs Prefect tasks itself, and the flow passes its run logger.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from segbench.core.manifest import build_manifest, read_manifest, write_manifest
+from segbench.core.resume import MANIFEST_NAME, Stage, build_key, is_up_to_date, resumable_stage
+from segbench.schemas.manifest import Manifest
+
+# What an output found up to date computed and replayed: nothing.
+NO_UNITS = {"computed": 0, "reused": 0}
+
+
+@dataclass(frozen=True)
+class Build:
+    """One output made under a build key (:func:`segbench.core.resume.build_key`).
+
+    Attributes:
+        out: the output folder.
+        dataset: the name the key and the manifest record (``"coco_cd"``, ``"eval/spin"``).
+        logic_version: the version of the code that makes it; the manifest's ``builder_version``.
+        params: what the key covers besides the inputs; also the manifest's params unless the body
+            records others (:attr:`Built.params`).
+        input_hashes: sha256 per input label; the key covers them and the manifest lists them.
+        manifest_name: the manifest's file name in ``out``.
+    """
+
+    out: Path
+    dataset: str
+    logic_version: str
+    params: Mapping[str, Any]
+    input_hashes: Mapping[str, str]
+    manifest_name: str = MANIFEST_NAME
+
+    @property
+    def key(self) -> str:
+        return build_key(dataset=self.dataset, logic_version=self.logic_version, params=self.params,
+                         input_hashes=self.input_hashes)
+
+    def is_up_to_date(self, force: bool = False) -> bool:
+        """Whether ``out`` holds a finished output of this key (never when ``force``)."""
+        return not force and is_up_to_date(self.out, self.key, manifest_name=self.manifest_name)
+
+    def manifest(self, root: Path, built: Built, outputs: Mapping[str, str] | None = None) -> Manifest:
+        """The manifest of what the body built under ``root`` (or of the files ``outputs`` lists)."""
+        return build_manifest(dataset=self.dataset, builder_version=self.logic_version, root=root,
+                              params=self.params if built.params is None else built.params, inputs={},
+                              input_hashes=self.input_hashes, build_key=self.key, counts=built.counts,
+                              seed=built.seed, skipped=built.skipped, outputs=outputs)
+
+    def summary(self, built: Built) -> dict[str, Any]:
+        """The summary of a build that ran: what the body made."""
+        return {"out": str(self.out), "up_to_date": False, "counts": built.counts, "units": built.units,
+                **built.extras}
+
+    def up_to_date_summary(self, counts: Mapping[str, Any], extras: Mapping[str, Any]) -> dict[str, Any]:
+        """The summary of a build that found its output up to date: the counts recorded when it was built."""
+        return {"out": str(self.out), "up_to_date": True, "counts": dict(counts), "units": dict(NO_UNITS),
+                **extras}
+
+
+@dataclass
+class Built:
+    """What a build's body made.
+
+    Attributes:
+        counts: numbers a reader wants at a glance; recorded in the manifest and returned.
+        units: ``{"computed", "reused"}`` units of work (``segbench.flows.units.count_units``), or
+            ``None`` for a body that is not cut into units.
+        extras: more of the summary that the manifest does not record (coverage, provider usage...).
+        seed, skipped: recorded in the manifest.
+        params: the manifest's params when they are not the key's (the vocabulary build records the
+            spaCy model it loaded, which the key cannot know in advance).
+    """
+
+    counts: dict[str, Any]
+    units: dict[str, int] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    skipped: int = 0
+    params: Mapping[str, Any] | None = None
+
+
+def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
+              prepare: Callable[[], Any] | None = None,
+              finished: Callable[[Manifest], Mapping[str, Any]] | None = None,
+              logger: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
+    """Make ``build.out`` with ``body`` unless it is up to date; return the build's summary.
+
+    Args:
+        body: writes the output into the stage it is given and returns what it made; called as
+            ``body(stage)``, or ``body(stage, prepare())`` with ``prepare``.
+        force: run the body even when the output is up to date.
+        prepare: work that comes after the up-to-date check but before the stage is made (loading
+            and checking inputs), so that a bad input leaves no stage behind.
+        finished: the summary's extras of an output found up to date, read back from it (given its
+            manifest); none without it.
+        logger: where to say that the output is up to date (a flow's run logger).
+
+    Returns:
+        ``{"out", "up_to_date", "counts", "units", **extras}`` (:meth:`Build.summary`).
+
+    Raises:
+        Whatever ``prepare`` or ``body`` raise; after a failing body the stage is kept for the next
+        run to resume.
+    """
+    if build.is_up_to_date(force):
+        if logger is not None:
+            logger.info("%s is up to date", build.out)
+        manifest = read_manifest(build.out, build.manifest_name)
+        return build.up_to_date_summary(manifest.counts, finished(manifest) if finished is not None else {})
+    prepared = prepare() if prepare is not None else None
+    with resumable_stage(build.out, build.key) as stage:
+        built = body(stage) if prepare is None else body(stage, prepared)
+        write_manifest(stage.path, build.manifest(stage.path, built), build.manifest_name)
+    return build.summary(built)
+
+
+__all__ = ["Build", "Built", "NO_UNITS", "Stage", "run_build"]
