@@ -14,7 +14,7 @@ import typer
 
 from segbench import console
 from segbench.cli import flip
-from segbench.cli.common import FORCE_BUILD, FORCE_EVALUATION, build_status, display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import FORCE_BUILD, build_status, display_path, relative_to_repo, run_flow, settings_of
 from segbench.cli.publish import print_publish
 from segbench.cli import rounds
 from segbench.cli.rounds import Backend, print_ingest, print_round
@@ -26,10 +26,14 @@ class AuditKind(str, enum.Enum):
     coco_cd_audit = "coco-cd-audit"
 
 
+PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps or .npz files with 'probs' (3 × 512 × 512)."
+EVALUATE_HELP = "Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles."
+
+
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
     """Add ``build coco-cd``, ``evaluate coco-cd`` and ``rounds create`` (its context audit)."""
     build_app.command("coco-cd")(build_command)
-    evaluate_app.command("coco-cd")(evaluate_command)
+    evaluate_app.command("coco-cd")(flip.evaluate_command("coco_cd", PREDICTIONS_HELP, EVALUATE_HELP))
     rounds.app.command("create")(create_audit_command)
 
 
@@ -64,7 +68,7 @@ def build_command(
     """
     settings = settings_of(ctx)
     params = _params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
-                             test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
+                     test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
     from segbench.tasks.coco_cd.selection import source_files
 
     source_files(coco_root, stuff_root)  # fail on a wrong path before starting Prefect
@@ -102,19 +106,6 @@ def print_build(summary: dict[str, Any]) -> None:
     out = display_path(Path(summary["out"]))
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
     console.out.print(build_status(summary))
-
-
-def evaluate_command(
-    ctx: typer.Context,
-    predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps or "
-                                                                ".npz files with 'probs' (3 × 512 × 512)."),
-    rev: str = flip.REV, repo: Path = flip.REPO, rho: float = flip.RHO, split: str = flip.SPLIT, out: Path = flip.OUT,
-    force: bool = FORCE_EVALUATION,
-) -> None:
-    """Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles.
-
-    Does nothing when the report is up to date with the split, its masks and the predictions."""
-    flip.evaluate(ctx, "coco_cd", predictions, rev, repo, rho, split, out, force)
 
 
 def create_audit_command(

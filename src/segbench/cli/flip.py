@@ -3,19 +3,39 @@ their ``evaluate`` options, the evaluation body and the summary it prints."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from segbench import console, registry
-from segbench.cli.common import display_path, print_up_to_date, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import FORCE_EVALUATION, display_path, print_up_to_date, relative_to_repo, run_flow, settings_of
 
 REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
 REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
 RHO = typer.Option(0.95, "--rho", help="Which ρ directory to read.")
 SPLIT = typer.Option("test", "--split", help="train, val or test.")
 OUT = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/<dataset>/<run>).")
+
+
+def evaluate_command(dataset: str, predictions_help: str, doc: str) -> Callable[..., None]:
+    """The ``evaluate <dataset>`` command of a dataset scored with the flip metrics.
+
+    Args:
+        predictions_help: what its ``--predictions`` folder holds; doc: the command's help text.
+    """
+
+    def command(
+        ctx: typer.Context,
+        predictions: Path = typer.Option(..., "--predictions", help=predictions_help),
+        rev: str = REV, repo: Path = REPO, rho: float = RHO, split: str = SPLIT, out: Path = OUT,
+        force: bool = FORCE_EVALUATION,
+    ) -> None:
+        evaluate(ctx, dataset, predictions, rev, repo, rho, split, out, force)
+
+    command.__doc__ = doc + "\n\nDoes nothing when the report is up to date with the split, its masks and the predictions."
+    return command
 
 
 def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | None, repo: Path, rho: float,

@@ -27,11 +27,8 @@ class Backend(str, enum.Enum):
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
     """Add launch … list to the ``rounds`` group, after the create commands the datasets added."""
-    app.command("launch")(launch)
-    app.command("status")(status)
-    app.command("ingest")(ingest)
-    app.command("close")(close)
-    app.command("list")(list_)
+    for command in (launch, status, ingest, close, list_):
+        app.command(command.__name__.rstrip("_"))(command)
 
 
 def _data_root(ctx: typer.Context) -> Path:

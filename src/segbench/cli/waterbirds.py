@@ -12,13 +12,17 @@ import typer
 
 from segbench import console
 from segbench.cli import flip
-from segbench.cli.common import FORCE_BUILD, FORCE_EVALUATION, build_status, display_path, run_flow, settings_of
+from segbench.cli.common import FORCE_BUILD, build_status, display_path, run_flow, settings_of
+
+
+PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps (0/1 landbird/2 waterbird) or .npz files with 'probs'."
+EVALUATE_HELP = "Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
     """Add ``build waterbirds`` and ``evaluate waterbirds``."""
     build_app.command("waterbirds")(build_command)
-    evaluate_app.command("waterbirds")(evaluate_command)
+    evaluate_app.command("waterbirds")(flip.evaluate_command("waterbirds", PREDICTIONS_HELP, EVALUATE_HELP))
 
 
 def build_command(
@@ -68,19 +72,6 @@ def print_build(summary: dict[str, Any]) -> None:
     flip.print_group_counts(counts, ["land·land", "land·water", "water·land", "water·water"])
     console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
     console.out.print(build_status(summary))
-
-
-def evaluate_command(
-    ctx: typer.Context,
-    predictions: Path = typer.Option(..., "--predictions", help="Folder of <image id:012d>.png label maps "
-                                                                "(0/1 landbird/2 waterbird) or .npz files with 'probs'."),
-    rev: str = flip.REV, repo: Path = flip.REPO, rho: float = flip.RHO, split: str = flip.SPLIT, out: Path = flip.OUT,
-    force: bool = FORCE_EVALUATION,
-) -> None:
-    """Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water.
-
-    Does nothing when the report is up to date with the split, its masks and the predictions."""
-    flip.evaluate(ctx, "waterbirds", predictions, rev, repo, rho, split, out, force)
 
 
 def print_demo(results: dict[str, Any], provider: Any) -> None:
