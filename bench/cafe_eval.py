@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS, evaluate_cafe
 from segbench.tasks.cafe.reference import reference_cafe
-from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 
 EDIT_TYPES = ("Superficial Mimicry", "Context Conflict", "Ontological Conflict")
 TABLE_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP", "AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR",

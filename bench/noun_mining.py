@@ -17,10 +17,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from segbench.tasks.vocab import nouns
+from segbench.core.io import write_json
 from segbench.demo.vocab.captions import scene_captions
 from segbench.demo.world import build_scenes
-from segbench.core.io import write_json
+from segbench.tasks.vocab import nouns
 
 log = logging.getLogger("bench.noun_mining")
 OUT = Path(__file__).parent / "out" / "noun_mining.json"

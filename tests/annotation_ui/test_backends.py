@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from support.label_studio_stand_in import StandInClient
 
 from segbench.annotation_ui.backends import BackendContext, backend_for, backend_type
 from segbench.annotation_ui.backends.files import FilesBackend, files_dir
@@ -15,7 +16,6 @@ from segbench.annotation_ui.rounds import new_round
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError, RoundStateError, SegbenchError
 from segbench.demo.crowd import write_results_csv
 from segbench.schemas.rounds import RoundConfig, RoundItem
-from support.label_studio_stand_in import StandInClient
 
 T0 = "2026-01-01T00:00:00+00:00"
 

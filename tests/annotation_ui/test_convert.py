@@ -20,8 +20,8 @@ from segbench.annotation_ui.convert import (
 )
 from segbench.annotation_ui.rounds import new_round
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
-from segbench.schemas.rounds import Answer, RoundConfig, RoundItem
 from segbench.core.io import canonical_json, write_json
+from segbench.schemas.rounds import Answer, RoundConfig, RoundItem
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 T0 = "2026-01-01T00:00:00+00:00"

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from segbench.annotation_ui.kinds import label_configs, render_label_config
-from segbench.schemas.rounds import slugify
 from segbench.core.errors import InputError
 from segbench.flows.vocab.rounds import ADJUDICATION_CONFIG, DEFAULT_RELATIONS
+from segbench.schemas.rounds import slugify
 
 NASTY = "a < b & \"c\" 'd' > e"
 PARAMS = {

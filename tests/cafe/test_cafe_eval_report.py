@@ -6,10 +6,10 @@ import json
 
 from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
 
-from segbench.tasks.cafe.eval_report import render_cafe_markdown, write_cafe_report, write_cgf1_report
-from segbench.tasks.cafe.metrics import evaluate_cafe
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
+from segbench.tasks.cafe.eval_report import render_cafe_markdown, write_cafe_report, write_cgf1_report
+from segbench.tasks.cafe.metrics import evaluate_cafe
 
 EVALUATED = {"ground_truth": "gt.json", "predictions": "preds.json"}
 

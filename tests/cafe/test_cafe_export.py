@@ -11,11 +11,11 @@ import pytest
 from pycocotools.coco import COCO
 
 from segbench.core.errors import AnnotationError, InputError
+from segbench.core.io import write_json
+from segbench.core.masks import bitmap_to_rle
 from segbench.schemas.cafe import Candidate, Target
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe.export import NEGATIVE_ID_OFFSET, saco_document, subset_documents, validate_saco
-from segbench.core.io import write_json
-from segbench.core.masks import bitmap_to_rle
 
 
 def _candidate(number: int, edit_type: EditType, q_pos: str = "vase", q_neg: str = "watermelon") -> Candidate:

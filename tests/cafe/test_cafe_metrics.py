@@ -10,6 +10,9 @@ import pytest
 from support.cafe_eval_data import ALIGNED, EDIT, ELSEWHERE, HAND_PAIRS, HAND_PREDS, TARGET, H, W, box, cafe_gt, pred
 
 from segbench.core.errors import InputError
+from segbench.core.masks import bitmap_to_rle
+from segbench.tasks.cafe.cgf1 import evaluate_cgf1, evaluate_counts, local_f1
+from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 from segbench.tasks.cafe.metrics import (
     CALIBRATION_GRID,
     calibrate,
@@ -18,9 +21,6 @@ from segbench.tasks.cafe.metrics import (
     split_for_calibration,
 )
 from segbench.tasks.cafe.reference import reference_cafe, reference_cgf1
-from segbench.tasks.cafe.cgf1 import evaluate_cgf1, evaluate_counts, local_f1
-from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
-from segbench.core.masks import bitmap_to_rle
 
 
 def run_cafe(gt: dict, preds: list[dict], **kwargs) -> dict:

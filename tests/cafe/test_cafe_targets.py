@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from segbench.core.coco import load_coco
 from segbench.core.errors import AnnotationError, ImportPolicy, OnError
+from segbench.core.io import write_json
 from segbench.schemas.cafe import CafeParams, SourceSpec
 from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.targets import assign_edit_types, object_name, select_targets
-from segbench.core.coco import load_coco
-from segbench.core.io import write_json
 
 W, H = 100, 100  # 10,000 pixels: a rectangle of a x b pixels is a fraction a*b/10,000
 

@@ -13,9 +13,9 @@ from PIL import Image
 from pycocotools.coco import COCO
 
 from segbench.core.errors import AnnotationError, InputError, InsufficientDataError, OnError
-from segbench.schemas.coco_cd import CocoCdParams
-from segbench.demo.world import generate_demo_world
 from segbench.core.io import sha256_tree
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.coco_cd import CocoCdParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from segbench.schemas.coco_cd import CocoCdParams
-from segbench.demo.world import generate_demo_world
 from segbench.core.io import sha256_tree
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.coco_cd import CocoCdParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from segbench.schemas.coco_cd import CocoCdParams
-from segbench.demo.world import generate_demo_world
 from segbench.core.versioning import DatasetSource, configure_remote, ensure_repo
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.coco_cd import CocoCdParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -24,8 +24,9 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def test_build_publish_change_param_and_evaluate_the_first_version(tmp_path):
+    from segbench.flows.coco_cd.baseline import predict_baseline
     from segbench.flows.coco_cd.build import build_coco_cd
-    from segbench.flows.flip import evaluate_coco_cd, predict_baseline
+    from segbench.flows.flip import evaluate_coco_cd
     from segbench.flows.publish import publish_data
 
     world = tmp_path / "world"

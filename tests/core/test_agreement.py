@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from segbench.schemas.rounds import Answer, Polygon
 from segbench.core.agreement import aggregate, agreement_summary, cohen_kappa, fleiss_kappa
+from segbench.schemas.rounds import Answer, Polygon
 
 
 def _answer(item: str, annotator: str, label: str | None = None, *, at: str = "2026-01-01T00:00:00Z",

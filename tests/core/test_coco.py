@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
 from segbench.core.coco import annotation_rle, areas_by_image, load_coco, merge_splits
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
 
 
 def coco(images=None, annotations=None, categories=None):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from segbench.core.versioning import DatasetSource
 from segbench.demo.coco_cd.baseline import baseline_probs, npz_bytes, write_baseline_predictions
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split
-from segbench.core.versioning import DatasetSource
 
 SIZE = 64
 

@@ -7,6 +7,9 @@ from PIL import Image
 
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.core.errors import ImportPolicy
+from segbench.core.io import sha256_tree
+from segbench.core.masks import rle_iou, rle_to_bitmap, segmentation_to_rle
+from segbench.demo.spin.crowd import CrowdNoise, simulate_crowd_rows
 from segbench.demo.spin.world import (
     SPLIT_SIZES,
     TEMPLATES,
@@ -15,13 +18,10 @@ from segbench.demo.spin.world import (
     read_truth,
     truth_resolved,
 )
-from segbench.demo.spin.crowd import CrowdNoise, simulate_crowd_rows
-from segbench.core.io import sha256_tree
-from segbench.core.masks import rle_iou, rle_to_bitmap, segmentation_to_rle
-from segbench.tasks.spin.partimagenet import read_partimagenet
 from segbench.flows.spin.rounds import spin_rounds
 from segbench.tasks.spin.crowd import resolve_subparts
 from segbench.tasks.spin.items import part_contexts, round_items
+from segbench.tasks.spin.partimagenet import read_partimagenet
 
 
 def test_world_is_readable_deterministic_and_its_truth_lies_inside_the_parts(tmp_path):

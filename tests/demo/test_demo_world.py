@@ -14,6 +14,8 @@ import pytest
 from PIL import Image
 from pycocotools.coco import COCO
 
+from segbench.core.io import sha256_tree
+from segbench.core.masks import resize_nearest, rle_area, rle_to_bitmap, segmentation_to_rle
 from segbench.demo.world import (
     DEFAULT_GROUP_SIZES,
     EDGE_CASES,
@@ -21,8 +23,6 @@ from segbench.demo.world import (
     build_scenes,
     generate_demo_world,
 )
-from segbench.core.io import sha256_tree
-from segbench.core.masks import resize_nearest, rle_area, rle_to_bitmap, segmentation_to_rle
 
 SMALL = {"cat/indoor": 4, "cat/outdoor": 2, "dog/indoor": 2, "dog/outdoor": 4}
 CONTEXT = json.loads(resources.files("segbench.resources").joinpath("coco_cd_context.json").read_text())

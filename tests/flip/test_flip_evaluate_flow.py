@@ -10,8 +10,9 @@ from PIL import Image
 from support.flip_eval_data import IMAGE_IDS, write_flip_dataset, write_label_predictions
 
 from segbench.core.errors import InputError
-from segbench.flows.flip import evaluate_coco_cd, predict_baseline
 from segbench.core.io import canonical_json
+from segbench.flows.coco_cd.baseline import predict_baseline
+from segbench.flows.flip import evaluate_coco_cd
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

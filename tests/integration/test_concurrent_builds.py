@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from segbench.demo.world import generate_demo_world
 from segbench.core.manifest import verify_outputs
+from segbench.demo.world import generate_demo_world
 
 pytestmark = pytest.mark.integration
 

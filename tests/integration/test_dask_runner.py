@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from segbench.core.io import sha256_tree
+from segbench.demo.world import generate_demo_world
 from segbench.flows.runner import RunnerSpec
 from segbench.schemas.coco_cd import CocoCdParams
-from segbench.demo.world import generate_demo_world
-from segbench.core.io import sha256_tree
 
 SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
 EPOCH = "1700000000"

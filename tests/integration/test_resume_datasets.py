@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from segbench.core.io import read_json
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.demo.waterbirds.birds import generate_demo_birds
 from segbench.providers.base import Question, Usage
 from segbench.schemas.vocab import RelationAnswer, RelationJudgement, VocabParams
-from segbench.demo.waterbirds.birds import generate_demo_birds
-from segbench.demo.vocab.captions import generate_demo_captions
-from segbench.core.io import read_json
 from segbench.tasks.waterbirds.dataset import WaterbirdsParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
@@ -235,11 +235,11 @@ def cafe(tmp_path_factory):
 
 
 def build_candidates(settings, provider, out: Path | None = None, seed: int = 0, **kw) -> dict:
+    from segbench.demo.cafe.sources import generate_demo_cafe
     from segbench.flows.cafe.build import build_cafe_candidates
     from segbench.flows.cafe.demo import DEMO_PARAMS
     from segbench.providers.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams
-    from segbench.demo.cafe.sources import generate_demo_cafe
 
     sources = generate_demo_cafe(settings.work_dir / "demo-cafe", seed=0)
     return build_cafe_candidates(sources, out or settings.data_root / "cafe_candidates", provider,
@@ -248,8 +248,8 @@ def build_candidates(settings, provider, out: Path | None = None, seed: int = 0,
 
 
 def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
-    from segbench.flows.cafe.verify import build_cafe
     from segbench.flows.cafe.demo import VERIFICATION_KEY
+    from segbench.flows.cafe.verify import build_cafe
 
     settings, provider, result = cafe
     assert result["candidates"]["up_to_date"] is False and result["candidates"]["units"]["computed"] > 0
@@ -264,8 +264,8 @@ def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
 
 
 def test_cafe_force_rebuilds_byte_identically(cafe):
-    from segbench.flows.cafe.verify import build_cafe
     from segbench.flows.cafe.demo import VERIFICATION_KEY
+    from segbench.flows.cafe.verify import build_cafe
 
     settings, provider, _ = cafe
     candidates, export = settings.data_root / "cafe_candidates", settings.data_root / "cafe"
@@ -280,8 +280,8 @@ def test_cafe_force_rebuilds_byte_identically(cafe):
 
 def test_cafe_a_changed_param_or_answer_rebuilds(cafe, tmp_path):
     from segbench.annotation_ui.rounds import RoundStore
-    from segbench.flows.cafe.verify import build_cafe
     from segbench.flows.cafe.demo import VERIFICATION_KEY
+    from segbench.flows.cafe.verify import build_cafe
 
     settings, provider, _ = cafe
     assert build_candidates(settings, provider, out=tmp_path / "reseeded", seed=1)["up_to_date"] is False
@@ -304,14 +304,14 @@ def spin(tmp_path_factory):
     import yaml
 
     from segbench.core.errors import ImportPolicy
+    from segbench.core.io import atomic_write_text, write_json
+    from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
     from segbench.flows.spin.build import build_spin
     from segbench.flows.spin.taxonomy import build_spin_taxonomy
     from segbench.providers.cache import CachedProvider
     from segbench.providers.wordnet_provider import WordNetProvider
     from segbench.registry import offline_answers
     from segbench.schemas.spin import SpinBuildParams
-    from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
-    from segbench.core.io import atomic_write_text, write_json
     from segbench.tasks.spin.partimagenet import read_partimagenet
 
     root = tmp_path_factory.mktemp("spin")

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from segbench.cli import app
 from segbench.core.errors import InputError
-from segbench.flows.flip import evaluate_coco_cd
 from segbench.core.manifest import build_manifest, write_manifest
+from segbench.flows.flip import evaluate_coco_cd
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

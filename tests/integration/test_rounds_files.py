@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from segbench.core.errors import AnnotationError, InputError, OnError, RoundStateError
-from segbench.schemas.coco_cd import CocoCdParams
-from segbench.demo.world import generate_demo_world
 from segbench.core.io import read_json
 from segbench.demo.crowd import write_results_csv
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.coco_cd import CocoCdParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -121,10 +121,11 @@ def test_a_round_of_an_unknown_kind_is_refused_before_launch(data_root):
 
 def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, monkeypatch):
     """The flows drive any backend alike: a Label Studio round against an in-memory stand-in server."""
+    from support.label_studio_stand_in import StandInClient
+
     from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import ingest_round, launch_round, round_progress
-    from support.label_studio_stand_in import StandInClient
 
     client = StandInClient()
     monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)

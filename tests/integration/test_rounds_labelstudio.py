@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from segbench.core.errors import ServiceError
-from segbench.schemas.coco_cd import CocoCdParams
-from segbench.demo.world import generate_demo_world
 from segbench.core.io import read_json
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.coco_cd import CocoCdParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
 

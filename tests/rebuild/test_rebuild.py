@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from segbench.core.errors import BusyError, InputError
-from segbench.flows.flip import predict_baseline
+from segbench.core.io import sha256_tree
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.demo.waterbirds.birds import generate_demo_birds
+from segbench.demo.world import generate_demo_world
+from segbench.flows.coco_cd.baseline import predict_baseline
 from segbench.flows.rebuild import rebuild
 from segbench.locking import data_root_lock
-from segbench.demo.waterbirds.birds import generate_demo_birds
-from segbench.demo.vocab.captions import generate_demo_captions
-from segbench.demo.world import generate_demo_world
-from segbench.core.io import sha256_tree
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

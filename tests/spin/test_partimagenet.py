@@ -11,8 +11,8 @@ from PIL import Image
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
 from segbench.core.io import write_json
 from segbench.core.masks import rle_area, rle_to_bitmap
-from segbench.tasks.spin.partimagenet import part_categories, read_partimagenet
 from segbench.tasks.spin.items import part_contexts, round_items
+from segbench.tasks.spin.partimagenet import part_categories, read_partimagenet
 
 CATEGORIES = [{"id": c.id, "name": c.source_name, "supercategory": c.supercategory}
               for c in sorted(part_categories().values(), key=lambda c: c.id)]

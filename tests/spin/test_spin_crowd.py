@@ -10,11 +10,11 @@ import pytest
 
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
+from segbench.core.masks import bitmap_to_rle, rle_to_bitmap
+from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import Answer, Polygon, RoundItem
 from segbench.schemas.spin import PartContext, Taxonomy
 from segbench.tasks.spin import crowd as sc
-from segbench.core.masks import bitmap_to_rle, rle_to_bitmap
-from segbench.flows.spin.rounds import spin_rounds
 
 H, W = 20, 20
 

@@ -9,10 +9,9 @@ import pytest
 from pycocotools.coco import COCO
 
 from segbench.core.errors import AnnotationError, ImportPolicy, OnError
-from segbench.schemas.spin import ResolvedSubpart
-from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
 from segbench.core.io import write_json
-from segbench.tasks.spin.partimagenet import read_partimagenet
+from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
+from segbench.schemas.spin import ResolvedSubpart
 from segbench.tasks.spin.dataset import (
     coco_name,
     select_images,
@@ -20,6 +19,7 @@ from segbench.tasks.spin.dataset import (
     subpart_annotations,
     subpart_categories,
 )
+from segbench.tasks.spin.partimagenet import read_partimagenet
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from segbench.core.errors import ImportPolicy
-from segbench.schemas.spin import load_taxonomy, read_resolved
-from segbench.demo.spin.world import read_truth, truth_resolved
 from segbench.core.masks import rle_iou
+from segbench.demo.spin.world import read_truth, truth_resolved
+from segbench.schemas.spin import load_taxonomy, read_resolved
 from segbench.tasks.spin.partimagenet import read_partimagenet
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
@@ -85,11 +85,11 @@ def test_the_baseline_is_consistent_but_not_accurate(demo):
 
 
 def test_a_second_run_gives_the_same_files(demo):
+    from segbench.core.io import sha256_tree
     from segbench.flows.spin.demo import run_spin_demo
     from segbench.providers.cache import CachedProvider
     from segbench.providers.wordnet_provider import WordNetProvider
     from segbench.registry import offline_answers
-    from segbench.core.io import sha256_tree
 
     result, tmp = demo
     data = tmp / "data"

@@ -127,8 +127,8 @@ def test_missing_inputs_are_explained(project, tmp_path):
 
 
 def test_rev_evaluates_a_published_version(project, tmp_path):
-    from segbench.flows.publish import publish_data
     from segbench.core.versioning import configure_remote, ensure_repo
+    from segbench.flows.publish import publish_data
 
     repo = ensure_repo(project, init_git=True)
     configure_remote(repo, str(tmp_path / "remote"))

@@ -13,11 +13,11 @@ import yaml
 from pycocotools.coco import COCO
 
 from segbench.core.errors import AnnotationError, ImportPolicy
-from segbench.flows.spin.build import build_spin, spin_round_items
-from segbench.schemas.spin import SpinBuildParams
-from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
 from segbench.core.io import atomic_write_text, sha256_tree, write_json
 from segbench.core.masks import rle_to_bitmap, segmentation_to_rle
+from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
+from segbench.flows.spin.build import build_spin, spin_round_items
+from segbench.schemas.spin import SpinBuildParams
 from segbench.tasks.spin.partimagenet import read_partimagenet
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]

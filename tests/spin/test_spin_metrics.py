@@ -9,6 +9,7 @@ import pytest
 from support.spin_eval_data import SIZE, box, gt_mask, perfect_predictions, rle, write_dataset
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
+from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.inputs import read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import (
     Answer,
@@ -20,7 +21,6 @@ from segbench.tasks.spin.metrics import (
     recognition_accuracy,
     says_yes,
 )
-from segbench.core.versioning import DatasetSource
 
 FAIL = ImportPolicy()
 

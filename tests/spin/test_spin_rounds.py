@@ -13,11 +13,10 @@ import pytest
 import yaml
 from pycocotools import mask as mask_utils
 
-from segbench.schemas.spin import read_resolved
-from segbench.schemas.spin import SpinBuildParams
-from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth
 from segbench.core.io import atomic_write_text
 from segbench.core.masks import rle_to_bitmap
+from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth
+from segbench.schemas.spin import SpinBuildParams, read_resolved
 
 pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
 

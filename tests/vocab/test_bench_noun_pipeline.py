@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from segbench.tasks.vocab import nouns
 from segbench.demo.vocab.captions import scene_captions
 from segbench.demo.world import build_scenes
+from segbench.tasks.vocab import nouns
 from segbench.tasks.vocab.noun_pipeline import KEY_ATTRS, may_match_many, memo_triggers
 
 MODEL = "en_core_web_sm"

@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 
 from segbench.core.errors import InputError
-from segbench.tasks.vocab import nouns
 from segbench.demo.vocab.captions import scene_captions
 from segbench.demo.world import build_scenes
+from segbench.tasks.vocab import nouns
 
 MODEL = "en_core_web_sm"
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from segbench.core.errors import ProviderError
+from segbench.core.io import read_json
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.demo.world import generate_demo_world
 from segbench.providers import make_provider
 from segbench.schemas.vocab import VocabParams
 from segbench.settings import load_settings
-from segbench.demo.vocab.captions import generate_demo_captions
-from segbench.demo.world import generate_demo_world
-from segbench.core.io import read_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

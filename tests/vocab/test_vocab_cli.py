@@ -15,8 +15,8 @@ from PIL import Image
 from support.vocab_eval_data import write_vocab_evaluation
 from typer.testing import CliRunner
 
-from segbench.cli import vocab as cli_vocab
 from segbench.cli import app
+from segbench.cli import vocab as cli_vocab
 from segbench.core.errors import InputError
 from segbench.tasks.vocab.sbert import sbert_available
 

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 import pytest
 
+from segbench.core.io import read_json
+from segbench.core.manifest import verify_outputs
+from segbench.demo.vocab.captions import generate_demo_captions
 from segbench.flows.vocab.build import build_vocab
 from segbench.providers.base import Question, Usage
 from segbench.schemas.vocab import RelationAnswer, RelationJudgement, VocabParams
-from segbench.demo.vocab.captions import generate_demo_captions
-from segbench.core.io import read_json
-from segbench.core.manifest import verify_outputs
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

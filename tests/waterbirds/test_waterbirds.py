@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from segbench.schemas.waterbirds import LAND_PLACES, WATER_PLACES, WaterbirdsParams
-from segbench.tasks.waterbirds import dataset as wb
-from segbench.demo.waterbirds.birds import generate_demo_birds
-from segbench.tasks.flip.metrics import WATERBIRDS_NAMES, FlipAccumulator
 from segbench.core.io import sha256_tree
+from segbench.demo.waterbirds.birds import generate_demo_birds
+from segbench.schemas.waterbirds import LAND_PLACES, WATER_PLACES, WaterbirdsParams
+from segbench.tasks.flip.metrics import WATERBIRDS_NAMES, FlipAccumulator
+from segbench.tasks.waterbirds import dataset as wb
 
 RELEASED_MISLABELS = ("194.Eastern_Towhee", "088.Western_Meadowlark", "102.Western_Wood_Pewee")
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from segbench.core.io import sha256_tree
+from segbench.demo.waterbirds.birds import generate_demo_birds
 from segbench.flows.flip import evaluate_waterbirds
 from segbench.flows.waterbirds.build import build_waterbirds
-from segbench.demo.waterbirds.birds import generate_demo_birds
-from segbench.core.io import sha256_tree
 from segbench.tasks.waterbirds.dataset import WaterbirdsParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]

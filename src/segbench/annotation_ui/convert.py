@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.schemas.rounds import Answer, Polygon, Round
 from segbench.core.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, write_json
+from segbench.schemas.rounds import Answer, Polygon, Round
 
 logger = logging.getLogger(__name__)
 

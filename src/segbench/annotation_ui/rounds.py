@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from segbench.annotation_ui.backends import backend_type
 from segbench.core.errors import InputError, RoundStateError
-from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
 from segbench.core.io import read_json, write_json
+from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
 
 __all__ = [
     "RoundStatus",

@@ -13,10 +13,9 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli import flip
+from segbench.cli import flip, rounds
 from segbench.cli.common import FORCE_BUILD, build_status, display_path, relative_to_repo, run_flow, settings_of
 from segbench.cli.publish import print_publish
-from segbench.cli import rounds
 from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import OnError
 from segbench.locking import command_lock

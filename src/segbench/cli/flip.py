@@ -10,7 +10,14 @@ from typing import Any
 import typer
 
 from segbench import console, registry
-from segbench.cli.common import FORCE_EVALUATION, display_path, print_up_to_date, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import (
+    FORCE_EVALUATION,
+    display_path,
+    print_up_to_date,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 
 REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
 REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")

@@ -150,8 +150,8 @@ def map_command(
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
 ) -> None:
     """Map each description to a class per lexical level (exact, +synonyms, +hyponyms, +meronyms)."""
-    from segbench.schemas.vocab import LEVELS
     from segbench.core.io import read_json, write_json
+    from segbench.schemas.vocab import LEVELS
     from segbench.tasks.vocab.lexical_mapping import load_nlp, map_descriptions, read_vocabulary
 
     vocabulary = read_vocabulary(vocab)

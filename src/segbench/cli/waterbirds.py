@@ -14,7 +14,6 @@ from segbench import console
 from segbench.cli import flip
 from segbench.cli.common import FORCE_BUILD, build_status, display_path, run_flow, settings_of
 
-
 PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps (0/1 landbird/2 waterbird) or .npz files with 'probs'."
 EVALUATE_HELP = "Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."
 

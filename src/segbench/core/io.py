@@ -7,8 +7,8 @@ files and a crash never leaves a half-written file that looks finished (folders:
 from __future__ import annotations
 
 import contextlib
-import io
 import hashlib
+import io
 import json
 import math
 import os

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import segbench
-from segbench.schemas.manifest import Manifest
 from segbench.core.io import read_json, sha256_file, sha256_tree, write_json
 from segbench.core.resume import MANIFEST_NAME, NONCE_NAME
+from segbench.schemas.manifest import Manifest
 
 
 def build_manifest(

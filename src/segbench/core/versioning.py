@@ -29,9 +29,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from segbench.core.errors import InputError, VersioningError
-from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 from segbench.core.io import atomic_write_text
 from segbench.core.manifest import MANIFEST_NAME, read_manifest
+from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 
 logger = logging.getLogger(__name__)
 

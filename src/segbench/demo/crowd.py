@@ -13,8 +13,8 @@ import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from segbench.schemas.rounds import Round
 from segbench.core.io import atomic_write_text
+from segbench.schemas.rounds import Round
 
 
 def simulate_results(

@@ -24,6 +24,7 @@ from PIL import Image
 from pydantic import BaseModel
 
 from segbench.core import masks
+from segbench.core.io import atomic_write_bytes, write_json
 from segbench.demo.scenes import (
     INDOOR_SETTINGS,
     OUTDOOR_SETTINGS,
@@ -35,7 +36,6 @@ from segbench.demo.scenes import (
     stuff_region,
     thing_region,
 )
-from segbench.core.io import atomic_write_bytes, write_json
 
 logger = logging.getLogger(__name__)
 

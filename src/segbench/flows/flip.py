@@ -1,9 +1,9 @@
-"""Prefect flows for label-flip evaluation: ``evaluate-coco-cd``, ``evaluate-waterbirds`` and
-``predict-baseline-coco-cd``. Both evaluations compute the same metrics; only the names differ.
+"""Prefect flows for label-flip evaluation: ``evaluate-coco-cd`` and ``evaluate-waterbirds``. Both
+compute the same metrics; only the names differ.
 
 Orchestration only. The work is done by pure functions in ``segbench.tasks.flip.inputs``
-(reading), ``segbench.tasks.flip.metrics``, ``segbench.tasks.flip.report`` and ``segbench.demo.coco_cd.baseline``; the tasks
-here are thin wrappers around one coarse unit each (a shard of a few hundred images, the report).
+(reading), ``segbench.tasks.flip.metrics`` and ``segbench.tasks.flip.report``; the tasks here are
+thin wrappers around one coarse unit each (a shard of a few hundred images, the report).
 
 An evaluation is skipped when its report is up to date (same logic version, split, predictions and
 ground truth; :mod:`segbench.core.evaluation_keys`), and a killed one resumes: the report is written
@@ -11,7 +11,8 @@ in a resumable stage and each scored shard is a unit Prefect remembers (:mod:`se
 
 Usage::
 
-    from segbench.flows.flip import evaluate_coco_cd, predict_baseline
+    from segbench.flows.coco_cd.baseline import predict_baseline
+    from segbench.flows.flip import evaluate_coco_cd
     predict_baseline(repo=".", rev=None, out="preds/baseline")
     result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline",
                               out="data/eval/coco_cd/baseline")
@@ -26,17 +27,15 @@ from typing import TYPE_CHECKING, Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench import progress
-from segbench.flows.units import UNIT, count_units
-from segbench.demo.coco_cd.baseline import write_baseline_predictions
+from segbench import progress, registry
 from segbench.core.build import Build, Built, Stage
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.versioning import DatasetSource
+from segbench.flows.units import UNIT, count_units
+from segbench.schemas.flip import FlipEvaluation
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
 from segbench.tasks.flip.report import write_report
-from segbench.core.versioning import DatasetSource
-from segbench import registry
-from segbench.schemas.flip import FlipEvaluation
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
@@ -46,7 +45,7 @@ DEFAULT_SHARD_SIZE = 256
 EVALUATION_VERSION = "1"
 
 
-def _shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
     if size < 1:
         raise ValueError(f"shard_size must be at least 1, got {size}")
     return [items[i : i + size] for i in range(0, len(items), size)]
@@ -89,15 +88,6 @@ def write_report_task(
 ) -> dict[str, str]:
     """Write metrics.json, report.md and the plots (``flip_report.write_report``)."""
     return {name: str(path) for name, path in write_report(out, summary, evaluated, names).items()}
-
-
-@task(name="predict-baseline-shard", cache_policy=NO_CACHE)
-def predict_shard(
-    repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]], out: str, seed: int
-) -> int:
-    """Write baseline predictions for one shard; returns how many were written."""
-    with DatasetSource(repo, rev) as source:
-        return len(write_baseline_predictions(source, dataset_dir, images, out, seed=seed))
 
 
 @flow(name="evaluate-coco-cd")
@@ -175,44 +165,13 @@ def _score(stage: Stage, repo: str, rev: str | None, dataset_dir: str, images: l
     """
     futures = [evaluate_shard.submit(stage.unit_key(f"score/{shard_size}/{n}"), repo, rev, dataset_dir, shard,
                                      {int(im["id"]): found[int(im["id"])] for im in shard})
-               for n, shard in enumerate(_shards(images, shard_size))]
+               for n, shard in enumerate(shards(images, shard_size))]
     total = FlipAccumulator()
     for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
         total += shard  # in shard order; the summary does not depend on it anyway
     summary = total.summarize(names)
     write_report_task(str(stage.path), summary, evaluated, names)
     return Built(counts={"images": summary["num_images"]}, units=count_units(futures), extras={"summary": summary})
-
-
-@flow(name="predict-baseline-coco-cd")
-def predict_baseline(
-    repo: str | Path,
-    rev: str | None,
-    out: str | Path,
-    rho: float = 0.95,
-    split: str = "test",
-    dataset_dir: str = "data/coco_cd",
-    seed: int = 0,
-    shard_size: int = DEFAULT_SHARD_SIZE,
-) -> dict[str, Any]:
-    """Write context-biased baseline predictions (``{id:012d}.npz``) for every image of a split.
-
-    Returns:
-        ``{"out": str, "num_images": int}``.
-
-    Raises:
-        InputError: the split or a gt mask is missing or malformed.
-    """
-    logger = get_run_logger()
-    repo, out = str(repo), str(out)
-    images = load_split(repo, rev, split_relpath(dataset_dir, rho, split))
-    futures = [
-        predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
-        for shard in _shards(images, shard_size)
-    ]
-    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int))
-    logger.info("wrote %d baseline predictions to %s", written, out)
-    return {"out": out, "num_images": written}
 
 
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------

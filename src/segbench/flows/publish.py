@@ -13,9 +13,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
+from segbench.core import versioning
 from segbench.core.errors import VersioningError
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
-from segbench.core import versioning
 
 
 @task(name="ensure-repo", cache_policy=NO_CACHE)

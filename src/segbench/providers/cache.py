@@ -24,8 +24,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from segbench.core.errors import ProviderError
-from segbench.providers.base import LanguageProvider, Question, Usage
 from segbench.core.io import canonical_json, fingerprint, write_json
+from segbench.providers.base import LanguageProvider, Question, Usage
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from segbench.core.errors import ProviderError
+from segbench.core.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
 from segbench.providers.cache import CacheFront
 from segbench.schemas.edits import EditPlan, EditType
-from segbench.core.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
 
 log = logging.getLogger(__name__)
 

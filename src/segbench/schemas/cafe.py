@@ -15,7 +15,6 @@ from segbench.core.errors import OnError
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 
-
 # Share of each edit type among the targets by default: the released CAFE split sizes
 # (seed 000, Sec. 3: SM 1,111 / CC 593 / OC 442 of 2,146 samples).
 PAPER_EDIT_MIX: dict[str, float] = {"SM": 1111 / 2146, "CC": 593 / 2146, "OC": 442 / 2146}

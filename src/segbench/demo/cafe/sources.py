@@ -25,13 +25,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from segbench.core.io import atomic_write_bytes, write_json
+from segbench.demo.crowd import simulate_results
+from segbench.demo.scenes import INDOOR_SETTINGS, OUTDOOR_SETTINGS, Scene, layout_scene
+from segbench.demo.world import render_scene
 from segbench.schemas.cafe import Candidate, SourceSpec
 from segbench.schemas.rounds import Round
 from segbench.tasks.cafe.verification import CONTROLS, LABELS
-from segbench.demo.scenes import INDOOR_SETTINGS, OUTDOOR_SETTINGS, Scene, layout_scene
-from segbench.demo.world import render_scene
-from segbench.core.io import atomic_write_bytes, write_json
-from segbench.demo.crowd import simulate_results
 
 DEFAULT_SIZES = {"coco": 12, "lvis": 6, "saco": 6}
 ID_BASE = {"coco": 1, "lvis": 100_001, "saco": 200_001}  # distinct photos per source

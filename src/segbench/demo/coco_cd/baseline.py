@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from segbench.tasks.flip.inputs import read_gt_mask
-from segbench.tasks.flip.metrics import GROUPS
 from segbench.core.io import atomic_write_bytes
 from segbench.core.versioning import DatasetSource
+from segbench.tasks.flip.inputs import read_gt_mask
+from segbench.tasks.flip.metrics import GROUPS
 
 log = logging.getLogger(__name__)
 

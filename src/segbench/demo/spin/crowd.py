@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from segbench.schemas.rounds import slugify
-from segbench.schemas.rounds import RoundItem
+from segbench.schemas.rounds import RoundItem, slugify
 from segbench.schemas.spin import Taxonomy
 
 

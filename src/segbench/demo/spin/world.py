@@ -20,9 +20,9 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from segbench.schemas.spin import Taxonomy
 from segbench.core.io import atomic_write_bytes, read_json, write_json
 from segbench.core.masks import rle_area, segmentation_to_rle
+from segbench.schemas.spin import Taxonomy
 from segbench.tasks.spin.partimagenet import imagenet_classes, part_categories
 
 TRUTH_NAME = "demo_truth.json"

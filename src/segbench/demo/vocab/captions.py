@@ -13,9 +13,9 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
+from segbench.core.io import write_json
 from segbench.demo.scenes import Region, Scene
 from segbench.demo.world import SPLITS, build_scenes
-from segbench.core.io import write_json
 
 # Words a captioner would use; several per class so mining sees synonyms and hyponyms.
 ANIMAL_WORDS = {

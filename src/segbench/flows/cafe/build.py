@@ -23,7 +23,12 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
+from segbench.core.build import Build, Built, Stage, run_build
+from segbench.core.coco import load_coco
 from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
+from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
+from segbench.core.masks import rle_to_bitmap
+from segbench.core.resume import hash_inputs
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage
 from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
@@ -32,11 +37,6 @@ from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
 from segbench.tasks.cafe import targets as cafe_targets
 from segbench.tasks.cafe.verification import outline
-from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.coco import load_coco
-from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
-from segbench.core.masks import rle_to_bitmap
-from segbench.core.resume import hash_inputs
 
 BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, and the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"

@@ -24,18 +24,17 @@ from typing import TYPE_CHECKING, Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
+from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
-from segbench.schemas.cafe import CafeEvalParams
+from segbench.schemas.cafe import CafeEvalParams, CafeEvaluation
+from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
+from segbench.tasks.cafe.cgf1_inputs import GroundTruth, read_ground_truth, read_predictions
 from segbench.tasks.cafe.eval_report import write_cafe_report, write_cgf1_report
 from segbench.tasks.cafe.metrics import calibrate, split_for_calibration
 from segbench.tasks.cafe.metrics import evaluate_cafe as cafe_metrics
-from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
-from segbench.tasks.cafe.cgf1_inputs import GroundTruth, read_ground_truth, read_predictions
-from segbench.core.build import Build, Built, Stage
-from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
-from segbench.core.versioning import DatasetSource
-from segbench.schemas.cafe import CafeEvaluation
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun

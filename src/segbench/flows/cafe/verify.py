@@ -19,17 +19,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from prefect import flow, get_run_logger
 
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
-from segbench.schemas.cafe import Candidate
+from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.core.manifest import read_manifest, verify_outputs
+from segbench.core.resume import hash_inputs
+from segbench.schemas.cafe import CafeStep, Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import verification
-from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
-from segbench.core.manifest import read_manifest, verify_outputs
-from segbench.core.resume import hash_inputs
-from segbench.schemas.cafe import CafeStep
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun

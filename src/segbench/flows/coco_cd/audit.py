@@ -11,11 +11,11 @@ from prefect import flow
 
 from segbench.annotation_ui.rounds import RoundStore, new_round
 from segbench.core.errors import InputError
+from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.core.manifest import read_manifest
 from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig
 from segbench.tasks.coco_cd import audit
-from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
-from segbench.core.manifest import read_manifest
 
 
 def dataset_version(dataset: Path) -> str:

@@ -25,18 +25,17 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from segbench import progress
-from segbench.core.errors import ImportPolicy
-from segbench.flows.publish import publish_data
-from segbench.flows.units import UNIT, count_units
-from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
-from segbench.tasks.coco_cd import selection as cd
-from segbench.tasks.coco_cd import outputs
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import CocoIndex, load_coco, merge_splits
+from segbench.core.errors import ImportPolicy
 from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits
-from segbench.schemas.coco_cd import CocoCdStep
+from segbench.flows.publish import publish_data
+from segbench.flows.units import UNIT, count_units
+from segbench.schemas.coco_cd import CocoCdParams, CocoCdStep, ContextRecord
+from segbench.tasks.coco_cd import outputs
+from segbench.tasks.coco_cd import selection as cd
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun

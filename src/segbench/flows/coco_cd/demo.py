@@ -11,9 +11,10 @@ from prefect import flow
 from segbench.core.io import read_json
 from segbench.demo.crowd import simulate_results, write_results_csv
 from segbench.flows.coco_cd.audit import create_coco_cd_audit
+from segbench.flows.coco_cd.baseline import predict_baseline
 from segbench.flows.coco_cd.build import build_coco_cd
 from segbench.flows.demo import DemoContext, DemoStep
-from segbench.flows.flip import evaluate_coco_cd, predict_baseline
+from segbench.flows.flip import evaluate_coco_cd
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.tasks.coco_cd.audit import CONTROL, LABELS

@@ -30,20 +30,18 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
+from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import ImportPolicy
+from segbench.core.io import fingerprint, sha256_file, write_json
+from segbench.core.reports import write_skip_report
+from segbench.core.resume import hash_inputs
 from segbench.schemas.rounds import RoundItem
-from segbench.schemas.spin import load_taxonomy, read_resolved
-from segbench.schemas.spin import SpinBuildParams
+from segbench.schemas.spin import SpinBuildParams, SpinStep, load_taxonomy, read_resolved
 from segbench.tasks.spin import dataset as sd
 from segbench.tasks.spin import stats as st
-from segbench.core.reports import write_skip_report
-from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.io import fingerprint, sha256_file, write_json
-from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
-from segbench.core.resume import hash_inputs
 from segbench.tasks.spin.items import round_items
+from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
 from segbench.tasks.spin.stats_report import write_stats
-from segbench.schemas.spin import SpinStep
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun

@@ -26,11 +26,11 @@ from segbench.annotation_ui.convert import answers_from_files, read_results
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.errors import ImportPolicy, InputError, OnError
+from segbench.core.io import read_json, write_json, write_jsonl
+from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import Answer, Round, RoundItem
 from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
 from segbench.tasks.spin import crowd as sc
-from segbench.core.io import read_json, write_json, write_jsonl
-from segbench.flows.spin.rounds import spin_rounds
 
 logger = logging.getLogger(__name__)
 

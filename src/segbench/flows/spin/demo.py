@@ -12,18 +12,17 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.flows.spin.evaluate import evaluate_spin
+from segbench.core.io import read_json, write_json
+from segbench.demo.spin.baseline import write_parent_mask_predictions
+from segbench.demo.spin.crowd import simulate_crowd_rows
+from segbench.demo.spin.world import DemoSpinWorld, generate_demo_spin, read_truth
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.flows.spin.build import build_spin, source_version, spin_paths, spin_round_items
 from segbench.flows.spin.crowd import create_spin_rounds
+from segbench.flows.spin.evaluate import evaluate_spin
 from segbench.flows.spin.taxonomy import build_spin_taxonomy
-from segbench.schemas.spin import load_taxonomy
-from segbench.schemas.spin import SpinBuildParams
-from segbench.demo.spin.world import DemoSpinWorld, generate_demo_spin, read_truth
-from segbench.demo.spin.crowd import simulate_crowd_rows
-from segbench.core.io import read_json, write_json
-from segbench.demo.spin.baseline import write_parent_mask_predictions
+from segbench.schemas.spin import SpinBuildParams, load_taxonomy
 
 KEY_PREFIX = "demo-spin"
 WORKERS = 3

@@ -30,11 +30,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
-from segbench.core.errors import ImportPolicy, OnError
-from segbench.flows.units import UNIT, count_units
 from segbench.core.build import Build, Built, Stage
+from segbench.core.errors import ImportPolicy, OnError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.io import write_json
+from segbench.core.versioning import DatasetSource
+from segbench.flows.units import UNIT, count_units
+from segbench.schemas.spin import SpinEvaluation
 from segbench.tasks.spin.inputs import (
     SpinTruth,
     gt_relpath,
@@ -53,8 +55,6 @@ from segbench.tasks.spin.metrics import (
     recognition_accuracy,
 )
 from segbench.tasks.spin.report import write_report
-from segbench.core.versioning import DatasetSource
-from segbench.schemas.spin import SpinEvaluation
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
@@ -167,13 +167,17 @@ def evaluate_spin(
                             prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy),
                             force=force, logger=logger)
     if not result["up_to_date"]:
-        summary = result["summary"]
-        prompts = list(summary["prompts"])
-        general = summary["prompts"].get(prompts[0] if prompts else "", {})
-        logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
-                    "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
-                    general.get("spcs", {}).get("mean"), result["paths"]["report"])
+        _log_summary(logger, result)
     return result
+
+
+def _log_summary(logger: Any, result: dict[str, Any]) -> None:
+    summary = result["summary"]
+    prompts = list(summary["prompts"])
+    general = summary["prompts"].get(prompts[0] if prompts else "", {})
+    logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
+                "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
+                general.get("spcs", {}).get("mean"), result["paths"]["report"])
 
 
 @dataclass(frozen=True)

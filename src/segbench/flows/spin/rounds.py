@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from segbench.annotation_ui.kinds import RoundKind
-from segbench.annotation_ui.rounds import new_round
 from segbench.annotation_ui.label_configs import LabelConfig, text, texts
+from segbench.annotation_ui.rounds import new_round
+from segbench.core.errors import InputError
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, slugify
 from segbench.schemas.spin import Taxonomy
-from segbench.core.errors import InputError
 from segbench.tasks.spin import crowd
 
 # Distinct, readable polygon colours; subparts beyond the palette reuse it in order.

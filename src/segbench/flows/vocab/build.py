@@ -22,16 +22,15 @@ from typing import TYPE_CHECKING, Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.flows.units import UNIT, count_units
-from segbench.providers.base import LanguageProvider, Question, Usage
-from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams
-from segbench.tasks.vocab import nouns as mining
-from segbench.tasks.vocab import vocabulary as vb
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import write_json, write_jsonl
 from segbench.core.resume import hash_inputs
+from segbench.flows.units import UNIT, count_units
 from segbench.providers import make_provider
-from segbench.schemas.vocab import VocabStep
+from segbench.providers.base import LanguageProvider, Question, Usage
+from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams, VocabStep
+from segbench.tasks.vocab import nouns as mining
+from segbench.tasks.vocab import vocabulary as vb
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun

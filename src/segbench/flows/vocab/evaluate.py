@@ -27,14 +27,15 @@ import numpy as np
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
+from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
+from segbench.core.io import read_json, write_json
+from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
 from segbench.tasks.vocab import lac
 from segbench.tasks.vocab import panoptic_quality as pqm
-from segbench.core.build import Build, Built, Stage
-from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
-from segbench.core.io import read_json, write_json
 from segbench.tasks.vocab.lexical_mapping import (
     Vocabulary,
     class_names,
@@ -42,7 +43,6 @@ from segbench.tasks.vocab.lexical_mapping import (
     map_descriptions,
     parse_vocabulary,
 )
-from segbench.core.versioning import DatasetSource
 
 VOCAB_DIR = "data/vocab"
 MAPPINGS_NAME = "mappings.json"

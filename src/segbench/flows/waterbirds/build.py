@@ -25,17 +25,16 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
-from segbench.core.errors import InputError
-from segbench.flows.publish import publish_data
-from segbench.flows.units import UNIT, count_units
-from segbench.tasks.waterbirds import dataset as wb
-from segbench.core.io import png_bytes
-from segbench.core.reports import markdown_table
 from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
+from segbench.core.errors import InputError
+from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json
+from segbench.core.reports import markdown_table
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
+from segbench.flows.publish import publish_data
+from segbench.flows.units import UNIT, count_units
 from segbench.schemas.waterbirds import WaterbirdsStep
+from segbench.tasks.waterbirds import dataset as wb
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun

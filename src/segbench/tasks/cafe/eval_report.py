@@ -15,8 +15,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
+from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from segbench.core.errors import AnnotationError, InputError
-from segbench.schemas.cafe import Candidate
-from segbench.schemas.edits import EditType
 from segbench.core.io import read_json
 from segbench.core.masks import rle_runs, rle_to_bitmap
+from segbench.schemas.cafe import Candidate
+from segbench.schemas.edits import EditType
 
 NEGATIVE_ID_OFFSET = 1_000_000_000
 CATEGORY = {"id": 1, "name": "object", "supercategory": "object"}

@@ -28,8 +28,8 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
-from segbench.schemas.edits import EditType
 from segbench.schemas.cafe import TAU_SWEEP
+from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.cgf1 import accumulate, evaluate_counts, evaluation_image_ids, summarize
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
 

@@ -20,11 +20,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from segbench.core.coco import CocoIndex, annotation_rle
 from segbench.core.errors import AnnotationError, ImportPolicy
+from segbench.core.masks import rle_area, rle_to_bitmap
 from segbench.schemas.cafe import CafeParams, Target
 from segbench.schemas.edits import EditType
-from segbench.core.coco import CocoIndex, annotation_rle
-from segbench.core.masks import rle_area, rle_to_bitmap
 
 # LVIS names carry a WordNet-style sense in parentheses ("bat_(animal)") and underscores.
 _LVIS_SENSE = re.compile(r"_?\([^)]*\)$")

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from segbench.core.reports import markdown_table
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.edits import EditType
 from segbench.schemas.rounds import ItemAnswer, RoundItem
-from segbench.core.reports import markdown_table
 
 KIND = "cafe_verification"
 LABEL_CONFIG = "cafe_verification"

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from segbench.core.errors import InsufficientDataError
-from segbench.schemas.rounds import ItemAnswer, RoundItem
 from segbench.core.reports import markdown_table
+from segbench.schemas.rounds import ItemAnswer, RoundItem
 
 KIND = "coco_cd_context_audit"
 CONTROL = "context"

@@ -20,13 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.core.coco import CocoIndex
-from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image, split_coco
-from segbench.core.io import png_bytes
-from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json, write_jsonl
+from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json, write_jsonl
 from segbench.core.reports import markdown_table
 from segbench.core.splits import SplitPlan, rho_name
+from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
+from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image, split_coco
 
 
 def group_names(params: CocoCdParams) -> list[str]:

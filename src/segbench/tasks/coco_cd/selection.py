@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.core.coco import CocoIndex, annotation_rle, areas_by_image
-from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, evidence_slots, indoor_share
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import resize_nearest, rle_to_bitmap, union_rle
 from segbench.core.splits import group_id
+from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
+from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, evidence_slots, indoor_share
 
 BUILDER_VERSION = "1"
 SOURCE_SPLITS = ("train2017", "val2017")

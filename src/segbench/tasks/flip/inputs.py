@@ -18,9 +18,9 @@ import numpy as np
 from PIL import Image
 
 from segbench.core.errors import AnnotationError, InputError
-from segbench.tasks.flip.metrics import GROUPS, NUM_CLASSES, FlipAccumulator, labels_from_probs
 from segbench.core.splits import rho_name
 from segbench.core.versioning import DatasetSource
+from segbench.tasks.flip.metrics import GROUPS, NUM_CLASSES, FlipAccumulator, labels_from_probs
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
 from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
+from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
 
 log = logging.getLogger(__name__)
 

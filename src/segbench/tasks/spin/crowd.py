@@ -36,11 +36,10 @@ from typing import Any
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from segbench.schemas.rounds import slugify
 from segbench.core.errors import InputError
-from segbench.schemas.rounds import Answer, Polygon
-from segbench.schemas.spin import PartContext, ResolvedSubpart, Taxonomy
 from segbench.core.masks import bitmap_to_rle, rle_iou, rle_to_bitmap
+from segbench.schemas.rounds import Answer, Polygon, slugify
+from segbench.schemas.spin import PartContext, ResolvedSubpart, Taxonomy
 
 KIND = "spin_subparts"
 LABEL_CONFIG = "spin_subparts"

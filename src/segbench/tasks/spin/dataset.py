@@ -28,8 +28,8 @@ from typing import Any
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.schemas.spin import ResolvedSubpart, Taxonomy
 from segbench.core.masks import rle_area, segmentation_to_rle
+from segbench.schemas.spin import ResolvedSubpart, Taxonomy
 from segbench.tasks.spin.partimagenet import SourceImage, part_categories, supercategories
 
 log = logging.getLogger(__name__)

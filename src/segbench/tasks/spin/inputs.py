@@ -27,6 +27,7 @@ import yaml
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import read_json
 from segbench.core.masks import segmentation_to_rle
+from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.metrics import (
     DEFAULT_SCORE,
     LEVELS,
@@ -37,7 +38,6 @@ from segbench.tasks.spin.metrics import (
     Prediction,
     says_yes,
 )
-from segbench.core.versioning import DatasetSource
 
 PARENT_LEVEL = {"parts": "wholes", "subparts": "parts"}
 

@@ -20,11 +20,10 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 
 from segbench.core.errors import InputError
+from segbench.core.io import atomic_write_bytes, png_bytes
+from segbench.core.masks import rle_to_bitmap
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import PartContext
-from segbench.core.io import png_bytes
-from segbench.core.io import atomic_write_bytes
-from segbench.core.masks import rle_to_bitmap
 from segbench.tasks.spin.partimagenet import PartAnnotation, SourceImage
 
 OVERLAY_DIR = "spin/tasks"  # relative to the data root

@@ -30,8 +30,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.coco import annotation_rle, load_coco
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import rle_area, union_rle
 
 log = logging.getLogger(__name__)

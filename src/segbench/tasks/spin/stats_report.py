@@ -14,8 +14,8 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from segbench.core.reports import markdown_table
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.core.reports import markdown_table
 from segbench.tasks.spin.stats import MEASURES
 
 PANELS = {

@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from segbench.core.errors import InputError
+from segbench.core.io import sha256_bytes
 from segbench.providers.base import Question
 from segbench.schemas.spin import (
     SUBPART_NAME,
@@ -39,7 +40,6 @@ from segbench.schemas.spin import (
     read_yaml_mapping,
     validate_file,
 )
-from segbench.core.io import sha256_bytes
 
 QUESTION_KIND = "spin.subparts"
 QUESTION_VERSION = "1"

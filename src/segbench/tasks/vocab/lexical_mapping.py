@@ -53,8 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import InputError
-from segbench.schemas.vocab import LEVELS
 from segbench.core.io import read_json
+from segbench.schemas.vocab import LEVELS
 
 log = logging.getLogger(__name__)
 

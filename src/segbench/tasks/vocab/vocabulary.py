@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from segbench.core.errors import InputError, ProviderError
+from segbench.core.io import read_json
 from segbench.providers.base import Question
 from segbench.schemas.vocab import LEVELS, RELATION_OF_LEVEL, STRENGTH, CategorySpec, RelationAnswer
-from segbench.core.io import read_json
 
 log = logging.getLogger(__name__)
 
