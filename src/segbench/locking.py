@@ -3,7 +3,7 @@
 Every build, round, publish or evaluation command run from the CLI holds an exclusive lock on its
 data root for as long as it runs, so two commands started at once never interleave their writes:
 the second waits (``--wait SECONDS``) or stops with a message naming the command that holds the
-lock. Outputs are already swapped in atomically (``tasks.resume.resumable_stage``); the lock keeps
+lock. Outputs are already swapped in atomically (``core.resume.resumable_stage``); the lock keeps
 whole commands — build, then publish — from crossing each other.
 
 The lock is an OS file lock (``fcntl`` through ``filelock``) on ``.<data root name>.lock`` next to

@@ -135,7 +135,7 @@ def _previous_output(tmp_path: Path) -> Path:
 
 def _assert_untouched(out: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["previous.txt"]
-    # Only the resumable stage of the failed build may stay beside it (DVC ignores it; see tasks.resume).
+    # Only the resumable stage of the failed build may stay beside it (DVC ignores it; see core.resume).
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.") and not p.name.endswith(".partial")]
 
 

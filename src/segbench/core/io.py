@@ -1,7 +1,7 @@
 """Canonical JSON, atomic writes and sha256 fingerprints.
 
 These are the primitives every builder writes through, so that the same inputs give byte-identical
-files and a crash never leaves a half-written file that looks finished (folders: ``tasks.resume``).
+files and a crash never leaves a half-written file that looks finished (folders: ``core.resume``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def canonical_json(value: Any, *, indent: int | None = None) -> str:
 def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
 
-    ``durable=False`` skips the per-file fsync: for files inside a resumable stage (``tasks.resume``),
+    ``durable=False`` skips the per-file fsync: for files inside a resumable stage (``core.resume``),
     which syncs once before it swaps the directory in.
     """
     path = Path(path)

@@ -35,8 +35,8 @@ def build_manifest(
         inputs: a label per input file (e.g. ``"instances_train2017"``) -> its path; hashed here.
         counts: numbers a reader wants at a glance (images kept, per split, per group, ...).
         now: the timestamp to record (default: ``$SOURCE_DATE_EPOCH`` if set, else the current UTC time).
-        input_hashes: the inputs' sha256 when the caller has them already (see ``tasks.resume``).
-        build_key: the build key the output was made under (see ``tasks.resume.build_key``).
+        input_hashes: the inputs' sha256 when the caller has them already (see ``core.resume``).
+        build_key: the build key the output was made under (see ``core.resume.build_key``).
         outputs: the sha256 of each output file when ``root`` is not the output's own folder (the
             SPIN taxonomy shares its folder with the dataset); by default every file under ``root``.
     """

@@ -36,11 +36,11 @@ from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord,
 logger = logging.getLogger(__name__)
 
 # Links instead of copies between the DVC cache and data/. Safe because DVC makes linked files
-# read-only and segbench's writers (tasks/io.py) replace files by rename and directories by swap,
+# read-only and segbench's writers (core/io.py) replace files by rename and directories by swap,
 # so a rebuild creates new inodes instead of writing through a link into the cache. Anything that
 # edits a tracked file in place must `dvc unprotect` it first (root ignores the read-only bit).
 CACHE_TYPE = "reflink,hardlink,symlink,copy"
-UNFINISHED_BUILDS = ".*.partial"  # resumable stages: see tasks.resume
+UNFINISHED_BUILDS = ".*.partial"  # resumable stages: see core.resume
 DEFAULT_REMOTE = "storage"
 _STDERR_TAIL = 12  # lines of stderr kept in an error message
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -53,7 +53,7 @@ def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]
 
 @task(name="load-coco-cd-split", cache_policy=NO_CACHE)
 def load_split(repo: str, rev: str | None, relpath: str) -> list[dict[str, Any]]:
-    """The split's image entries, sorted by id (``flip_inputs.read_split``)."""
+    """The split's image entries, sorted by id (:func:`segbench.tasks.flip.inputs.read_split`)."""
     with DatasetSource(repo, rev) as source:
         return read_split(source, relpath)
 
@@ -86,7 +86,7 @@ def evaluate_shard(
 def write_report_task(
     out: str, summary: dict[str, Any], evaluated: dict[str, Any], names: FlipNames = COCO_CD_NAMES
 ) -> dict[str, str]:
-    """Write metrics.json, report.md and the plots (``flip_report.write_report``)."""
+    """Write metrics.json, report.md and the plots (:func:`segbench.tasks.flip.report.write_report`)."""
     return {name: str(path) for name, path in write_report(out, summary, evaluated, names).items()}
 
 

@@ -16,7 +16,7 @@ entry checked against WordNet (a pattern noun must be a fruit or an animal unrel
 object; a material must be a WordNet substance; a context row applies to the object's hypernyms).
 The offline WordNet provider reaches it through :data:`EDIT_PLAN_ANSWER`, listed in ``segbench.registry``.
 
-What does not belong here: validating the pair (``cafe_pairs``), calling an image editor.
+What does not belong here: validating the pair (``pairs.py``), calling an image editor.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ source's quota, seeded. Each target keeps its provenance (source, image id, anno
 Edit types are then dealt to the targets in the configured mix (largest remainders, seeded), one
 edit per target, as in the released CAFE where every sample is its own target.
 
-What does not belong here: asking for edit plans (``cafe_plans``), editing, export.
+What does not belong here: asking for edit plans (``plans.py``), editing, export.
 """
 
 from __future__ import annotations

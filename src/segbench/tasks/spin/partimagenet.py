@@ -15,8 +15,8 @@ are SPIN's (PartImageNet's animal "Body" is SPIN's "Torso", "Foot" is "Legs", "H
 "Tier" is "Tire"); the object mask is the union of its parts. Images without any part annotation
 are left out and counted, as SPIN does (seed, supplementary 8.3).
 
-Only reading and validating lives here; selection and the SPIN files are in ``spin_dataset.py``,
-the annotation items in ``spin_items.py``.
+Only reading and validating lives here; selection and the SPIN files are in ``dataset.py``,
+the annotation items in ``items.py``.
 """
 
 from __future__ import annotations

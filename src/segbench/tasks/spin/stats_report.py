@@ -1,7 +1,7 @@
 """Writing the SPIN statistics: Table 1 and Fig. 3-style tables (JSON + Markdown) and boxplots.
 
-Input is what ``spin_stats.py`` computed; nothing here computes a measure. Plots are drawn on a
-private Agg canvas (as in ``flip_report.py``) and every file is written atomically.
+Input is what ``stats.py`` computed; nothing here computes a measure. Plots are drawn on a
+private Agg canvas (:func:`segbench.core.reports.figure_png`) and every file is written atomically.
 """
 
 from __future__ import annotations

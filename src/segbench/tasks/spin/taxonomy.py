@@ -3,7 +3,7 @@
 SPIN prompted GPT-4 for the expected subparts of every PartImageNet (object, part), then three
 authors excluded non-visible subparts (a skull) and added object-specific ones found by looking at
 images (a turtle's shell). Here the proposals come from any language provider (``spin.subparts``
-questions; WordNet offline, see ``spin_wordnet.py``) and the edits from ``taxonomy_edits.yaml``. Every
+questions; WordNet offline, see ``wordnet.py``) and the edits from ``taxonomy_edits.yaml``. Every
 subpart records its provenance: who proposed it, and which rule kept, renamed or added it.
 
 Pure functions only: the flow asks the provider and writes files. Also here: the catalogue of
