@@ -75,8 +75,8 @@ def load(path: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-# The order is the order a rebuild builds them in and the demo runs them in: the vocabulary reads
-# COCO-CD's categories, and nothing depends on what comes later.
+# The order a rebuild builds them in, the demo runs them in and the help lists them in. No dataset
+# reads another's output, so a new one can go anywhere; put it after any it would read.
 DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         name="coco_cd", title="COCO-CD",
