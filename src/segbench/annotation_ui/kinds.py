@@ -24,7 +24,7 @@ class RoundKind:
     """One kind of round (``Round.kind``).
 
     Attributes:
-        name: the kind's name in round records (``coco_cd_context_audit``).
+        name: the kind's name in round records (``Round.kind``).
         label_config: what people see and answer.
         report: ``"module:function"`` run after each ingest, called as ``(round, items, data_root)``
             with the aggregated :class:`ItemAnswer` list; it writes the kind's reports and returns

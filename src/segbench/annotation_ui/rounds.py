@@ -254,7 +254,7 @@ def _check_key(key: str) -> str:
         raise InputError(
             f"invalid round key {key!r}: use letters, digits, '_', '.', '-', starting with a letter or digit, "
             f"not ending in {_ANSWERS_SUFFIX!r}",
-            hint="pick a key such as coco_cd_audit_2026-01",
+            hint="pick a key such as audit-2026-01",
         )
     return key
 

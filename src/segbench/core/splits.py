@@ -1,7 +1,7 @@
 """ρ-controlled splits over a binary label Y and a binary attribute A (seed 002, §3 and App. A).
 
-Generic over datasets: COCO-CD (cat/dog × indoor/outdoor) and Waterbirds-seg (landbird/waterbird ×
-land/water) share it. Items fall into four groups ``g = 2·y + a``. Each class y has a majority
+Generic over datasets: any class × context pair of a dataset (cat/dog × indoor/outdoor,
+landbird/waterbird × land/water) uses it. Items fall into four groups ``g = 2·y + a``. Each class y has a majority
 attribute (its aligned pairing).
 
 1. Val and test are drawn first, balanced: ``val_per_group`` and ``test_per_group`` from each group.

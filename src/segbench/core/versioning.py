@@ -358,7 +358,7 @@ class DatasetSource:
 
     Args:
         repo: the project (git + DVC) root; paths are given relative to it, e.g.
-            ``"data/coco_cd/splits/rho_0.95/test.json"``.
+            ``"data/<dataset>/splits/rho_0.95/test.json"``.
         rev: a git revision (commit, tag, branch). ``None`` reads the working tree directly.
 
     With a revision, files are read through DVC, from the local cache or a remote. DVC takes the

@@ -104,8 +104,8 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
-    more answers arrived, converges to one answer set without duplicates. The kind's reports (e.g.
-    the COCO-CD context audit) are written afterwards.
+    more answers arrived, converges to one answer set without duplicates. The kind's reports (its
+    ``RoundKind`` ingest hook) are written afterwards.
     """
     store = _store(data_root)
     round_ = store.load(key)

@@ -29,7 +29,7 @@ class RoundStatus(str, enum.Enum):
 class RoundItem(BaseModel):
     """One thing people are asked about.
 
-    ``image`` is relative to the data root (e.g. ``coco_cd/images/000000000139.png``); paths that
+    ``image`` is relative to the data root (e.g. ``<dataset>/images/000000000139.png``); paths that
     are absolute or climb out of the data root are refused.
     """
 
@@ -53,7 +53,7 @@ class RoundItem(BaseModel):
 class RoundConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    label_config: str = Field(description="template name in segbench.annotation_ui, e.g. coco_cd_context")
+    label_config: str = Field(description="the label config's template name in segbench.annotation_ui")
     params: dict[str, Any] = Field(default_factory=dict, description="template parameters")
     overlap: int = Field(1, ge=1, description="annotators per task")
 
@@ -62,7 +62,7 @@ class Round(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     key: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    kind: str = Field(description="what the round is for, e.g. coco_cd_context_audit")
+    kind: str = Field(description="what the round is for: a round kind a dataset registers")
     dataset: str
     dataset_version: str = Field(description="the dataset's manifest sha256 (or data version) the items come from")
     config: RoundConfig

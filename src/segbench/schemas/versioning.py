@@ -16,7 +16,7 @@ class DatasetEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    folder: str = Field(description="folder name under the data directory, e.g. 'coco_cd'")
+    folder: str = Field(description="folder name under the data directory")
     dataset: str = Field(description="the manifest's `dataset`")
     builder_version: str
     counts: dict[str, Any]
