@@ -129,7 +129,7 @@ def import_command(
     from segbench.locking import command_lock
 
     settings = ctx.obj["settings"]
-    with command_lock():
+    with command_lock(ctx):
         result = import_spin_round(settings.data_root, round_key, results=results, parts=parts, taxonomy=taxonomy,
                                    containment=containment, on_error=on_error)
     report = result["report"]
