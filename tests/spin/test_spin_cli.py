@@ -1,0 +1,36 @@
+"""SPIN's commands in the order a user runs them: taxonomy, rounds, launch, import answers, build."""
+
+from __future__ import annotations
+
+import pytest
+from support.cli import run
+
+from segbench.core.io import read_json, write_json
+from segbench.demo.spin.crowd import simulate_crowd_rows
+from segbench.demo.spin.world import generate_demo_spin, read_truth
+from segbench.schemas.rounds import Round
+from segbench.schemas.spin import load_taxonomy
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+
+def test_spin_from_taxonomy_to_dataset_through_the_command_line(tmp_path):
+    world = generate_demo_spin(tmp_path / "source", seed=0)
+    data = tmp_path / "data"
+
+    assert "SPIN taxonomy" in run(tmp_path, "build", "spin-taxonomy").output
+    created = run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "s", "--backend", "files")
+    assert "SPIN rounds" in created.output
+    key = sorted(p.stem for p in (data / "rounds").glob("s-*.json"))[0]
+    assert "Round launched" in run(tmp_path, "rounds", "launch", key).output
+
+    round_ = Round.model_validate(read_json(data / "rounds" / f"{key}.json"))
+    rows = simulate_crowd_rows(round_.items, read_truth(world.truth_path), load_taxonomy(data / "spin" / "taxonomy.yaml"))
+    results = write_json(tmp_path / "results.json", rows)
+    imported = run(tmp_path, "spin", "import", "--round", key, "--results", str(results))
+    assert f"SPIN round {key}" in imported.output and "subparts resolved" in imported.output
+    assert (data / "spin" / "crowd" / "resolved.json").is_file()
+
+    built = run(tmp_path, "build", "spin", "--partimagenet", str(world.root))
+    assert "SPIN →" in built.output and (data / "spin" / "dataset" / "manifest.json").is_file()
+    assert "Up to date" in run(tmp_path, "build", "spin", "--partimagenet", str(world.root)).output

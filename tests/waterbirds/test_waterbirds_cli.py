@@ -1,0 +1,34 @@
+"""`segbench build waterbirds` and `segbench build vocab` as a user runs them, then `segbench publish`."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from support.cli import run
+
+from segbench.demo.vocab.captions import generate_demo_captions
+from segbench.demo.waterbirds.birds import generate_demo_birds
+from segbench.demo.world import generate_demo_world
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+
+def test_build_then_publish_through_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # publish versions the data root in the current folder's repository
+    cub, places = generate_demo_birds(tmp_path / "birds", seed=0)
+    built = run(tmp_path, "build", "waterbirds", "--cub-root", str(cub), "--places-root", str(places))
+    assert "Group counts" in built.output and "land·water" in built.output
+    assert (tmp_path / "data" / "waterbirds_seg" / "manifest.json").is_file()
+
+    world = tmp_path / "world"
+    generate_demo_world(world, seed=0)
+    captions = [arg for path in generate_demo_captions(world, seed=0) for arg in ("--captions", str(path))]
+    vocab = run(tmp_path, "build", "vocab", *captions, "--categories", "coco_cd")
+    assert "Vocabulary coco_cd" in vocab.output and (tmp_path / "data" / "vocab" / "coco_cd" / "coco_cd.json").is_file()
+
+    published = run(tmp_path, "publish", "--init-git", "--remote-url", str(tmp_path / "remote"), "--commit",
+                    "-m", "first version", "--tag", "v1")
+    assert "Published" in published.output and "waterbirds_seg" in published.output
+    tags = subprocess.run(["git", "tag"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert tags.split() == ["v1"] and (tmp_path / "data.dvc").is_file()
