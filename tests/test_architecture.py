@@ -12,6 +12,7 @@ import grimp
 import pytest
 
 from segbench import registry
+from segbench.core.errors import InputError
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "segbench"
 
@@ -38,16 +39,17 @@ def test_no_module_imports_itself_back():
 
 @pytest.mark.parametrize("spec", registry.DATASETS, ids=lambda spec: spec.name)
 def test_every_registered_hook_resolves(spec):
-    hooks = [name for name in ("params", "cli", "build_flow", "evaluate_flow", "plan_section", "plan_step",
+    hooks = [name for name in ("params", "build_flow", "evaluate_flow", "plan_section", "plan_step",
                                "plan_evaluation", "plan_evaluate", "demo_step", "demo_printer")
-             if getattr(spec, name) is not None and name != "cli"]
+             if getattr(spec, name) is not None]
     for hook in hooks:
         assert spec.load(hook) is not None, hook
-    assert hasattr(registry.load(f"{spec.cli}:register"), "__call__")
+    assert callable(registry.load(f"{spec.cli}:register"))
+    assert all(registry.load(path) for path in (*spec.round_kinds, *spec.offline_answers))
 
 
 def test_an_unknown_dataset_names_the_ones_there_are():
-    with pytest.raises(Exception) as error:
+    with pytest.raises(InputError) as error:
         registry.dataset("imagenet")
     assert "imagenet" in str(error.value) and all(name in str(error.value) for name in registry.names())
 

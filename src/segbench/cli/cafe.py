@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from segbench import console
+from segbench.cli import rounds
 from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
@@ -106,10 +107,10 @@ def build_candidates_command(
 
 def create_verification_command(
     ctx: typer.Context,
-    key: str = typer.Argument(..., help="Name of the round (letters, digits, - _ .)."),
-    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
+    key: str = rounds.ROUND_KEY,
+    backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per sample (the majority decides)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing round with this key."),
+    overwrite: bool = rounds.OVERWRITE,
 ) -> None:
     """Create the verification round of the CAFE candidates: people check q+, q-, the edit and the mask."""
     from segbench.flows.cafe.verify import create_cafe_verification

@@ -109,13 +109,13 @@ def print_build(summary: dict[str, Any]) -> None:
 
 def create_audit_command(
     ctx: typer.Context,
-    key: str = typer.Argument(..., help="Name of the round (letters, digits, - _ .)."),
+    key: str = rounds.ROUND_KEY,
     kind: AuditKind = typer.Option(AuditKind.coco_cd_audit, "--kind", help="What the round asks."),
     per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
     seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
-    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
+    backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing round with this key."),
+    overwrite: bool = rounds.OVERWRITE,
 ) -> None:
     """Create a round record (data/rounds/KEY.json) with its selected items: the COCO-CD context audit."""
     from segbench.flows.coco_cd.audit import create_coco_cd_audit

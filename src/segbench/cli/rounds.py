@@ -25,6 +25,12 @@ class Backend(str, enum.Enum):
     files = "files"
 
 
+# The options of every dataset's round-creating command.
+ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).")
+BACKEND = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd.")
+OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing round with this key.")
+
+
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
     """Add launch … list to the ``rounds`` group, after the create commands the datasets added."""
     for command in (launch, status, ingest, close, list_):

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from segbench import console
+from segbench.cli import rounds
 from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
@@ -80,7 +81,7 @@ def rounds_command(
     partimagenet: Path = typer.Option(..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}"
                                                                   ".json and images/<split>/."),
     key: str = typer.Option(..., "--key", help="Prefix of the round keys: <key>-<super-category>-<part>."),
-    backend: Backend = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd."),
+    backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
     seed: int = typer.Option(None, "--seed", help="Seed of the capped selection (default: 0, as build spin)."),

@@ -133,6 +133,7 @@ class RebuildPlan(PlanTable):
     """
 
     DATASET_STEPS: ClassVar[tuple[str, ...]] = ()
+    EVALUATED_DATASETS: ClassVar[tuple[str, ...]] = ()  # the ``dataset`` values [[evaluate]] accepts
 
     repo: PlanPath = Field(Path("."), description="the git + DVC project (publish, evaluations)")
 
@@ -199,6 +200,8 @@ def plan_model(sections: tuple[tuple[str, type[PlanTable]], ...],
         schedule=(list[schedule], Field(default_factory=list)),
     )
     model.DATASET_STEPS = steps
+    model.EVALUATED_DATASETS = tuple(tag for member in evaluations
+                                     for tag in typing.get_args(member.model_fields["dataset"].annotation))
     return model
 
 
@@ -219,17 +222,10 @@ def load_plan(path: str | Path, model: type[RebuildPlan]) -> RebuildPlan:
     try:
         return model.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:
-        raise _plan_error(exc, path, _evaluated_datasets(model)) from None
+        raise _plan_error(exc, path, model.EVALUATED_DATASETS) from None
 
 
-def _evaluated_datasets(model: type[RebuildPlan]) -> list[str]:
-    """The ``dataset`` values ``[[evaluate]]`` entries of this plan model accept."""
-    entry = typing.get_args(model.model_fields["evaluate"].annotation)[0]
-    members = typing.get_args(typing.get_args(entry)[0]) if typing.get_origin(entry) is Annotated else ()
-    return [tag for member in members for tag in typing.get_args(member.model_fields["dataset"].annotation)]
-
-
-def _plan_error(exc: ValidationError, path: Path, datasets: list[str]) -> InputError:
+def _plan_error(exc: ValidationError, path: Path, datasets: tuple[str, ...]) -> InputError:
     first = exc.errors()[0]
     loc = list(first["loc"])
     if loc[:1] == ["evaluate"] and len(loc) > 2 and loc[2] in datasets:
