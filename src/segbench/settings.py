@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     prefect_home: Path | None = None
     prefect_result_storage: Path | None = None
     cache_dir: Path | None = None
+    reports_dir: Path | None = None  # evaluation reports: results, kept out of the versioned data
     provider: Literal["offline", "openai"] = "offline"
     openai_base_url: str | None = None
     openai_model: str = "gpt-4o-mini"
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
         self.prefect_home = self.prefect_home or self.work_dir / "prefect"
         self.prefect_result_storage = self.prefect_result_storage or self.prefect_home / "results"
         self.cache_dir = self.cache_dir or self.data_root / "cache"
+        self.reports_dir = self.reports_dir or self.data_root.parent / "reports"
         # The only folder the server serves files from; rounds copy their images into it.
         self.label_studio_files = self.label_studio_files or self.work_dir / "label-studio" / "files"
         return self

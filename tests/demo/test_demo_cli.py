@@ -2,24 +2,58 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from support.cli import run
 
 from segbench import registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
+COMMITTED_DATA_VERSION = Path(__file__).resolve().parents[2] / "data.dvc"
 
-def test_the_demo_builds_publishes_and_evaluates_every_dataset(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the demo versions the data root in the current folder's repository
-    result = run(tmp_path, "demo", "--seed", "0")
 
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    project = tmp_path_factory.mktemp("demo")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)  # the demo versions the data root in the current folder's repository
+        result = run(project, "demo", "--seed", "0")
+    return project, result
+
+
+def _data_version(dvc_file: Path) -> dict:
+    out = yaml.safe_load(dvc_file.read_text())["outs"][0]
+    return {key: out[key] for key in ("md5", "nfiles", "size")}
+
+
+def test_the_demo_builds_publishes_and_evaluates_every_dataset(demo):
+    project, result = demo
     for title in ("COCO-CD", "Waterbirds-seg", "Vocabulary coco_cd", "CAFE", "SPIN taxonomy", "Published"):
         assert title in result.output
     assert "Demo finished." in result.output
-    assert (tmp_path / "data.dvc").is_file() and (tmp_path / ".git").is_dir()
+    assert (project / "data.dvc").is_file() and (project / ".git").is_dir()
     for spec in registry.DATASETS:
         if spec.name != "vocab":  # the vocabulary lands under vocab/<category set>
-            assert (tmp_path / "data" / spec.default_out / "manifest.json").is_file(), spec.name
+            assert (project / "data" / spec.default_out / "manifest.json").is_file(), spec.name
     for evaluated in ("coco_cd/demo-baseline", "cafe/demo-prompt-blind", "spin/demo-parent-mask"):
-        assert (tmp_path / "data" / "eval" / evaluated / "report.md").is_file()
+        assert (project / "reports" / evaluated / "report.md").is_file()
+    assert not (project / "data" / "eval").exists()  # reports are results, not part of the data version
+
+
+def test_the_publish_summary_lists_every_dataset_built(demo):
+    _, result = demo
+    published = result.output[result.output.index("Published"):]
+    for folder in ("coco_cd", "waterbirds_seg", "cafe", "spin/dataset", "vocab/coco_cd"):
+        assert folder in published, folder
+
+
+def test_the_demo_rebuilds_the_committed_data_version_to_the_byte(demo):
+    """The repository's ``data.dvc`` is what ``make demo`` builds: the same data, file for file.
+
+    When this fails after a change to what the demo builds, run ``make demo`` and commit ``data.dvc``.
+    """
+    project, _ = demo
+    assert _data_version(project / "data.dvc") == _data_version(COMMITTED_DATA_VERSION)

@@ -89,7 +89,7 @@ def test_rebuild_builds_every_step_then_finds_everything_up_to_date(workspace):
     assert [second[s]["status"] for s in ("waterbirds", "vocab", "evaluate:baseline", "publish")] == \
         ["built", "built", "evaluated", "published"]
     assert second["waterbirds"]["units"]["computed"] >= 1
-    assert (data / "eval" / "coco_cd" / "rebuild-baseline" / "metrics.json").is_file()
+    assert (data.parent / "reports" / "coco_cd" / "rebuild-baseline" / "metrics.json").is_file()
     assert (workspace / "project" / "data.dvc").is_file()
     before = sha256_tree(data)
     waterbirds = sha256_tree(data / "waterbirds_seg", exclude=["manifest.json"])  # its created_at changes

@@ -26,7 +26,7 @@ def demo(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("spin-demo")
     provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data", answers=offline_answers()), tmp / "cache")
-    return run_spin_demo(tmp / "data", tmp / "work", provider, seed=0), tmp
+    return run_spin_demo(tmp / "data", tmp / "work", tmp / "reports", provider, seed=0), tmp
 
 
 def test_outputs_exist(demo):
@@ -102,7 +102,7 @@ def test_a_second_run_gives_the_same_files(demo):
     # Same roots, a replay-only cache: the taxonomy answers come back from the cache, rounds are replaced.
     provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data", answers=offline_answers()), tmp / "cache",
                               replay_only=True)
-    again = run_spin_demo(data, tmp / "work", provider, seed=0)
+    again = run_spin_demo(data, tmp / "work", tmp / "reports", provider, seed=0)
     assert again["rounds"] == result["rounds"] and again["crowd"] == result["crowd"]
     assert {path: path.read_bytes() for path in watched} == before
     assert sha256_tree(spin / "dataset", exclude=["manifest.json"]) == dataset

@@ -173,7 +173,7 @@ def evaluate_cafe_command(
                                                                                    "pairs calibrates and is left "
                                                                                    "out of the numbers."),
     seed: int = typer.Option(0, "--seed", help="Seed of the calibration split."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cafe/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cafe/<run>)."),
     force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate predictions on CAFE: TA-TP/FN, TA-FP/UA-FP, AFPR/UFPR, ACSR/UCSR and cgF1 per subset.
@@ -185,7 +185,7 @@ def evaluate_cafe_command(
     params = CafeEvalParams(score_threshold=score_threshold, iou_threshold=iou_threshold, calibrate=calibrate,
                             calibration_fraction=calibration_fraction, seed=seed,
                             **({"taus": tuple(tau)} if tau else {}))
-    out = out or settings.data_root / "eval" / "cafe" / f"{rev or 'worktree'}-{predictions.stem}"
+    out = out or settings.reports_dir / "cafe" / f"{rev or 'worktree'}-{predictions.stem}"
     from segbench.flows.cafe.evaluate import evaluate_cafe
 
     result = run_flow(ctx, evaluate_cafe, repo=repo, rev=rev, gt=gt, predictions=predictions, out=out,
@@ -216,7 +216,7 @@ def evaluate_cgf1_command(
                                                     "(each image keeps its best-matching ground truth)."),
     predictions: Path = typer.Option(..., "--predictions", help="COCO results JSON (RLE segmentations)."),
     score_threshold: float = typer.Option(0.5, "--score-threshold", help="Predictions below are dropped."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/cgf1/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cgf1/<run>)."),
     force: bool = FORCE_EVALUATION,
 ) -> None:
     """cgF1, IL_MCC, pmF1, IL_FPR and the rest of SAM3's cgF1 summary on any SA-Co-format ground truth.
@@ -224,7 +224,7 @@ def evaluate_cgf1_command(
     Does nothing when the report is up to date with the ground truths, predictions and threshold."""
 
     settings = settings_of(ctx)
-    out = out or settings.data_root / "eval" / "cgf1" / f"{gt[0].stem}-{predictions.stem}"
+    out = out or settings.reports_dir / "cgf1" / f"{gt[0].stem}-{predictions.stem}"
     from segbench.flows.cafe.evaluate import evaluate_cgf1
 
     result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold,

@@ -27,6 +27,7 @@ def demo_command(
     settings = settings_of(ctx)
     provider = make_provider(settings, replay_only=settings.replay_only)
     result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+                      reports_dir=settings.reports_dir,
                       provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
     for name, results in result["datasets"].items():
         registry.dataset(name).load("demo_printer")(results, provider)

@@ -23,7 +23,7 @@ REV = typer.Option(None, "--rev", help="Git revision of the published dataset (d
 REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
 RHO = typer.Option(0.95, "--rho", help="Which ρ directory to read.")
 SPLIT = typer.Option("test", "--split", help="train, val or test.")
-OUT = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/<dataset>/<run>).")
+OUT = typer.Option(None, "--out", help="Report folder (default: <reports dir>/<dataset>/<run>).")
 
 
 def evaluate_command(dataset: str, predictions_help: str, doc: str) -> Callable[..., None]:
@@ -51,7 +51,7 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
     spec = registry.dataset(dataset)
     settings = settings_of(ctx)
     dataset_dir = relative_to_repo(settings.data_root / spec.default_out, repo)
-    out = out or (settings.data_root / "eval" / spec.default_out
+    out = out or (settings.reports_dir / spec.default_out
                   / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
     result = run_flow(ctx, spec.load("evaluate_flow"), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
                       split=split, dataset_dir=dataset_dir, force=force)

@@ -50,5 +50,5 @@ def print_publish(record: Any) -> None:
         "commit": record.commit if record.committed else f"{record.commit or '–'} (no new commit; "
                   "commit with --commit or git add data.dvc)",
         "tag": record.tag,
-        "datasets": ", ".join(d.dataset for d in record.datasets) or "none",
+        "datasets": ", ".join(d.folder for d in record.datasets) or "none",
     }))

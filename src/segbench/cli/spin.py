@@ -194,7 +194,7 @@ def evaluate_spin_command(
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
     dataset_dir: str = typer.Option(None, "--dataset-dir", help="SPIN folder inside the repo (default: "
                                                                "<data root>/spin: taxonomy.yaml and dataset/)."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/spin/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/spin/<run>)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
                                                                      "skipped.json."),
@@ -221,7 +221,7 @@ def evaluate_spin_command(
                                                      "files, and/or --answers")
     data_root = settings_of(ctx).data_root
     run = predictions.name if predictions is not None else "-".join(sorted(files)) or "answers"
-    out = out or data_root / "eval" / "spin" / f"{rev or 'worktree'}-{split}-{run}"
+    out = out or settings_of(ctx).reports_dir / "spin" / f"{rev or 'worktree'}-{split}-{run}"
     from segbench.flows.spin.evaluate import evaluate_spin
 
     result = run_flow(ctx, evaluate_spin, repo=repo, rev=rev, predictions=files, out=out, split=split,

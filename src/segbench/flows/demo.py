@@ -21,9 +21,13 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import registry
-from segbench.core import versioning
+from segbench.core import clock, versioning
 from segbench.demo.world import generate_demo_world
 from segbench.flows.publish import publish_data
+
+# The time the demo's data records (2024-01-01 UTC), so every run of one seed is byte-identical and
+# the committed ``data.dvc`` names what ``make demo`` builds.
+DEMO_EPOCH = 1_704_067_200
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class DemoContext:
     repo: Path
     data_root: Path
     work_dir: Path
+    reports_dir: Path
     provider: Any
     seed: int
     spacy_model: str
@@ -64,7 +69,7 @@ def generate_world(root: Path, seed: int) -> Path:
 
 
 @flow(name="demo")
-def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
+def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0,
              dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm") -> dict[str, Any]:
     """Run build → publish → predict → evaluate on the demo worlds, for every registered dataset.
 
@@ -79,15 +84,17 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, provider: Any, seed: i
         ``{"datasets": {name: that dataset's results}, "publish": PublishRecord, "paths": {label: path}}``.
     """
     repo, data_root, work_dir = Path(repo).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
-    world = generate_world(work_dir / "demo-world", seed)
-    context = DemoContext(repo=repo, data_root=data_root, work_dir=work_dir, provider=provider, seed=seed,
-                          spacy_model=spacy_model, world=world)
-    steps = {spec.name: spec.load("demo_step") for spec in registry.DATASETS if spec.demo_step}
-    results = {name: step.build(context) for name, step in steps.items()}
-    record = _publish(context, dvc_remote)
-    for name, step in steps.items():
-        if step.evaluate is not None:
-            results[name] = step.evaluate(context, results[name])
+    reports_dir = Path(reports_dir).resolve()
+    with clock.pinned(DEMO_EPOCH):
+        world = generate_world(work_dir / "demo-world", seed)
+        context = DemoContext(repo=repo, data_root=data_root, work_dir=work_dir, reports_dir=reports_dir,
+                              provider=provider, seed=seed, spacy_model=spacy_model, world=world)
+        steps = {spec.name: spec.load("demo_step") for spec in registry.DATASETS if spec.demo_step}
+        results = {name: step.build(context) for name, step in steps.items()}
+        record = _publish(context, dvc_remote)
+        for name, step in steps.items():
+            if step.evaluate is not None:
+                results[name] = step.evaluate(context, results[name])
     paths = {"demo world (inputs)": world}
     for result in results.values():
         paths |= result["paths"]

@@ -15,7 +15,7 @@ Usage::
     from segbench.flows.flip import evaluate_coco_cd
     predict_baseline(repo=".", rev=None, out="preds/baseline")
     result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline",
-                              out="data/eval/coco_cd/baseline")
+                              out="reports/coco_cd/baseline")
     result["summary"]["fg_decomposition"]["flip"], result["paths"]["report"]
 """
 

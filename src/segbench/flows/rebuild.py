@@ -152,7 +152,7 @@ def _evaluate(run: RebuildRun, entry: PlanEvaluation, name: str) -> dict[str, An
     if not (dataset / "manifest.json").is_file():
         raise InputError(f"evaluation {name}: the {entry.dataset} dataset is not built", path=dataset,
                          hint=f"add [{entry.dataset}] to the plan, or build it with segbench build first")
-    out = Path(entry.out or run.data_root / "eval" / entry.dataset / f"rebuild-{name}")
+    out = Path(entry.out or run.settings().reports_dir / entry.dataset / f"rebuild-{name}")
     result = registry.dataset(entry.dataset).load("plan_evaluate")(run, entry, dataset, out)
     return {"out": str(out), "up_to_date": bool(result.get("up_to_date")), "units": result.get("units")}
 

@@ -12,7 +12,6 @@ Secrets stay out of flow parameters (Prefect stores those): backends read them f
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from segbench.annotation_ui.backends import RoundBackend, backend_for
 from segbench.annotation_ui.backends.files import files_dir
 from segbench.annotation_ui.convert import merge_answers
 from segbench.annotation_ui.kinds import round_kind
+from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError
 from segbench.core.io import read_json, write_json
@@ -37,7 +37,7 @@ T = TypeVar("T")
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    return clock.timestamp()
 
 
 def _store(data_root: Path) -> rounds.RoundStore:

@@ -60,7 +60,7 @@ class PlanEvaluation(PlanTable):
 
     name: str | None = Field(None, description="the row name in the rebuild table")
     predictions: PlanPath
-    out: PlanPath | None = Field(None, description="default: <data root>/eval/<dataset>/rebuild-<predictions>")
+    out: PlanPath | None = Field(None, description="default: <reports dir>/<dataset>/rebuild-<predictions>")
 
 
 class PublishStep(PlanTable):

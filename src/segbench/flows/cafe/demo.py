@@ -77,7 +77,7 @@ def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
     predictions = context.work_dir / "predictions" / "cafe-prompt-blind.json"
     write_json(predictions, prompt_blind_predictions(read_json(results["export"]["files"]["CAFE"])))
     evaluation = evaluate_cafe(repo=context.repo, rev=None, gt=None, predictions=predictions,
-                               out=context.data_root / "eval" / "cafe" / "demo-prompt-blind",
+                               out=context.reports_dir / "cafe" / "demo-prompt-blind",
                                dataset_dir=f"{context.data_dir}/cafe")
     paths = results["paths"] | {"CAFE evaluation report": evaluation["paths"]["report"]}
     return {**results, "evaluation": evaluation, "paths": paths}

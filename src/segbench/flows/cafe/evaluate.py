@@ -12,7 +12,7 @@ and scoring is a unit Prefect remembers, so a run killed while writing the repor
 Usage::
 
     from segbench.flows.cafe.evaluate import evaluate_cafe, evaluate_cgf1
-    result = evaluate_cafe(repo=".", rev="v1", gt=None, predictions="sam3.json", out="data/eval/cafe/sam3")
+    result = evaluate_cafe(repo=".", rev="v1", gt=None, predictions="sam3.json", out="reports/cafe/sam3")
     result["summary"]["Overall"]["cgF1"], result["paths"]["report"]
 """
 

@@ -12,13 +12,13 @@ and candidates does nothing.
 
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from prefect import flow, get_run_logger
 
+from segbench.core import clock
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
@@ -79,7 +79,7 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
         key=key, kind=verification.KIND, dataset=candidates_dir, dataset_version=candidates_version(candidates_path),
         config=RoundConfig(label_config=verification.LABEL_CONFIG, overlap=overlap),
         items=verification.round_items(candidates, candidates_dir), backend=backend,
-        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
+        now=clock.timestamp())
     RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)
     return round_
 

@@ -3,13 +3,13 @@ write the agreement table after each ingest (``<data root>/coco_cd_audit/<key>.{
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow
 
 from segbench.annotation_ui.rounds import RoundStore, new_round
+from segbench.core import clock
 from segbench.core.errors import InputError
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest
@@ -61,7 +61,7 @@ def create_coco_cd_audit(
         key=key, kind=CONTEXT_AUDIT.name, dataset=dataset_dir, dataset_version=dataset_version(dataset),
         config=RoundConfig(label_config=CONTEXT_AUDIT.label_config.name, overlap=overlap), items=items,
         backend=backend,
-        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        now=clock.timestamp(),
     )
     RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)
     return round_

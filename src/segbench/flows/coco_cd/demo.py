@@ -50,7 +50,7 @@ def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
     predictions = context.work_dir / "predictions" / "coco_cd-baseline"
     predict_baseline(repo=context.repo, rev=None, out=predictions, rho=0.95, split="test", dataset_dir=dataset_dir)
     evaluation = evaluate_coco_cd(repo=context.repo, rev=None, predictions=predictions, rho=0.95, split="test",
-                                  out=context.data_root / "eval" / "coco_cd" / "demo-baseline",
+                                  out=context.reports_dir / "coco_cd" / "demo-baseline",
                                   dataset_dir=dataset_dir)
     paths = {"baseline predictions": predictions, "evaluation report": evaluation["paths"]["report"]}
     return {**results, "evaluation": evaluation, "paths": results["paths"] | paths}

@@ -16,7 +16,6 @@ Re-importing the same answers gives byte-identical files.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from segbench.annotation_ui.convert import answers_from_files, read_results
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
+from segbench.core import clock
 from segbench.core.errors import ImportPolicy, InputError, OnError
 from segbench.core.io import read_json, write_json, write_jsonl
 from segbench.flows.spin.rounds import spin_rounds
@@ -53,7 +53,7 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
         InputError: bad items or taxonomy. RoundStateError: a key exists (unless ``overwrite``).
     """
     tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    now = clock.timestamp()
     rounds = spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
                             now=now, overlap=overlap)
     store = RoundStore(Path(data_root) / "rounds")

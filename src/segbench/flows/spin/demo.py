@@ -50,11 +50,12 @@ def predict_parent_mask(dataset: Path, out: Path) -> dict[str, str]:
 
 
 @flow(name="demo-spin")
-def run_spin_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0) -> dict[str, Any]:
+def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0) -> dict[str, Any]:
     """Build SPIN end to end on a generated source, offline unless ``provider`` says otherwise.
 
     Args:
-        data_root: ``spin/`` (taxonomy, crowd answers, dataset), ``rounds/`` and ``eval/spin/`` go here.
+        data_root: ``spin/`` (taxonomy, crowd answers, dataset) and ``rounds/`` go here.
+        reports_dir: the baseline's evaluation report goes to ``spin/demo-parent-mask`` under it.
         work_dir: the generated source (``demo-spin/``) and the baseline's predictions go here.
         provider: the language provider for the taxonomy (WordNet offline by default).
 
@@ -85,7 +86,7 @@ def run_spin_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0)
     predictions = work_dir / "predictions" / BASELINE
     files = predict_parent_mask(paths["dataset"], predictions)
     evaluation = evaluate_spin(repo=data_root, rev=None, predictions=files, split=EVAL_SPLIT, dataset_dir="spin",
-                               out=data_root / "eval" / "spin" / "demo-parent-mask")
+                               out=Path(reports_dir) / "spin" / "demo-parent-mask")
     return {
         "taxonomy": taxonomy,
         "rounds": [r.key for r in rounds],
@@ -106,7 +107,7 @@ def run_spin_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0)
 
 def build(context: DemoContext) -> dict[str, Any]:
     """Build SPIN on a generated source and evaluate the parent-mask baseline on it."""
-    return run_spin_demo(context.data_root, context.work_dir, context.provider, context.seed)
+    return run_spin_demo(context.data_root, context.work_dir, context.reports_dir, context.provider, context.seed)
 
 
 DEMO = DemoStep(build=build)

@@ -15,7 +15,7 @@ Usage::
 
     from segbench.flows.spin.evaluate import evaluate_spin
     result = evaluate_spin(repo=".", rev="v1", predictions={"parts": "preds/spin_test_parts_results.json"},
-                           out="data/eval/spin/run1")
+                           out="reports/spin/run1")
     result["summary"]["prompts"]["general"]["spcs"]["mean"], result["paths"]["report"]
 """
 

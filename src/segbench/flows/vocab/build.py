@@ -185,7 +185,9 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     params = params or VocabParams()
     captions, out = [Path(p) for p in captions], Path(out)
     dataset, cats, categories_file = vb.load_categories(categories)
-    inputs = {f"captions:{p.as_posix()}": p for p in captions} | {f"categories:{dataset}": categories_file}
+    # Labels name files by position and name, never by absolute path: the manifest is versioned data,
+    # the same on every machine.
+    inputs = {f"captions:{i}:{p.name}": p for i, p in enumerate(captions)} | {f"categories:{dataset}": categories_file}
     hashes = hash_inputs(inputs, hint="--captions must name existing caption files")
     provenance = {"provider": provider.name, "provider_model": provider.model,
                   "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}

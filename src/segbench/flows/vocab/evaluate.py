@@ -13,7 +13,7 @@ Usage::
 
     from segbench.flows.vocab.evaluate import evaluate_vocab
     result = evaluate_vocab(repo=".", rev="v1", vocab="cityscapes", descriptions="out/desc.json",
-                            gt="data/vocab/gt/cityscapes", out="data/eval/vocab/run1")
+                            gt="data/vocab/gt/cityscapes", out="reports/vocab/run1")
     result["summary"]["lac"]["miou"]["area"], result["paths"]["report"]
 """
 
