@@ -111,13 +111,16 @@ def test_a_files_round_through_the_command_line(dirs, tmp_path):
     results = project / "data" / "rounds" / "a1" / "results"
     results.mkdir()
     (results / "batch.csv").write_text("WorkerId,AssignmentId,Input.item_id,Answer.context\n" + "".join(
-        f"W1,A{n},{item},indoor\n" for n, item in enumerate(item_ids)))
+        f"W1,A{n},{item},indoor\n" for n, item in enumerate(item_ids[:3])))
     status = segbench("rounds", "status", "a1", cwd=project, home=home)
-    assert status.returncode == 0 and "4 / 4" in status.stdout
+    assert status.returncode == 0 and "3 / 4" in status.stdout
     ingest = segbench("rounds", "ingest", "a1", cwd=project, home=home)
     assert ingest.returncode == 0, ingest.stderr
+    assert "3 / 4" in ingest.stdout  # items answered of the round's items
     assert "audit markdown" in ingest.stdout and (project / "data" / "coco_cd_audit" / "a1.md").is_file()
-    assert segbench("rounds", "close", "a1", cwd=project, home=home).returncode == 0
+    early = segbench("rounds", "close", "a1", cwd=project, home=home)
+    assert early.returncode == 2 and "1 of 4 items have no answer yet" in early.stderr and "--force" in early.stderr
+    assert segbench("rounds", "close", "a1", "--force", cwd=project, home=home).returncode == 0
     listing = segbench("rounds", "list", cwd=project, home=home)
     assert listing.returncode == 0 and "closed" in listing.stdout
     assert list(home.iterdir()) == []

@@ -99,9 +99,12 @@ def ingest(
 def print_ingest(result: dict[str, Any]) -> None:
     counts = result["counts"]
     console.out.print(console.key_values(f"Round {result['round'].key} ingested", {
-        "answers": counts["answers"], "items answered": counts["items_answered"],
+        "answers": counts["answers"], "items answered": f"{counts['items_answered']} / {counts['items']}",
         "annotators": counts["annotators"], "skipped": counts["skipped"], "answers file": result["answers"],
     }))
+    if not counts["answers"]:
+        console.err.print(f"[yellow]No answers yet[/] for round {result['round'].key}: ingest again once "
+                          "annotators have answered.")
     for control, summary in result["agreement"].items():
         console.out.print(console.key_values(f"Agreement on '{control}'", {
             "mean agreement rate": summary.get("mean_agreement"),
@@ -116,12 +119,15 @@ def close(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The round."),
     cancel: bool = typer.Option(False, "--cancel", help="Cancel instead of closing."),
+    force: bool = typer.Option(False, "--force", help="Close even though some items have no answer."),
 ) -> None:
-    """Close an ingested round (its answers are final), or cancel it."""
+    """Close an ingested round (its answers are final), or cancel it.
+
+    Refuses while items have no answer, unless --force."""
     from segbench.flows.rounds import close_round
 
     with command_lock(ctx):
-        round_ = close_round(_data_root(ctx), key, cancel=cancel)
+        round_ = close_round(_data_root(ctx), key, cancel=cancel, force=force)
     print_round(round_, "Round cancelled" if cancel else "Round closed")
 
 

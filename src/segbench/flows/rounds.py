@@ -26,7 +26,7 @@ from segbench.annotation_ui.convert import merge_answers
 from segbench.annotation_ui.kinds import round_kind
 from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
-from segbench.core.errors import ImportPolicy, OnError
+from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import read_json, write_json
 from segbench.schemas.rounds import Answer, Round
 
@@ -117,8 +117,8 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     controls = sorted({control for a in answers for control in a.choices})
     items = aggregate(answers, controls)
     agreement = {control: agreement_summary(answers, control) for control in controls}
-    counts = {"answers": len(answers), "items_answered": len(items), "annotators": len({a.annotator for a in answers}),
-              "skipped": len(policy.report)}
+    counts = {"answers": len(answers), "items": len(round_.items), "items_answered": len(items),
+              "annotators": len({a.annotator for a in answers}), "skipped": len(policy.report)}
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "answers": [a.model_dump(mode="json") for a in answers],
@@ -134,10 +134,19 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
 
 # --- close / cancel / list -----------------------------------------------------------------------
 
-def close_round(data_root: Path, key: str, *, cancel: bool = False) -> Round:
-    """Close an ingested round (its answers are final), or cancel a round that is not closed."""
+def close_round(data_root: Path, key: str, *, cancel: bool = False, force: bool = False) -> Round:
+    """Close an ingested round (its answers are final), or cancel a round that is not closed.
+
+    Raises:
+        RoundStateError: items have no answer yet (unless ``force``: they stay unanswered for good).
+    """
     store = _store(data_root)
     round_ = store.load(key)
+    unanswered = len(round_.items) - round_.counts.get("items_answered", 0)
+    if not cancel and not force and round_.status is rounds.RoundStatus.INGESTED and unanswered > 0:
+        raise RoundStateError(f"{unanswered} of {len(round_.items)} items have no answer yet", path=store.path(key),
+                              item=key, hint=f"wait for the answers and run `segbench rounds ingest {key}` again, "
+                                             "or close with --force to keep them unanswered")
     changed = rounds.mark_cancelled(round_, _now()) if cancel else rounds.mark_closed(round_, _now())
     store.save(changed)
     return changed
