@@ -31,6 +31,7 @@ from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
 from segbench.core.io import read_json, write_json
+from segbench.core.reports import fmt
 from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
@@ -237,7 +238,7 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
                             prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)
     if not result["up_to_date"]:
         summary = result["summary"]
-        logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
+        logger.info("LAC area (mIoU) %s over %d images -> %s", fmt(summary["lac"]["miou"]["area"]),
                     summary["num_images"], result["paths"]["report"])
     return result
 
