@@ -81,7 +81,8 @@ def evaluated_lines(evaluated: Mapping[str, Any]) -> list[str]:
             return ", ".join(f"{name} {shown(name, item)}" for name, item in value.items())
         if isinstance(value, (list, tuple)):
             return ", ".join(shown(key, item) for item in value)
-        return f"`{cell(value)}`"
+        # Parameters (ρ, thresholds) as given, not as 4-decimal metrics.
+        return f"`{value:g}`" if isinstance(value, float) else f"`{cell(value)}`"
 
     return ["## What was evaluated", ""] + [f"- **{key}**: {shown(key, evaluated[key])}"
                                             for key in sorted(evaluated)] + [""]
