@@ -1,39 +1,138 @@
-"""Terminal output of the CLI: progress bars, summaries and error messages (rich, on stderr/stdout).
+"""Terminal output of the CLI: progress, summaries and error messages (rich, on stderr/stdout).
 
 Only the CLI uses this module; library code reports through :mod:`segbench.progress` and logging.
+
+Two audiences: in a terminal, live progress bars and tables that fold long cells instead of
+cutting them; in a pipe or a log file, plain timestamped lines written (and flushed) as things
+happen, and tables as wide as their content. With ``--json`` the command's summary is the only
+thing on stdout, as JSON; everything meant for people goes to stderr.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import enum
+import json
+import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from segbench.core.reports import cell
+
+# Wide enough for any path or key segbench prints: a pipe has no width, so a table takes its content's.
+PIPE_WIDTH = 10_000
 
 out = Console()
 err = Console(stderr=True)
+_json_mode = False
+_summary: Any = None
+
+
+def _make(stderr: bool) -> Console:
+    probe = Console(stderr=stderr)
+    if probe.is_terminal:
+        return probe
+    # Not a terminal: no 80-column cut, no soft wrapping of long lines, no colour codes.
+    return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True, no_color=True, highlight=False)
+
+
+def configure(*, json_output: bool = False) -> None:
+    """Pick the consoles for where stdout and stderr go now (called by the root command).
+
+    With ``json_output`` the human-readable output goes to stderr and :func:`emit_summary`
+    writes the command's summary to stdout.
+    """
+    global out, err, _json_mode, _summary
+    err = _make(stderr=True)
+    out = err if json_output else _make(stderr=False)
+    _json_mode, _summary = json_output, None
+
+
+def json_mode() -> bool:
+    return _json_mode
+
+
+def set_summary(summary: Any) -> None:
+    """What the running command prints with ``--json`` (the last value set wins)."""
+    global _summary
+    _summary = summary
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):  # pydantic models (round records, params)
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Path):
+        return value.as_posix()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    # Anything else a flow returns (a provider, a future) is not data: name its type.
+    return f"<{type(value).__name__}>"
+
+
+def summary_json(summary: Any) -> str:
+    """The summary as indented JSON; keys sorted, so the same summary prints the same text."""
+    return json.dumps(summary if summary is not None else {}, default=_jsonable, indent=2, sort_keys=True,
+                      ensure_ascii=False)
+
+
+def emit_summary() -> None:
+    """With ``--json``: write the command's summary to stdout (``{}`` when it set none)."""
+    if _json_mode:
+        sys.stdout.write(summary_json(_summary) + "\n")
+        sys.stdout.flush()
+
+
+def _timestamp() -> str:
+    return dt.datetime.now().strftime("%H:%M:%S")
 
 
 class RichListener:
-    """A :class:`segbench.progress.Listener` drawing one bar per step on stderr."""
+    """A :class:`segbench.progress.Listener` drawing one live bar per step on a terminal.
 
-    def __init__(self) -> None:
+    A first "Starting" line with a spinner shows from the first second, until the first step starts.
+    """
+
+    def __init__(self, first: str = "Starting") -> None:
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err, transient=False,
+            SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=err, transient=False, refresh_per_second=8,
         )
+        self._first = first
+        self._starting: object | None = None
 
     def __enter__(self) -> RichListener:
         self.progress.start()
+        self._starting = self.progress.add_task(self._first, total=None)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._end_starting()
         self.progress.stop()
 
+    def _end_starting(self) -> None:
+        if self._starting is not None:
+            self.progress.remove_task(self._starting)  # type: ignore[arg-type]
+            self._starting = None
+
     def start(self, description: str, total: int | None) -> object:
+        self._end_starting()
         return self.progress.add_task(description, total=total)
 
     def advance(self, handle: object, amount: int = 1) -> None:
@@ -45,21 +144,78 @@ class RichListener:
             self.progress.update(handle, total=task.completed or 1, completed=task.completed or 1)  # type: ignore[arg-type]
 
 
+class LineListener:
+    """A :class:`segbench.progress.Listener` for pipes and log files: plain timestamped lines, flushed.
+
+    One line when a step starts, one at most every ``every`` seconds while it advances, one when it
+    ends, each written at once, so ``segbench ... > log`` shows the run as it happens and in order.
+    """
+
+    def __init__(self, stream: Any = None, every: float = 5.0) -> None:
+        self._stream = stream
+        self._every = every
+        self._lock = threading.Lock()
+        self._steps: dict[int, dict[str, Any]] = {}
+
+    def __enter__(self) -> LineListener:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def _write(self, text: str) -> None:
+        stream = self._stream or sys.stderr
+        stream.write(f"{_timestamp()} {text}\n")
+        stream.flush()
+
+    def start(self, description: str, total: int | None) -> object:
+        with self._lock:
+            handle = len(self._steps)
+            now = time.monotonic()
+            self._steps[handle] = {"description": description, "total": total, "done": 0, "start": now, "last": now}
+        self._write(f"{description}: started" + (f" ({total} items)" if total is not None else ""))
+        return handle
+
+    def advance(self, handle: object, amount: int = 1) -> None:
+        with self._lock:
+            state = self._steps[handle]  # type: ignore[index]
+            state["done"] += amount
+            now = time.monotonic()
+            if now - state["last"] < self._every:
+                return
+            state["last"] = now
+            line = f"{state['description']}: {state['done']}" + (f"/{state['total']}" if state["total"] else "")
+        self._write(line)
+
+    def finish(self, handle: object) -> None:
+        with self._lock:
+            state = self._steps[handle]  # type: ignore[index]
+            seconds = time.monotonic() - state["start"]
+            done = state["done"] if state["total"] is None else max(state["done"], state["total"])
+        self._write(f"{state['description']}: done, {done} items in {seconds:.1f} s")
+
+
+def listener() -> RichListener | LineListener:
+    """The progress listener for where stderr goes: live bars in a terminal, lines otherwise."""
+    return RichListener() if err.is_terminal else LineListener()
+
+
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    """A table whose cells fold rather than being cut when the terminal is narrow."""
     t = Table(title=title, title_justify="left", title_style="bold")
     for index, header in enumerate(headers):
-        t.add_column(header, justify="left" if index == 0 else "right")
+        t.add_column(header, justify="left" if index == 0 else "right", overflow="fold")
     for row in rows:
-        t.add_row(*("–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
+        t.add_row(*(cell(v) for v in row))
     return t
 
 
 def key_values(title: str, items: Mapping[str, Any]) -> Table:
     t = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None)
-    t.add_column(style="dim")
-    t.add_column()
+    t.add_column(style="dim", overflow="fold")
+    t.add_column(overflow="fold")
     for key, value in items.items():
-        t.add_row(key, "–" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value))
+        t.add_row(key, cell(value))
     return t
 
 

@@ -1,8 +1,13 @@
 """Progress of long steps, shown by whoever is listening.
 
 Library code reports progress with :func:`track` and stays silent; the CLI installs a listener
-(a rich progress bar) with :func:`listening`. Without a listener, :func:`track` only logs the start
-and the end of the step.
+(a rich progress bar, or timestamped lines in a pipe) with :func:`listening`. Without a listener,
+:func:`track` only logs the start and the end of the step.
+
+Sharded stages report twice: every item a shard finishes (:func:`item_done`, from the worker
+thread that runs it, under the stage's ``channel``), and every shard that returns
+(:func:`gather`). The bar takes whichever is further, so it moves item by item when shards run
+in this process, and shard by shard when they run elsewhere (Dask processes) or are replayed.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ class Listener(Protocol):
 
 _lock = threading.Lock()
 _listener: Listener | None = None
+# channel -> the sharded step now gathering it; items done before it opened wait in _early.
+_channels: dict[str, Sharded] = {}
+_early: dict[str, int] = {}
 
 
 @contextlib.contextmanager
@@ -68,17 +76,71 @@ def step(description: str, total: int | None = None) -> Iterator[Step]:
         current.finish()
 
 
-def gather(futures: Iterable[Any], description: str, total: int, units: Callable[[Any], int]) -> list[Any]:
-    """The results of submitted task runs, in submission order, advancing one step by ``units(result)``.
+class Sharded:
+    """A step advanced by items finished inside shards and by shards returned, never past ``total``."""
+
+    def __init__(self, current: Step, total: int) -> None:
+        self._step, self._total = current, total
+        self._shown = 0
+        self._lock = threading.Lock()
+
+    def _advance_to(self, target: Callable[[int], int]) -> None:
+        with self._lock:
+            amount = min(target(self._shown), self._total) - self._shown
+            if amount <= 0:
+                return
+            self._shown += amount
+        self._step.advance(amount)
+
+    def items(self, amount: int) -> None:
+        """``amount`` more items finished inside some shard."""
+        self._advance_to(lambda shown: shown + amount)
+
+    def shards(self, units_returned: int) -> None:
+        """The shards returned so far hold ``units_returned`` items (counted once)."""
+        self._advance_to(lambda shown: max(shown, units_returned))
+
+
+def item_done(channel: str, amount: int = 1) -> None:
+    """Report ``amount`` items finished inside a shard of the stage gathered under ``channel``.
+
+    Safe from any thread; a no-op cost when nobody gathers that channel in this process.
+    """
+    with _lock:
+        target = _channels.get(channel)
+        if target is None:
+            _early[channel] = _early.get(channel, 0) + amount
+            return
+    target.items(amount)
+
+
+def gather(futures: Iterable[Any], description: str, total: int, units: Callable[[Any], int],
+           channel: str | None = None) -> list[Any]:
+    """The results of submitted task runs, in submission order, with one progress step for all.
 
     Flows submit one task run per shard and collect them here, so every long sharded stage shows
-    the same progress bar.
+    the same progress. With ``channel``, the shards' :func:`item_done` reports advance the step as
+    items finish; each returned shard makes sure its ``units(result)`` are counted.
     """
     results = []
+    returned = 0
     with step(description, total) as current:
-        for future in futures:
-            results.append(future.result())
-            current.advance(units(results[-1]))
+        sharded = Sharded(current, total)
+        if channel:
+            with _lock:
+                _channels[channel] = sharded
+                early = _early.pop(channel, 0)
+            sharded.items(early)
+        try:
+            for future in futures:
+                results.append(future.result())
+                returned += units(results[-1])
+                sharded.shards(returned)
+        finally:
+            if channel:
+                with _lock:
+                    _channels.pop(channel, None)
+                    _early.pop(channel, None)
     return results
 
 

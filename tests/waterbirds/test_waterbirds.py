@@ -93,5 +93,5 @@ def test_summary_uses_waterbirds_names():
     acc.update(gt, gt, group_id=3, image_id=1)
     summary = acc.summarize(WATERBIRDS_NAMES)
     assert set(summary["class_iou"]) == {"background", "landbird", "waterbird"}
-    assert summary["per_group"][0]["name"] == "landbird·land (aligned)"
+    assert summary["per_group"][0]["name"] == "landbird on land (aligned)"
     assert summary["fg_decomposition"]["corr"] == 1.0 and set(summary["gaps"]) == {"landbird", "waterbird"}

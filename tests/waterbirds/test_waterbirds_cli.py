@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from support.cli import run
@@ -14,12 +16,21 @@ from segbench.demo.world import generate_demo_world
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
 
+def _first_bird(cub: Path) -> str:
+    return (cub / "images.txt").read_text().splitlines()[0].split()[1]
+
+
 def test_build_then_publish_through_the_command_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # publish versions the data root in the current folder's repository
     cub, places = generate_demo_birds(tmp_path / "birds", seed=0)
-    built = run(tmp_path, "build", "waterbirds", "--cub-root", str(cub), "--places-root", str(places))
-    assert "Group counts" in built.output and "land·water" in built.output
-    assert (tmp_path / "data" / "waterbirds_seg" / "manifest.json").is_file()
+    (cub / "segmentations" / _first_bird(cub).replace(".jpg", ".png")).unlink()  # one bird without its mask
+    run(tmp_path, "build", "waterbirds", "--cub-root", str(cub), "--places-root", str(places),
+        "--val-per-group", "5", "--test-per-group", "10", code=1)  # fails on the bad bird by default
+    built = run(tmp_path, "build", "waterbirds", "--cub-root", str(cub), "--places-root", str(places),
+                "--val-per-group", "5", "--test-per-group", "10", "--on-error", "skip", "--shard-size", "7")
+    assert "Group counts" in built.output and "landbird on water" in built.output
+    skipped = json.loads((tmp_path / "data" / "waterbirds_seg" / "skipped.json").read_text())
+    assert skipped["count"] == 1 and skipped["items"][0]["item"] == "1"
 
     world = tmp_path / "world"
     generate_demo_world(world, seed=0)

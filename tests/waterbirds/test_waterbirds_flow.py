@@ -13,6 +13,7 @@ from segbench.core.io import sha256_tree
 from segbench.demo.waterbirds.birds import generate_demo_birds
 from segbench.flows.flip import evaluate_waterbirds
 from segbench.flows.waterbirds.build import build_waterbirds
+from segbench.schemas.waterbirds import DEMO_SIZES
 from segbench.tasks.waterbirds.dataset import WaterbirdsParams
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
@@ -25,7 +26,7 @@ def source(tmp_path_factory):
 
 def test_build_is_byte_reproducible_and_follows_the_splitter(source, tmp_path):
     cub, places = source
-    params = WaterbirdsParams()
+    params = WaterbirdsParams(**DEMO_SIZES)
     first = build_waterbirds(cub, places, tmp_path / "a" / "waterbirds_seg", params)
     build_waterbirds(cub, places, tmp_path / "b" / "waterbirds_seg", params)
     a, b = tmp_path / "a" / "waterbirds_seg", tmp_path / "b" / "waterbirds_seg"
@@ -37,8 +38,8 @@ def test_build_is_byte_reproducible_and_follows_the_splitter(source, tmp_path):
     # 90 birds per type, 2/3 on the aligned place: groups 60 / 30 / 30 / 60; val 5 + test 10 leave
     # 45 / 15 / 15 / 45, so m = 15 and N = 30 per class.
     counts = first["counts"]
-    assert counts["per_group"] == {"landbird·land": 60, "landbird·water": 30,
-                                   "waterbird·land": 30, "waterbird·water": 60}
+    assert counts["per_group"] == {"landbird on land": 60, "landbird on water": 30,
+                                   "waterbird on land": 30, "waterbird on water": 60}
     assert counts["splits"]["rho_0.5"]["train"] == [15, 15, 15, 15]
     assert counts["splits"]["rho_0.95"]["train"] == [28, 2, 2, 28]
     assert counts["splits"]["rho_0.95"]["val"] == [5] * 4 and counts["splits"]["rho_0.95"]["test"] == [10] * 4
@@ -67,7 +68,7 @@ def test_evaluate_waterbirds_with_gt_masks_as_predictions(source, tmp_path):
     cub, places = source
     repo = tmp_path / "project"
     dataset = repo / "data" / "waterbirds_seg"
-    build_waterbirds(cub, places, dataset, WaterbirdsParams())
+    build_waterbirds(cub, places, dataset, WaterbirdsParams(**DEMO_SIZES))
     predictions = tmp_path / "preds"
     predictions.mkdir()
     test = json.loads((dataset / "splits" / "rho_0.95" / "test.json").read_text())
@@ -79,4 +80,4 @@ def test_evaluate_waterbirds_with_gt_masks_as_predictions(source, tmp_path):
     assert summary["fg_decomposition"]["corr"] == 1.0 and summary["fg_decomposition"]["flip"] == 0.0
     assert summary["class_iou"]["waterbird"] == 1.0
     report = (tmp_path / "report" / "report.md").read_text()
-    assert report.startswith("# Waterbirds-seg evaluation") and "landbird·land (aligned)" in report
+    assert report.startswith("# Waterbirds-seg evaluation") and "landbird on land (aligned)" in report

@@ -19,13 +19,16 @@ import typer
 from pydantic import ValidationError
 
 from segbench import console, registry
-from segbench.cli import demo, publish, rebuild, rounds
+from segbench.cli import demo, help_text, publish, rebuild, rounds
+from segbench.cli.help_text import Runner
 from segbench.core.errors import SegbenchError
 from segbench.settings import configure_runtime, load_settings
 
+help_text.tidy_flag_types()
 app = typer.Typer(
     help="Build segmentation evaluation datasets end to end and evaluate models on them.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    result_callback=lambda *_, **__: console.emit_summary(),  # after a command succeeded: its --json summary
 )
 build_app = typer.Typer(help="Build a dataset into the data root.", no_args_is_help=True)
 evaluate_app = typer.Typer(help="Evaluate predictions on a published dataset version.", no_args_is_help=True)
@@ -45,21 +48,24 @@ def _root(
     work_dir: Path = typer.Option(None, "--work-dir", help="Prefect state, demo inputs, temporary files "
                                                           "(default: .segbench)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
-    wait: float = typer.Option(0.0, "--wait", help="Seconds to wait when another command is writing to the same "
+    wait: float = typer.Option(0.0, "--wait", show_default=False, help="Seconds to wait when another command is writing to the same "
                                                    "data root (default: stop at once)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
                                  callback=lambda value: _print_version() if value else None),
-    runner: str = typer.Option(None, "--runner", help="Where sharded work runs: threads (in this process) or dask "
-                                                      "(default: dask when --dask-address or --workers is given)."),
+    runner: Runner = typer.Option(None, "--runner", help="Where sharded work runs: threads (in this process) or dask "
+                                                         "(default: dask when --dask-address or --workers is given)."),
     dask_address: str = typer.Option(None, "--dask-address", help="Scheduler of a running Dask cluster, e.g. "
                                                                   "tcp://10.0.0.5:8786 (workers need the same paths)."),
     workers: int = typer.Option(None, "--workers", min=1, help="Start a local Dask cluster of N worker processes "
                                                                "for this command."),
+    json_output: bool = typer.Option(False, "--json", help="Print the command's summary as JSON on stdout, and "
+                                                           "nothing else (progress and messages go to stderr)."),
 ) -> None:
     from segbench.flows.runner import RunnerSpec
 
+    console.configure(json_output=json_output)
     try:
-        runner_spec = RunnerSpec.from_options(runner, dask_address, workers)
+        runner_spec = RunnerSpec.from_options(runner.value if runner else None, dask_address, workers)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from None
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)

@@ -6,7 +6,6 @@ Flows are imported inside the commands, so ``--help`` stays fast.
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,15 @@ from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
+AUDIT_KIND = "coco_cd_context_audit"  # the kind's one name: in round records, `rounds list` and here
+_KIND_ALIASES = {"coco-cd-audit": AUDIT_KIND}  # what --kind took before the names were unified
 
-class AuditKind(str, enum.Enum):
-    coco_cd_audit = "coco-cd-audit"
+
+def _audit_kind(value: str) -> str:
+    kind = _KIND_ALIASES.get(value, value)
+    if kind != AUDIT_KIND:
+        raise typer.BadParameter(f"{value!r} is not a kind this command creates; use {AUDIT_KIND}")
+    return kind
 
 
 PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps or .npz files with 'probs' (3 × 512 × 512)."
@@ -110,7 +115,8 @@ def print_build(summary: dict[str, Any]) -> None:
 def create_audit_command(
     ctx: typer.Context,
     key: str = rounds.ROUND_KEY,
-    kind: AuditKind = typer.Option(AuditKind.coco_cd_audit, "--kind", help="What the round asks."),
+    kind: str = typer.Option(AUDIT_KIND, "--kind", parser=_audit_kind, metavar=f"<{AUDIT_KIND}>",
+                             help="What the round asks (the round kind's name, as `rounds list` shows it)."),
     per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
     seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
     backend: Backend = rounds.BACKEND,

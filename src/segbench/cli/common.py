@@ -18,7 +18,7 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 
 def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a flow with progress bars on the terminal, holding the data root's lock, on the chosen runner.
+    """Run a flow with progress on stderr (bars on a terminal, lines otherwise), holding the data root's lock, on the chosen runner.
 
     The runner comes from the root options (``--runner``, ``--dask-address``, ``--workers``); a local
     Dask cluster lives only for this call.
@@ -28,9 +28,11 @@ def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
     from segbench.locking import command_lock
 
     spec = ctx.find_root().obj.get("runner") or RunnerSpec()
-    with command_lock(ctx), console.RichListener() as listener, progress.listening(listener), \
+    with command_lock(ctx), console.listener() as listener, progress.listening(listener), \
             runner_session(spec) as live:
-        return with_runner(fn, live)(*args, **kwargs)
+        result = with_runner(fn, live)(*args, **kwargs)
+    console.set_summary(result)  # what --json prints, unless the command sets a summary of its own
+    return result
 
 
 def relative_to_repo(path: Path, repo: Path) -> str:

@@ -61,8 +61,10 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
 
 def print_group_counts(counts: dict[str, Any], groups: list[str]) -> None:
     """The images of each group per ρ and split of a build, ``groups`` naming them (class·context)."""
-    rows = [[rho, split, *values, sum(values)] for rho, splits in counts["splits"].items()
-            for split, values in splits.items()]
+    # Sorted: a fresh build and an up-to-date one (read back from JSON) list the rows in the same order.
+    order = {"train": 0, "val": 1, "test": 2}
+    rows = [[rho, split, *values, sum(values)] for rho, splits in sorted(counts["splits"].items())
+            for split, values in sorted(splits.items(), key=lambda item: (order.get(item[0], 3), item[0]))]
     console.out.print(console.table("Group counts", ["ρ", "split", *groups, "total"], rows))
 
 
@@ -86,4 +88,4 @@ def print_evaluation(result: dict[str, Any]) -> None:
 
 
 def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4f}"
+    return "n/a" if value is None else f"{value:.4f}"

@@ -47,9 +47,10 @@ def rebuild_command(
     from segbench.flows.rebuild import rebuild
 
     # No command_lock here: the flow takes the data root's lock itself (a served run must hold it too).
-    with console.RichListener() as listener, progress.listening(listener):
+    with console.listener() as listener, progress.listening(listener):
         result = rebuild(plan.resolve(), settings.data_root.resolve(), settings.work_dir.resolve(), force=force,
                          only=only or None, runner=_runner(ctx), wait=ctx.find_root().obj.get("wait", 0.0))
+    console.set_summary(result)
     print_steps(result)
 
 

@@ -42,7 +42,8 @@ def _data_root(ctx: typer.Context) -> Path:
 
 
 def print_round(round_: Any, title: str) -> None:
-    """A round record: its key, kind, status, backend, project, items and counts."""
+    """A round record: its key, kind, status, backend, project, items and counts (the --json summary)."""
+    console.set_summary(round_)
     console.out.print(console.key_values(title, {
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
         "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
@@ -73,6 +74,7 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
 
     settings = ctx.obj["settings"]
     progress = round_progress(settings.data_root, key, settings.label_studio_url)
+    console.set_summary(progress)
     console.out.print(console.key_values(f"Round {key}", {
         "status": progress["status"], "tasks done": f"{progress['done']} / {progress['tasks']}",
         "answers": progress["annotations"],
@@ -97,6 +99,8 @@ def ingest(
 
 
 def print_ingest(result: dict[str, Any]) -> None:
+    """What an ingest brought back: answers, agreement per question, the reports it wrote."""
+    console.set_summary(result)
     counts = result["counts"]
     console.out.print(console.key_values(f"Round {result['round'].key} ingested", {
         "answers": counts["answers"], "items answered": f"{counts['items_answered']} / {counts['items']}",
@@ -108,11 +112,17 @@ def print_ingest(result: dict[str, Any]) -> None:
     for control, summary in result["agreement"].items():
         console.out.print(console.key_values(f"Agreement on '{control}'", {
             "mean agreement rate": summary.get("mean_agreement"),
-            "kappa": f"{summary['kappa']:.4f} ({summary['method']}'s)" if summary["kappa"] is not None
-            else f"– ({summary['reason']})",
+            _kappa_label(summary["method"]): summary["kappa"] if summary["kappa"] is not None
+            else f"n/a ({summary['reason']})",
         }))
     for name, path in result["reports"].items():
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
+
+
+def _kappa_label(method: str | None) -> str:
+    """``Fleiss' κ`` / ``Cohen's κ``: the statistic's name, not a repr of the method's."""
+    names = {"fleiss": "Fleiss' κ", "cohen": "Cohen's κ"}
+    return names.get(method or "", f"κ ({method})" if method else "κ")
 
 
 def close(
@@ -135,6 +145,9 @@ def list_(ctx: typer.Context) -> None:
     """Every round with its status."""
     from segbench.flows.rounds import list_rounds
 
-    rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in list_rounds(_data_root(ctx))]
+    rounds = list_rounds(_data_root(ctx))
+    console.set_summary([{"key": r.key, "kind": r.kind, "status": r.status.value, "backend": r.backend,
+                          "items": len(r.items), "updated_at": r.updated_at} for r in rounds])
+    rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in rounds]
     console.out.print(console.table("Rounds", ["key", "kind", "status", "backend", "items", "updated"], rows)
                       if rows else "No rounds yet: segbench rounds create KEY")

@@ -116,7 +116,7 @@ def import_command(
     round_key: str = typer.Option(..., "--round", help="The SPIN round (one per super-category and part)."),
     results: Path = typer.Option(None, "--results", help="AMT-style results file (CSV or JSON) to import instead "
                                  "of the round's ingested answers; Answer.polygons holds JSON "
-                                 "[{label, points: [[x, y], ...]}] in pixels."),
+                                 r"\[{label, points: \[\[x, y], …]}] in pixels."),
     parts: Path = typer.Option(None, "--parts", help="COCO parts file (PartImageNet) for the part masks, when the "
                                                      "round items carry none."),
     taxonomy: Path = typer.Option(None, "--taxonomy", help="Taxonomy YAML (default: <data root>/spin/taxonomy.yaml)."),
@@ -254,7 +254,7 @@ def print_summary(result: dict[str, Any]) -> None:
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.2f}"
+    return "n/a" if value is None else f"{100 * value:.2f}"
 
 
 def print_demo(results: dict[str, Any], provider: Any) -> None:

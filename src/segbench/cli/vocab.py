@@ -132,7 +132,7 @@ def print_evaluation(result: dict[str, Any]) -> None:
 
 
 def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4f}"
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 @vocab_app.callback()

@@ -5,6 +5,7 @@ Flows are imported inside the commands, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,15 @@ import typer
 
 from segbench import console
 from segbench.cli import flip
-from segbench.cli.common import FORCE_BUILD, build_status, display_path, run_flow, settings_of
+from segbench.cli.common import FORCE_BUILD, build_status, display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.publish import print_publish
+from segbench.core.errors import OnError
+
+
+class SpeciesMatch(str, enum.Enum):
+    tokens = "tokens"
+    substring = "substring"
+
 
 PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps (0/1 landbird/2 waterbird) or .npz files with 'probs'."
 EVALUATE_HELP = "Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."
@@ -33,13 +42,20 @@ def build_command(
                                                                "(bamboo_forest, forest/broadleaf, ocean, lake/natural)."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/waterbirds_seg)."),
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
-    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 5; "
-                                                                    "the released build has 74)."),
-    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 10; "
-                                                                      "the released build has 642)."),
+    val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 74, as "
+                                                                    "released)."),
+    test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 642, as "
+                                                                      "released)."),
     seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
-    species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
-                                                                        "tokens, or substrings as the released build."),
+    species_match: SpeciesMatch = typer.Option(SpeciesMatch.tokens, "--species-match",
+                                               help="Waterbird keywords match whole name tokens, or substrings as "
+                                                    "the released build."),
+    on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Birds with a missing or unreadable image or "
+                                                                     "segmentation: fail, or skip them and list them "
+                                                                     "in skipped.json."),
+    publish: bool = typer.Option(False, "--publish", help="Publish a DVC version of the data root afterwards."),
+    shard_size: int = typer.Option(200, "--shard-size", min=1, help="Birds per render unit, the grain of resume "
+                                                                    "and of Dask tasks (does not change the output)."),
     force: bool = FORCE_BUILD,
 ) -> None:
     """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
@@ -51,13 +67,23 @@ def build_command(
     settings = settings_of(ctx)
     params = WaterbirdsParams(**{k: v for k, v in {
         "rhos": tuple(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
-        "seed": seed, "species_match": species_match}.items() if v is not None})
+        "seed": seed, "species_match": species_match.value, "on_error": on_error}.items() if v is not None})
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds.build import build_waterbirds
 
+    repo = Path(".").resolve()
+    if publish:
+        from segbench.core.versioning import configure_remote, ensure_repo
+
+        ensure_repo(repo)  # refuse before building, not after
+        if settings.dvc_remote:
+            configure_remote(repo, settings.dvc_remote, local=True)
     summary = run_flow(ctx, build_waterbirds, cub_root, places_root, out or settings.data_root / "waterbirds_seg", params,
-                       force=force)
+                       publish_repo=repo if publish else None,
+                       publish_data_dir=relative_to_repo(settings.data_root, repo), shard_size=shard_size, force=force)
     print_build(summary)
+    if publish:
+        print_publish(summary["publish"])
 
 
 def print_build(summary: dict[str, Any]) -> None:
@@ -67,8 +93,10 @@ def print_build(summary: dict[str, Any]) -> None:
         "birds": counts["birds"], **{f"  {k}": v for k, v in counts["per_class"].items()},
         **{f"  {k}": v for k, v in counts["per_group"].items()}, "rendered": counts["rendered"],
         "substring-rule mislabels": ", ".join(m["species"] for m in summary["mislabels"]) or "none",
+        "skipped (see skipped.json)": sum(summary.get("skipped", {}).values()),
     }))
-    flip.print_group_counts(counts, ["land·land", "land·water", "water·land", "water·water"])
+    flip.print_group_counts(counts, ["landbird on land", "landbird on water", "waterbird on land",
+                                     "waterbird on water"])
     console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
     console.out.print(build_status(summary))
 

@@ -11,21 +11,81 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from segbench.core.errors import SkipReport
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 METRICS_NAME = "metrics.json"
 REPORT_NAME = "report.md"
 
 
+NOT_AVAILABLE = "n/a"
+
+
 def fmt(value: float | None) -> str:
-    """4 decimals, or ``n/a`` for an undefined value."""
-    return "n/a" if value is None else f"{value:.4f}"
+    """4 decimals, or ``n/a`` for an undefined value (None or NaN)."""
+    if value is None or value != value:
+        return NOT_AVAILABLE
+    return f"{value:.4f}"
+
+
+def cell(value: Any) -> str:
+    """A table cell: floats with 4 decimals, ``n/a`` for a missing value, yes/no for a truth value."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None or isinstance(value, float):
+        return fmt(value)
+    return str(value)
+
+
+def portable_paths(value: Any, base: str | Path) -> Any:
+    """``value`` (a string, or dicts / lists of them) with every absolute path made portable.
+
+    Reports get versioned with the data, so they must not name this machine's folders: a path
+    below ``base`` (the project) becomes relative to it (``.`` for ``base`` itself), any other
+    absolute path keeps only its name. ``<path>@<rev>`` and ``<path>:<file>`` keep their suffix.
+    """
+    if isinstance(value, Mapping):
+        return {key: portable_paths(item, base) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable_paths(item, base) for item in value]
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value.startswith("/"):
+        return value
+    for separator in ("@", ":"):
+        head, found, tail = value.partition(separator)
+        if found and tail:
+            return f"{portable_paths(head, base)}{separator}{tail}"
+    path, root = Path(value), Path(base).resolve()
+    try:
+        return path.relative_to(root).as_posix() or "."
+    except ValueError:
+        return path.name
+
+
+def evaluated_lines(evaluated: Mapping[str, Any]) -> list[str]:
+    """The "What was evaluated" section of a report: one line per key, sorted, in plain words.
+
+    A missing revision is the working tree; other missing values are ``n/a``; a group of files
+    (ground truth per level) is listed as ``name `file```, never as a Python dict.
+    """
+    def shown(key: str, value: Any) -> str:
+        if value is None:
+            return "working tree" if key == "rev" else NOT_AVAILABLE
+        if isinstance(value, Mapping):
+            return ", ".join(f"{name} {shown(name, item)}" for name, item in value.items())
+        if isinstance(value, (list, tuple)):
+            return ", ".join(shown(key, item) for item in value)
+        # Parameters (ρ, thresholds) as given, not as 4-decimal metrics.
+        return f"`{value:g}`" if isinstance(value, float) else f"`{cell(value)}`"
+
+    return ["## What was evaluated", ""] + [f"- **{key}**: {shown(key, evaluated[key])}"
+                                            for key in sorted(evaluated)] + [""]
 
 
 def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -36,20 +96,16 @@ def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; floats with 4 decimals, None as an en dash."""
-
-    def cell(value: Any) -> str:
-        if value is None:
-            return "–"
-        return f"{value:.4f}" if isinstance(value, float) else str(value)
-
+    """A GitHub-flavoured Markdown table; cells as :func:`cell` writes them."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
-def figure_png(fig: Figure) -> bytes:
+def figure_png(fig: "Figure") -> bytes:
     """A matplotlib figure as PNG bytes, drawn on a private Agg canvas (no pyplot global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     # No "Software" tag: the bytes then do not change with the matplotlib version.

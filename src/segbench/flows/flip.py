@@ -30,6 +30,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress, registry
 from segbench.core.build import Build, Built, Stage
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.flip import FlipEvaluation
@@ -139,8 +140,9 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
     relpath = split_relpath(dataset_dir, rho, split)
     images = load_split(repo, rev, relpath)
     found = prediction_paths(predictions, [image["id"] for image in images])
-    evaluated = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "rho": rho, "split": split,
-                 "split_file": relpath, "predictions": predictions}
+    # Relative to the project: the report is versioned and must not name this machine's folders.
+    evaluated = portable_paths({"source": DatasetSource(repo, rev).describe(), "rev": rev, "rho": rho, "split": split,
+                                "split_file": relpath, "predictions": predictions}, repo)
     masks = [f"{dataset_dir.rstrip('/')}/{image['mask_file']}" for image in images]
     hashes = hash_ground_truth(repo, rev, dataset_dir, [relpath, *masks])
     hashes |= local_hashes(PREDICTIONS, {Path(path).name: path for path in found.values()})
@@ -152,8 +154,8 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
                             force=force, logger=logger)
     if not result["up_to_date"]:
         summary = result["summary"]
-        logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary["num_images"], summary["miou"],
-                    summary["fg_decomposition"]["flip"], result["paths"]["report"])
+        logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary["num_images"], fmt(summary["miou"]),
+                    fmt(summary["fg_decomposition"]["flip"]), result["paths"]["report"])
     return result
 
 

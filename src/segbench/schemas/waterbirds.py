@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from segbench.core.errors import OnError
 from segbench.schemas.rebuild import PlanPath, PlanTable
 
 LAND_PLACES = ("bamboo_forest", "forest/broadleaf")
@@ -17,20 +18,25 @@ SpeciesMatch = Literal["tokens", "substring"]
 class WaterbirdsParams(BaseModel):
     """Everything that shapes a Waterbirds-seg build (recorded in the manifest).
 
-    The defaults are sized for the demo world; the released manifests have 74 val and 642 test
-    images per group.
+    The defaults are the released build's sizes (74 val and 642 test images per group); the demo
+    asks for fewer (:data:`DEMO_SIZES`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     rhos: tuple[float, ...] = (0.5, 0.95)
-    val_per_group: int = Field(5, ge=1)
-    test_per_group: int = Field(10, ge=1)
+    val_per_group: int = Field(74, ge=1)
+    test_per_group: int = Field(642, ge=1)
     seed: int = 13
     species_match: SpeciesMatch = "tokens"
     aligned_share: float = Field(2 / 3, gt=0, lt=1, description="share of each bird type on its aligned place")
     land_places: tuple[str, ...] = LAND_PLACES
     water_places: tuple[str, ...] = WATER_PLACES
+    on_error: OnError = OnError.FAIL
+
+
+# The demo world's sizes: its generated source holds a few dozen birds per group.
+DEMO_SIZES = {"val_per_group": 5, "test_per_group": 10}
 
 
 # --- the [waterbirds] table of a rebuild plan ----------------------------------------------------------------------

@@ -104,11 +104,16 @@ def write_records(stage: Path, instances: CocoIndex, records: list[ContextRecord
     return {"coverage": coverage, "group_counts": group_counts}
 
 
+# Items finished inside render shards advance the "Rendering" progress as they finish.
+RENDER_CHANNEL = "coco_cd.render"
+
+
 @task(name="render-shard", **UNIT)
 def render_shard(unit_key: str, stage: Path, shard: CocoIndex, coco_root: Path, params: CocoCdParams) -> int:
     """Write the masks (and images) of one shard; ``shard`` holds only its images' annotations."""
     for image_id in sorted(shard.images):
         outputs.write_image_and_mask(stage, shard, coco_root, image_id, params)
+        progress.item_done(RENDER_CHANNEL)
     return len(shard.images)
 
 
@@ -120,7 +125,7 @@ def _render_all(stage: Stage, instances: CocoIndex, coco_root: Path, plan: Split
                                    outputs.render_slice(instances, ids, params), coco_root, params)
                for ids in shards]
     what = "Rendering label masks and images" if params.write_images else "Rendering label masks"
-    progress.gather(futures, what, len(image_ids), units=int)
+    progress.gather(futures, what, len(image_ids), units=int, channel=RENDER_CHANNEL)
     return futures
 
 

@@ -34,6 +34,7 @@ from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import ImportPolicy, OnError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.io import write_json
+from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.spin import SpinEvaluation
@@ -176,8 +177,8 @@ def _log_summary(logger: Any, result: dict[str, Any]) -> None:
     prompts = list(summary["prompts"])
     general = summary["prompts"].get(prompts[0] if prompts else "", {})
     logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
-                "/".join(prompts), general.get("levels", {}).get("subparts", {}).get("miou"),
-                general.get("spcs", {}).get("mean"), result["paths"]["report"])
+                "/".join(prompts), fmt(general.get("levels", {}).get("subparts", {}).get("miou")),
+                fmt(general.get("spcs", {}).get("mean")), result["paths"]["report"])
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,10 @@ def _score(stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy,
     summary["recognition"] = loaded.recognition
     skipped = policy.report.to_json() if policy.on_error is OnError.SKIP else None
     summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
-    evaluated = {"source": params["source"], "rev": params["rev"], "split": params["split"],
-                 "ground_truth": truth.files, "predictions": params["predictions"], "answers": params["answers"]}
+    # Relative to the project: the report is versioned and must not name this machine's folders.
+    evaluated = portable_paths({"source": params["source"], "rev": params["rev"], "split": params["split"],
+                                "ground_truth": truth.files, "predictions": params["predictions"],
+                                "answers": params["answers"]}, params["source"].partition("@")[0])
     write_report_task(str(stage.path), summary, evaluated, skipped)
     return Built(counts={"images": summary["num_images"]}, units=count_units(futures),
                  skipped=0 if skipped is None else skipped["count"], extras={"summary": summary})

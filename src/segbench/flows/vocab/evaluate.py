@@ -31,6 +31,7 @@ from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
 from segbench.core.io import read_json, write_json
+from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
@@ -237,7 +238,7 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
                             prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)
     if not result["up_to_date"]:
         summary = result["summary"]
-        logger.info("LAC area (mIoU) %s over %d images -> %s", summary["lac"]["miou"]["area"],
+        logger.info("LAC area (mIoU) %s over %d images -> %s", fmt(summary["lac"]["miou"]["area"]),
                     summary["num_images"], result["paths"]["report"])
     return result
 
@@ -293,7 +294,9 @@ def _score(stage: Stage, request: _Request, vocabulary: Vocabulary,
         get_run_logger().warning("%d gt regions had no description (scored unmatched); %d described segments are "
                                  "not in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
     params = request.params()
-    evaluated = {key: params[key] for key in ("source", "rev", "vocab", "descriptions", "gt", "panoptic")}
+    # Relative to the project: the report is versioned and must not name this machine's folders.
+    evaluated = portable_paths({key: params[key] for key in ("source", "rev", "vocab", "descriptions", "gt",
+                                                             "panoptic")}, request.repo)
     lac.write_report(stage.path, summary, {**evaluated, "baseline_note": baseline_note})
     write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
     return Built(counts={"images": summary["num_images"], "regions": summary["num_regions"]},

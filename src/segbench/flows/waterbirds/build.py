@@ -26,9 +26,9 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.errors import InputError
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json
-from segbench.core.reports import markdown_table
+from segbench.core.reports import markdown_table, write_skip_report
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
 from segbench.flows.publish import publish_data
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
 
 RENDER_SHARD = 200
-GROUP_NAMES = [f"{c}·{a}" for c in wb.CLASSES for a in wb.CONTEXTS]
+GROUP_NAMES = [f"{c} on {a}" for c in wb.CLASSES for a in wb.CONTEXTS]  # "landbird on water"
 
 
 def _image_size(path: Path) -> tuple[int, int]:
@@ -54,20 +54,38 @@ def _image_size(path: Path) -> tuple[int, int]:
 
 
 @task(name="load-waterbirds-sources", cache_policy=NO_CACHE)
-def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams
+def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, policy: ImportPolicy
                  ) -> tuple[list[wb.Bird], dict[int, wb.Record]]:
-    """Read both trees, type every bird, assign place types and place images."""
-    birds = wb.read_cub(cub_root)
+    """Read both trees, check every bird's image and segmentation, type the usable birds, assign
+    place types and place images. A bad bird fails the build, or is left out and recorded in
+    ``policy`` (``--on-error skip``) before any random draw, so the draws see only usable birds."""
+    sizes: dict[int, tuple[int, int]] = {}
+    usable = []
+    for bird in progress.track(wb.read_cub(cub_root), "Reading bird images"):
+        try:
+            sizes[bird.image_id] = _bird_size(Path(cub_root), bird)
+            usable.append(bird)
+        except AnnotationError as error:
+            policy.handle(error)
     places = wb.read_places(places_root, (*params.land_places, *params.water_places))
-    types = wb.bird_types(birds, params.species_match)
+    types = wb.bird_types(usable, params.species_match)
     contexts = wb.assign_contexts(types, seed=params.seed, aligned_share=params.aligned_share)
     place_files = wb.assign_places(contexts, places, params)
-    records = {}
-    for bird in progress.track(birds, "Reading bird images"):
-        width, height = _image_size(Path(cub_root) / "images" / bird.path)
-        records[bird.image_id] = wb.Record(bird, types[bird.image_id], contexts[bird.image_id],
-                                           place_files[bird.image_id], width, height)
-    return birds, records
+    records = {bird.image_id: wb.Record(bird, types[bird.image_id], contexts[bird.image_id],
+                                        place_files[bird.image_id], *sizes[bird.image_id]) for bird in usable}
+    return usable, records
+
+
+def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
+    """The bird image's size, once both it and its segmentation are readable images."""
+    segmentation = cub_root / "segmentations" / (bird.path.rsplit(".", 1)[0] + ".png")
+    try:
+        size = _image_size(cub_root / "images" / bird.path)
+        _image_size(segmentation)
+    except InputError as error:
+        raise AnnotationError(error.message, path=error.path, item=str(bird.image_id),
+                              hint="fix or remove the file, or build with --on-error skip") from None
+    return size
 
 
 @task(name="draw-splits", cache_policy=NO_CACHE)
@@ -100,6 +118,10 @@ def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Recor
     return {"group_counts": counts, "mislabels": species["substring_mislabels"]}
 
 
+# Items finished inside render shards advance the "Rendering" progress as they finish.
+RENDER_CHANNEL = "waterbirds.render"
+
+
 @task(name="render-shard", **UNIT)
 def render_shard(unit_key: str, stage: Path, cub_root: Path, places_root: Path, records: list[wb.Record]) -> int:
     """Composite one shard's birds into the stage (a unit: a rerun of the same stage skips it)."""
@@ -110,16 +132,18 @@ def render_shard(unit_key: str, stage: Path, cub_root: Path, places_root: Path, 
                            durable=False)
         # Level 1: photos encode several times faster for a little more space.
         atomic_write_bytes(stage / "images" / f"{stem}.png", png_bytes(image, compress_level=1), durable=False)
+        progress.item_done(RENDER_CHANNEL)
     return len(records)
 
 
-def _render_all(stage: Stage, cub_root: Path, places_root: Path, records: dict[int, wb.Record], plan: SplitPlan
-                ) -> tuple[int, dict[str, int]]:
+def _render_all(stage: Stage, cub_root: Path, places_root: Path, records: dict[int, wb.Record], plan: SplitPlan,
+                shard_size: int) -> tuple[int, dict[str, int]]:
     ids = sorted({*plan.val, *plan.test, *(i for train in plan.train.values() for i in train)})
-    shards = [[records[i] for i in ids[k : k + RENDER_SHARD]] for k in range(0, len(ids), RENDER_SHARD)]
-    futures = [render_shard.submit(stage.unit_key(f"render/{n}"), stage.path, cub_root, places_root, shard)
-               for n, shard in enumerate(shards)]
-    progress.gather(futures, "Compositing birds on places", len(ids), units=int)
+    shards = [[records[i] for i in ids[k : k + shard_size]] for k in range(0, len(ids), shard_size)]
+    # The key names the shard's first and last bird: a rerun with another shard size reuses nothing wrong.
+    futures = [render_shard.submit(stage.unit_key(f"render/{s[0].bird.image_id}-{s[-1].bird.image_id}"), stage.path,
+                                   cub_root, places_root, s) for s in shards]
+    progress.gather(futures, "Compositing birds on places", len(ids), units=int, channel=RENDER_CHANNEL)
     return len(ids), count_units(futures)
 
 
@@ -138,9 +162,14 @@ def build_waterbirds(
     params: wb.WaterbirdsParams | None = None,
     publish_repo: Path | None = None,
     publish_data_dir: str = "data",
+    shard_size: int = RENDER_SHARD,
     force: bool = False,
 ) -> dict[str, Any]:
     """Build Waterbirds-seg from a CUB-200-2011 root and a Places root into ``out``.
+
+    Birds are composited in units of ``shard_size`` (the grain of resume and of Dask tasks; it
+    does not change the output). Under ``params.on_error`` skip, birds whose image or segmentation
+    is missing or unreadable are left out and listed in ``skipped.json``.
 
     Only birds that land in some split are rendered. The output replaces ``out`` only when complete;
     with ``publish_repo`` the last step publishes a DVC version of ``publish_data_dir``. When ``out``
@@ -164,26 +193,32 @@ def build_waterbirds(
     build = Build(out=out, dataset="waterbirds_seg", logic_version=wb.BUILDER_VERSION,
                   params=params.model_dump(mode="json"), input_hashes=hashes)
 
-    def prepare() -> tuple[list[wb.Bird], dict[int, wb.Record], SplitPlan]:
-        birds, records = load_records(cub_root, places_root, params)
-        return birds, records, plan_splits(records, params)
+    def prepare() -> tuple[ImportPolicy, list[wb.Bird], dict[int, wb.Record], SplitPlan]:
+        policy = ImportPolicy(on_error=params.on_error)
+        birds, records = load_records(cub_root, places_root, params, policy)
+        return policy, birds, records, plan_splits(records, params)
 
-    summary = run_build(build, lambda stage, loaded: _build(stage, cub_root, places_root, params, *loaded),
+    summary = run_build(build, lambda stage, loaded: _build(stage, cub_root, places_root, params, shard_size,
+                                                            *loaded),
                         force=force, prepare=prepare, logger=logger,
-                        finished=lambda _manifest: {"mislabels": _mislabels(out)})
+                        finished=lambda _manifest: {"mislabels": _mislabels(out),
+                                                    "skipped": read_json(out / "skipped.json")["by_error"]})
     if not summary["up_to_date"] and summary["mislabels"] and params.species_match == "tokens":
         logger.info("substring matching would mislabel %d species as waterbirds; see species.json",
                     len(summary["mislabels"]))
+    if summary["skipped"] and not summary["up_to_date"]:
+        logger.warning("skipped %d bird(s); see %s", sum(summary["skipped"].values()), out / "skipped.json")
     if publish_repo is not None:
         summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary
 
 
-def _build(stage: Stage, cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, birds: list[wb.Bird],
-           records: dict[int, wb.Record], plan: SplitPlan) -> Built:
-    """Write the tables, splits and composites into ``stage``; the counts, mislabels and render units."""
+def _build(stage: Stage, cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, shard_size: int,
+           policy: ImportPolicy, birds: list[wb.Bird], records: dict[int, wb.Record], plan: SplitPlan) -> Built:
+    """Write the tables, splits, skip report and composites into ``stage``; the counts, mislabels and units."""
     tables = write_records(stage.path, birds, records, plan, params)
-    rendered, units = _render_all(stage, cub_root, places_root, records, plan)
+    write_skip_report(stage.path, policy.report)
+    rendered, units = _render_all(stage, cub_root, places_root, records, plan, shard_size)
     counts = {
         "birds": len(birds),
         "per_class": {c: sum(r.y == y for r in records.values()) for y, c in enumerate(wb.CLASSES)},
@@ -192,7 +227,8 @@ def _build(stage: Stage, cub_root: Path, places_root: Path, params: wb.Waterbird
         "train_per_class_total": plan.per_class_total,
         "splits": tables["group_counts"],
     }
-    return Built(counts=counts, units=units, seed=params.seed, extras={"mislabels": tables["mislabels"]})
+    return Built(counts=counts, units=units, seed=params.seed, skipped=len(policy.report),
+                 extras={"mislabels": tables["mislabels"], "skipped": policy.report.counts()})
 
 
 def _mislabels(out: Path) -> list[dict[str, Any]]:

@@ -7,13 +7,14 @@ from typing import Any
 from segbench.demo.waterbirds.birds import generate_demo_birds
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.waterbirds.build import build_waterbirds
+from segbench.schemas.waterbirds import DEMO_SIZES, WaterbirdsParams
 
 
 def build(context: DemoContext) -> dict[str, Any]:
-    """Build Waterbirds-seg from a generated source with the default parameters."""
+    """Build Waterbirds-seg from a generated source with the default parameters at the demo's sizes."""
     cub, places = generate_demo_birds(context.work_dir / "demo-birds", seed=context.seed)
     out = context.data_root / "waterbirds_seg"
-    return {"build": build_waterbirds(cub, places, out), "paths": {"Waterbirds-seg": out}}
+    return {"build": build_waterbirds(cub, places, out, WaterbirdsParams(**DEMO_SIZES)), "paths": {"Waterbirds-seg": out}}
 
 
 DEMO = DemoStep(build=build)

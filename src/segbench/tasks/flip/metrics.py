@@ -52,12 +52,14 @@ class FlipNames:
     """The names a flip evaluation reports under; the numbers do not depend on them.
 
     ``classes`` are y = 0, 1 (label values 1, 2) and ``contexts`` a = 0, 1. Group ``2·y + a`` is
-    aligned when ``a == y`` (cat·indoor, dog·outdoor; landbird·land, waterbird·water).
+    aligned when ``a == y`` (cat·indoor, dog·outdoor; landbird on land, waterbird on water).
+    ``group_pattern`` names a group from its class and context.
     """
 
     dataset: str = "COCO-CD"
     classes: tuple[str, str] = ("cat", "dog")
     contexts: tuple[str, str] = ("indoor", "outdoor")
+    group_pattern: str = "{cls}·{context}"
 
     @property
     def class_names(self) -> tuple[str, str, str]:
@@ -74,13 +76,13 @@ class FlipNames:
 
 
 COCO_CD_NAMES = FlipNames()
-WATERBIRDS_NAMES = FlipNames("Waterbirds-seg", ("landbird", "waterbird"), ("land", "water"))
+WATERBIRDS_NAMES = FlipNames("Waterbirds-seg", ("landbird", "waterbird"), ("land", "water"), "{cls} on {context}")
 
 
 def group_name(group_id: int, names: FlipNames = COCO_CD_NAMES) -> str:
     """Display name of a group, e.g. ``"cat·indoor (aligned)"``."""
     cls, context, kind = names.group(group_id)
-    return f"{cls}·{context} ({kind})"
+    return f"{names.group_pattern.format(cls=cls, context=context)} ({kind})"
 
 
 def labels_from_probs(probs: np.ndarray) -> np.ndarray:

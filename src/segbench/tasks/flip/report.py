@@ -14,7 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
+from segbench.core.reports import evaluated_lines, figure_png, fmt, table_lines, write_report_files
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,7 @@ def render_markdown(
             ``predictions`` (and optionally more keys, listed as they are).
     """
     first, second = names.classes
-    lines = [f"# {names.dataset} evaluation", "", "## What was evaluated", ""]
-    lines += [f"- **{key}**: `{evaluated[key]}`" for key in sorted(evaluated)]
+    lines = [f"# {names.dataset} evaluation", ""] + evaluated_lines(evaluated)[:-1]
     lines += [f"- **images**: {summary['num_images']}", ""]
 
     iou = summary["class_iou"]

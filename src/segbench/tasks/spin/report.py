@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from segbench.core.reports import figure_png, table_lines, write_report_files
+from segbench.core.reports import evaluated_lines, figure_png, table_lines, write_report_files
 from segbench.tasks.spin.metrics import LEVELS
 
 log = logging.getLogger(__name__)
@@ -35,8 +35,7 @@ def pct(value: float | None) -> str:
 def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The Markdown report. Rates are printed as percentages (Tables 2 and 3 of the seed)."""
     prompts = summary["prompts"]
-    lines = ["# SPIN evaluation", "", "## What was evaluated", ""]
-    lines += [f"- **{key}**: `{evaluated[key]}`" for key in sorted(evaluated)]
+    lines = ["# SPIN evaluation", ""] + evaluated_lines(evaluated)[:-1]
     lines += [f"- **images**: {summary['num_images']}", f"- **prompts**: {', '.join(prompts) or 'none'}", ""]
 
     lines += ["## Localization (mIoU, %)", "",

@@ -1,0 +1,40 @@
+"""How ``--help`` reads the same on every command: choices listed, no type on plain flags.
+
+Typer prints a value type after every option (``<path>``, ``<int>``), also after flags that take
+no value (``--force <bool>``), which reads as if the flag wanted one. :func:`tidy_flag_types`
+drops that type for flags. Options with a fixed set of values are enums, so their help lists the
+choices (``<threads|dask>``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from typer.core import TyperOption
+
+
+class Runner(str, enum.Enum):
+    """Where sharded work runs (the root option ``--runner``)."""
+
+    threads = "threads"
+    dask = "dask"
+
+
+def _flag_aware(display_type_rich: Any) -> Any:
+    def display(self: TyperOption, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None  # a flag takes no value: no type to show
+        return display_type_rich(self, ctx)
+
+    display.__wrapped__ = display_type_rich  # type: ignore[attr-defined]
+    return display
+
+
+def tidy_flag_types() -> None:
+    """Show no value type after flags in ``--help`` (idempotent)."""
+    if not hasattr(TyperOption.display_type_rich, "__wrapped__"):
+        TyperOption.display_type_rich = _flag_aware(TyperOption.display_type_rich)  # type: ignore[method-assign]
+
+
+__all__ = ["Runner", "tidy_flag_types"]

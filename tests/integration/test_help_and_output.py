@@ -1,0 +1,201 @@
+"""Every command's help reads the same way, and output suits people and pipes alike.
+
+Help: every command of the tree renders, no help text loses characters to rich markup, options
+with a fixed set of values list them, flags show no value type, a default is said once. Output:
+with stdout captured (not a terminal) tables are as wide as their content, progress comes as
+timestamped lines in order, and ``--json`` prints only the summary.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from rich.text import Text
+from support.cli import run
+from typer.testing import CliRunner
+
+from segbench import console, progress
+from segbench.annotation_ui.rounds import RoundStore, new_round
+from segbench.cli import app
+from segbench.schemas.rounds import RoundConfig, RoundItem
+
+WIDE = {"COLUMNS": "250", "TERMINAL_WIDTH": "250"}
+
+
+def _commands() -> list[tuple[list[str], Any]]:
+    found = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        found.append((path, command))
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+COMMANDS = _commands()
+
+
+def _options(command: Any) -> list[Any]:
+    # Typer builds its commands from its own copy of click: recognise options by what they are.
+    return [p for p in command.params if p.param_type_name == "option"]
+
+
+def test_the_tree_holds_every_command_group():
+    names = {" ".join(path) for path, _ in COMMANDS}
+    assert {"build coco-cd", "build waterbirds", "rounds create", "rounds list", "spin import", "evaluate cgf1"} <= names
+
+
+@pytest.mark.parametrize("path", [path for path, _ in COMMANDS], ids=lambda p: " ".join(p) or "segbench")
+def test_every_help_renders_without_markup_loss_or_bool_types(path):
+    result = CliRunner().invoke(app, [*path, "--help"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+    assert "<bool>" not in result.output  # flags take no value
+    command = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]
+    texts = [command.help or ""] + [p.help or "" for p in _options(command)]
+    for text in texts:
+        # Rich markup would swallow e.g. "[[x, y], …]": what is shown must be what was written.
+        assert Text.from_markup(text).plain == text.replace("\\[", "["), text
+
+
+def test_spin_import_help_shows_the_polygon_format():
+    result = CliRunner().invoke(app, ["spin", "import", "--help"], env=WIDE)
+    assert '"points": [[x, y], …]' in result.output or "points: [[x, y], …]" in result.output
+
+
+def _shows_default(option: Any) -> bool:
+    if option.show_default is False or option.default is None:
+        return False
+    return not (option.is_flag and option.default is False)
+
+
+@pytest.mark.parametrize("path", [path for path, _ in COMMANDS], ids=lambda p: " ".join(p) or "segbench")
+def test_defaults_are_said_once(path):
+    command = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]
+    twice = [o.name for o in _options(command) if _shows_default(o) and "default" in (o.help or "").lower()]
+    assert not twice, f"{' '.join(path)}: help text and [default: …] both state the default of {twice}"
+
+
+def test_options_with_a_fixed_set_of_values_list_them():
+    expected = {(): {"--runner": "threads|dask"},
+                ("build", "waterbirds"): {"--species-match": "tokens|substring", "--on-error": "fail|skip"},
+                ("build", "coco-cd"): {"--on-error": "fail|skip"},
+                ("rounds", "create"): {"--kind": "coco_cd_context_audit", "--backend": "labelstudio|files"}}
+    for path, options in expected.items():
+        rows = CliRunner().invoke(app, [*path, "--help"], env=WIDE).output.splitlines()
+        for option, choices in options.items():
+            row = next(r for r in rows if re.search(rf"\s{option}\s", r))
+            assert f"<{choices}>" in row, (path, row)
+
+
+def test_a_round_kind_is_given_by_its_one_name_and_the_old_one_still_works(tmp_path):
+    # Past the option check, both names reach the command (which then needs a COCO-CD build).
+    for name in ("coco_cd_context_audit", "coco-cd-audit"):
+        failed = run(tmp_path, "rounds", "create", "audit-1", "--kind", name, code=1)
+        assert "coco_cd" in str(failed.exception)
+    assert "is not a kind" in run(tmp_path, "rounds", "create", "audit-1", "--kind", "spin", code=2).output
+
+
+def test_every_build_of_a_sharded_dataset_has_the_same_build_options():
+    by_path = {" ".join(p): c for p, c in COMMANDS}
+    shared = {"publish", "on_error", "shard_size", "force", "seed", "out"}
+    for path in ("build coco-cd", "build waterbirds"):
+        assert shared <= {o.name for o in _options(by_path[path])}, path
+
+
+def test_round_kinds_have_one_name_from_create_to_list(tmp_path):
+    config = RoundConfig(label_config="coco_cd_context", overlap=1)
+    long_key = "demo-spin-biped-head-with-a-long-name-that-a-narrow-table-would-cut"
+    items = [RoundItem(item_id="1", image="coco_cd/images/1.png", width=64, height=48)]
+    round_ = new_round(long_key, "coco_cd_context_audit", "coco_cd", "ab" * 32, config, items, "files",
+                       "2026-01-01T00:00:00+00:00")
+    RoundStore(tmp_path / "data" / "rounds").save(round_)
+    listed = run(tmp_path, "rounds", "list")
+    assert long_key in listed.stdout  # whole: not cut at 80 columns though stdout is not a terminal
+    assert "coco_cd_context_audit" in listed.stdout
+
+    as_json = run(tmp_path, "--json", "rounds", "list")
+    rounds = json.loads(as_json.stdout)
+    assert [(r["key"], r["kind"]) for r in rounds] == [(long_key, "coco_cd_context_audit")]
+
+
+def test_tables_in_a_pipe_take_the_width_of_their_content():
+    console.configure()
+    buffer = io.StringIO()
+    wide = console.Console(file=buffer, width=console.PIPE_WIDTH, soft_wrap=True, no_color=True)
+    name = "abstract-" + "x" * 150
+    wide.print(console.table("Subparts", ["subpart", "count"], [[name, 3], ["eye", 0.123456]]))
+    text = buffer.getvalue()
+    assert name in text and "0.1235" in text and "…" not in text
+
+
+def test_progress_in_a_pipe_is_timestamped_lines_written_in_order():
+    stream = io.StringIO()
+    with progress.listening(console.LineListener(stream, every=0.0)):
+        with progress.step("Reading", 2) as reading:
+            reading.advance()
+            reading.advance()
+        for _ in progress.track(range(3), "Writing"):
+            pass
+    lines = stream.getvalue().splitlines()
+    assert all(re.match(r"\d\d:\d\d:\d\d ", line) for line in lines), lines
+    steps = [line[9:] for line in lines]
+    assert steps[0] == "Reading: started (2 items)" and steps[-1].startswith("Writing: done, 3 items")
+    assert steps.index("Reading: 2/2") < next(i for i, s in enumerate(steps) if s.startswith("Writing: started"))
+
+
+class _Shard:
+    """A finished shard the way ``gather`` sees a Prefect future."""
+
+    def __init__(self, items: int, report: bool) -> None:
+        self.items, self.report = items, report
+
+    def result(self) -> int:
+        for _ in range(self.items if self.report else 0):
+            progress.item_done("test.shards")
+        return self.items
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def start(self, description: str, total: int | None) -> object:
+        return description
+
+    def advance(self, handle: object, amount: int = 1) -> None:
+        self.seen.append(amount)
+
+    def finish(self, handle: object) -> None:
+        return None
+
+
+def test_sharded_progress_moves_per_item_and_counts_replayed_shards_once():
+    recorder = _Recorder()
+    progress.item_done("test.shards", 2)  # finished before the stage started gathering: still counted
+    with progress.listening(recorder):
+        progress.gather([_Shard(3, report=True), _Shard(4, report=False), _Shard(5, report=True)],
+                        "Rendering", 12, units=int, channel="test.shards")
+    assert sum(recorder.seen) == 12  # never past the total
+    assert recorder.seen[:3] == [2, 1, 1]  # item by item, not one jump per shard
+
+
+def test_json_prints_only_the_summary_on_stdout(tmp_path):
+    result = CliRunner().invoke(app, ["--data-root", str(tmp_path / "data"), "--work-dir", str(tmp_path / "w"),
+                                      "--json", "rounds", "list"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
+    assert "No rounds yet" in result.stderr
+
+
+def test_summary_json_names_paths_and_models_plainly():
+    text = console.summary_json({"out": Path("data/x"), "values": {0.5, 0.25}, "flag": True})
+    assert json.loads(text) == {"flag": True, "out": "data/x", "values": [0.25, 0.5]}
