@@ -21,7 +21,8 @@ usage: scripts/label-studio.sh install|start|stop|status|env|--help
             its data and files first, so the server starts on an empty database
   stop      stop the server (SIGTERM, SIGKILL after 20 s)
   status    running / healthy, url, pid (exit 0 only when healthy)
-  env       print export lines for SEGBENCH_LABEL_STUDIO_URL, _TOKEN, _FILES (for eval)
+  env       print export lines for SEGBENCH_LABEL_STUDIO_URL, _TOKEN, _FILES (for eval; segbench
+            needs none of them for a server this script started: it reads connection.json)
 
 environment (paths relative to the project root):
   SEGBENCH_WORK_DIR                default .segbench
@@ -34,6 +35,8 @@ environment (paths relative to the project root):
   PYTHON                           interpreter for the virtualenv; default python3.11
 
 Rounds copy the images they show into <server folder>/files, the only folder the server serves.
+start records the server's URL, token and files folder in <server folder>/connection.json (0600);
+segbench reads them from there unless SEGBENCH_LABEL_STUDIO_URL, _TOKEN or _FILES are set.
 EOF
 }
 
@@ -60,6 +63,7 @@ load_config() {
   LS_HOME=$LS_DIR/home
   LOG=$LS_DIR/server.log
   PID_FILE=$LS_DIR/server.pid
+  CONNECTION=$LS_DIR/connection.json
 }
 
 require_credentials() {
@@ -173,12 +177,26 @@ prepare_data_dir() {
   rm -f "$DATA_DIR/.env"
 }
 
+write_connection() {
+  # Where segbench finds this server (settings.py reads it unless the URL, token or files folder are
+  # set explicitly). The token is passed through the environment, never argv; the file is 0600.
+  SEGBENCH_LS_TOKEN="$SEGBENCH_LABEL_STUDIO_TOKEN" "$VENV/bin/python" - "$URL" "$FILES_DIR" "$CONNECTION" <<'EOF'
+import json, os, sys
+url, files, path = sys.argv[1:]
+fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+with os.fdopen(fd, "w") as out:
+    json.dump({"url": url, "token": os.environ["SEGBENCH_LS_TOKEN"], "files": files}, out, indent=1)
+os.replace(path + ".tmp", path)
+EOF
+}
+
 cmd_start() {
   local fresh=${1:-}
   [ -z "$fresh" ] || [ "$fresh" = "--fresh" ] || die "unknown option $fresh (see --help)"
   require_credentials
   installed || die "label-studio is not installed in $VENV; run: scripts/label-studio.sh install"
   if healthy; then
+    write_connection
     echo "Label Studio already running and healthy at $URL"
     return 0
   fi
@@ -220,6 +238,7 @@ cmd_start() {
     fi
     sleep 1
   done
+  write_connection
   echo "Label Studio $LS_VERSION healthy at $URL (pid $pid, ready in $((SECONDS - t0)) s, log $LOG)"
 }
 

@@ -10,6 +10,7 @@ import time. It must run before ``prefect`` is imported, which is why the CLI im
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from pydantic_settings import (
 from segbench.core.errors import InputError
 
 DEFAULT_CONFIG_NAME = "segbench.toml"
+LABEL_STUDIO_CONNECTION = "connection.json"
 
 
 class Settings(BaseSettings):
@@ -52,6 +54,7 @@ class Settings(BaseSettings):
     label_studio_url: str = "http://127.0.0.1:8089"
     label_studio_token: SecretStr | None = None
     label_studio_files: Path | None = None
+    label_studio_dir: Path | None = None  # the folder scripts/label-studio.sh runs its server from
     dvc_remote: str | None = None
     telemetry: bool = False
 
@@ -63,8 +66,32 @@ class Settings(BaseSettings):
         self.cache_dir = self.cache_dir or self.data_root / "cache"
         self.reports_dir = self.reports_dir or self.data_root.parent / "reports"
         # The only folder the server serves files from; rounds copy their images into it.
-        self.label_studio_files = self.label_studio_files or self.work_dir / "label-studio" / "files"
+        self.label_studio_dir = self.label_studio_dir or self.work_dir / "label-studio"
+        self._connect_to_local_label_studio()
+        self.label_studio_files = self.label_studio_files or self.label_studio_dir / "files"
         return self
+
+    def _connect_to_local_label_studio(self) -> None:
+        """Take the URL, token and files folder ``scripts/label-studio.sh start`` recorded, unless set.
+
+        The script runs the server on the port and folder it is told, so the one place both agree
+        on is the file it writes; explicit settings (flags, environment, config file) still win.
+        """
+        path = self.label_studio_dir / LABEL_STUDIO_CONNECTION
+        if not path.is_file():
+            return
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8"))
+            url, token, files = recorded["url"], recorded["token"], recorded["files"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"unreadable Label Studio connection file ({type(exc).__name__})", path=path,
+                             hint="restart the server with scripts/label-studio.sh start, or delete the file") from None
+        if "label_studio_url" not in self.model_fields_set:
+            self.label_studio_url = url
+        if "label_studio_token" not in self.model_fields_set:
+            self.label_studio_token = SecretStr(token)
+        if "label_studio_files" not in self.model_fields_set:
+            self.label_studio_files = Path(files)
 
     @classmethod
     def settings_customise_sources(

@@ -66,3 +66,28 @@ def test_configure_runtime_exports_state_dirs_and_disables_telemetry(monkeypatch
     assert os.environ["DVC_SITE_CACHE_DIR"].startswith(str(tmp_path / "wd"))
     assert os.environ["DO_NOT_TRACK"] == "1" and os.environ["DVC_NO_ANALYTICS"] == "1"
     assert os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false"
+
+
+def test_a_label_studio_server_started_by_the_script_is_found(tmp_path, monkeypatch):
+    folder = tmp_path / ".segbench" / "label-studio"
+    folder.mkdir(parents=True)
+    (folder / "connection.json").write_text(
+        '{"url": "http://127.0.0.1:8123", "token": "t0ken", "files": "/srv/ls/files"}')
+    s = load_settings()
+    assert s.label_studio_url == "http://127.0.0.1:8123" and s.label_studio_token.get_secret_value() == "t0ken"
+    assert str(s.label_studio_files) == "/srv/ls/files"
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_URL", "http://127.0.0.1:9000")  # explicit settings win
+    assert load_settings().label_studio_url == "http://127.0.0.1:9000"
+
+
+def test_an_unreadable_label_studio_connection_file_is_named(tmp_path):
+    folder = tmp_path / ".segbench" / "label-studio"
+    folder.mkdir(parents=True)
+    (folder / "connection.json").write_text('{"url": ')
+    with pytest.raises(InputError, match="connection.json"):
+        load_settings()
+
+
+def test_reports_go_beside_the_data_root():
+    assert str(load_settings().reports_dir) == "reports"
+    assert str(load_settings(data_root="/srv/project/data").reports_dir) == "/srv/project/reports"

@@ -105,3 +105,23 @@ def test_wrong_token_is_refused_without_changing_the_round(data_root, label_stud
         launch_round(data_root, "audit-token", label_studio.url, label_studio.files)
     assert wrong not in str(info.value) and label_studio.url in str(info.value)
     assert read_json(data_root / "rounds" / "audit-token.json")["status"] == "created"
+
+
+def test_the_command_line_finds_the_server_the_script_started(data_root, label_studio, monkeypatch):
+    """No URL, token or files folder set: segbench reads what ``scripts/label-studio.sh start`` recorded."""
+    from support.cli import run
+
+    server_dir = Path(__file__).resolve().parents[2] / ".segbench" / "test-label-studio"  # label-studio.test.env
+    connection = server_dir / "connection.json"
+    assert connection.is_file(), "scripts/label-studio.sh start records the server in connection.json"
+    assert connection.stat().st_mode & 0o077 == 0  # it holds the token: the owner's eyes only
+    for name in ("URL", "TOKEN", "FILES"):
+        monkeypatch.delenv(f"SEGBENCH_LABEL_STUDIO_{name}", raising=False)
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_DIR", str(server_dir))
+    key = f"cli-{data_root.parent.name}"[:60]
+
+    run(data_root.parent, "rounds", "create", key, "--backend", "labelstudio", "--per-group", "1")
+    launched = run(data_root.parent, "rounds", "launch", key)
+    assert label_studio.url in launched.output
+    assert "0 / 4" in run(data_root.parent, "rounds", "status", key).output
+    assert label_studio.token not in launched.output
