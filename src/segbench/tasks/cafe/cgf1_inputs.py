@@ -126,12 +126,56 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
             raise InputError(f"uncompressed RLE counts must be non-negative and sum to {height * width}",
                              path=path, item=item, hint="re-encode the mask")
         return mask_utils.frPyObjects({"size": [height, width], "counts": counts}, height, width)
-    if isinstance(counts, str):
-        return {"size": [height, width], "counts": counts.encode()}
-    if isinstance(counts, bytes):
-        return {"size": [height, width], "counts": counts}
-    raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
-                     hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
+    if not isinstance(counts, (str, bytes)):
+        raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
+                         hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
+    encoded = counts.encode("utf-8", "replace") if isinstance(counts, str) else counts
+    problem = compressed_rle_problem(encoded, height * width)
+    if problem:
+        raise InputError(f"corrupt compressed RLE counts: {problem}", path=path, item=item,
+                         hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
+    return {"size": [height, width], "counts": encoded}
+
+
+# A run needs at most 7 characters for any image below 2**34 pixels; longer numbers only come from
+# corrupt strings, and pycocotools would shift them past the width of its integers.
+_MAX_RUN_CHARS = 7
+
+
+def compressed_rle_problem(counts: bytes, pixels: int) -> str | None:
+    """What is wrong with a compressed RLE ``counts`` string for an image of ``pixels`` pixels, or ``None``.
+
+    Decodes the runs the way pycocotools' ``rleFrString`` does (the rules of
+    :func:`segbench.core.masks.rle_runs`, vectorised because predictions files hold tens of
+    thousands of masks) and requires non-negative runs that cover exactly ``pixels``. pycocotools
+    checks none of this: a corrupt string makes ``rleIou`` loop for minutes holding the GIL, so
+    every RLE is checked here before pycocotools sees it.
+    """
+    codes = np.frombuffer(counts, dtype=np.uint8).astype(np.int64) - 48
+    if codes.size == 0:
+        return "the counts string is empty"
+    if np.any((codes < 0) | (codes >= 64)):
+        return "it contains a character outside '0'..'o'"
+    more = (codes & 0x20) != 0
+    if more[-1]:
+        return "the string ends inside a number"
+    ends = np.flatnonzero(~more)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts + 1
+    if lengths.max() > _MAX_RUN_CHARS:
+        return f"a number is {int(lengths.max())} characters long"
+    digit = np.arange(codes.size) - np.repeat(starts, lengths)
+    values = np.add.reduceat((codes & 0x1F) << (5 * digit), starts)
+    negative = (codes[ends] & 0x10) != 0
+    values = np.where(negative, values - (np.int64(1) << (5 * lengths)), values)
+    runs = values.copy()  # from the fourth run on, each is stored as the difference to the run two before
+    runs[1::2] = np.cumsum(values[1::2])
+    runs[2::2] = np.cumsum(values[2::2])
+    if np.any(runs < 0):
+        return "a run is negative"
+    if int(runs.sum()) != pixels:
+        return f"the runs cover {int(runs.sum())} pixels, not the image's {pixels}"
+    return None
 
 
 def load_ground_truth(data: Any, path: str) -> GroundTruth:
@@ -165,6 +209,11 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
     first_annotation: dict[int, dict[str, Any]] = {}
     for ann in annotations:
         _check_annotation(ann, path)
+        if ann["image_id"] not in images:
+            # pycocotools would drop it silently and score its positive image as a negative.
+            raise InputError(f"annotation {ann['id']} refers to image {ann['image_id']!r}, which is not in "
+                             "'images'", path=path, item=f"annotation {ann['id']}",
+                             hint="fix the annotation's image_id or add the image to 'images'")
         ann_index[ann["id"]] = ann
         ann_ids_by_image[ann["image_id"]].append(ann["id"])
         first_annotation.setdefault(ann["image_id"], ann)
