@@ -94,6 +94,35 @@ def test_empty_subset_has_no_rates():
     assert m["OC"]["N"] == 0 and m["OC"]["AFPR"] is None and m["OC"]["cgF1"] is None
 
 
+# --- SoftSwap, hand-computed ----------------------------------------------------------------------
+
+def test_softswap_by_hand():
+    # One pair per case (positive k, negative k + 1000), all SM; scores chosen so that only the
+    # highest score of each prompt matters, whatever its IoU or the threshold t.
+    pairs = {k: "SM" for k in range(1, 8)}
+    preds = [
+        pred(1, TARGET, 0.7), pred(1001, ALIGNED, 0.7),  # tie: not a swap
+        # pair 2: no predictions at all: 0 vs 0, not a swap
+        pred(1003, ELSEWHERE, 0.3),  # q- below t while q+ has none: 0.3 > 0, a swap
+        pred(4, TARGET, 0.9), pred(1004, TARGET, 0.6), pred(1004, ELSEWHERE, 0.2),  # q+ higher: no swap
+        pred(5, ELSEWHERE, 0.1), pred(5, TARGET, 0.4), pred(1005, ELSEWHERE, 0.45),  # 0.45 > 0.4: a swap
+        pred(1006, ALIGNED, 0.0),  # q+ has none, q- scores 0: a tie at 0, not a swap
+        pred(7, TARGET, 0.95), pred(1007, ELSEWHERE, 0.96),  # q+ is TA-TP, yet q- is higher: a swap
+    ]
+    m = run_cafe(cafe_gt(pairs), preds)
+    assert m["SM"]["SoftSwap"] == pytest.approx(3 / 7) and m["Overall"]["SoftSwap"] == pytest.approx(3 / 7)
+    assert m["CC"]["SoftSwap"] is None  # empty subset
+    assert [row["SoftSwap"] for row in m["tau_sweep"]["SM"]] == [pytest.approx(3 / 7)] * 9  # no τ in it
+
+
+def test_softswap_per_subset_and_with_no_predictions():
+    m = run_cafe(cafe_gt(HAND_PAIRS), HAND_PREDS)
+    # SM: pair 1 0.9 vs 0.8, pair 2 0.3 vs 0.9 (swap); CC: 0.9 vs 0.9 (tie); OC: 0 vs 0.2 (swap), 0.9 vs 0
+    assert (m["SM"]["SoftSwap"], m["CC"]["SoftSwap"], m["OC"]["SoftSwap"]) == (0.5, 0.0, 0.5)
+    assert m["Overall"]["SoftSwap"] == pytest.approx(2 / 5)
+    assert run_cafe(cafe_gt(HAND_PAIRS), [])["Overall"]["SoftSwap"] == 0.0
+
+
 # --- cgF1, hand-computed ---------------------------------------------------------------------------
 
 def cgf1_gt(images: dict[int, list[dict]], exhaustive: dict[int, int] | None = None) -> dict:

@@ -204,7 +204,8 @@ def print_cafe_evaluation(result: dict[str, Any]) -> None:
     if m.get("calibration"):
         title += " — t calibrated"
     for heading, columns in ((title, ("N", "TA-TP", "TA-FN", "UA-FN", "TA-FP", "UA-FP", "TN")),
-                             ("Rates and cgF1", ("AFPR", "UFPR", "ACSR", "UCSR", "cgF1", "IL_MCC", "pmF1"))):
+                             ("Rates and cgF1", ("AFPR", "UFPR", "ACSR", "UCSR", "SoftSwap", "cgF1", "IL_MCC",
+                                                 "pmF1"))):
         console.out.print(console.table(heading, ["subset", *columns],
                                         [[s, *(m[s][c] for c in columns)] for s in (*SUBSETS, OVERALL)]))
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "2"  # 2: metrics.json is {"evaluated", "metrics"}, like every evaluation's
+EVALUATION_VERSION = "3"  # 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap
 CGF1_VERSION = "2"  # 2: the same
 
 

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 ROWS = (*SUBSETS, OVERALL)
 COUNT_COLUMNS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP")
-RATE_COLUMNS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR")
+RATE_COLUMNS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR", "SoftSwap")
 CGF1_COLUMNS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
 CGF1_SUMMARY_NAMES = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1", "IL_FPR",
                       "IL_precision", "IL_recall", "IL_F1", "precision", "recall", "F1")
@@ -52,7 +52,8 @@ def render_cafe_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any
                   f"{calibration['source']}; every number below is at that t.", ""]
     lines += [f"## Target-aware classification (t = {t:g}, τ = {tau:g})", "",
               "TA-FN + UA-FN equals the TA-FN column of CAFE's public script, which does not separate "
-              "aligned low-confidence predictions from unaligned ones.", ""]
+              "aligned low-confidence predictions from unaligned ones. SoftSwap: share of pairs whose q- "
+              "has a higher top score than q+ (no prediction = 0, ties not counted; independent of t and τ).", ""]
     lines += _table(["subset", *COUNT_COLUMNS], [[r, *(metrics[r][c] for c in COUNT_COLUMNS)] for r in ROWS])
     lines += _table(["subset", *RATE_COLUMNS], [[r, *(metrics[r][c] for c in RATE_COLUMNS)] for r in ROWS])
     lines += ["## cgF1 (SAM3 protocol)", "",
@@ -62,8 +63,9 @@ def render_cafe_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any
                     [[r, metrics[r]["cgF1_images"], *(metrics[r][c] for c in CGF1_COLUMNS)] for r in ROWS])
     sweep = metrics["tau_sweep"]
     lines += ["## τ sweep (Overall)", ""]
-    lines += _table(["τ", "TA-TP", "TA-FN", "UA-FN", "AFPR", "UFPR", "ACSR", "UCSR"],
-                    [[f"{tau_k:g}", *(row[c] for c in ("TA-TP", "TA-FN", "UA-FN", "AFPR", "UFPR", "ACSR", "UCSR"))]
+    sweep_columns = ("TA-TP", "TA-FN", "UA-FN", "AFPR", "UFPR", "ACSR", "UCSR", "SoftSwap")
+    lines += _table(["τ", *sweep_columns],
+                    [[f"{tau_k:g}", *(row[c] for c in sweep_columns)]
                      for tau_k, row in zip(sweep["tau"], sweep[OVERALL], strict=True)])
     return "\n".join(lines).rstrip("\n") + "\n"
 
