@@ -13,7 +13,10 @@ numbers depend on it:
 - segmentations: polygons and uncompressed RLEs rasterised with the image's height and width
   (``COCO.annToRLE``), compressed RLEs used as they are.
 
-Predictions must be compressed (or uncompressed) RLEs of the image's size. Every rule broken raises
+Predictions must be compressed (or uncompressed) RLEs of the image's size. A prediction for an image
+that is not in the ground truth is ignored and counted, as SAM3's evaluator ignores it: CAFE's public
+workflow scores one predictions file against each subset file in turn. When several ground-truth
+files are given, an image in none of them is an error (:func:`load_predictions`). Every rule broken raises
 an :class:`~segbench.core.errors.InputError` naming the file, the item and the fix. Nothing here computes
 a metric.
 """
@@ -251,7 +254,8 @@ class Predictions:
     """COCO segmentation results grouped by image, in file order.
 
     ``by_image[image_id]`` lists indices into ``category_id`` (int64), ``score`` (float64) and
-    ``rles`` (compressed RLE dicts with bytes counts).
+    ``rles`` (compressed RLE dicts with bytes counts). ``ignored`` counts, per image id, the
+    predictions left out because their image is not in the ground truth.
     """
 
     path: str
@@ -259,24 +263,53 @@ class Predictions:
     category_id: np.ndarray
     score: np.ndarray
     rles: list[dict[str, Any]]
+    ignored: dict[int, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.rles)
 
 
-def load_predictions(data: Any, path: str, gt: GroundTruth) -> Predictions:
+def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -> dict[str, Any]:
+    """How many predictions were ignored, and whether that was to be expected.
+
+    Expected when ``other_files`` (several ground-truth files were given, and every ignored image is
+    in one of them: :func:`load_predictions` refuses the others), or when ``gt`` is one CAFE subset
+    file (all its images share one ``edit_type``), whose predictions file covers the other subsets.
+    Returns ``{"predictions", "images", "expected": bool, "reason": str}``.
+    """
+    count, images = sum(preds.ignored.values()), len(preds.ignored)
+    subsets = {img.get("edit_type") for img in gt.entries}
+    if not count:
+        expected, reason = True, "every prediction is for an image of the ground truth"
+    elif other_files:
+        expected, reason = True, "their images are in the other ground-truth files given"
+    elif len(subsets) == 1 and None not in subsets:
+        expected, reason = True, (f"the ground truth is one subset ({subsets.pop()}); they are for the images "
+                                  "of the other subsets")
+    else:
+        expected, reason = False, (f"their images are not in {gt.path}; pass every ground-truth file the "
+                                   "predictions cover (evaluate cgf1 --each) to have them checked")
+    return {"predictions": count, "images": images, "expected": expected, "reason": reason}
+
+
+def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
     """Validate and index COCO segmentation results against a ground truth.
+
+    A prediction whose image is not in ``gt`` is counted in ``ignored`` and not checked further
+    (it never reaches pycocotools). ``known_image_ids`` are the images of every ground-truth file
+    given, when there are several: an image in none of them is refused.
 
     Raises:
         InputError: not a list; an item that is not an object or lacks ``image_id``, ``category_id``,
-            ``segmentation`` or ``score``; a non-numeric score; an ``image_id`` not in ``gt``
-            (pycocotools' ``loadRes`` refuses those); a polygon, a malformed RLE or an RLE whose
-            size is not the image's.
+            ``segmentation`` or ``score``; a non-integer ``image_id``; one in none of
+            ``known_image_ids``; a non-numeric score; a polygon, a corrupt or malformed RLE, or an
+            RLE whose size is not the image's.
     """
     if not isinstance(data, list):
         raise InputError(f"predictions must be a JSON list of results, got {type(data).__name__}", path=path,
                          hint="write [{image_id, category_id, segmentation, score}, ...] (COCO results format)")
     by_image: dict[int, list[int]] = defaultdict(list)
+    ignored: Counter[int] = Counter()
     cats, scores, rles = [], [], []
     for index, pred in enumerate(data):
         item = f"prediction {index}"
@@ -287,22 +320,28 @@ def load_predictions(data: Any, path: str, gt: GroundTruth) -> Predictions:
             raise InputError(f"lacks {', '.join(missing)}", path=path, item=item,
                              hint="each result needs image_id, category_id, segmentation (RLE) and score")
         image_id, score = pred["image_id"], pred["score"]
-        if not _is_int(image_id) or image_id not in gt.images:
-            raise InputError(f"image_id {image_id!r} is not an image of the ground truth {gt.path}", path=path,
-                             item=item, hint="predict only for the ground truth's images (ids as in its 'images')")
+        if not _is_int(image_id):
+            raise InputError(f"image_id {image_id!r} is not an integer", path=path, item=item,
+                             hint="use the ids of the ground truth's 'images'")
+        if known_image_ids is not None and image_id not in known_image_ids:
+            raise InputError(f"image_id {image_id} is in none of the ground-truth files given", path=path,
+                             item=item, hint="predict only for the ground truths' images (ids as in their 'images')")
         if not _is_number(score) or not math.isfinite(score):
             raise InputError(f"score {score!r} is not a finite number", path=path, item=item,
                              hint="score is the prediction's confidence, a number")
         if not _is_int(pred["category_id"]):
             raise InputError(f"category_id {pred['category_id']!r} is not an integer", path=path, item=item,
                              hint="use the ground truth's category id")
+        if image_id not in gt.images:
+            ignored[int(image_id)] += 1
+            continue
+        by_image[image_id].append(len(rles))  # index among the kept predictions
         rles.append(segmentation_rle(pred["segmentation"], gt.images[image_id], path=path,
                                      item=f"{item} (image {image_id})", allow_polygon=False))
-        by_image[image_id].append(index)
         cats.append(int(pred["category_id"]))
         scores.append(float(score))
     return Predictions(path=path, by_image=dict(by_image), category_id=np.asarray(cats, dtype=np.int64),
-                       score=np.asarray(scores, dtype=np.float64), rles=rles)
+                       score=np.asarray(scores, dtype=np.float64), rles=rles, ignored=dict(sorted(ignored.items())))
 
 
 def visible_predictions(preds: Predictions, gt: GroundTruth, image_id: int) -> np.ndarray:
@@ -330,6 +369,6 @@ def read_ground_truth(path: str | Path, data: bytes | None = None) -> GroundTrut
     return load_ground_truth(read_json(path) if data is None else _parse(data, str(path)), str(path))
 
 
-def read_predictions(path: str | Path, gt: GroundTruth) -> Predictions:
+def read_predictions(path: str | Path, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
     """Read and validate a COCO results file against ``gt`` (see :func:`load_predictions`)."""
-    return load_predictions(read_json(path), str(path), gt)
+    return load_predictions(read_json(path), str(path), gt, known_image_ids)

@@ -40,11 +40,20 @@ def _what(evaluated: Mapping[str, Any]) -> list[str]:
     return ["## What was evaluated", ""] + [f"- **{k}**: `{evaluated[k]}`" for k in sorted(evaluated)] + [""]
 
 
+def ignored_line(ignored: Mapping[str, Any] | None) -> str:
+    """One sentence on the predictions left out because their image is not in the ground truth."""
+    if not ignored or not ignored["predictions"]:
+        return "Ignored predictions: none (every prediction is for an image of the ground truth)."
+    flag = "" if ignored["expected"] else "**Unexpected:** "
+    return (f"{flag}Ignored predictions: {ignored['predictions']} on {ignored['images']} images not in the "
+            f"ground truth ({ignored['reason']}).")
+
+
 def render_cafe_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The CAFE report: target-aware table, cgF1 family per subset, τ sweep and calibration."""
     params = metrics["params"]
     t, tau = params["score_threshold"], params["iou_threshold"]
-    lines = ["# CAFE evaluation", "", *_what(evaluated)]
+    lines = ["# CAFE evaluation", "", *_what(evaluated), ignored_line(metrics.get("ignored")), ""]
     calibration = metrics.get("calibration")
     if calibration:
         lines += ["## Calibrated score threshold", "",
@@ -150,7 +159,7 @@ def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated
 
 def render_cgf1_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The cgF1 report: the summary SAM3 prints, image-level counts, and per-IoU values."""
-    lines = ["# cgF1 evaluation", "", *_what(evaluated), "## Summary", ""]
+    lines = ["# cgF1 evaluation", "", *_what(evaluated), ignored_line(summary.get("ignored")), "", "## Summary", ""]
     lines += _table(["metric", "value"], [[name, summary[name]] for name in CGF1_SUMMARY_NAMES])
     lines += ["## Image-level decisions", ""]
     lines += _table(["images", "IL_TP", "IL_FP", "IL_TN", "IL_FN"],
@@ -187,5 +196,55 @@ def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated
     """
     paths = write_report_files(out_dir, summary, evaluated, render_cgf1_markdown(summary, evaluated),
                                {"cgf1_by_iou": ("cgf1_by_iou.png", plot_cgf1_by_iou(summary))})
+    log.info("wrote the cgF1 report to %s", out_dir)
+    return paths
+
+
+def _file_label(path: str) -> str:
+    return Path(path).stem
+
+
+def render_cgf1_each_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
+    """The report of one predictions file scored against each ground truth in turn: one column per file."""
+    files = metrics["files"]
+    lines = ["# cgF1 evaluation, each ground truth in turn", "", *_what(evaluated), "## Summary", ""]
+    lines += _table(["metric", *(_file_label(f["ground_truth"]) for f in files)],
+                    [[name, *(f[name] for f in files)] for name in (*CGF1_SUMMARY_NAMES, "num_images")])
+    lines += ["## Ignored predictions", "", "Predictions whose image is not in a file are left out of that file's "
+              "numbers, as SAM3's evaluator leaves them out.", ""]
+    lines += _table(["ground truth", "predictions", "images", "expected", "reason"],
+                    [[f["ground_truth"], f["ignored"]["predictions"], f["ignored"]["images"],
+                      "yes" if f["ignored"]["expected"] else "no", f["ignored"]["reason"]] for f in files])
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def plot_cgf1_each_by_iou(metrics: Mapping[str, Any]) -> bytes:
+    """PNG bytes: cgF1 against the IoU threshold, one line per ground-truth file."""
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    low = 0.0
+    for f in metrics["files"]:
+        per_iou = f["per_iou"]
+        ax.plot(per_iou["iou_thresholds"], per_iou["cgF1"], marker="o", label=_file_label(f["ground_truth"]))
+        low = min(low, *per_iou["cgF1"])
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xlabel("IoU threshold")
+    ax.set_ylabel("cgF1")
+    ax.set_ylim(low - 0.05, 1.02)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return figure_png(fig)
+
+
+def write_cgf1_each_report(out_dir: str | Path, metrics: Mapping[str, Any],
+                           evaluated: Mapping[str, Any]) -> dict[str, Path]:
+    """Write ``metrics.json`` (``{"evaluated", "metrics": {"files": [...]}}``), ``report.md`` and
+    ``cgf1_by_iou.png`` for the each-file protocol.
+
+    Returns:
+        ``{"metrics", "report", "cgf1_by_iou": path}``.
+    """
+    paths = write_report_files(out_dir, metrics, evaluated, render_cgf1_each_markdown(metrics, evaluated),
+                               {"cgf1_by_iou": ("cgf1_by_iou.png", plot_cgf1_each_by_iou(metrics))})
     log.info("wrote the cgF1 report to %s", out_dir)
     return paths
