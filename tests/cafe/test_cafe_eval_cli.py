@@ -39,8 +39,13 @@ def test_evaluate_cafe_writes_metrics_report_and_plots(files):
     assert metrics["SM"]["UCSR"] == 0.5 and metrics["CC"]["ACSR"] == 1.0
     assert {"cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1"} <= set(metrics["OC"])
     assert "Target-aware classification" in (out / "report.md").read_text()
-    for plot in ("cgf1_by_subset.png", "false_positive_rates.png", "tau_sweep.png"):
+    for plot in ("cgf1_by_subset.png", "false_positive_rates.png", "tau_sweep.png", "standing_SM.png",
+                 "standing_CC.png", "standing_OC.png", "standing_Overall.png"):
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
+    assert (out / "summary.csv").read_text().startswith("Subset,N,TA-TP,TA-FN,TA-FP,UA-FP,TN,AFPR,UFPR,IL-FPR,ACSR,"
+                                                       "UCSR,CSR,SoftSwap,cgF1,")
+    assert "| Overall | 5 | 2 | 3 | 2 | 1 | 2 |" in (out / "summary.md").read_text()
+    assert "Where the model stands" in (out / "report.md").read_text()
     assert "TA-TP" in result.output and "Report:" in result.output
 
 
@@ -91,7 +96,8 @@ def test_one_predictions_file_against_each_subset_file(files):
     # 9 predictions: SM keeps those of images 1, 1001, 2, 1002; CC of 3, 1003; OC of 1004 and 5 (twice)
     assert {k: (v["predictions"], v["images"], v["expected"]) for k, v in ignored.items()} == {
         "CAFE_SM": (5, 4, True), "CAFE_CC": (7, 6, True), "CAFE_OC": (6, 6, True)}
-    assert "Warning" not in result.output and "CAFE_OC" in (tmp_path / "each" / "report.md").read_text()
+    report = (tmp_path / "each" / "report.md").read_text()
+    assert "Warning" not in result.output and "Where the model stands: CAFE (CAFEval2026), OC (CAFE_OC)" in report
     # Each file's cgF1 is the per-subset cgF1 of `evaluate cafe` on the whole export.
     whole = _invoke(tmp_path, "cafe", "--gt", str(gt), "--predictions", str(preds), "--out", str(tmp_path / "all"))
     assert whole.exit_code == 0, whole.output

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "3"  # 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap
-CGF1_VERSION = "3"  # 2: the same; 3: predictions outside the ground truth are ignored and counted
+EVALUATION_VERSION = "4"  # 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap; 4: published comparison, summary table
+CGF1_VERSION = "4"  # 2: the same; 3: predictions outside the ground truth are ignored and counted; 4: published comparison
 
 
 def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
