@@ -14,7 +14,7 @@ from support.cli import run
 
 from segbench.core.errors import InputError, SegbenchError
 from segbench.core.masks import bitmap_to_rle, rle_runs
-from segbench.tasks.cafe.cgf1_inputs import compressed_rle_problem, load_ground_truth
+from segbench.tasks.cafe.cgf1_inputs import compressed_rle_problem, corrupt_compressed_rles, load_ground_truth
 
 CORRUPT = {"size": [10, 10], "counts": "0" + "O" * 40}
 
@@ -88,15 +88,31 @@ def test_valid_encodings_pass_and_agree_with_the_builders_decoder():
     assert compressed_rle_problem(TARGET["counts"].encode(), 100) is None
 
 
-def test_random_strings_are_judged_like_rle_runs():
+def test_random_strings_are_judged_like_rle_runs_one_by_one_and_all_at_once():
     rng = np.random.default_rng(1)
-    alphabet = np.frombuffer(bytes(range(48, 112)), dtype=np.uint8)
-    for _ in range(2000):
-        counts = bytes(rng.choice(alphabet, int(rng.integers(1, 8))).tolist())
+    alphabet = np.frombuffer(bytes(range(40, 115)), dtype=np.uint8)  # a few characters outside '0'..'o'
+    strings, pixels, expected = [], [], []
+    for _ in range(3000):
+        counts = bytes(rng.choice(alphabet, int(rng.integers(0, 12))).tolist())
         try:
-            runs = rle_runs(counts)
-            total = int(runs.sum())
+            total = int(rle_runs(counts).sum()) if counts else None
         except ValueError:
             total = None
-        pixels = total if total is not None and total > 0 else 12
-        assert (compressed_rle_problem(counts, pixels) is None) == (total == pixels), counts
+        size = total if total is not None and total > 0 and rng.random() < 0.8 else 12
+        strings.append(counts)
+        pixels.append(size)
+        expected.append(total == size and max(map(len, _numbers(counts)), default=0) <= 7)
+        assert (compressed_rle_problem(counts, size) is None) == expected[-1], counts
+    bad = corrupt_compressed_rles(strings, np.asarray(pixels))
+    assert (~bad).tolist() == expected and 0 < sum(expected) < len(expected)
+
+
+def _numbers(counts: bytes) -> list[bytes]:
+    """The characters of each run (a run ends at a character without the continuation bit 0x20)."""
+    out, current = [], b""
+    for c in counts:
+        current += bytes([c])
+        if not (c - 48) & 0x20:
+            out.append(current)
+            current = b""
+    return out

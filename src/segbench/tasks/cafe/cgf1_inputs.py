@@ -58,6 +58,7 @@ class GroundTruth:
     ann_index: dict[Any, dict[str, Any]]  # annotation id -> annotation (last wins)
     ann_ids_by_image: dict[int, list[Any]]  # image id -> annotation ids in file order
     first_annotation: dict[int, dict[str, Any]]  # image id -> its first annotation in file order
+    counts_checked: bool = False  # every compressed RLE of a known image's size was checked on loading
     _rle_cache: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _multiplicity: dict[Any, int] | None = field(default=None, repr=False)
 
@@ -94,12 +95,18 @@ class GroundTruth:
                 raise InputError(f"annotation {ann['id']} refers to unknown image {ann['image_id']}",
                                  path=self.path, item=f"annotation {ann['id']}", hint="fix its image_id")
             self._rle_cache[key] = segmentation_rle(ann["segmentation"], image, path=self.path,
-                                                    item=f"annotation {ann['id']}", allow_polygon=True)
+                                                    item=f"annotation {ann['id']}", allow_polygon=True,
+                                                    check_counts=not self.counts_checked)
         return self._rle_cache[key]
 
 
-def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, allow_polygon: bool) -> dict[str, Any]:
+def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, allow_polygon: bool,
+                     check_counts: bool = True, pending: list[tuple[bytes, int, str]] | None = None) -> dict[str, Any]:
     """A segmentation as pycocotools' compressed RLE (bytes counts), checked against the image size.
+
+    A compressed ``counts`` string is checked here, or appended to ``pending`` as ``(counts, pixels,
+    item)`` for a caller that checks many at once (:func:`check_compressed_rles`), or not checked
+    with ``check_counts=False`` (already checked).
 
     Raises:
         InputError: a polygon where only RLE is allowed, a malformed segmentation, or an RLE whose
@@ -133,16 +140,96 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
         raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
                          hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
     encoded = counts.encode("utf-8", "replace") if isinstance(counts, str) else counts
-    problem = compressed_rle_problem(encoded, height * width)
-    if problem:
-        raise InputError(f"corrupt compressed RLE counts: {problem}", path=path, item=item,
-                         hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
+    if pending is not None:
+        pending.append((encoded, height * width, item))
+    elif check_counts:
+        check_compressed_rles([(encoded, height * width, item)], path)
     return {"size": [height, width], "counts": encoded}
+
+
+def _compressed_counts(seg: Any, image: dict[str, Any]) -> bytes | None:
+    """The counts of a compressed RLE of the image's size, as bytes; ``None`` for anything else
+    (polygons, uncompressed RLEs and wrong sizes are judged by :func:`segmentation_rle`)."""
+    size = seg.get("size") if isinstance(seg, dict) else None
+    if not (isinstance(size, (list, tuple)) and len(size) == 2 and all(_is_int(v) for v in size)
+            and [int(size[0]), int(size[1])] == [image["height"], image["width"]]):
+        return None
+    counts = seg.get("counts")
+    if isinstance(counts, str):
+        return counts.encode("utf-8", "replace")
+    return counts if isinstance(counts, bytes) else None
+
+
+def check_compressed_rles(entries: list[tuple[bytes, int, str]], path: str) -> None:
+    """Check compressed RLEs ``(counts, pixels, item)`` in one vectorised pass.
+
+    Raises:
+        InputError: the first corrupt one (see :func:`compressed_rle_problem`), naming its item.
+    """
+    if not entries:
+        return
+    bad = corrupt_compressed_rles([e[0] for e in entries], np.asarray([e[1] for e in entries], dtype=np.int64))
+    if bad.any():
+        counts, pixels, item = entries[int(np.argmax(bad))]
+        raise InputError(f"corrupt compressed RLE counts: {compressed_rle_problem(counts, pixels)}", path=path,
+                         item=item, hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
 
 
 # A run needs at most 7 characters for any image below 2**34 pixels; longer numbers only come from
 # corrupt strings, and pycocotools would shift them past the width of its integers.
 _MAX_RUN_CHARS = 7
+
+
+_RUN_SCALE = np.asarray([1 << (5 * d) for d in range(_MAX_RUN_CHARS + 1)], dtype=np.int64)
+
+
+def corrupt_compressed_rles(counts: list[bytes], pixels: np.ndarray) -> np.ndarray:
+    """Which compressed RLE ``counts`` strings are corrupt for images of ``pixels`` pixels, ``(n,)`` bool.
+
+    The rules of :func:`compressed_rle_problem`, applied to all strings at once: one concatenated
+    buffer, numbers split on the continuation bit (and at every string's end, so that a corrupt
+    string cannot run into the next), then the runs summed per string.
+    """
+    n = len(counts)
+    lengths = np.fromiter(map(len, counts), dtype=np.int64, count=n)
+    buf = np.frombuffer(b"".join(counts), dtype=np.uint8)
+    last = np.cumsum(lengths) - 1  # each string's last character
+    has_chars = lengths > 0
+    bad = ~has_chars
+    bad[np.searchsorted(last, np.flatnonzero((buf < 48) | (buf > 111)))] = True
+    code = buf - np.uint8(48)  # wraps on the characters judged above
+    ended = (code & 0x20) == 0  # the character ends a number
+    bad[has_chars] |= ~ended[last[has_chars]]  # the string ends inside a number
+    ended[last[has_chars]] = True
+    ends = np.flatnonzero(ended)
+    if ends.size == 0:
+        return bad
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    digits = ends - starts + 1
+    numbers = np.zeros(n, dtype=np.int64)  # numbers per string
+    numbers[has_chars] = np.add.reduceat(ended, (last - lengths + 1)[has_chars], dtype=np.int64)
+    owner = np.repeat(np.arange(n), numbers)
+    too_long = digits > _MAX_RUN_CHARS
+    bad[owner[too_long]] = True
+    values = (code[starts] & 0x1F).astype(np.int64)  # most runs are one character
+    for j in range(1, _MAX_RUN_CHARS):
+        at = np.flatnonzero(digits > j)
+        values[at] += (code[starts[at] + j] & 0x1F).astype(np.int64) << (5 * j)
+    # a set sign bit in the last character makes the number negative: minus 2 ** (5 * digits)
+    values -= ((code[ends] >> 4) & 1) * _RUN_SCALE[np.minimum(digits, _MAX_RUN_CHARS)]
+    values[too_long] = 0  # judged already; keeps the sums below from overflowing
+    first = np.cumsum(numbers) - numbers  # each string's first number
+    start = first[owner]
+    index = np.arange(values.size) - start  # the number's index in its string
+    odd = (index & 1).astype(bool)
+    even = ~odd & (index >= 2)
+    # from the fourth run on, a run is stored as the difference to the run two before: cumulative
+    # sums per string over the odd and over the even (from the third) numbers give the runs
+    odd_sums, even_sums = np.cumsum(values * odd), np.cumsum(values * even)
+    runs = np.where(odd, odd_sums - odd_sums[start], np.where(even, even_sums - even_sums[start], values))
+    bad[owner[runs < 0]] = True
+    bad[has_chars] |= np.add.reduceat(runs, first[has_chars]) != pixels[has_chars]
+    return bad
 
 
 def compressed_rle_problem(counts: bytes, pixels: int) -> str | None:
@@ -220,9 +307,16 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         ann_index[ann["id"]] = ann
         ann_ids_by_image[ann["image_id"]].append(ann["id"])
         first_annotation.setdefault(ann["image_id"], ann)
+    to_check = []
+    for ann in annotations:
+        image = images[ann["image_id"]]
+        counts = _compressed_counts(ann["segmentation"], image)
+        if counts is not None:
+            to_check.append((counts, image["height"] * image["width"], f"annotation {ann['id']}"))
+    check_compressed_rles(to_check, path)
     return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
                        ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
-                       first_annotation=first_annotation)
+                       first_annotation=first_annotation, counts_checked=True)
 
 
 def _check_image(img: Any, path: str) -> None:
@@ -311,6 +405,7 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
     by_image: dict[int, list[int]] = defaultdict(list)
     ignored: Counter[int] = Counter()
     cats, scores, rles = [], [], []
+    to_check: list[tuple[bytes, int, str]] = []
     for index, pred in enumerate(data):
         item = f"prediction {index}"
         if not isinstance(pred, dict):
@@ -337,9 +432,10 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
             continue
         by_image[image_id].append(len(rles))  # index among the kept predictions
         rles.append(segmentation_rle(pred["segmentation"], gt.images[image_id], path=path,
-                                     item=f"{item} (image {image_id})", allow_polygon=False))
+                                     item=f"{item} (image {image_id})", allow_polygon=False, pending=to_check))
         cats.append(int(pred["category_id"]))
         scores.append(float(score))
+    check_compressed_rles(to_check, path)  # all at once: a file holds tens of thousands of masks
     return Predictions(path=path, by_image=dict(by_image), category_id=np.asarray(cats, dtype=np.int64),
                        score=np.asarray(scores, dtype=np.float64), rles=rles, ignored=dict(sorted(ignored.items())))
 
