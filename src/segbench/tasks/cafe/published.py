@@ -51,14 +51,16 @@ def cafe_standing(metrics: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]
 
     ``metrics`` is :func:`segbench.tasks.cafe.metrics.evaluate_cafe`'s dict (fractions).
     Returns ``{subset: [{"model", "type", "cgF1", "rank"}, ...]}``; the model is ``THIS_MODEL``,
-    left out of a subset it has no cgF1 for.
+    left out of a subset it has no cgF1 for, and out of Overall unless every subset has pairs (an
+    Overall over one subset file is not the leaderboard's Overall).
     """
     data = published("cafe")
+    complete = all((metrics.get(s) or {}).get("N") for s in CAFE_SUBSETS[:-1])
     out = {}
     for subset in CAFE_SUBSETS:
         rows = [{"model": m["model"], "type": m["type"], "cgF1": m["metrics"]["cgF1"]["values"][subset]}
                 for m in data["models"]]
-        ours = (metrics.get(subset) or {}).get("cgF1")
+        ours = (metrics.get(subset) or {}).get("cgF1") if complete or subset != "Overall" else None
         if ours is not None:
             rows.append({"model": THIS_MODEL, "type": "evaluated here", "cgF1": _scaled(ours)})
         rows.sort(key=lambda r: (-r["cgF1"], r["model"] != THIS_MODEL))
