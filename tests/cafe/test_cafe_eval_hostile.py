@@ -14,7 +14,8 @@ from support.cli import run
 
 from segbench.core.errors import InputError, SegbenchError
 from segbench.core.masks import bitmap_to_rle, rle_runs
-from segbench.tasks.cafe.cgf1_inputs import compressed_rle_problem, corrupt_compressed_rles, load_ground_truth
+from segbench.tasks.cafe.cgf1_inputs import load_ground_truth
+from segbench.tasks.cafe.rle_checks import compressed_rle_problem, corrupt_compressed_rles
 
 CORRUPT = {"size": [10, 10], "counts": "0" + "O" * 40}
 
