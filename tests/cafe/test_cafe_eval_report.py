@@ -39,7 +39,12 @@ def test_reports_are_written_and_reproducible(tmp_path):
     metrics = _metrics()
     first = write_cafe_report(tmp_path / "a", metrics, EVALUATED)
     second = write_cafe_report(tmp_path / "b", metrics, EVALUATED)
-    assert set(first) == {"metrics", "report", "cgf1_by_subset", "false_positive_rates", "tau_sweep"}
+    assert set(first) == {"metrics", "report", "cgf1_by_subset", "false_positive_rates", "tau_sweep", "summary_md",
+                          "summary_csv", "standing_SM", "standing_CC", "standing_OC", "standing_Overall"}
+    report = first["report"].read_text()
+    assert "## Where the model stands" in report and "| **this model** | evaluated here |" in report
+    assert "| SAM 3 | End-to-end | 53 | 61.4 | -10.5 | 38.5 |" in report
+    assert first["summary_md"].read_text().count("\n| ") == 5  # header + 4 rows
     for name, path in first.items():
         assert path.read_bytes() == second[name].read_bytes(), name
         if path.suffix == ".png":

@@ -12,7 +12,7 @@ from support.cafe_eval_data import ALIGNED, EDIT, ELSEWHERE, HAND_PAIRS, HAND_PR
 from segbench.core.errors import InputError
 from segbench.core.masks import bitmap_to_rle
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1, evaluate_counts, local_f1
-from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
+from segbench.tasks.cafe.cgf1_inputs import ignored_summary, load_ground_truth, load_predictions
 from segbench.tasks.cafe.metrics import (
     CALIBRATION_GRID,
     calibrate,
@@ -92,6 +92,35 @@ def test_tau_sweep_moves_a_prediction_from_aligned_to_unaligned():
 def test_empty_subset_has_no_rates():
     m = run_cafe(cafe_gt({1: "SM"}), [])
     assert m["OC"]["N"] == 0 and m["OC"]["AFPR"] is None and m["OC"]["cgF1"] is None
+
+
+# --- SoftSwap, hand-computed ----------------------------------------------------------------------
+
+def test_softswap_by_hand():
+    # One pair per case (positive k, negative k + 1000), all SM; scores chosen so that only the
+    # highest score of each prompt matters, whatever its IoU or the threshold t.
+    pairs = {k: "SM" for k in range(1, 8)}
+    preds = [
+        pred(1, TARGET, 0.7), pred(1001, ALIGNED, 0.7),  # tie: not a swap
+        # pair 2: no predictions at all: 0 vs 0, not a swap
+        pred(1003, ELSEWHERE, 0.3),  # q- below t while q+ has none: 0.3 > 0, a swap
+        pred(4, TARGET, 0.9), pred(1004, TARGET, 0.6), pred(1004, ELSEWHERE, 0.2),  # q+ higher: no swap
+        pred(5, ELSEWHERE, 0.1), pred(5, TARGET, 0.4), pred(1005, ELSEWHERE, 0.45),  # 0.45 > 0.4: a swap
+        pred(1006, ALIGNED, 0.0),  # q+ has none, q- scores 0: a tie at 0, not a swap
+        pred(7, TARGET, 0.95), pred(1007, ELSEWHERE, 0.96),  # q+ is TA-TP, yet q- is higher: a swap
+    ]
+    m = run_cafe(cafe_gt(pairs), preds)
+    assert m["SM"]["SoftSwap"] == pytest.approx(3 / 7) and m["Overall"]["SoftSwap"] == pytest.approx(3 / 7)
+    assert m["CC"]["SoftSwap"] is None  # empty subset
+    assert [row["SoftSwap"] for row in m["tau_sweep"]["SM"]] == [pytest.approx(3 / 7)] * 9  # no τ in it
+
+
+def test_softswap_per_subset_and_with_no_predictions():
+    m = run_cafe(cafe_gt(HAND_PAIRS), HAND_PREDS)
+    # SM: pair 1 0.9 vs 0.8, pair 2 0.3 vs 0.9 (swap); CC: 0.9 vs 0.9 (tie); OC: 0 vs 0.2 (swap), 0.9 vs 0
+    assert (m["SM"]["SoftSwap"], m["CC"]["SoftSwap"], m["OC"]["SoftSwap"]) == (0.5, 0.0, 0.5)
+    assert m["Overall"]["SoftSwap"] == pytest.approx(2 / 5)
+    assert run_cafe(cafe_gt(HAND_PAIRS), [])["Overall"]["SoftSwap"] == 0.0
 
 
 # --- cgF1, hand-computed ---------------------------------------------------------------------------
@@ -290,7 +319,7 @@ def _load(gt: dict, preds) -> None:
 @pytest.mark.parametrize(("preds", "message", "item"), [
     ({"image_id": 1}, "must be a JSON list", None),
     ([{"image_id": 1, "category_id": 1, "score": 0.5}], "lacks segmentation", "prediction 0"),
-    ([pred(77, TARGET, 0.5)], "image_id 77 is not an image", "prediction 0"),
+    ([pred("7", TARGET, 0.5)], "image_id '7' is not an integer", "prediction 0"),
     ([pred(1, [[0, 0, 5, 0, 5, 5]], 0.5)], "polygon", "prediction 0 (image 1)"),
     ([pred(1, box(0, 2, 0, 2, h=12, w=10), 0.5)], "RLE size [12, 10]", "prediction 0 (image 1)"),
     ([pred(1, TARGET, "high")], "not a finite number", "prediction 0"),
@@ -300,6 +329,22 @@ def test_bad_predictions_name_file_item_and_fix(preds, message, item):
         _load(cafe_gt({1: "SM"}), preds)
     assert message in info.value.message and info.value.path == "preds.json" and info.value.item == item
     assert info.value.hint
+
+
+def test_predictions_outside_the_ground_truth_are_ignored_and_counted():
+    truth = load_ground_truth(cafe_gt({1: "SM"}), "gt.json")
+    preds = load_predictions([pred(77, TARGET, 0.5), pred(1, TARGET, 0.9), pred(77, ALIGNED, 0.1),
+                              pred(78, [[0, 0]], 0.3)], "p.json", truth)  # never checked further
+    assert preds.ignored == {77: 2, 78: 1} and len(preds) == 1 and preds.by_image == {1: [0]}
+    summary = ignored_summary(preds, truth, other_files=False)
+    assert (summary["predictions"], summary["images"], summary["expected"]) == (3, 2, True)  # a subset file
+    mixed = load_ground_truth(cafe_gt({1: "SM", 2: "CC"}), "all.json")
+    unexpected = ignored_summary(load_predictions([pred(77, TARGET, 0.5)], "p.json", mixed), mixed,
+                                 other_files=False)
+    assert not unexpected["expected"] and "all.json" in unexpected["reason"]
+    with pytest.raises(InputError, match="none of the ground-truth files") as info:
+        load_predictions([pred(1, TARGET, 0.9), pred(77, TARGET, 0.5)], "p.json", truth, known_image_ids={1, 1001})
+    assert info.value.item == "prediction 1"
 
 
 def test_ground_truth_image_without_exhaustive_flag():

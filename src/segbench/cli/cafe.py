@@ -204,18 +204,36 @@ def print_cafe_evaluation(result: dict[str, Any]) -> None:
     if m.get("calibration"):
         title += " — t calibrated"
     for heading, columns in ((title, ("N", "TA-TP", "TA-FN", "UA-FN", "TA-FP", "UA-FP", "TN")),
-                             ("Rates and cgF1", ("AFPR", "UFPR", "ACSR", "UCSR", "cgF1", "IL_MCC", "pmF1"))):
+                             ("Rates and cgF1", ("AFPR", "UFPR", "ACSR", "UCSR", "SoftSwap", "cgF1", "IL_MCC",
+                                                 "pmF1"))):
         console.out.print(console.table(heading, ["subset", *columns],
                                         [[s, *(m[s][c] for c in columns)] for s in (*SUBSETS, OVERALL)]))
+    print_ignored(m.get("ignored"))
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+
+
+def print_ignored(ignored: dict[str, Any] | None, label: str = "") -> None:
+    """Say how many predictions were left out (image not in the ground truth); warn when unexpected."""
+    if not ignored or not ignored["predictions"]:
+        return
+    text = (f"{label}{ignored['predictions']} predictions on {ignored['images']} images not in the ground truth "
+            f"were ignored: {ignored['reason']}.")
+    if ignored["expected"]:
+        console.out.print(f"Ignored: {text}")
+    else:
+        console.err.print(f"[yellow]Warning:[/] {text}")
 
 
 def evaluate_cgf1_command(
     ctx: typer.Context,
     gt: list[Path] = typer.Option(..., "--gt", help="SA-Co-format ground truth; repeat for the oracle protocol "
                                                     "(each image keeps its best-matching ground truth)."),
-    predictions: Path = typer.Option(..., "--predictions", help="COCO results JSON (RLE segmentations)."),
+    predictions: Path = typer.Option(..., "--predictions", help="COCO results JSON (RLE segmentations). "
+                                     "Predictions for images outside a ground truth are ignored and counted."),
     score_threshold: float = typer.Option(0.5, "--score-threshold", help="Predictions below are dropped."),
+    each: bool = typer.Option(False, "--each", help="Score the predictions against each --gt file in turn (CAFE's "
+                                                    "run_eval.sh on CAFE_SM/CC/OC.json) instead of the oracle "
+                                                    "protocol; an image in none of the files is an error."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cgf1/<run>)."),
     force: bool = FORCE_EVALUATION,
 ) -> None:
@@ -228,8 +246,11 @@ def evaluate_cgf1_command(
     from segbench.flows.cafe.evaluate import evaluate_cgf1
 
     result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold,
-                      force=force)
+                      force=force, each=each)
     print_up_to_date(result, out)
+    if each:
+        print_cgf1_each(result)
+        return
     m = result["summary"]
     console.out.print(console.key_values("cgF1", {
         "images (IL TP / FP / TN / FN)": f"{m['num_images']} ({m['IL_TP']} / {m['IL_FP']} / {m['IL_TN']} / "
@@ -237,6 +258,18 @@ def evaluate_cgf1_command(
         **{name: m[name] for name in ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1",
                                       "IL_FPR")},
     }))
+    print_ignored(m.get("ignored"))
+    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+
+
+def print_cgf1_each(result: dict[str, Any]) -> None:
+    files = result["summary"]["files"]
+    columns = ("num_images", "cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "IL_FPR")
+    console.out.print(console.table("cgF1, each ground truth in turn", ["ground truth", *columns, "ignored"],
+                                    [[Path(f["ground_truth"]).name, *(f[c] for c in columns),
+                                      f["ignored"]["predictions"]] for f in files]))
+    for f in files:
+        print_ignored(f["ignored"], label=f"{Path(f['ground_truth']).name}: ")
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
 
 

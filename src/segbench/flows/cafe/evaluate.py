@@ -27,12 +27,19 @@ from prefect.cache_policies import NO_CACHE
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.io import read_json
 from segbench.core.versioning import DatasetSource
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.cafe import CafeEvalParams, CafeEvaluation
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
-from segbench.tasks.cafe.cgf1_inputs import GroundTruth, read_ground_truth, read_predictions
-from segbench.tasks.cafe.eval_report import write_cafe_report, write_cgf1_report
+from segbench.tasks.cafe.cgf1_inputs import (
+    GroundTruth,
+    ignored_summary,
+    load_predictions,
+    read_ground_truth,
+    read_predictions,
+)
+from segbench.tasks.cafe.eval_report import write_cafe_report, write_cgf1_each_report, write_cgf1_report
 from segbench.tasks.cafe.metrics import calibrate, split_for_calibration
 from segbench.tasks.cafe.metrics import evaluate_cafe as cafe_metrics
 
@@ -41,8 +48,8 @@ if TYPE_CHECKING:
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "2"  # 2: metrics.json is {"evaluated", "metrics"}, like every evaluation's
-CGF1_VERSION = "2"  # 2: the same
+EVALUATION_VERSION = "4"  # 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap; 4: published comparison, summary table
+CGF1_VERSION = "4"  # 2: the same; 3: predictions outside the ground truth are ignored and counted; 4: published comparison
 
 
 def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
@@ -74,6 +81,7 @@ def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, datase
     """
     truth, source = _cafe_ground_truth(repo, rev, gt, dataset_dir)
     preds = read_predictions(predictions, truth)
+    ignored = ignored_summary(preds, truth, other_files=False)
     evaluated: dict[str, Any] = {"ground_truth": source, "predictions": predictions}
     threshold, calibration, keep = params.score_threshold, None, None
     if params.calibrate:
@@ -90,6 +98,7 @@ def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, datase
     metrics = cafe_metrics(truth, preds, score_threshold=threshold, iou_threshold=params.iou_threshold,
                            taus=params.taus, image_ids=keep)
     metrics["calibration"] = calibration
+    metrics["ignored"] = ignored
     return metrics, evaluated
 
 
@@ -141,6 +150,7 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     build = Build(out=Path(out), dataset="eval/cafe", logic_version=EVALUATION_VERSION,
                   params={**inputs, **params.model_dump(mode="json")}, input_hashes=hashes)
     result = run_evaluation(build, lambda stage: _score_cafe(stage, repo, inputs, params), force=force, logger=logger)
+    _log_ignored(logger, result["summary"].get("ignored"), predictions)
     if not result["up_to_date"]:
         overall = result["summary"]["Overall"]
         logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
@@ -160,24 +170,49 @@ def _score_cafe(stage: Stage, repo: str, inputs: dict[str, Any], params: CafeEva
     return Built(counts={"pairs": metrics["Overall"]["N"]}, units=count_units([scored]), extras={"summary": metrics})
 
 
+def _log_ignored(logger: Any, ignored: dict[str, Any] | None, predictions: str) -> None:
+    if ignored and ignored["predictions"]:
+        log = logger.info if ignored["expected"] else logger.warning
+        log("%d predictions of %s on %d images are not in the ground truth and were ignored: %s",
+            ignored["predictions"], predictions, ignored["images"], ignored["reason"])
+
+
 @task(name="score-cgf1", **UNIT)
-def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float) -> dict[str, Any]:
-    """Read the ground truths and predictions and compute the cgF1 summary."""
+def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float,
+               each: bool = False) -> dict[str, Any]:
+    """Read the ground truths and predictions and compute the cgF1 summary (oracle over ``gts``), or
+    with ``each`` one summary per ground truth: ``{"files": [{"ground_truth", "ignored", ...summary}]}``."""
     truths = [read_ground_truth(path) for path in gts]
-    return cgf1_summary(truths, read_predictions(predictions, truths[0]), score_threshold)
+    data = read_json(predictions)
+    known = {i for truth in truths for i in truth.images} if len(truths) > 1 else None
+    if not each:
+        preds = load_predictions(data, predictions, truths[0], known)
+        return cgf1_summary(truths, preds, score_threshold) | {
+            "ignored": ignored_summary(preds, truths[0], other_files=len(truths) > 1)}
+    files = []
+    for truth in truths:
+        preds = load_predictions(data, predictions, truth, known)
+        files.append({"ground_truth": truth.path, **cgf1_summary([truth], preds, score_threshold),
+                      "ignored": ignored_summary(preds, truth, other_files=len(truths) > 1)})
+    return {"files": files}
 
 
 @task(name="write-cgf1-report", cache_policy=NO_CACHE)
 def write_cgf1_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
-    return {name: str(path) for name, path in write_cgf1_report(out, summary, evaluated).items()}
+    write = write_cgf1_each_report if "files" in summary else write_cgf1_report
+    return {name: str(path) for name, path in write(out, summary, evaluated).items()}
 
 
 @flow(name="evaluate-cgf1")
 def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path,
-                  score_threshold: float = 0.5, force: bool = False) -> dict[str, Any]:
+                  score_threshold: float = 0.5, force: bool = False, each: bool = False) -> dict[str, Any]:
     """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
 
-    Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth).
+    Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth);
+    with ``each``, the predictions are scored against each file in turn (CAFE's ``run_eval.sh`` on
+    CAFE_SM/CC/OC.json) and the summary is ``{"files": [summary, ...]}``. Predictions for images
+    outside a file are ignored and counted (``summary["ignored"]``); with several files, an image in
+    none of them is an error.
 
     Skipped when the report is up to date with these files and threshold, unless ``force``.
 
@@ -190,8 +225,9 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     """
     logger = get_run_logger()
     gts, predictions, out = [str(p) for p in gts], str(predictions), str(out)
+    protocol = "each ground truth in turn" if each else "oracle" if len(gts) > 1 else "single ground truth"
     evaluated = {"ground_truth": gts, "predictions": predictions, "score_threshold": score_threshold,
-                 "protocol": "oracle" if len(gts) > 1 else "single ground truth"}
+                 "protocol": protocol}
     # Indexed labels: with several ground truths their order is part of the oracle protocol's input.
     hashes = local_hashes(GROUND_TRUTH, {f"{n}:{Path(path).name}": path for n, path in enumerate(gts)})
     hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
@@ -199,13 +235,17 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
                   input_hashes=hashes)
 
     def score(stage: Stage) -> Built:
-        scored = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold, return_state=True)
+        scored = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold, each, return_state=True)
         summary = scored.result()
         write_cgf1_report_task(str(stage.path), summary, evaluated)
-        return Built(counts={"images": summary["num_images"]}, units=count_units([scored]),
-                     extras={"summary": summary})
+        images = sum(f["num_images"] for f in summary["files"]) if each else summary["num_images"]
+        return Built(counts={"images": images}, units=count_units([scored]), extras={"summary": summary})
 
     result = run_evaluation(build, score, force=force, logger=logger)
+    for summary in result["summary"]["files"] if each else [result["summary"]]:
+        _log_ignored(logger, summary.get("ignored"), predictions)
+    if each:
+        return result
     if not result["up_to_date"]:
         summary = result["summary"]
         logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],

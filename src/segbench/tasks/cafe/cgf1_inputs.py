@@ -13,7 +13,10 @@ numbers depend on it:
 - segmentations: polygons and uncompressed RLEs rasterised with the image's height and width
   (``COCO.annToRLE``), compressed RLEs used as they are.
 
-Predictions must be compressed (or uncompressed) RLEs of the image's size. Every rule broken raises
+Predictions must be compressed (or uncompressed) RLEs of the image's size. A prediction for an image
+that is not in the ground truth is ignored and counted, as SAM3's evaluator ignores it: CAFE's public
+workflow scores one predictions file against each subset file in turn. When several ground-truth
+files are given, an image in none of them is an error (:func:`load_predictions`). Every rule broken raises
 an :class:`~segbench.core.errors.InputError` naming the file, the item and the fix. Nothing here computes
 a metric.
 """
@@ -32,6 +35,7 @@ from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
 from segbench.core.io import read_json
+from segbench.tasks.cafe.rle_checks import check_compressed_rles
 
 PREDICTION_KEYS = ("image_id", "category_id", "segmentation", "score")
 
@@ -55,6 +59,7 @@ class GroundTruth:
     ann_index: dict[Any, dict[str, Any]]  # annotation id -> annotation (last wins)
     ann_ids_by_image: dict[int, list[Any]]  # image id -> annotation ids in file order
     first_annotation: dict[int, dict[str, Any]]  # image id -> its first annotation in file order
+    counts_checked: bool = False  # every compressed RLE of a known image's size was checked on loading
     _rle_cache: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _multiplicity: dict[Any, int] | None = field(default=None, repr=False)
 
@@ -91,12 +96,18 @@ class GroundTruth:
                 raise InputError(f"annotation {ann['id']} refers to unknown image {ann['image_id']}",
                                  path=self.path, item=f"annotation {ann['id']}", hint="fix its image_id")
             self._rle_cache[key] = segmentation_rle(ann["segmentation"], image, path=self.path,
-                                                    item=f"annotation {ann['id']}", allow_polygon=True)
+                                                    item=f"annotation {ann['id']}", allow_polygon=True,
+                                                    check_counts=not self.counts_checked)
         return self._rle_cache[key]
 
 
-def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, allow_polygon: bool) -> dict[str, Any]:
+def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, allow_polygon: bool,
+                     check_counts: bool = True, pending: list[tuple[bytes, int, str]] | None = None) -> dict[str, Any]:
     """A segmentation as pycocotools' compressed RLE (bytes counts), checked against the image size.
+
+    A compressed ``counts`` string is checked here, or appended to ``pending`` as ``(counts, pixels,
+    item)`` for a caller that checks many at once (:func:`check_compressed_rles`), or not checked
+    with ``check_counts=False`` (already checked).
 
     Raises:
         InputError: a polygon where only RLE is allowed, a malformed segmentation, or an RLE whose
@@ -126,12 +137,28 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
             raise InputError(f"uncompressed RLE counts must be non-negative and sum to {height * width}",
                              path=path, item=item, hint="re-encode the mask")
         return mask_utils.frPyObjects({"size": [height, width], "counts": counts}, height, width)
+    if not isinstance(counts, (str, bytes)):
+        raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
+                         hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
+    encoded = counts.encode("utf-8", "replace") if isinstance(counts, str) else counts
+    if pending is not None:
+        pending.append((encoded, height * width, item))
+    elif check_counts:
+        check_compressed_rles([(encoded, height * width, item)], path)
+    return {"size": [height, width], "counts": encoded}
+
+
+def _compressed_counts(seg: Any, image: dict[str, Any]) -> bytes | None:
+    """The counts of a compressed RLE of the image's size, as bytes; ``None`` for anything else
+    (polygons, uncompressed RLEs and wrong sizes are judged by :func:`segmentation_rle`)."""
+    size = seg.get("size") if isinstance(seg, dict) else None
+    if not (isinstance(size, (list, tuple)) and len(size) == 2 and all(_is_int(v) for v in size)
+            and [int(size[0]), int(size[1])] == [image["height"], image["width"]]):
+        return None
+    counts = seg.get("counts")
     if isinstance(counts, str):
-        return {"size": [height, width], "counts": counts.encode()}
-    if isinstance(counts, bytes):
-        return {"size": [height, width], "counts": counts}
-    raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
-                     hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
+        return counts.encode("utf-8", "replace")
+    return counts if isinstance(counts, bytes) else None
 
 
 def load_ground_truth(data: Any, path: str) -> GroundTruth:
@@ -165,12 +192,24 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
     first_annotation: dict[int, dict[str, Any]] = {}
     for ann in annotations:
         _check_annotation(ann, path)
+        if ann["image_id"] not in images:
+            # pycocotools would drop it silently and score its positive image as a negative.
+            raise InputError(f"annotation {ann['id']} refers to image {ann['image_id']!r}, which is not in "
+                             "'images'", path=path, item=f"annotation {ann['id']}",
+                             hint="fix the annotation's image_id or add the image to 'images'")
         ann_index[ann["id"]] = ann
         ann_ids_by_image[ann["image_id"]].append(ann["id"])
         first_annotation.setdefault(ann["image_id"], ann)
+    to_check = []
+    for ann in annotations:
+        image = images[ann["image_id"]]
+        counts = _compressed_counts(ann["segmentation"], image)
+        if counts is not None:
+            to_check.append((counts, image["height"] * image["width"], f"annotation {ann['id']}"))
+    check_compressed_rles(to_check, path)
     return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
                        ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
-                       first_annotation=first_annotation)
+                       first_annotation=first_annotation, counts_checked=True)
 
 
 def _check_image(img: Any, path: str) -> None:
@@ -202,7 +241,8 @@ class Predictions:
     """COCO segmentation results grouped by image, in file order.
 
     ``by_image[image_id]`` lists indices into ``category_id`` (int64), ``score`` (float64) and
-    ``rles`` (compressed RLE dicts with bytes counts).
+    ``rles`` (compressed RLE dicts with bytes counts). ``ignored`` counts, per image id, the
+    predictions left out because their image is not in the ground truth.
     """
 
     path: str
@@ -210,25 +250,55 @@ class Predictions:
     category_id: np.ndarray
     score: np.ndarray
     rles: list[dict[str, Any]]
+    ignored: dict[int, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.rles)
 
 
-def load_predictions(data: Any, path: str, gt: GroundTruth) -> Predictions:
+def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -> dict[str, Any]:
+    """How many predictions were ignored, and whether that was to be expected.
+
+    Expected when ``other_files`` (several ground-truth files were given, and every ignored image is
+    in one of them: :func:`load_predictions` refuses the others), or when ``gt`` is one CAFE subset
+    file (all its images share one ``edit_type``), whose predictions file covers the other subsets.
+    Returns ``{"predictions", "images", "expected": bool, "reason": str}``.
+    """
+    count, images = sum(preds.ignored.values()), len(preds.ignored)
+    subsets = {img.get("edit_type") for img in gt.entries}
+    if not count:
+        expected, reason = True, "every prediction is for an image of the ground truth"
+    elif other_files:
+        expected, reason = True, "their images are in the other ground-truth files given"
+    elif len(subsets) == 1 and None not in subsets:
+        expected, reason = True, (f"the ground truth is one subset ({subsets.pop()}); they are for the images "
+                                  "of the other subsets")
+    else:
+        expected, reason = False, (f"their images are not in {gt.path}; pass every ground-truth file the "
+                                   "predictions cover (evaluate cgf1 --each) to have them checked")
+    return {"predictions": count, "images": images, "expected": expected, "reason": reason}
+
+
+def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
     """Validate and index COCO segmentation results against a ground truth.
+
+    A prediction whose image is not in ``gt`` is counted in ``ignored`` and not checked further
+    (it never reaches pycocotools). ``known_image_ids`` are the images of every ground-truth file
+    given, when there are several: an image in none of them is refused.
 
     Raises:
         InputError: not a list; an item that is not an object or lacks ``image_id``, ``category_id``,
-            ``segmentation`` or ``score``; a non-numeric score; an ``image_id`` not in ``gt``
-            (pycocotools' ``loadRes`` refuses those); a polygon, a malformed RLE or an RLE whose
-            size is not the image's.
+            ``segmentation`` or ``score``; a non-integer ``image_id``; one in none of
+            ``known_image_ids``; a non-numeric score; a polygon, a corrupt or malformed RLE, or an
+            RLE whose size is not the image's.
     """
     if not isinstance(data, list):
         raise InputError(f"predictions must be a JSON list of results, got {type(data).__name__}", path=path,
                          hint="write [{image_id, category_id, segmentation, score}, ...] (COCO results format)")
     by_image: dict[int, list[int]] = defaultdict(list)
+    ignored: Counter[int] = Counter()
     cats, scores, rles = [], [], []
+    to_check: list[tuple[bytes, int, str]] = []
     for index, pred in enumerate(data):
         item = f"prediction {index}"
         if not isinstance(pred, dict):
@@ -238,22 +308,29 @@ def load_predictions(data: Any, path: str, gt: GroundTruth) -> Predictions:
             raise InputError(f"lacks {', '.join(missing)}", path=path, item=item,
                              hint="each result needs image_id, category_id, segmentation (RLE) and score")
         image_id, score = pred["image_id"], pred["score"]
-        if not _is_int(image_id) or image_id not in gt.images:
-            raise InputError(f"image_id {image_id!r} is not an image of the ground truth {gt.path}", path=path,
-                             item=item, hint="predict only for the ground truth's images (ids as in its 'images')")
+        if not _is_int(image_id):
+            raise InputError(f"image_id {image_id!r} is not an integer", path=path, item=item,
+                             hint="use the ids of the ground truth's 'images'")
+        if known_image_ids is not None and image_id not in known_image_ids:
+            raise InputError(f"image_id {image_id} is in none of the ground-truth files given", path=path,
+                             item=item, hint="predict only for the ground truths' images (ids as in their 'images')")
         if not _is_number(score) or not math.isfinite(score):
             raise InputError(f"score {score!r} is not a finite number", path=path, item=item,
                              hint="score is the prediction's confidence, a number")
         if not _is_int(pred["category_id"]):
             raise InputError(f"category_id {pred['category_id']!r} is not an integer", path=path, item=item,
                              hint="use the ground truth's category id")
+        if image_id not in gt.images:
+            ignored[int(image_id)] += 1
+            continue
+        by_image[image_id].append(len(rles))  # index among the kept predictions
         rles.append(segmentation_rle(pred["segmentation"], gt.images[image_id], path=path,
-                                     item=f"{item} (image {image_id})", allow_polygon=False))
-        by_image[image_id].append(index)
+                                     item=f"{item} (image {image_id})", allow_polygon=False, pending=to_check))
         cats.append(int(pred["category_id"]))
         scores.append(float(score))
+    check_compressed_rles(to_check, path)  # all at once: a file holds tens of thousands of masks
     return Predictions(path=path, by_image=dict(by_image), category_id=np.asarray(cats, dtype=np.int64),
-                       score=np.asarray(scores, dtype=np.float64), rles=rles)
+                       score=np.asarray(scores, dtype=np.float64), rles=rles, ignored=dict(sorted(ignored.items())))
 
 
 def visible_predictions(preds: Predictions, gt: GroundTruth, image_id: int) -> np.ndarray:
@@ -281,6 +358,6 @@ def read_ground_truth(path: str | Path, data: bytes | None = None) -> GroundTrut
     return load_ground_truth(read_json(path) if data is None else _parse(data, str(path)), str(path))
 
 
-def read_predictions(path: str | Path, gt: GroundTruth) -> Predictions:
+def read_predictions(path: str | Path, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
     """Read and validate a COCO results file against ``gt`` (see :func:`load_predictions`)."""
-    return load_predictions(read_json(path), str(path), gt)
+    return load_predictions(read_json(path), str(path), gt, known_image_ids)

@@ -9,7 +9,11 @@ alignment threshold τ (IoU with M, ``>=``), over *all* predictions of an image 
   ``eval_cafe_metrics.py``, which does not split it;
 - negative side: TA-FP if some prediction with s ≥ t is aligned; else UA-FP if some prediction with
   s ≥ t is not; else TN. AFPR = TA-FP/N, UFPR = UA-FP/N, IL-FPR = AFPR + UFPR;
-  ACSR = mean[q+ ∉ TA-TP ∧ q- ∈ TA-FP], UCSR likewise with UA-FP, CSR = ACSR + UCSR.
+  ACSR = mean[q+ ∉ TA-TP ∧ q- ∈ TA-FP], UCSR likewise with UA-FP, CSR = ACSR + UCSR;
+- SoftSwap (CAFE's public toolkit, not in the paper): the share of pairs whose q-'s highest score is
+  strictly greater than q+'s, over all predictions whatever their score or IoU; a prompt without
+  predictions has highest score 0, and equal highest scores do not count. It depends on neither t
+  nor τ, so it is the same at every τ of the sweep.
 
 Pairs are the negatives (images carrying ``fp_source_id``) whose positive has an annotation; M is
 the positive's first annotation in file order, the subset is the negative's ``edit_type`` — all as
@@ -36,7 +40,7 @@ from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
 SUBSETS = tuple(e.abbr for e in EditType)
 OVERALL = "Overall"
 COUNT_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP")
-RATE_KEYS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR")
+RATE_KEYS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR", "SoftSwap")
 CGF1_KEYS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
 CALIBRATION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 100))
 _ABBR = {e.value: e.abbr for e in EditType}
@@ -48,6 +52,7 @@ class CafePairs:
 
     ``pos_id``, ``neg_id``, ``subset`` are ``(n_pairs,)``; ``pos_pair``/``pos_iou``/``pos_score``
     list the positives' predictions (pair index, IoU with M, score), ``neg_*`` the negatives'.
+    ``pos_max``/``neg_max`` (``(n_pairs,)``) are each prompt's highest score, 0 without predictions.
     """
 
     pos_id: np.ndarray
@@ -59,6 +64,8 @@ class CafePairs:
     neg_pair: np.ndarray
     neg_iou: np.ndarray
     neg_score: np.ndarray
+    pos_max: np.ndarray
+    neg_max: np.ndarray
 
     def __len__(self) -> int:
         return len(self.neg_id)
@@ -111,9 +118,20 @@ def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None 
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in flat.items()}
     for key in ("pos_pair", "neg_pair"):
         joined[key] = joined[key].astype(np.int64)
+    n = len(columns["neg_id"])
+    joined["pos_max"] = highest_scores(joined["pos_pair"], joined["pos_score"], n)
+    joined["neg_max"] = highest_scores(joined["neg_pair"], joined["neg_score"], n)
     return CafePairs(pos_id=np.asarray(columns["pos_id"], dtype=np.int64),
                      neg_id=np.asarray(columns["neg_id"], dtype=np.int64),
                      subset=np.asarray(columns["subset"], dtype=object), **joined)
+
+
+def highest_scores(pair: np.ndarray, score: np.ndarray, n: int) -> np.ndarray:
+    """Each pair's highest prediction score ``(n,)``; 0 for a prompt without predictions (CAFE's toolkit)."""
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, pair, score)
+    out[np.bincount(pair, minlength=n) == 0] = 0.0
+    return out
 
 
 def _any(pair: np.ndarray, hit: np.ndarray, n: int) -> np.ndarray:
@@ -121,7 +139,7 @@ def _any(pair: np.ndarray, hit: np.ndarray, n: int) -> np.ndarray:
 
 
 def classify_pairs(pairs: CafePairs, score_threshold: float, iou_threshold: float) -> dict[str, np.ndarray]:
-    """Per-pair boolean flags ``(n_pairs,)``: TA-TP, TA-FN, UA-FN, TA-FP, UA-FP, TN, ACSR, UCSR."""
+    """Per-pair boolean flags ``(n_pairs,)``: TA-TP, TA-FN, UA-FN, TA-FP, UA-FP, TN, ACSR, UCSR, SoftSwap."""
     n = len(pairs)
     pos_aligned, neg_aligned = pairs.pos_iou >= iou_threshold, pairs.neg_iou >= iou_threshold
     neg_confident = pairs.neg_score >= score_threshold
@@ -131,7 +149,7 @@ def classify_pairs(pairs: CafePairs, score_threshold: float, iou_threshold: floa
     ua_fp = ~ta_fp & _any(pairs.neg_pair, neg_confident & ~neg_aligned, n)
     return {"TA-TP": ta_tp, "TA-FN": ~ta_tp & any_aligned, "UA-FN": ~ta_tp & ~any_aligned,
             "TA-FP": ta_fp, "UA-FP": ua_fp, "TN": ~ta_fp & ~ua_fp,
-            "ACSR": ~ta_tp & ta_fp, "UCSR": ~ta_tp & ua_fp}
+            "ACSR": ~ta_tp & ta_fp, "UCSR": ~ta_tp & ua_fp, "SoftSwap": pairs.neg_max > pairs.pos_max}
 
 
 def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> dict[str, Any]:
@@ -139,7 +157,7 @@ def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> dict
     n = int(select.sum())
     out: dict[str, Any] = {"N": n, **{k: int(flags[k][select].sum()) for k in COUNT_KEYS[1:]}}
     rates = {"AFPR": out["TA-FP"], "UFPR": out["UA-FP"], "ACSR": int(flags["ACSR"][select].sum()),
-             "UCSR": int(flags["UCSR"][select].sum())}
+             "UCSR": int(flags["UCSR"][select].sum()), "SoftSwap": int(flags["SoftSwap"][select].sum())}
     out |= {k: (v / n if n else None) for k, v in rates.items()}
     out["IL-FPR"] = out["AFPR"] + out["UFPR"] if n else None
     out["CSR"] = out["ACSR"] + out["UCSR"] if n else None

@@ -210,9 +210,13 @@ def reference_target_aware(gt_dataset: dict[str, Any], predictions: list[dict[st
         aligned_low = bool((pos_iou >= iou_threshold).any())
         a = bool(((neg_s >= score_threshold) & (neg_iou >= iou_threshold)).any())
         u = bool(((neg_s >= score_threshold) & (neg_iou < iou_threshold)).any())
+        # SoftSwap as CAFE's eval_cafe_metrics.py computes it: highest score, 0.0 without predictions.
+        pos_max = float(pos_s.max()) if pos_s.size else 0.0
+        neg_max = float(neg_s.max()) if neg_s.size else 0.0
         rows.append({"subset": SUBSETS[neg["edit_type"]], "TA-TP": ta_tp, "TA-FN": not ta_tp and aligned_low,
                      "UA-FN": not ta_tp and not aligned_low, "TA-FP": a, "UA-FP": not a and u,
-                     "TN": not a and not u, "ACSR": not ta_tp and a, "UCSR": not ta_tp and not a and u})
+                     "TN": not a and not u, "ACSR": not ta_tp and a, "UCSR": not ta_tp and not a and u,
+                     "SoftSwap": neg_max > pos_max})
     table = {}
     for subset in ("SM", "CC", "OC", "Overall"):
         chosen = [r for r in rows if subset == "Overall" or r["subset"] == subset]
@@ -226,5 +230,6 @@ def reference_target_aware(gt_dataset: dict[str, Any], predictions: list[dict[st
             entry["ACSR"] = sum(r["ACSR"] for r in chosen) / n
             entry["UCSR"] = sum(r["UCSR"] for r in chosen) / n
             entry["CSR"] = entry["ACSR"] + entry["UCSR"]
+            entry["SoftSwap"] = sum(r["SoftSwap"] for r in chosen) / n
         table[subset] = entry
     return table
