@@ -17,6 +17,7 @@ from segbench.core.errors import SkipReport
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 METRICS_NAME = "metrics.json"
@@ -100,6 +101,14 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def legend_beside(ax: "Axes", **options: Any) -> None:
+    """The axes' legend to their right, outside the plotting area, so it covers no bar, point or label.
+
+    The figure's ``tight_layout`` (or constrained layout) then makes room for it.
+    """
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8, **options)
 
 
 def figure_png(fig: "Figure") -> bytes:

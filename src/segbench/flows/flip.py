@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 DEFAULT_SHARD_SIZE = 256
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 DEFAULT_SHARD_SIZE = 128
 SKIPPED_NAME = "skipped.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 @task(name="hash-spin-ground-truth", cache_policy=NO_CACHE)

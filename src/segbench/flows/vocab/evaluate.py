@@ -48,7 +48,7 @@ from segbench.tasks.vocab.lexical_mapping import (
 VOCAB_DIR = "data/vocab"
 MAPPINGS_NAME = "mappings.json"
 # Bump when the report of the same inputs changes (mapping rules, metrics, report, plot, manifest).
-EVALUATION_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
