@@ -114,6 +114,16 @@ def item_done(channel: str, amount: int = 1) -> None:
     target.items(amount)
 
 
+def each(items: Iterable[T], channel: str) -> Iterator[T]:
+    """Yield ``items``, reporting each under ``channel`` (:func:`item_done`) once the caller is done with it.
+
+    A shard task wraps the items it works through, so the stage's progress moves item by item.
+    """
+    for item in items:
+        yield item
+        item_done(channel)
+
+
 def gather(futures: Iterable[Any], description: str, total: int, units: Callable[[Any], int],
            channel: str | None = None) -> list[Any]:
     """The results of submitted task runs, in submission order, with one progress step for all.

@@ -66,6 +66,10 @@ def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, relpaths: li
         return ground_truth_hashes(source, relpaths, dataset_dir)
 
 
+# Images scored inside evaluation shards advance the "Evaluating" progress as they finish.
+SCORE_CHANNEL = "flip.score"
+
+
 @task(name="evaluate-coco-cd-shard", **UNIT)
 def evaluate_shard(
     unit_key: str,
@@ -80,7 +84,7 @@ def evaluate_shard(
     A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
     """
     with DatasetSource(repo, rev) as source:
-        return evaluate_images(source, dataset_dir, images, predictions)
+        return evaluate_images(source, dataset_dir, progress.each(images, SCORE_CHANNEL), predictions)
 
 
 @task(name="write-coco-cd-report", cache_policy=NO_CACHE)
@@ -169,7 +173,8 @@ def _score(stage: Stage, repo: str, rev: str | None, dataset_dir: str, images: l
                                      {int(im["id"]): found[int(im["id"])] for im in shard})
                for n, shard in enumerate(shards(images, shard_size))]
     total = FlipAccumulator()
-    for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
+    for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images),
+                                 channel=SCORE_CHANNEL):
         total += shard  # in shard order; the summary does not depend on it anyway
     summary = total.summarize(names)
     write_report_task(str(stage.path), summary, evaluated, names)

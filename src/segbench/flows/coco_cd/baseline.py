@@ -18,6 +18,9 @@ from segbench.demo.coco_cd.baseline import write_baseline_predictions
 from segbench.flows.flip import DEFAULT_SHARD_SIZE, load_split, shards
 from segbench.tasks.flip.inputs import split_relpath
 
+# Images predicted inside shards advance the "Predicting" progress as they finish.
+PREDICT_CHANNEL = "coco_cd.baseline"
+
 
 @task(name="predict-baseline-shard", cache_policy=NO_CACHE)
 def predict_shard(
@@ -25,7 +28,8 @@ def predict_shard(
 ) -> int:
     """Write baseline predictions for one shard; returns how many were written."""
     with DatasetSource(repo, rev) as source:
-        return len(write_baseline_predictions(source, dataset_dir, images, out, seed=seed))
+        return len(write_baseline_predictions(source, dataset_dir, progress.each(images, PREDICT_CHANNEL), out,
+                                              seed=seed))
 
 
 @flow(name="predict-baseline-coco-cd")
@@ -54,6 +58,7 @@ def predict_baseline(
         predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
         for shard in shards(images, shard_size)
     ]
-    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int))
+    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int,
+                                  channel=PREDICT_CHANNEL))
     logger.info("wrote %d baseline predictions to %s", written, out)
     return {"out": out, "num_images": written}

@@ -91,6 +91,10 @@ def load_predictions(paths: dict[str, str], truth: SpinTruth, policy: ImportPoli
     return read_predictions(paths, truth, policy)
 
 
+# Images scored inside evaluation shards advance the "Evaluating" progress as they finish.
+SCORE_CHANNEL = "spin.score"
+
+
 @task(name="evaluate-spin-shard", **UNIT)
 def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[int, list[Prediction]], hierarchy: Hierarchy,
                    prompts: tuple[str, ...]) -> SpinAccumulator:
@@ -99,7 +103,7 @@ def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[in
     A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
     """
     acc = SpinAccumulator()
-    for image in images:
+    for image in progress.each(images, SCORE_CHANNEL):
         acc.update(image, predictions.get(image.image_id, []), hierarchy, prompts)
     return acc
 
@@ -212,7 +216,8 @@ def _score(stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy,
                                      truth.hierarchy, prompts)
                for n, shard in enumerate(images[i : i + shard_size] for i in range(0, len(images), shard_size))]
     total = SpinAccumulator()
-    for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images), units=lambda a: a.num_images):
+    for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images), units=lambda a: a.num_images,
+                                 channel=SCORE_CHANNEL):
         total += shard
     total.num_images = len(truth.images)
     summary = total.summarize(truth.hierarchy)
