@@ -28,6 +28,7 @@ from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import read_json, write_json
+from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.rounds import Answer, Round
 
 __all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
@@ -55,7 +56,7 @@ def _backend(round_: Round, data_root: Path, url: str | None = None, files: Path
 
 # --- launch ----------------------------------------------------------------------------------------
 
-@flow(name="round-launch")
+@flow(name="round-launch", flow_run_name=run_name("round-launch", ("key",)))
 def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
                  label_studio_files: Path | None = None) -> Round:
     """Launch a created round (or relaunch it: nothing is created twice).
@@ -87,7 +88,7 @@ def round_progress(data_root: Path, key: str, label_studio_url: str | None = Non
 
 # --- ingest ----------------------------------------------------------------------------------------
 
-@task(name="fetch-answers", cache_policy=NO_CACHE)
+@task(**task_name("fetch-answers"), cache_policy=NO_CACHE)
 def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: ImportPolicy) -> list[Answer]:
     return _backend(round_, data_root, url).fetch_answers(round_, policy)
 
@@ -98,7 +99,7 @@ def _previous_answers(path: Path) -> list[Answer]:
     return [Answer.model_validate(a) for a in read_json(path)["answers"]]
 
 
-@flow(name="round-ingest")
+@flow(name="round-ingest", flow_run_name=run_name("round-ingest", ("key",)))
 def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
                  on_error: OnError = OnError.FAIL) -> dict[str, Any]:
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.

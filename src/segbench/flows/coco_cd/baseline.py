@@ -16,13 +16,14 @@ from segbench import progress
 from segbench.core.versioning import DatasetSource
 from segbench.demo.coco_cd.baseline import write_baseline_predictions
 from segbench.flows.flip import DEFAULT_SHARD_SIZE, load_split, shards
+from segbench.flows.prefect_ui import run_name, shard_name
 from segbench.tasks.flip.inputs import split_relpath
 
 # Images predicted inside shards advance the "Predicting" progress as they finish.
 PREDICT_CHANNEL = "coco_cd.baseline"
 
 
-@task(name="predict-baseline-shard", cache_policy=NO_CACHE)
+@task(**shard_name("predict-baseline-shard", lambda p: [image["id"] for image in p["images"]]), cache_policy=NO_CACHE)
 def predict_shard(
     repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]], out: str, seed: int
 ) -> int:
@@ -32,7 +33,7 @@ def predict_shard(
                                               seed=seed))
 
 
-@flow(name="predict-baseline-coco-cd")
+@flow(name="predict-baseline-coco-cd", flow_run_name=run_name("predict-baseline-coco-cd", ("rho", "split", "seed")))
 def predict_baseline(
     repo: str | Path,
     rev: str | None,

@@ -36,6 +36,7 @@ from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, loca
 from segbench.core.io import write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
+from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.spin import SpinEvaluation
 from segbench.tasks.spin.inputs import (
@@ -66,7 +67,7 @@ SKIPPED_NAME = "skipped.json"
 EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
-@task(name="hash-spin-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("hash-spin-ground-truth"), cache_policy=NO_CACHE)
 def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> dict[str, str]:
     """sha256 standing for the split's three files (the built dataset's manifest) and the taxonomy."""
     with DatasetSource(repo, rev) as source:
@@ -78,14 +79,14 @@ def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) 
     return hashes
 
 
-@task(name="load-spin-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("load-spin-ground-truth"), cache_policy=NO_CACHE)
 def load_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> SpinTruth:
     """The split's validated ground truth (``spin_inputs.read_ground_truth``)."""
     with DatasetSource(repo, rev) as source:
         return read_ground_truth(source, dataset_dir, split)
 
 
-@task(name="load-spin-predictions", cache_policy=NO_CACHE)
+@task(**task_name("load-spin-predictions"), cache_policy=NO_CACHE)
 def load_predictions(paths: dict[str, str], truth: SpinTruth, policy: ImportPolicy) -> dict[int, list[Prediction]]:
     """Validated predictions grouped by image (``spin_inputs.read_predictions``)."""
     return read_predictions(paths, truth, policy)
@@ -95,7 +96,7 @@ def load_predictions(paths: dict[str, str], truth: SpinTruth, policy: ImportPoli
 SCORE_CHANNEL = "spin.score"
 
 
-@task(name="evaluate-spin-shard", **UNIT)
+@task(**shard_name("evaluate-spin-shard", lambda p: [image.image_id for image in p["images"]]), **UNIT)
 def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[int, list[Prediction]], hierarchy: Hierarchy,
                    prompts: tuple[str, ...]) -> SpinAccumulator:
     """Score one shard of images; the flow adds the shards' accumulators with ``+=``.
@@ -108,7 +109,7 @@ def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[in
     return acc
 
 
-@task(name="write-spin-report", cache_policy=NO_CACHE)
+@task(**task_name("write-spin-report"), cache_policy=NO_CACHE)
 def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any],
                       skipped: dict[str, Any] | None) -> dict[str, str]:
     """Write the report (and skipped.json when items were skipped) into ``out``, the flow's stage."""
@@ -118,7 +119,7 @@ def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, An
     return paths
 
 
-@flow(name="evaluate-spin")
+@flow(name="evaluate-spin", flow_run_name=run_name("evaluate-spin", ("split", "predictions", "rev")))
 def evaluate_spin(
     repo: str | Path,
     rev: str | None,
@@ -173,6 +174,7 @@ def evaluate_spin(
                             force=force, logger=logger)
     if not result["up_to_date"]:
         _log_summary(logger, result)
+    publish_evaluation("spin", result)
     return result
 
 
