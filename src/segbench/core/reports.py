@@ -43,6 +43,22 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def plain(values: Mapping[str, Any]) -> str:
+    """A dict as a log line reads: ``parts 14, subparts 40, levels (exact 3, broad 5), names a, b``.
+
+    Keys lose their underscores, floats get 4 decimals, nested dicts go in brackets, lists are joined;
+    never a Python repr.
+    """
+    def shown(value: Any) -> str:
+        if isinstance(value, Mapping):
+            return f"({plain(value)})" if value else "none"
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return ", ".join(shown(item) for item in value) if value else "none"
+        return cell(value)
+
+    return ", ".join(f"{str(key).replace('_', ' ')} {shown(value)}" for key, value in values.items())
+
+
 def portable_paths(value: Any, base: str | Path) -> Any:
     """``value`` (a string, or dicts / lists of them) with every absolute path made portable.
 

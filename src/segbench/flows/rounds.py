@@ -28,6 +28,7 @@ from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import read_json, write_json
+from segbench.core.reports import plain
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.rounds import Answer, Round
 
@@ -73,7 +74,7 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
     launched = rounds.mark_launched(round_, project_id, _now())
     launched = launched.model_copy(update={"counts": {**launched.counts, **counts}})
     store.save(launched)
-    get_run_logger().info("round %s launched (%s)", key, counts)
+    get_run_logger().info("round %s launched (%s)", key, plain(counts))
     return launched
 
 
@@ -128,7 +129,7 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now())
     store.save(ingested)
     reports = {name: str(path) for name, path in kind.write_reports(ingested, items, Path(data_root)).items()}
-    get_run_logger().info("round %s ingested: %s", key, counts)
+    get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
             "reports": reports}
 

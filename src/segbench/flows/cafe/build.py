@@ -31,7 +31,7 @@ from segbench.core.masks import rle_to_bitmap
 from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
-from segbench.providers.base import Question, Usage
+from segbench.providers.base import Question, Usage, describe_usage
 from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
@@ -196,7 +196,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
                         finished=lambda manifest: {"skipped": manifest.counts["skipped"],
                                                    "usage": {k: 0 for k in Usage.model_fields}})
     if not summary["up_to_date"]:
-        logger.info("provider usage this run: %s", summary["usage"])
+        logger.info("provider usage this run: %s", describe_usage(summary["usage"]))
     publish_build("cafe-candidates", summary)
     return summary
 

@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench.core.build import Build, Built
 from segbench.core.io import atomic_write_text, sha256_bytes, sha256_file
 from segbench.core.manifest import read_manifest, write_manifest
+from segbench.core.reports import plain
 from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
 from segbench.schemas.spin import SubpartProposal, Taxonomy, TaxonomyEdits, load_taxonomy
@@ -118,7 +119,7 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
                                          "unused_rules": counts["unused_rule_names"]})
     # Not run_build: the folder holds the SPIN dataset too, so the files are written in place, not swapped in.
     write_taxonomy(build, taxonomy, built.extras["diff_markdown"], built)
-    logger.info("SPIN taxonomy: %s", counts)
+    logger.info("SPIN taxonomy: %s", plain({k: v for k, v in counts.items() if k != "unused_rule_names"}))
     publish_build("spin-taxonomy", build.summary(built))
     return build.summary(built)
 

@@ -24,11 +24,12 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import write_json, write_jsonl
+from segbench.core.reports import plain
 from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers import make_provider
-from segbench.providers.base import LanguageProvider, Question, Usage
+from segbench.providers.base import LanguageProvider, Question, Usage, describe_usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams, VocabStep
 from segbench.tasks.vocab import nouns as mining
 from segbench.tasks.vocab import vocabulary as vb
@@ -217,7 +218,7 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
     relations, problems, n_questions = _judge_all(provider, cats, candidates, params)
     usage = _usage_since(before, provider.usage)
     if any(problems.values()):
-        logger.warning("answer problems (kept as 'none' or ignored): %s", problems)
+        logger.warning("answer problems (kept as 'none' or ignored): %s", plain(problems))
 
     vocab = vb.assemble_vocabulary(cats, relations)
     rows = _candidate_rows(cats, candidates, relations)
@@ -228,7 +229,7 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
     write_outputs(stage.path, dataset, vocab, rows)
     # Usage (calls, cache hits, tokens, cost) belongs to this run, not to the dataset: it is logged and
     # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.
-    logger.info("provider usage this run: %s", usage)
+    logger.info("provider usage this run: %s", describe_usage(usage))
     return Built(counts=counts, units=units, extras={"dataset": dataset, "usage": usage},
                  params={**params.model_dump(mode="json"), **provenance, "spacy_model_loaded": spacy_model})
 
