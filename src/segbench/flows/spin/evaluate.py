@@ -166,8 +166,10 @@ def evaluate_spin(
         hashes |= local_hashes("answers", {"answers": answers})
     params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split, "dataset_dir": dataset_dir,
               "predictions": files, "answers": answers, "on_error": on_error.value}
-    build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION, params=params,
-                  input_hashes=hashes)
+    # The manifest names paths relative to the project (it is versioned with the report); the key
+    # still follows the predictions and answers through their content hashes.
+    build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION,
+                  params=portable_paths(params, repo), input_hashes=hashes)
     policy = ImportPolicy(on_error)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, loaded, shard_size, policy, params),
                             prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy),

@@ -233,8 +233,10 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
                        described=lac.parse_descriptions(read_json(descriptions), source=descriptions))
     hashes = hash_ground_truth(request.repo, rev, vocab, gt, request.panoptic, request.image_ids)
     hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
-    build = Build(out=Path(out), dataset="eval/vocab", logic_version=EVALUATION_VERSION, params=request.params(),
-                  input_hashes=hashes)
+    # The manifest names paths relative to the project (it is versioned with the report); the key
+    # still follows the descriptions through their content hash.
+    build = Build(out=Path(out), dataset="eval/vocab", logic_version=EVALUATION_VERSION,
+                  params=portable_paths(request.params(), request.repo), input_hashes=hashes)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, request, *loaded),
                             prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)
     if not result["up_to_date"]:
