@@ -93,7 +93,7 @@ def publish_data(
     logger.info(
         "published %s %s (%d files, %d datasets)%s%s",
         data_dir, record.md5, record.nfiles, len(record.datasets),
-        f", pushed to {record.remote!r}" if record.pushed else ", not pushed",
+        f", pushed to {record.remote}" if record.pushed else ", not pushed",
         f", commit {record.commit[:12]}" if record.commit else "",
     )
     return record
