@@ -4,10 +4,11 @@ Library code reports progress with :func:`track` and stays silent; the CLI insta
 (a rich progress bar, or timestamped lines in a pipe) with :func:`listening`. Without a listener,
 :func:`track` only logs the start and the end of the step.
 
-Sharded stages report twice: every item a shard finishes (:func:`item_done`, from the worker
-thread that runs it, under the stage's ``channel``), and every shard that returns
-(:func:`gather`). The bar takes whichever is further, so it moves item by item when shards run
-in this process, and shard by shard when they run elsewhere (Dask processes) or are replayed.
+Sharded stages report twice: every item a shard finishes (:func:`item_done`, or :func:`each` around
+the shard's items, from the worker thread that runs it, under the stage's ``channel``), and every
+shard that returns (:func:`gather`). The bar takes whichever is further, so it moves item by item
+when shards run in this process, and shard by shard when they run elsewhere (Dask processes) or
+are replayed.
 """
 
 from __future__ import annotations
@@ -112,6 +113,16 @@ def item_done(channel: str, amount: int = 1) -> None:
             _early[channel] = _early.get(channel, 0) + amount
             return
     target.items(amount)
+
+
+def each(items: Iterable[T], channel: str) -> Iterator[T]:
+    """Yield ``items``, reporting each under ``channel`` (:func:`item_done`) once the caller is done with it.
+
+    A shard task wraps the items it works through, so the stage's progress moves item by item.
+    """
+    for item in items:
+        yield item
+        item_done(channel)
 
 
 def gather(futures: Iterable[Any], description: str, total: int, units: Callable[[Any], int],

@@ -229,7 +229,7 @@ def test_missing_and_unreadable_images(world_copy, tmp_path, built):
 
 def test_group_too_small_for_the_requested_sizes(world, tmp_path):
     out = _previous_output(tmp_path)
-    with pytest.raises(InsufficientDataError, match=r"^group cat·indoor has \d+ items; val \+ test need 40"):
+    with pytest.raises(InsufficientDataError, match=r"^group cat indoors has \d+ items; val \+ test need 40"):
         build(world, out, PARAMS.model_copy(update={"val_per_group": 10, "test_per_group": 30}))
     _assert_untouched(out)
 

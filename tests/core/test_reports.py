@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segbench.core.reports import cell, evaluated_lines, fmt, markdown_table, portable_paths
+from segbench.core.reports import cell, evaluated_lines, fmt, markdown_table, plain, portable_paths
+from segbench.providers.base import Usage, describe_usage
 
 
 def test_numbers_have_four_decimals_and_missing_values_read_n_a():
@@ -32,3 +33,19 @@ def test_what_was_evaluated_reads_as_words_not_python_reprs():
     assert "- **ground_truth**: wholes `w.json`, parts `p.json`" in text
     assert "- **rho**: `0.95`" in text and "- **changed**: `yes`" in text
     assert "None" not in text and "{" not in text and "True" not in text
+
+
+def test_log_lines_name_counts_in_words_without_python_reprs():
+    counts = {"parts": 14, "unused_rules": 0, "levels": {"exact": 3, "broad": 0.123456}, "names": ["a", "b"],
+              "problems": {}, "answers": None}
+    line = plain(counts)
+    assert line == "parts 14, unused rules 0, levels (exact 3, broad 0.1235), names a, b, problems none, answers n/a"
+    assert not any(mark in line for mark in "{}[]'")
+
+
+def test_provider_usage_reads_as_a_sentence_with_the_cost_rounded():
+    usage = Usage(calls=12, cache_hits=3, retries=1, reasks=0, prompt_tokens=1200, completion_tokens=340,
+                  cost_usd=0.012345678)
+    expected = "12 calls (3 from the cache, 1 retries, 0 re-asks), 1200 prompt + 340 completion tokens, $0.0123"
+    assert describe_usage(usage) == expected
+    assert describe_usage(usage.model_dump()) == expected  # as flows carry it in their summaries

@@ -90,13 +90,13 @@ def test_per_group_iou_and_gaps():
     half_flipped = cat.copy()
     half_flipped[0] = 2
     s = summarize(
-        (cat, cat.copy(), 0),  # cat·indoor perfect
-        (cat, half_flipped, 1),  # cat·outdoor: 4 of 8 cat pixels -> dog
-        (dog, np.where(dog == 2, 1, 0).astype(np.uint8), 2),  # dog·indoor: all -> cat
-        (dog, dog.copy(), 3),  # dog·outdoor perfect
+        (cat, cat.copy(), 0),  # cat indoors perfect
+        (cat, half_flipped, 1),  # cat outdoors: 4 of 8 cat pixels -> dog
+        (dog, np.where(dog == 2, 1, 0).astype(np.uint8), 2),  # dog indoors: all -> cat
+        (dog, dog.copy(), 3),  # dog outdoors perfect
     )
     groups = {g["group_id"]: g for g in s["per_group"]}
-    assert groups[0]["name"] == "cat·indoor (aligned)" and groups[2]["kind"] == "counterfactual"
+    assert groups[0]["name"] == "cat indoors (aligned)" and groups[2]["kind"] == "counterfactual"
     assert groups[1]["iou"]["cat"] == 0.5 and groups[1]["iou"]["dog"] == 0.0
     assert groups[0]["iou"]["dog"] is None  # no dog in gt or prediction: undefined, not NaN
     assert s["gaps"]["cat"] == {

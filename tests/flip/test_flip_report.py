@@ -57,7 +57,7 @@ def test_write_report_writes_all_files_with_key_numbers(tmp_path):
         "0.4000",  # dog IoU
         "0.6667",  # Fg-IoU
         "| 0.5000 | 0.2500 | 0.2500 | 0.2500 | 0.2500 |",  # FG-Corr/Flip/Miss, flip global/mean
-        "cat·outdoor (counterfactual)",
+        "cat outdoors (counterfactual)",
         "Top-decile share of all flips: 0.1667",  # equal flips: the top decile (2 of 12) holds 1/6
     ):
         assert expected in text, expected

@@ -170,6 +170,9 @@ def test_vocab_evaluation_resumes(project, tmp_path):
         described[0]["descriptions"][2]["description"] = "a street"
         (root / "desc.json").write_text(json.dumps(described))
 
-    # The vocabulary named by another path is another evaluation: the report prints the name.
-    _check_resume(project, args, out, ["--vocab", str(root / "vocab.json")], redescribe)
+    # The vocabulary under another name is another evaluation: the report prints the name. (The same
+    # file named by its absolute path is the same evaluation: reports and manifests name it relative
+    # to the project.)
+    (root / "vocab_copy.json").write_bytes((root / "vocab.json").read_bytes())
+    _check_resume(project, args, out, ["--vocab", "vocab_copy.json"], redescribe)
 

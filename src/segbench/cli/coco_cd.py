@@ -106,7 +106,7 @@ def print_build(summary: dict[str, Any]) -> None:
         "usable for splits": counts["usable"],
         "skipped (see skipped.json)": sum(summary["skipped"].values()),
     }))
-    flip.print_group_counts(counts, ["cat·in", "cat·out", "dog·in", "dog·out"])
+    flip.print_group_counts(counts, ["cat indoors", "cat outdoors", "dog indoors", "dog outdoors"])
     out = display_path(Path(summary["out"]))
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
     console.out.print(build_status(summary))

@@ -60,7 +60,7 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
 
 
 def print_group_counts(counts: dict[str, Any], groups: list[str]) -> None:
-    """The images of each group per ρ and split of a build, ``groups`` naming them (class·context)."""
+    """The images of each group per ρ and split of a build, ``groups`` naming them ("cat indoors", "landbird on land")."""
     # Sorted: a fresh build and an up-to-date one (read back from JSON) list the rows in the same order.
     order = {"train": 0, "val": 1, "test": 2}
     rows = [[rho, split, *values, sum(values)] for rho, splits in sorted(counts["splits"].items())

@@ -17,6 +17,7 @@ from segbench.core.errors import SkipReport
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 METRICS_NAME = "metrics.json"
@@ -40,6 +41,22 @@ def cell(value: Any) -> str:
     if value is None or isinstance(value, float):
         return fmt(value)
     return str(value)
+
+
+def plain(values: Mapping[str, Any]) -> str:
+    """A dict as a log line reads: ``parts 14, subparts 40, levels (exact 3, broad 5), names a, b``.
+
+    Keys lose their underscores, floats get 4 decimals, nested dicts go in brackets, lists are joined;
+    never a Python repr.
+    """
+    def shown(value: Any) -> str:
+        if isinstance(value, Mapping):
+            return f"({plain(value)})" if value else "none"
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return ", ".join(shown(item) for item in value) if value else "none"
+        return cell(value)
+
+    return ", ".join(f"{str(key).replace('_', ' ')} {shown(value)}" for key, value in values.items())
 
 
 def portable_paths(value: Any, base: str | Path) -> Any:
@@ -100,6 +117,14 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def legend_beside(ax: "Axes", **options: Any) -> None:
+    """The axes' legend to their right, outside the plotting area, so it covers no bar, point or label.
+
+    The figure's ``tight_layout`` (or constrained layout) then makes room for it.
+    """
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8, **options)
 
 
 def figure_png(fig: "Figure") -> bytes:

@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench import registry
 from segbench.core import clock, versioning
 from segbench.demo.world import generate_demo_world
+from segbench.flows.prefect_ui import run_name, task_name
 from segbench.flows.publish import publish_data
 
 # The time the demo's data records (2024-01-01 UTC), so every run of one seed is byte-identical and
@@ -62,13 +63,13 @@ class DemoStep:
     evaluate: Callable[[DemoContext, dict[str, Any]], dict[str, Any]] | None = None
 
 
-@task(name="generate-demo-world", cache_policy=NO_CACHE)
+@task(**task_name("generate-demo-world"), cache_policy=NO_CACHE)
 def generate_world(root: Path, seed: int) -> Path:
     generate_demo_world(root, seed=seed)
     return root
 
 
-@flow(name="demo")
+@flow(name="demo", flow_run_name=run_name("demo", ("seed",)))
 def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0,
              dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm") -> dict[str, Any]:
     """Run build → publish → predict → evaluate on the demo worlds, for every registered dataset.

@@ -32,6 +32,7 @@ from segbench.core.build import Build, Built, Stage
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
+from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.flip import FlipEvaluation
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 DEFAULT_SHARD_SIZE = 256
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
@@ -52,21 +53,25 @@ def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-@task(name="load-coco-cd-split", cache_policy=NO_CACHE)
+@task(**task_name("load-coco-cd-split"), cache_policy=NO_CACHE)
 def load_split(repo: str, rev: str | None, relpath: str) -> list[dict[str, Any]]:
     """The split's image entries, sorted by id (:func:`segbench.tasks.flip.inputs.read_split`)."""
     with DatasetSource(repo, rev) as source:
         return read_split(source, relpath)
 
 
-@task(name="hash-flip-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("hash-flip-ground-truth"), cache_policy=NO_CACHE)
 def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, relpaths: list[str]) -> dict[str, str]:
     """sha256 standing for the split file and its masks (``evaluation_keys.ground_truth_hashes``)."""
     with DatasetSource(repo, rev) as source:
         return ground_truth_hashes(source, relpaths, dataset_dir)
 
 
-@task(name="evaluate-coco-cd-shard", **UNIT)
+# Images scored inside evaluation shards advance the "Evaluating" progress as they finish.
+SCORE_CHANNEL = "flip.score"
+
+
+@task(**shard_name("evaluate-shard", lambda p: [image["id"] for image in p["images"]]), **UNIT)
 def evaluate_shard(
     unit_key: str,
     repo: str,
@@ -80,10 +85,10 @@ def evaluate_shard(
     A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
     """
     with DatasetSource(repo, rev) as source:
-        return evaluate_images(source, dataset_dir, images, predictions)
+        return evaluate_images(source, dataset_dir, progress.each(images, SCORE_CHANNEL), predictions)
 
 
-@task(name="write-coco-cd-report", cache_policy=NO_CACHE)
+@task(**task_name("write-coco-cd-report"), cache_policy=NO_CACHE)
 def write_report_task(
     out: str, summary: dict[str, Any], evaluated: dict[str, Any], names: FlipNames = COCO_CD_NAMES
 ) -> dict[str, str]:
@@ -91,7 +96,7 @@ def write_report_task(
     return {name: str(path) for name, path in write_report(out, summary, evaluated, names).items()}
 
 
-@flow(name="evaluate-coco-cd")
+@flow(name="evaluate-coco-cd", flow_run_name=run_name("evaluate-coco-cd", ("rho", "split", "predictions", "rev")))
 def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float = 0.95,
                      split: str = "test", dataset_dir: str = "data/coco_cd", shard_size: int = DEFAULT_SHARD_SIZE,
                      force: bool = False) -> dict[str, Any]:
@@ -118,7 +123,7 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
     return _evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, COCO_CD_NAMES, force)
 
 
-@flow(name="evaluate-waterbirds")
+@flow(name="evaluate-waterbirds", flow_run_name=run_name("evaluate-waterbirds", ("rho", "split", "predictions", "rev")))
 def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path,
                         rho: float = 0.95, split: str = "test", dataset_dir: str = "data/waterbirds_seg",
                         shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False) -> dict[str, Any]:
@@ -156,6 +161,7 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
         summary = result["summary"]
         logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary["num_images"], fmt(summary["miou"]),
                     fmt(summary["fg_decomposition"]["flip"]), result["paths"]["report"])
+    publish_evaluation(names.dataset, result)
     return result
 
 
@@ -169,7 +175,8 @@ def _score(stage: Stage, repo: str, rev: str | None, dataset_dir: str, images: l
                                      {int(im["id"]): found[int(im["id"])] for im in shard})
                for n, shard in enumerate(shards(images, shard_size))]
     total = FlipAccumulator()
-    for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images)):
+    for shard in progress.gather(futures, "Evaluating predictions", len(images), units=lambda a: len(a.images),
+                                 channel=SCORE_CHANNEL):
         total += shard  # in shard order; the summary does not depend on it anyway
     summary = total.summarize(names)
     write_report_task(str(stage.path), summary, evaluated, names)

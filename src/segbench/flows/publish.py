@@ -15,41 +15,42 @@ from prefect.logging import get_run_logger
 
 from segbench.core import versioning
 from segbench.core.errors import VersioningError
+from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 
 
-@task(name="ensure-repo", cache_policy=NO_CACHE)
+@task(**task_name("ensure-repo"), cache_policy=NO_CACHE)
 def ensure_repo_task(repo: str | Path) -> Path:
     return versioning.ensure_repo(repo)
 
 
-@task(name="configure-remote", cache_policy=NO_CACHE)
+@task(**task_name("configure-remote"), cache_policy=NO_CACHE)
 def configure_remote_task(repo: Path, url: str, name: str) -> None:
     versioning.configure_remote(repo, url, name, local=True)
 
 
-@task(name="describe-datasets", cache_policy=NO_CACHE)
+@task(**task_name("describe-datasets"), cache_policy=NO_CACHE)
 def describe_datasets_task(data: Path) -> list[DatasetEntry]:
     return versioning.describe_datasets(data)
 
 
-@task(name="dvc-add", cache_policy=NO_CACHE)
+@task(**task_name("dvc-add"), cache_policy=NO_CACHE)
 def track_data_task(repo: Path, data_dir: str) -> TrackedData:
     return versioning.track_data(repo, data_dir)
 
 
 # A push is idempotent (content-addressed), so retrying after a network error is safe.
-@task(name="dvc-push", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(**task_name("dvc-push"), cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
 def push_data_task(repo: Path, data_dir: str, remote: str | None) -> str | None:
     return versioning.push_data(repo, data_dir, remote)
 
 
-@task(name="git-commit", cache_policy=NO_CACHE)
+@task(**task_name("git-commit"), cache_policy=NO_CACHE)
 def commit_version_task(repo: Path, data_dir: str, message: str, tag: str | None) -> CommitInfo:
     return versioning.commit_version(repo, data_dir, message, tag)
 
 
-@flow(name="publish-data")
+@flow(name="publish-data", flow_run_name=run_name("publish-data", ("data_dir", "tag")))
 def publish_data(
     repo: str = ".",
     data_dir: str = "data",
@@ -92,7 +93,7 @@ def publish_data(
     logger.info(
         "published %s %s (%d files, %d datasets)%s%s",
         data_dir, record.md5, record.nfiles, len(record.datasets),
-        f", pushed to {record.remote!r}" if record.pushed else ", not pushed",
+        f", pushed to {record.remote}" if record.pushed else ", not pushed",
         f", commit {record.commit[:12]}" if record.commit else "",
     )
     return record

@@ -24,6 +24,7 @@ from prefect.logging import get_run_logger
 
 from segbench import registry
 from segbench.core.errors import InputError
+from segbench.flows.prefect_ui import run_name
 from segbench.flows.publish import publish_data
 from segbench.flows.runner import RunnerSpec, runner_session, with_runner
 from segbench.locking import data_root_lock
@@ -70,7 +71,7 @@ class RebuildRun:
             return Path(path).as_posix()
 
 
-@flow(name="rebuild")
+@flow(name="rebuild", flow_run_name=run_name("rebuild", ("plan_path", "only")))
 def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, force: bool = False,
             only: list[str] | None = None, runner: Any = None, wait: float = 0.0) -> dict[str, Any]:
     """Run the steps of a rebuild plan in order: datasets, evaluations, publish.

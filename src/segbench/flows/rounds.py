@@ -28,6 +28,8 @@ from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import read_json, write_json
+from segbench.core.reports import plain
+from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.rounds import Answer, Round
 
 __all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
@@ -55,7 +57,7 @@ def _backend(round_: Round, data_root: Path, url: str | None = None, files: Path
 
 # --- launch ----------------------------------------------------------------------------------------
 
-@flow(name="round-launch")
+@flow(name="round-launch", flow_run_name=run_name("round-launch", ("key",)))
 def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
                  label_studio_files: Path | None = None) -> Round:
     """Launch a created round (or relaunch it: nothing is created twice).
@@ -72,7 +74,7 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
     launched = rounds.mark_launched(round_, project_id, _now())
     launched = launched.model_copy(update={"counts": {**launched.counts, **counts}})
     store.save(launched)
-    get_run_logger().info("round %s launched (%s)", key, counts)
+    get_run_logger().info("round %s launched (%s)", key, plain(counts))
     return launched
 
 
@@ -87,7 +89,7 @@ def round_progress(data_root: Path, key: str, label_studio_url: str | None = Non
 
 # --- ingest ----------------------------------------------------------------------------------------
 
-@task(name="fetch-answers", cache_policy=NO_CACHE)
+@task(**task_name("fetch-answers"), cache_policy=NO_CACHE)
 def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: ImportPolicy) -> list[Answer]:
     return _backend(round_, data_root, url).fetch_answers(round_, policy)
 
@@ -98,7 +100,7 @@ def _previous_answers(path: Path) -> list[Answer]:
     return [Answer.model_validate(a) for a in read_json(path)["answers"]]
 
 
-@flow(name="round-ingest")
+@flow(name="round-ingest", flow_run_name=run_name("round-ingest", ("key",)))
 def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
                  on_error: OnError = OnError.FAIL) -> dict[str, Any]:
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
@@ -127,7 +129,7 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now())
     store.save(ingested)
     reports = {name: str(path) for name, path in kind.write_reports(ingested, items, Path(data_root)).items()}
-    get_run_logger().info("round %s ingested: %s", key, counts)
+    get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
             "reports": reports}
 

@@ -54,6 +54,13 @@ class Usage(BaseModel):
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
+def describe_usage(usage: Usage | Mapping[str, Any]) -> str:
+    """Usage as a log line: ``12 calls (3 from the cache, 1 retry, 0 re-asks), 1200 + 340 tokens, $0.0123``."""
+    u = usage if isinstance(usage, Usage) else Usage(**{k: v for k, v in usage.items() if k in Usage.model_fields})
+    return (f"{u.calls} calls ({u.cache_hits} from the cache, {u.retries} retries, {u.reasks} re-asks), "
+            f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens, ${u.cost_usd:.4f}")
+
+
 class LanguageProvider(Protocol):
     """Answers questions with validated objects of the given schema."""
 

@@ -50,7 +50,7 @@ class GroupResult(_Model):
     """IoU per class computed over one (class, context) group's images."""
 
     group_id: int
-    name: str = Field(description='e.g. "cat·indoor (aligned)"')
+    name: str = Field(description='e.g. "cat indoors (aligned)"')
     kind: str = Field(description='"aligned" or "counterfactual"')
     num_images: int
     iou: ClassIoU

@@ -29,8 +29,9 @@ from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, S
 from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
 from segbench.core.masks import rle_to_bitmap
 from segbench.core.resume import hash_inputs
+from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
-from segbench.providers.base import Question, Usage
+from segbench.providers.base import Question, Usage, describe_usage
 from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
@@ -42,7 +43,7 @@ BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, an
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
 
 
-@task(name="select-cafe-targets", cache_policy=NO_CACHE)
+@task(**task_name("select-cafe-targets"), cache_policy=NO_CACHE)
 def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[Target], list[dict[str, Any]]]:
     """The targets of one source, and the records of what was skipped (under ``on_error = skip``)."""
     policy = ImportPolicy(on_error=params.on_error)
@@ -52,12 +53,12 @@ def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[
     return targets, policy.report.skipped
 
 
-@task(name="ask-edit-plans", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("ask-edit-plans"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
 def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
     return provider.answer_many(questions, PlanAnswer)
 
 
-@task(name="edit-cafe-shard", **UNIT)
+@task(**task_name("edit-cafe-shard"), **UNIT)
 def edit_shard(unit_key: str, editor: Any, candidates: list[Candidate], images_dir: dict[str, Path], stage: Path,
                params: CafeParams) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Edit one shard: write each edited image and its review image; return the candidates edited
@@ -153,7 +154,8 @@ def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candida
     return out
 
 
-@flow(name="build-cafe-candidates")
+@flow(name="build-cafe-candidates",
+      flow_run_name=run_name("build-cafe-candidates", from_params(CafeParams, seed="seed")))
 def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, params: CafeParams | None = None,
                           editor: Any = None, nltk_data: Path | None = None, force: bool = False) -> dict[str, Any]:
     """Build CAFE candidates from COCO-format sources into ``out`` (staged: all or nothing).
@@ -194,7 +196,8 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
                         finished=lambda manifest: {"skipped": manifest.counts["skipped"],
                                                    "usage": {k: 0 for k in Usage.model_fields}})
     if not summary["up_to_date"]:
-        logger.info("provider usage this run: %s", summary["usage"])
+        logger.info("provider usage this run: %s", describe_usage(summary["usage"]))
+    publish_build("cafe-candidates", summary)
     return summary
 
 

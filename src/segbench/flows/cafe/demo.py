@@ -16,6 +16,7 @@ from segbench.flows.cafe.build import build_cafe_candidates
 from segbench.flows.cafe.evaluate import evaluate_cafe
 from segbench.flows.cafe.verify import CANDIDATES_DIR, build_cafe, create_cafe_verification, read_candidates
 from segbench.flows.demo import DemoContext, DemoStep
+from segbench.flows.prefect_ui import run_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.schemas.cafe import CafeParams
 
@@ -24,7 +25,7 @@ VERIFICATION_KEY = "demo-cafe-verification"
 DEMO_PARAMS = {"plan_batch": 8, "edit_shard": 8}
 
 
-@flow(name="demo-cafe")
+@flow(name="demo-cafe", flow_run_name=run_name("demo-cafe", ("seed",)))
 def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
                   editor: Any = None) -> dict[str, Any]:
     """Build CAFE end to end on generated sources, offline unless ``provider`` / ``editor`` say otherwise.

@@ -24,6 +24,7 @@ from segbench.core.errors import InputError, RoundStateError, SkipReport
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest, verify_outputs
 from segbench.core.resume import hash_inputs
+from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
@@ -62,7 +63,7 @@ def read_candidates(candidates: Path) -> list[Candidate]:
     return sorted(out, key=lambda c: c.id)
 
 
-@flow(name="cafe-verification-create")
+@flow(name="cafe-verification-create", flow_run_name=run_name("cafe-verification-create", ("key",)))
 def create_cafe_verification(data_root: Path, key: str, backend: Literal["labelstudio", "files"] = "labelstudio",
                              overlap: int = 3, overwrite: bool = False,
                              candidates_dir: str = CANDIDATES_DIR) -> Round:
@@ -110,7 +111,7 @@ def write_verification_report(round_: Round, answers: list[ItemAnswer], data_roo
     return {"verification_json": json_path, "verification_markdown": md_path}
 
 
-@flow(name="build-cafe")
+@flow(name="build-cafe", flow_run_name=run_name("build-cafe", ("round_key",)))
 def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False) -> dict[str, Any]:
     """Export the verified samples of an ingested verification round into ``out`` (default ``<data root>/cafe``).
 
@@ -152,6 +153,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     if not summary["up_to_date"]:
         get_run_logger().info("exported %d of %d candidates", summary["counts"]["samples"],
                               summary["counts"]["samples"] + summary["counts"]["not_verified"])
+    publish_build("cafe", summary)
     return summary | {"files": files}  # where they are, whether exported now or found up to date
 
 

@@ -14,6 +14,7 @@ from segbench.core.errors import InputError
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest
 from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT
+from segbench.flows.prefect_ui import run_name
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig
 from segbench.tasks.coco_cd import audit
 
@@ -33,7 +34,7 @@ def _val_split(dataset: Path) -> dict[str, Any]:
     return read_json(candidates[0])
 
 
-@flow(name="coco-cd-audit-create")
+@flow(name="coco-cd-audit-create", flow_run_name=run_name("coco-cd-audit-create", ("key", "per_group", "seed")))
 def create_coco_cd_audit(
     data_root: Path,
     key: str,

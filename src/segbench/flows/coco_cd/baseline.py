@@ -16,19 +16,24 @@ from segbench import progress
 from segbench.core.versioning import DatasetSource
 from segbench.demo.coco_cd.baseline import write_baseline_predictions
 from segbench.flows.flip import DEFAULT_SHARD_SIZE, load_split, shards
+from segbench.flows.prefect_ui import run_name, shard_name
 from segbench.tasks.flip.inputs import split_relpath
 
+# Images predicted inside shards advance the "Predicting" progress as they finish.
+PREDICT_CHANNEL = "coco_cd.baseline"
 
-@task(name="predict-baseline-shard", cache_policy=NO_CACHE)
+
+@task(**shard_name("predict-baseline-shard", lambda p: [image["id"] for image in p["images"]]), cache_policy=NO_CACHE)
 def predict_shard(
     repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]], out: str, seed: int
 ) -> int:
     """Write baseline predictions for one shard; returns how many were written."""
     with DatasetSource(repo, rev) as source:
-        return len(write_baseline_predictions(source, dataset_dir, images, out, seed=seed))
+        return len(write_baseline_predictions(source, dataset_dir, progress.each(images, PREDICT_CHANNEL), out,
+                                              seed=seed))
 
 
-@flow(name="predict-baseline-coco-cd")
+@flow(name="predict-baseline-coco-cd", flow_run_name=run_name("predict-baseline-coco-cd", ("rho", "split", "seed")))
 def predict_baseline(
     repo: str | Path,
     rev: str | None,
@@ -54,6 +59,7 @@ def predict_baseline(
         predict_shard.submit(repo, rev, dataset_dir, shard, out, seed)
         for shard in shards(images, shard_size)
     ]
-    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int))
+    written = sum(progress.gather(futures, "Predicting with the baseline", len(images), units=int,
+                                  channel=PREDICT_CHANNEL))
     logger.info("wrote %d baseline predictions to %s", written, out)
     return {"out": out, "num_images": written}

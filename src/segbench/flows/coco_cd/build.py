@@ -31,6 +31,7 @@ from segbench.core.errors import ImportPolicy
 from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits
+from segbench.flows.prefect_ui import from_params, publish_build, run_name, shard_name, task_name
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.coco_cd import CocoCdParams, CocoCdStep, ContextRecord
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 DEFAULT_SHARD_SIZE = 200
 
 
-@task(name="load-instances", cache_policy=NO_CACHE)
+@task(**task_name("load-instances"), cache_policy=NO_CACHE)
 def load_instances(files: dict[str, Path], policy: ImportPolicy) -> CocoIndex:
     with progress.step("Loading COCO instances", len(cd.SOURCE_SPLITS)) as current:
         loaded = []
@@ -53,7 +54,7 @@ def load_instances(files: dict[str, Path], policy: ImportPolicy) -> CocoIndex:
     return merge_splits(loaded)
 
 
-@task(name="label-contexts", **UNIT)
+@task(**task_name("label-contexts"), **UNIT)
 def label_contexts(unit_key: str, instances: CocoIndex, files: dict[str, Path], params: CocoCdParams
                    ) -> tuple[list[ContextRecord], dict[str, int], list[dict[str, Any]]]:
     """Load COCO-Stuff, select the candidates and label their context: the records, selection counts and skips.
@@ -73,13 +74,13 @@ def label_contexts(unit_key: str, instances: CocoIndex, files: dict[str, Path], 
     return records, selection, policy.report.skipped
 
 
-@task(name="check-image-files", cache_policy=NO_CACHE)
+@task(**task_name("check-image-files"), cache_policy=NO_CACHE)
 def check_image_files(coco_root: Path, records: list[ContextRecord], policy: ImportPolicy) -> list[ContextRecord]:
     known = [r for r in records if r.context != cd.UNKNOWN]
     return cd.check_image_files(coco_root, progress.track(known, "Checking image files"), policy)
 
 
-@task(name="draw-splits", cache_policy=NO_CACHE)
+@task(**task_name("draw-splits"), cache_policy=NO_CACHE)
 def plan_splits(records: list[ContextRecord], params: CocoCdParams) -> SplitPlan:
     group_of = cd.group_of_records(records, params)
     pools: dict[int, list[int]] = {}
@@ -91,7 +92,7 @@ def plan_splits(records: list[ContextRecord], params: CocoCdParams) -> SplitPlan
                        group_names=outputs.group_names(params))
 
 
-@task(name="write-records", cache_policy=NO_CACHE)
+@task(**task_name("write-records"), cache_policy=NO_CACHE)
 def write_records(stage: Path, instances: CocoIndex, records: list[ContextRecord], usable: list[ContextRecord],
                   plan: SplitPlan, params: CocoCdParams, policy: ImportPolicy) -> dict[str, Any]:
     outputs.write_context(stage, records)
@@ -108,7 +109,7 @@ def write_records(stage: Path, instances: CocoIndex, records: list[ContextRecord
 RENDER_CHANNEL = "coco_cd.render"
 
 
-@task(name="render-shard", **UNIT)
+@task(**shard_name("render-shard", lambda p: sorted(p["shard"].images)), **UNIT)
 def render_shard(unit_key: str, stage: Path, shard: CocoIndex, coco_root: Path, params: CocoCdParams) -> int:
     """Write the masks (and images) of one shard; ``shard`` holds only its images' annotations."""
     for image_id in sorted(shard.images):
@@ -129,7 +130,7 @@ def _render_all(stage: Stage, instances: CocoIndex, coco_root: Path, plan: Split
     return futures
 
 
-@flow(name="build-coco-cd")
+@flow(name="build-coco-cd", flow_run_name=run_name("build-coco-cd", from_params(CocoCdParams, rho="rhos", seed="seed")))
 def build_coco_cd(
     coco_root: Path,
     stuff_root: Path,
@@ -168,6 +169,7 @@ def build_coco_cd(
                   params=params.model_dump(mode="json"), input_hashes=hash_inputs(files))
     summary = run_build(build, lambda stage: _build(stage, coco_root, files, params, shard_size), force=force,
                         finished=lambda _manifest: outputs.finished_summary(out))
+    publish_build("coco-cd", summary)
     if summary["skipped"] and not summary["up_to_date"]:
         skipped = sum(summary["skipped"].values())
         get_run_logger().warning("skipped %d item(s); see %s", skipped, out / "skipped.json")

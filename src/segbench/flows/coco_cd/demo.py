@@ -15,6 +15,7 @@ from segbench.flows.coco_cd.baseline import predict_baseline
 from segbench.flows.coco_cd.build import build_coco_cd
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.flip import evaluate_coco_cd
+from segbench.flows.prefect_ui import run_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.tasks.coco_cd.audit import CONTROL, LABELS
@@ -24,7 +25,7 @@ DEMO_COCO_CD = {"val_per_group": 10, "test_per_group": 20}
 AUDIT_KEY = "demo-context-audit"
 
 
-@flow(name="demo-context-audit")
+@flow(name="demo-context-audit", flow_run_name=run_name("demo-context-audit", ("seed",)))
 def run_audit(data_root: Path, world: Path, seed: int) -> dict[str, Any]:
     """The context audit on 5 validation images per group, answered by 3 simulated workers."""
     create_coco_cd_audit(data_root, AUDIT_KEY, per_group=5, seed=seed, backend="files", overlap=3, overwrite=True)

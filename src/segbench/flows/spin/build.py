@@ -35,6 +35,7 @@ from segbench.core.errors import ImportPolicy
 from segbench.core.io import fingerprint, sha256_file, write_json
 from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs
+from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import SpinBuildParams, SpinStep, load_taxonomy, read_resolved
 from segbench.tasks.spin import dataset as sd
@@ -80,12 +81,12 @@ def spin_round_items(partimagenet_root: Path, data_root: Path, params: SpinBuild
     return round_items(images.values(), data_root, decomposable=sd.decomposable_parts(taxonomy))
 
 
-@task(name="read-partimagenet", cache_policy=NO_CACHE)
+@task(**task_name("read-partimagenet"), cache_policy=NO_CACHE)
 def load_source(partimagenet_root: Path, params: SpinBuildParams, policy: ImportPolicy):
     return selected_images(partimagenet_root, params, policy)
 
 
-@task(name="write-spin-files", cache_policy=NO_CACHE)
+@task(**task_name("write-spin-files"), cache_policy=NO_CACHE)
 def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[dict[str, Any]],
                 categories: list[sd.SubpartCategory]) -> dict[str, dict[str, Any]]:
     cocos = sd.spin_cocos(images, subparts, categories)
@@ -99,7 +100,7 @@ def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[dict
     return cocos
 
 
-@task(name="spin-statistics", cache_policy=NO_CACHE)
+@task(**task_name("spin-statistics"), cache_policy=NO_CACHE)
 def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str, Any]:
     rows = [r for split, levels in cocos.items() for r in st.subpart_measures(levels, split)]
     per_part = [r for split, levels in cocos.items() for r in st.subparts_per_part(levels, split)]
@@ -108,7 +109,7 @@ def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str,
     return table
 
 
-@flow(name="build-spin")
+@flow(name="build-spin", flow_run_name=run_name("build-spin", from_params(SpinBuildParams, seed="seed")))
 def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams | None = None,
                taxonomy_path: Path | None = None, resolved_path: Path | None = None,
                out: Path | None = None, force: bool = False) -> dict[str, Any]:
@@ -143,6 +144,7 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
                         logger=logger, finished=lambda manifest: {"skipped": manifest.skipped})
     if not summary["up_to_date"] and summary["skipped"]:
         logger.warning("left out %d bad records; see %s", summary["skipped"], out / "skipped.json")
+    publish_build("spin", summary)
     return summary
 
 

@@ -17,6 +17,7 @@ from segbench.demo.spin.baseline import write_parent_mask_predictions
 from segbench.demo.spin.crowd import simulate_crowd_rows
 from segbench.demo.spin.world import DemoSpinWorld, generate_demo_spin, read_truth
 from segbench.flows.demo import DemoContext, DemoStep
+from segbench.flows.prefect_ui import run_name, task_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
 from segbench.flows.spin.build import build_spin, source_version, spin_paths, spin_round_items
 from segbench.flows.spin.crowd import create_spin_rounds
@@ -30,12 +31,12 @@ EVAL_SPLIT = "test"
 BASELINE = "spin-parent-mask"
 
 
-@task(name="generate-demo-spin", cache_policy=NO_CACHE)
+@task(**task_name("generate-demo-spin"), cache_policy=NO_CACHE)
 def generate_source(root: Path, seed: int) -> DemoSpinWorld:
     return generate_demo_spin(root, seed=seed)
 
 
-@task(name="write-simulated-spin-answers", cache_policy=NO_CACHE)
+@task(**task_name("write-simulated-spin-answers"), cache_policy=NO_CACHE)
 def write_simulated_answers(data_root: Path, round_: Any, truth_path: Path, taxonomy_path: Path, seed: int) -> Path:
     """The simulated workers' results rows (AMT format, JSON) in the round's results folder."""
     rows = simulate_crowd_rows(round_.items, read_truth(truth_path), load_taxonomy(taxonomy_path),
@@ -43,13 +44,13 @@ def write_simulated_answers(data_root: Path, round_: Any, truth_path: Path, taxo
     return write_json(files_dir(data_root, round_.key) / "results" / "simulated-workers.json", rows, indent=1)
 
 
-@task(name="predict-spin-parent-mask", cache_policy=NO_CACHE)
+@task(**task_name("predict-spin-parent-mask"), cache_policy=NO_CACHE)
 def predict_parent_mask(dataset: Path, out: Path) -> dict[str, str]:
     """The parent-mask baseline's results files for the evaluated split."""
     return {level: str(path) for level, path in write_parent_mask_predictions(dataset, EVAL_SPLIT, out).items()}
 
 
-@flow(name="demo-spin")
+@flow(name="demo-spin", flow_run_name=run_name("demo-spin", ("seed",)))
 def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0) -> dict[str, Any]:
     """Build SPIN end to end on a generated source, offline unless ``provider`` says otherwise.
 

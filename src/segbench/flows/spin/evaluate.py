@@ -36,6 +36,7 @@ from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, loca
 from segbench.core.io import write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
+from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.spin import SpinEvaluation
 from segbench.tasks.spin.inputs import (
@@ -63,10 +64,10 @@ if TYPE_CHECKING:
 DEFAULT_SHARD_SIZE = 128
 SKIPPED_NAME = "skipped.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
-@task(name="hash-spin-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("hash-spin-ground-truth"), cache_policy=NO_CACHE)
 def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> dict[str, str]:
     """sha256 standing for the split's three files (the built dataset's manifest) and the taxonomy."""
     with DatasetSource(repo, rev) as source:
@@ -78,20 +79,24 @@ def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) 
     return hashes
 
 
-@task(name="load-spin-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("load-spin-ground-truth"), cache_policy=NO_CACHE)
 def load_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> SpinTruth:
     """The split's validated ground truth (``spin_inputs.read_ground_truth``)."""
     with DatasetSource(repo, rev) as source:
         return read_ground_truth(source, dataset_dir, split)
 
 
-@task(name="load-spin-predictions", cache_policy=NO_CACHE)
+@task(**task_name("load-spin-predictions"), cache_policy=NO_CACHE)
 def load_predictions(paths: dict[str, str], truth: SpinTruth, policy: ImportPolicy) -> dict[int, list[Prediction]]:
     """Validated predictions grouped by image (``spin_inputs.read_predictions``)."""
     return read_predictions(paths, truth, policy)
 
 
-@task(name="evaluate-spin-shard", **UNIT)
+# Images scored inside evaluation shards advance the "Evaluating" progress as they finish.
+SCORE_CHANNEL = "spin.score"
+
+
+@task(**shard_name("evaluate-spin-shard", lambda p: [image.image_id for image in p["images"]]), **UNIT)
 def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[int, list[Prediction]], hierarchy: Hierarchy,
                    prompts: tuple[str, ...]) -> SpinAccumulator:
     """Score one shard of images; the flow adds the shards' accumulators with ``+=``.
@@ -99,12 +104,12 @@ def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[in
     A unit: cached under ``unit_key``, so a rerun after a crash replays the shards that finished.
     """
     acc = SpinAccumulator()
-    for image in images:
+    for image in progress.each(images, SCORE_CHANNEL):
         acc.update(image, predictions.get(image.image_id, []), hierarchy, prompts)
     return acc
 
 
-@task(name="write-spin-report", cache_policy=NO_CACHE)
+@task(**task_name("write-spin-report"), cache_policy=NO_CACHE)
 def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any],
                       skipped: dict[str, Any] | None) -> dict[str, str]:
     """Write the report (and skipped.json when items were skipped) into ``out``, the flow's stage."""
@@ -114,7 +119,7 @@ def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, An
     return paths
 
 
-@flow(name="evaluate-spin")
+@flow(name="evaluate-spin", flow_run_name=run_name("evaluate-spin", ("split", "predictions", "rev")))
 def evaluate_spin(
     repo: str | Path,
     rev: str | None,
@@ -161,14 +166,17 @@ def evaluate_spin(
         hashes |= local_hashes("answers", {"answers": answers})
     params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split, "dataset_dir": dataset_dir,
               "predictions": files, "answers": answers, "on_error": on_error.value}
-    build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION, params=params,
-                  input_hashes=hashes)
+    # The manifest names paths relative to the project (it is versioned with the report); the key
+    # still follows the predictions and answers through their content hashes.
+    build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION,
+                  params=portable_paths(params, repo), input_hashes=hashes)
     policy = ImportPolicy(on_error)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, loaded, shard_size, policy, params),
                             prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy),
                             force=force, logger=logger)
     if not result["up_to_date"]:
         _log_summary(logger, result)
+    publish_evaluation("spin", result)
     return result
 
 
@@ -212,7 +220,8 @@ def _score(stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy,
                                      truth.hierarchy, prompts)
                for n, shard in enumerate(images[i : i + shard_size] for i in range(0, len(images), shard_size))]
     total = SpinAccumulator()
-    for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images), units=lambda a: a.num_images):
+    for shard in progress.gather(futures, "Evaluating SPIN predictions", len(images), units=lambda a: a.num_images,
+                                 channel=SCORE_CHANNEL):
         total += shard
     total.num_images = len(truth.images)
     summary = total.summarize(truth.hierarchy)

@@ -23,6 +23,8 @@ from prefect.cache_policies import NO_CACHE
 from segbench.core.build import Build, Built
 from segbench.core.io import atomic_write_text, sha256_bytes, sha256_file
 from segbench.core.manifest import read_manifest, write_manifest
+from segbench.core.reports import plain
+from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
 from segbench.schemas.spin import SubpartProposal, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
@@ -35,13 +37,13 @@ MANIFEST_FILE = "taxonomy.manifest.json"
 _FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "manifest": MANIFEST_FILE}
 
 
-@task(name="ask-subparts", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("ask-subparts"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
 def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartProposal]:
     """One batch through ``answer_many`` (the provider's cache replays answers on a rebuild)."""
     return provider.answer_many(questions, SubpartProposal)
 
 
-@task(name="write-taxonomy", cache_policy=NO_CACHE)
+@task(**task_name("write-taxonomy"), cache_policy=NO_CACHE)
 def write_taxonomy(build: Build, taxonomy: Taxonomy, diff_text: str, built: Built) -> dict[str, Path]:
     """Write the three files into ``build.out``; the taxonomy last-but-one and the manifest last, each atomically.
 
@@ -63,7 +65,7 @@ def _catalog_sha256() -> str:
     return sha256_bytes(resources.files("segbench.resources").joinpath("spin", "partimagenet.json").read_bytes())
 
 
-@flow(name="build-spin-taxonomy")
+@flow(name="build-spin-taxonomy", flow_run_name=run_name("build-spin-taxonomy", ("edits",)))
 def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None, force: bool = False
                         ) -> dict[str, Any]:
     """Build ``out_dir/taxonomy.yaml`` and report what changed against the taxonomy already there.
@@ -102,9 +104,11 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         counts = read_manifest(out_dir, MANIFEST_FILE).counts
         current = load_taxonomy(out_dir / TAXONOMY_FILE)
         unchanged = taxonomy_diff(current, current)
-        return build.up_to_date_summary(counts, {"paths": paths, "diff": diff_json(unchanged),
-                                                 "diff_markdown": diff_markdown(unchanged),
-                                                 "unused_rules": counts["unused_rule_names"]})
+        summary = build.up_to_date_summary(counts, {"paths": paths, "diff": diff_json(unchanged),
+                                                    "diff_markdown": diff_markdown(unchanged),
+                                                    "unused_rules": counts["unused_rule_names"]})
+        publish_build("spin-taxonomy", summary)
+        return summary
 
     taxonomy, counts = _ask(catalog, rules, provider, edits_label, edits_sha)
     previous_path = out_dir / TAXONOMY_FILE
@@ -115,7 +119,8 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
                                          "unused_rules": counts["unused_rule_names"]})
     # Not run_build: the folder holds the SPIN dataset too, so the files are written in place, not swapped in.
     write_taxonomy(build, taxonomy, built.extras["diff_markdown"], built)
-    logger.info("SPIN taxonomy: %s", counts)
+    logger.info("SPIN taxonomy: %s", plain({k: v for k, v in counts.items() if k != "unused_rule_names"}))
+    publish_build("spin-taxonomy", build.summary(built))
     return build.summary(built)
 
 

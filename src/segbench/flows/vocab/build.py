@@ -24,10 +24,12 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import write_json, write_jsonl
+from segbench.core.reports import plain
 from segbench.core.resume import hash_inputs
+from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers import make_provider
-from segbench.providers.base import LanguageProvider, Question, Usage
+from segbench.providers.base import LanguageProvider, Question, Usage, describe_usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams, VocabStep
 from segbench.tasks.vocab import nouns as mining
 from segbench.tasks.vocab import vocabulary as vb
@@ -40,7 +42,7 @@ DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"  # the default settings.work
 MAX_SHARDS_IN_FLIGHT_PER_WORKER = 2  # bounds how many shards' captions wait in memory at once
 
 
-@task(name="read-captions", cache_policy=NO_CACHE)
+@task(**task_name("read-captions"), cache_policy=NO_CACHE)
 def read_captions(paths: list[Path], field: str) -> Counter[str]:
     counts = mining.count_captions(paths, field=field)
     get_run_logger().info("%d captions, %d distinct, from %d file(s)", sum(counts.values()), len(counts), len(paths))
@@ -62,13 +64,13 @@ def _process_miner(model: str, batch_size: int) -> mining.NounMiner:
         return miner
 
 
-@task(name="mine-shard", **UNIT)
+@task(**task_name("mine-shard"), **UNIT)
 def mine_shard(unit_key: str, shard: mining.Shard, model: str, batch_size: int) -> Counter[str]:
     """The noun counts of one shard (a unit: its persisted counts are the result a rerun reuses)."""
     return _process_miner(model, batch_size).mine(shard)
 
 
-@task(name="select-candidates", cache_policy=NO_CACHE)
+@task(**task_name("select-candidates"), cache_policy=NO_CACHE)
 def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top_k: int,
                       nltk_data: Path) -> dict[int, list[dict[str, Any]]]:
     from segbench.providers.wordnet_data import load_wordnet
@@ -76,12 +78,12 @@ def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top
     return vb.select_candidates(categories, nouns, vb.WordNetIndex(load_wordnet(nltk_data)), top_k=top_k)
 
 
-@task(name="judge-relations", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("judge-relations"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
 def judge(provider: LanguageProvider, questions: list[Question]) -> list[RelationAnswer]:
     return provider.answer_many(questions, RelationAnswer)
 
 
-@task(name="write-vocabulary", cache_policy=NO_CACHE)
+@task(**task_name("write-vocabulary"), cache_policy=NO_CACHE)
 def write_outputs(stage: Path, dataset: str, vocab: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     write_json(stage / f"{dataset}.json", vocab, indent=1)
     write_jsonl(stage / "candidates.jsonl", rows)
@@ -156,7 +158,7 @@ def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[d
     return sorted(rows, key=lambda r: (r["category_id"], r["noun"]))
 
 
-@flow(name="build-vocab")
+@flow(name="build-vocab", flow_run_name=run_name("build-vocab", ("categories",)))
 def build_vocab(captions: list[Path], categories: Path | str, out: Path, provider: Any,
                 params: VocabParams | None = None, nltk_data: Path | None = None, force: bool = False
                 ) -> dict[str, Any]:
@@ -194,11 +196,13 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     # The number of worker processes changes no count, so a build with more workers is the same build.
     build = Build(out=out, dataset="vocab", logic_version=BUILDER_VERSION,
                   params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
-    return run_build(build, lambda stage: _build(stage, captions, cats, dataset, provider, params, nltk_data,
-                                                 provenance),
-                     force=force, logger=get_run_logger(),
-                     finished=lambda _manifest: {"dataset": dataset,
-                                                 "usage": _usage_since(Usage(), Usage())})  # no question asked
+    summary = run_build(build, lambda stage: _build(stage, captions, cats, dataset, provider, params, nltk_data,
+                                                    provenance),
+                        force=force, logger=get_run_logger(),
+                        finished=lambda _manifest: {"dataset": dataset,
+                                                    "usage": _usage_since(Usage(), Usage())})  # no question asked
+    publish_build(f"vocab-{dataset}", summary)
+    return summary
 
 
 def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset: str, provider: Any,
@@ -214,7 +218,7 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
     relations, problems, n_questions = _judge_all(provider, cats, candidates, params)
     usage = _usage_since(before, provider.usage)
     if any(problems.values()):
-        logger.warning("answer problems (kept as 'none' or ignored): %s", problems)
+        logger.warning("answer problems (kept as 'none' or ignored): %s", plain(problems))
 
     vocab = vb.assemble_vocabulary(cats, relations)
     rows = _candidate_rows(cats, candidates, relations)
@@ -225,7 +229,7 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
     write_outputs(stage.path, dataset, vocab, rows)
     # Usage (calls, cache hits, tokens, cost) belongs to this run, not to the dataset: it is logged and
     # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.
-    logger.info("provider usage this run: %s", usage)
+    logger.info("provider usage this run: %s", describe_usage(usage))
     return Built(counts=counts, units=units, extras={"dataset": dataset, "usage": usage},
                  params={**params.model_dump(mode="json"), **provenance, "spacy_model_loaded": spacy_model})
 

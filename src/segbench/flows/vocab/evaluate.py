@@ -33,6 +33,7 @@ from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, loca
 from segbench.core.io import read_json, write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
+from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
 from segbench.tasks.vocab import lac
@@ -48,7 +49,7 @@ from segbench.tasks.vocab.lexical_mapping import (
 VOCAB_DIR = "data/vocab"
 MAPPINGS_NAME = "mappings.json"
 # Bump when the report of the same inputs changes (mapping rules, metrics, report, plot, manifest).
-EVALUATION_VERSION = "1"
+EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
@@ -83,7 +84,7 @@ def vocab_path(repo: str, vocab: str) -> str:
     return vocab if candidate.is_file() or vocab.endswith(".json") else f"{VOCAB_DIR}/{vocab}/{vocab}.json"
 
 
-@task(name="load-vocabulary", cache_policy=NO_CACHE)
+@task(**task_name("load-vocabulary"), cache_policy=NO_CACHE)
 def load_vocabulary(repo: str, rev: str | None, vocab: str) -> Vocabulary:
     data, where = _read(repo, rev, vocab_path(repo, vocab))
     import orjson
@@ -94,7 +95,7 @@ def load_vocabulary(repo: str, rev: str | None, vocab: str) -> Vocabulary:
         raise InputError(f"not valid JSON ({exc})", path=where) from None
 
 
-@task(name="hash-vocab-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("hash-vocab-ground-truth"), cache_policy=NO_CACHE)
 def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, panoptic: str | None,
                       image_ids: list[str]) -> dict[str, str]:
     """sha256 standing for the vocabulary and the ground truth of the described images.
@@ -111,7 +112,7 @@ def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, pa
         return hashes | ground_truth_hashes(source, files)
 
 
-@task(name="map-descriptions", **UNIT)
+@task(**task_name("map-descriptions"), **UNIT)
 def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_model: str, source: str,
                 segments: dict[str, dict[int, pqm.Segment]] | None = None) -> list[dict[str, Any]]:
     """One row per described region: image, segment, gt class and the lexical mapping.
@@ -132,14 +133,14 @@ def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int,
     return map_descriptions(vocab, items, load_nlp(spacy_model), source=source)
 
 
-@task(name="sbert-baseline", **UNIT)
+@task(**task_name("sbert-baseline"), **UNIT)
 def baseline_choices(unit_key: str, vocab: Vocabulary, rows: list[dict[str, Any]]) -> list[int]:
     from segbench.tasks.vocab.sbert import load_sbert, sbert_map
 
     return sbert_map(load_sbert(), [r["description"] for r in rows], class_names(vocab))
 
 
-@task(name="load-panoptic-segments", cache_policy=NO_CACHE)
+@task(**task_name("load-panoptic-segments"), cache_policy=NO_CACHE)
 def load_segments(repo: str, rev: str | None, panoptic_dir: str, image_ids: list[str]
                   ) -> dict[str, dict[int, pqm.Segment]]:
     """``{image_id: {segment id: Segment}}`` from ``<panoptic_dir>/<image_id>.json``."""
@@ -155,7 +156,7 @@ def load_segments(repo: str, rev: str | None, panoptic_dir: str, image_ids: list
     return out
 
 
-@task(name="evaluate-vocab-shard", **UNIT)
+@task(**task_name("evaluate-vocab-shard"), **UNIT)
 def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None, vocab: Vocabulary, image_ids: list[str],
                    labels: dict[str, dict[int, list[int]]], baseline: dict[str, dict[int, int]] | None,
                    panoptic_dir: str | None = None, segments: dict[str, dict[int, pqm.Segment]] | None = None
@@ -188,7 +189,7 @@ def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None
     return acc, pq
 
 
-@flow(name="evaluate-vocab")
+@flow(name="evaluate-vocab", flow_run_name=run_name("evaluate-vocab", ("vocab", "descriptions", "rev")))
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
                    shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False) -> dict[str, Any]:
@@ -232,14 +233,17 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
                        described=lac.parse_descriptions(read_json(descriptions), source=descriptions))
     hashes = hash_ground_truth(request.repo, rev, vocab, gt, request.panoptic, request.image_ids)
     hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
-    build = Build(out=Path(out), dataset="eval/vocab", logic_version=EVALUATION_VERSION, params=request.params(),
-                  input_hashes=hashes)
+    # The manifest names paths relative to the project (it is versioned with the report); the key
+    # still follows the descriptions through their content hash.
+    build = Build(out=Path(out), dataset="eval/vocab", logic_version=EVALUATION_VERSION,
+                  params=portable_paths(request.params(), request.repo), input_hashes=hashes)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, request, *loaded),
                             prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)
     if not result["up_to_date"]:
         summary = result["summary"]
         logger.info("LAC area (mIoU) %s over %d images -> %s", fmt(summary["lac"]["miou"]["area"]),
                     summary["num_images"], result["paths"]["report"])
+    publish_evaluation("vocab", result)
     return result
 
 

@@ -31,6 +31,7 @@ from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, r
 from segbench.core.reports import markdown_table, write_skip_report
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
+from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.waterbirds import WaterbirdsStep
@@ -53,7 +54,7 @@ def _image_size(path: Path) -> tuple[int, int]:
         raise InputError(f"not a readable image ({exc})", path=path) from None
 
 
-@task(name="load-waterbirds-sources", cache_policy=NO_CACHE)
+@task(**task_name("load-waterbirds-sources"), cache_policy=NO_CACHE)
 def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, policy: ImportPolicy
                  ) -> tuple[list[wb.Bird], dict[int, wb.Record]]:
     """Read both trees, check every bird's image and segmentation, type the usable birds, assign
@@ -88,7 +89,7 @@ def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
     return size
 
 
-@task(name="draw-splits", cache_policy=NO_CACHE)
+@task(**task_name("draw-splits"), cache_policy=NO_CACHE)
 def plan_splits(records: dict[int, wb.Record], params: wb.WaterbirdsParams) -> SplitPlan:
     pools: dict[int, list[int]] = {}
     for image_id, record in records.items():
@@ -98,7 +99,7 @@ def plan_splits(records: dict[int, wb.Record], params: wb.WaterbirdsParams) -> S
                        test_per_group=params.test_per_group, seed=params.seed, group_names=GROUP_NAMES)
 
 
-@task(name="write-records", cache_policy=NO_CACHE)
+@task(**task_name("write-records"), cache_policy=NO_CACHE)
 def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Record], plan: SplitPlan,
                   params: wb.WaterbirdsParams) -> dict[str, Any]:
     species = wb.species_table(birds, params.species_match)
@@ -122,7 +123,7 @@ def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Recor
 RENDER_CHANNEL = "waterbirds.render"
 
 
-@task(name="render-shard", **UNIT)
+@task(**task_name("render-shard"), **UNIT)
 def render_shard(unit_key: str, stage: Path, cub_root: Path, places_root: Path, records: list[wb.Record]) -> int:
     """Composite one shard's birds into the stage (a unit: a rerun of the same stage skips it)."""
     for record in records:
@@ -154,7 +155,8 @@ def source_files(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams)
     return files | {f"places:{place}": places_root / place for place in (*params.land_places, *params.water_places)}
 
 
-@flow(name="build-waterbirds")
+@flow(name="build-waterbirds",
+      flow_run_name=run_name("build-waterbirds", from_params(wb.WaterbirdsParams, rho="rhos", seed="seed")))
 def build_waterbirds(
     cub_root: Path,
     places_root: Path,
@@ -203,6 +205,7 @@ def build_waterbirds(
                         force=force, prepare=prepare, logger=logger,
                         finished=lambda _manifest: {"mislabels": _mislabels(out),
                                                     "skipped": read_json(out / "skipped.json")["by_error"]})
+    publish_build("waterbirds", summary)
     if not summary["up_to_date"] and summary["mislabels"] and params.species_match == "tokens":
         logger.info("substring matching would mislabel %d species as waterbirds; see species.json",
                     len(summary["mislabels"]))

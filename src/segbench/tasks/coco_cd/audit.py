@@ -19,7 +19,7 @@ from segbench.schemas.rounds import ItemAnswer, RoundItem
 KIND = "coco_cd_context_audit"
 CONTROL = "context"
 LABELS = ("indoor", "outdoor", "ambiguous")
-GROUP_NAMES = ("cat·indoor", "cat·outdoor", "dog·indoor", "dog·outdoor")
+GROUP_NAMES = ("cat indoors", "cat outdoors", "dog indoors", "dog outdoors")  # as the evaluation reports name them
 
 
 def sample_audit_items(

@@ -29,8 +29,8 @@ from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image
 
 
 def group_names(params: CocoCdParams) -> list[str]:
-    """Readable names of groups 0..3, e.g. ``cat·indoor``."""
-    return [f"{c}·{a}" for c in params.classes for a in CONTEXTS]
+    """Readable names of groups 0..3: ``cat indoors``, ``dog outdoors`` (as the evaluation reports name them)."""
+    return [f"{c} {a}s" for c in params.classes for a in CONTEXTS]
 
 
 def write_context(stage: Path, records: Sequence[ContextRecord]) -> Path:

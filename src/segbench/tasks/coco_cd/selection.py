@@ -22,7 +22,7 @@ from segbench.core.splits import group_id
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, evidence_slots, indoor_share
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: groups named "cat indoors" (was "cat·indoor")
 SOURCE_SPLITS = ("train2017", "val2017")
 CONTEXTS = ("indoor", "outdoor")
 

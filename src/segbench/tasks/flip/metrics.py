@@ -2,7 +2,7 @@
 
 Follows the released COCO-CD evaluator (seed 002, section 3.1; ``ref/README.md`` "COCO-CD metrics").
 Classes: 0 background, 1 cat, 2 dog. Groups: ``group_id = 2*y + a`` (y: cat 0, dog 1; a: indoor 0,
-outdoor 1); cat·indoor (0) and dog·outdoor (3) are the aligned groups.
+outdoor 1); cat indoors (0) and dog outdoors (3) are the aligned groups.
 
 Arrays, per image:
     gt     (H, W) integer label map, values 0..2
@@ -52,14 +52,14 @@ class FlipNames:
     """The names a flip evaluation reports under; the numbers do not depend on them.
 
     ``classes`` are y = 0, 1 (label values 1, 2) and ``contexts`` a = 0, 1. Group ``2·y + a`` is
-    aligned when ``a == y`` (cat·indoor, dog·outdoor; landbird on land, waterbird on water).
+    aligned when ``a == y`` (cat indoors, dog outdoors; landbird on land, waterbird on water).
     ``group_pattern`` names a group from its class and context.
     """
 
     dataset: str = "COCO-CD"
     classes: tuple[str, str] = ("cat", "dog")
     contexts: tuple[str, str] = ("indoor", "outdoor")
-    group_pattern: str = "{cls}·{context}"
+    group_pattern: str = "{cls} {context}s"  # cat indoors, dog outdoors
 
     @property
     def class_names(self) -> tuple[str, str, str]:
@@ -80,7 +80,7 @@ WATERBIRDS_NAMES = FlipNames("Waterbirds-seg", ("landbird", "waterbird"), ("land
 
 
 def group_name(group_id: int, names: FlipNames = COCO_CD_NAMES) -> str:
-    """Display name of a group, e.g. ``"cat·indoor (aligned)"``."""
+    """Display name of a group, e.g. ``"cat indoors (aligned)"``."""
     cls, context, kind = names.group(group_id)
     return f"{names.group_pattern.format(cls=cls, context=context)} ({kind})"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from segbench.core.reports import evaluated_lines, figure_png, fmt, table_lines, write_report_files
+from segbench.core.reports import evaluated_lines, figure_png, fmt, legend_beside, table_lines, write_report_files
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
 
 log = logging.getLogger(__name__)
@@ -131,9 +131,9 @@ def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) 
     return lines + [f"Top-decile share of all flips: {fmt(risk['top_decile_share'])}", ""]
 
 
-def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> bytes:
-    """PNG bytes: grouped bars, one group of (class IoU, class IoU) per (class, context) group."""
-    fig = Figure(figsize=(8, 4.5))
+def per_group_iou_figure(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> Figure:
+    """Grouped bars, one group of (class IoU, class IoU) per (class, context) group."""
+    fig = Figure(figsize=(9, 4.5))
     ax = fig.add_subplot()
     groups = summary["per_group"]
     width = 0.38
@@ -145,16 +145,22 @@ def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NA
         )
         ax.bar_label(bars, labels=[fmt(g["iou"][cls]) for g in groups], fontsize=7, padding=2)
     ax.set_xticks(range(len(groups)), [g["name"] for g in groups], fontsize=8)
-    ax.set_ylim(0, 1.25)  # headroom so the legend never covers a bar label
+    ax.set_ylim(0, 1.1)  # headroom for the value printed above a bar of IoU 1
+    ax.set_xlabel("group (ground-truth class in its context)")
     ax.set_ylabel("IoU")
     ax.set_title("Per-group IoU")
-    ax.legend(loc="upper center", ncol=2, fontsize=8)
+    legend_beside(ax)
     fig.tight_layout()
-    return figure_png(fig)
+    return fig
 
 
-def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: mean per-image flip per flip-risk decile (or a note when risk is unavailable)."""
+def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> bytes:
+    """PNG bytes of :func:`per_group_iou_figure`."""
+    return figure_png(per_group_iou_figure(summary, names))
+
+
+def flip_by_risk_decile_figure(summary: Mapping[str, Any]) -> Figure:
+    """Mean per-image flip per flip-risk decile (or a note, without axes, when risk is unavailable)."""
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
     risk = summary["flip_risk"]
@@ -180,10 +186,15 @@ def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
         ax.set_xticks([d["decile"] for d in deciles])
         ax.set_xlabel("flip-risk decile (1 = lowest risk)")
         ax.set_ylabel("mean per-image flip")
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.1)  # headroom for the value printed above a bar of 1
         ax.set_title(f"Flip by risk decile (top-decile share {fmt(risk['top_decile_share'])})")
     fig.tight_layout()
-    return figure_png(fig)
+    return fig
+
+
+def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes of :func:`flip_by_risk_decile_figure`."""
+    return figure_png(flip_by_risk_decile_figure(summary))
 
 
 def write_report(

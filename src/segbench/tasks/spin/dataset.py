@@ -34,7 +34,7 @@ from segbench.tasks.spin.partimagenet import SourceImage, part_categories, super
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "2"  # 2: the manifest records the images as an input, and the build key
+BUILDER_VERSION = "3"  # 2: the manifest records the images as an input, and the build key; 3: statistics plot axes labelled
 LEVELS = ("wholes", "parts", "subparts")
 
 

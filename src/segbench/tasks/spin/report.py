@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from segbench.core.reports import evaluated_lines, figure_png, table_lines, write_report_files
+from segbench.core.reports import evaluated_lines, figure_png, legend_beside, table_lines, write_report_files
 from segbench.tasks.spin.metrics import LEVELS
 
 log = logging.getLogger(__name__)
@@ -89,64 +89,84 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _bars(ax: Any, labels: list[str], series: Mapping[str, list[float | None]], ylabel: str) -> None:
+def _bars(ax: Any, labels: list[str], series: Mapping[str, list[float | None]], xlabel: str, ylabel: str) -> None:
     width = 0.8 / max(len(series), 1)
     for i, (prompt, values) in enumerate(series.items()):
         xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(labels))]
-        bars = ax.bar(xs, [100 * (v or 0.0) for v in values], width, label=prompt, color=COLORS.get(prompt))
+        bars = ax.bar(xs, [100 * (v or 0.0) for v in values], width, label=f"{prompt} prompts",
+                      color=COLORS.get(prompt))
         ax.bar_label(bars, labels=[pct(v) for v in values], fontsize=7, padding=2)
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
-    ax.set_ylim(0, 115)
+    ax.set_ylim(0, 110)  # headroom for the value printed above a bar of 100
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if series:
-        ax.legend(loc="upper right", fontsize=8, ncol=len(series))
+        legend_beside(ax)
+
+
+def miou_by_level_figure(summary: Mapping[str, Any]) -> Figure:
+    """mIoU per level, general and specific prompts side by side."""
+    fig = Figure(figsize=(8, 4))
+    ax = fig.add_subplot()
+    _bars(ax, [LEVEL_LABEL[lv] for lv in LEVELS],
+          {prompt: [p["levels"][lv]["miou"] for lv in LEVELS] for prompt, p in summary["prompts"].items()},
+          "hierarchy level", "mIoU (%)")
+    ax.set_title("Localization by hierarchy level")
+    fig.tight_layout()
+    return fig
 
 
 def plot_miou_by_level(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: mIoU per level, general and specific prompts side by side."""
-    fig = Figure(figsize=(7, 4))
-    ax = fig.add_subplot()
-    _bars(ax, [LEVEL_LABEL[lv] for lv in LEVELS],
-          {prompt: [p["levels"][lv]["miou"] for lv in LEVELS] for prompt, p in summary["prompts"].items()}, "mIoU (%)")
-    ax.set_title("Localization by hierarchy level")
-    fig.tight_layout()
-    return figure_png(fig)
+    """PNG bytes of :func:`miou_by_level_figure`."""
+    return figure_png(miou_by_level_figure(summary))
 
 
-def plot_consistency(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: SpCS-S2P, SpCS-P2O, SpCS-Avg and SeCS per prompt kind."""
-    fig = Figure(figsize=(7, 4))
+def consistency_figure(summary: Mapping[str, Any]) -> Figure:
+    """SpCS-S2P, SpCS-P2O, SpCS-Avg and SeCS per prompt kind."""
+    fig = Figure(figsize=(8, 4))
     ax = fig.add_subplot()
     _bars(ax, ["SpCS-S2P", "SpCS-P2O", "SpCS-Avg", "SeCS"],
           {prompt: [p["spcs"]["s2p"]["score"], p["spcs"]["p2o"]["score"], p["spcs"]["mean"], p["secs"]["score"]]
-           for prompt, p in summary["prompts"].items()}, "score (%)")
+           for prompt, p in summary["prompts"].items()}, "consistency measure", "score (%)")
     ax.set_title("Hierarchical consistency")
     fig.tight_layout()
-    return figure_png(fig)
+    return fig
 
 
-def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: one heat map per prompt kind, super-categories × (mIoU per level, SpCS-S2P/P2O, SeCS)."""
+def plot_consistency(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes of :func:`consistency_figure`."""
+    return figure_png(consistency_figure(summary))
+
+
+def per_supercategory_figure(summary: Mapping[str, Any]) -> Figure:
+    """One heat map per prompt kind, super-categories × (mIoU per level, SpCS-S2P/P2O, SeCS), with its colour bar."""
     prompts = list(summary["prompts"].items())
     columns = [*(f"mIoU\n{LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS\nS2P", "SpCS\nP2O", "SeCS"]
-    fig = Figure(figsize=(6.5 * max(len(prompts), 1), 5))
+    fig = Figure(figsize=(7.5 * max(len(prompts), 1), 5), layout="constrained")
     for index, (prompt, p) in enumerate(prompts, start=1):
         ax = fig.add_subplot(1, len(prompts), index)
         names = list(p["per_supercategory"])
         values = np.array([[*(v["miou"][lv] for lv in LEVELS), v["spcs"]["s2p"]["score"], v["spcs"]["p2o"]["score"],
                             v["secs"]["score"]] for v in p["per_supercategory"].values()], dtype=float)
         values = values.reshape(len(names), len(columns))  # None became NaN: drawn blank
-        ax.imshow(100 * values, vmin=0, vmax=100, cmap="viridis", aspect="auto")
+        image = ax.imshow(100 * values, vmin=0, vmax=100, cmap="viridis", aspect="auto")
         for (r, c), value in np.ndenumerate(values):
             ax.text(c, r, "n/a" if np.isnan(value) else f"{100 * value:.0f}", ha="center", va="center", fontsize=7,
                     color="black" if np.isnan(value) or value >= 0.6 else "white")
         ax.set_xticks(range(len(columns)), columns, fontsize=7)
         ax.set_yticks(range(len(names)), names, fontsize=8)
-        ax.set_title(f"{prompt} prompts (%)")
+        ax.set_xlabel("measure")
+        ax.set_ylabel("super-category")
+        ax.set_title(f"{prompt} prompts")
+        fig.colorbar(image, ax=ax, label="score (%)")
     if not prompts:
         fig.add_subplot().axis("off")
-    fig.tight_layout()
-    return figure_png(fig)
+    return fig
+
+
+def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes of :func:`per_supercategory_figure`."""
+    return figure_png(per_supercategory_figure(summary))
 
 
 def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:

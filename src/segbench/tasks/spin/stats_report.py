@@ -6,16 +6,14 @@ private Agg canvas (:func:`segbench.core.reports.figure_png`) and every file is 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
-from segbench.core.reports import markdown_table
+from segbench.core.reports import figure_png, markdown_table
 from segbench.tasks.spin.stats import MEASURES
 
 PANELS = {
@@ -62,22 +60,37 @@ def measures_markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
+# What each panel's y axis measures (definitions in segbench.tasks.spin.stats).
+UNITS = {
+    "subparts_per_part": "subparts per part (count)",
+    "extent": "pixels / bounding-box pixels",
+    "boundary_complexity": "4πA / P² (1 = disk)",
+    "image_coverage": "share of the image's pixels",
+    "part_coverage": "share of the part's pixels",
+    "object_coverage": "share of the object's pixels",
+}
+
+
+def boxplots_figure(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> Figure:
     """Fig. 3 as one 2x3 figure: one boxplot per super-category and one overall, per measure."""
     figure = Figure(figsize=(15, 8), dpi=100)
-    FigureCanvasAgg(figure)
     axes = figure.subplots(2, 3)
     for ax, measure in zip(axes.flat, MEASURES, strict=True):
         by_group = {g: list(v) for g, v in groups[measure].items() if v}
         if by_group:
             ax.boxplot(list(by_group.values()), tick_labels=[SHORT.get(g, g) for g in by_group])
         ax.set_title(PANELS[measure])
+        ax.set_xlabel("super-category")
+        ax.set_ylabel(UNITS[measure])
         ax.tick_params(axis="x", labelrotation=45)
         ax.grid(axis="y", alpha=0.3)
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    return figure
+
+
+def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
+    """PNG bytes of :func:`boxplots_figure`."""
+    return figure_png(boxplots_figure(groups))
 
 
 def write_stats(out_dir: str | Path, *, table: Mapping[str, Any], summary: Mapping[str, Any],

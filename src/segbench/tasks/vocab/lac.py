@@ -35,12 +35,16 @@ import io
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from segbench.core.errors import InputError
+from segbench.core.reports import figure_png, legend_beside
 from segbench.schemas.vocab import LEVELS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -319,13 +323,11 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     return "\n".join(lines)
 
 
-def plot_lac(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: each metric against the four levels, the baseline as dashed horizontal lines."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def lac_figure(summary: Mapping[str, Any]) -> Figure:
+    """Each metric against the four levels, the baseline as dashed horizontal lines."""
+    from matplotlib.figure import Figure  # here: matplotlib is slow to import and only reports need it
 
-    fig = Figure(figsize=(7, 4.5))
-    FigureCanvasAgg(fig)  # a private canvas: no pyplot global state
+    fig = Figure(figsize=(8, 4.5))
     ax = fig.add_subplot()
     x = np.linspace(0.0, 1.0, len(LEVELS))
     base = summary.get("baseline")
@@ -341,11 +343,14 @@ def plot_lac(summary: Mapping[str, Any]) -> bytes:
     ax.set_xlabel("lexical level (cumulative)")
     ax.set_ylabel("score")
     ax.set_title("Lexical Alignment Curve" + (" (dashed: Sentence-BERT)" if base else ""))
-    ax.legend(fontsize=8, loc="lower right")
+    legend_beside(ax)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})  # bytes stable across versions
-    return buffer.getvalue()
+    return fig
+
+
+def plot_lac(summary: Mapping[str, Any]) -> bytes:
+    """PNG bytes of :func:`lac_figure`."""
+    return figure_png(lac_figure(summary))
 
 
 def write_report(out_dir: Any, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Any]:

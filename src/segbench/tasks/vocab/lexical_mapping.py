@@ -54,6 +54,7 @@ from typing import Any
 
 from segbench.core.errors import InputError
 from segbench.core.io import read_json
+from segbench.core.reports import plain
 from segbench.schemas.vocab import LEVELS
 
 log = logging.getLogger(__name__)
@@ -306,7 +307,8 @@ def map_descriptions(
     for item, doc in zip(items, docs, strict=True):
         out.append({**item, **map_extraction(vocab, extract_terms(doc), item.get("gt_class"))})
     unmatched = [sum(r["mapping"][name] is None for r in out) for name in LEVELS]
-    log.info("mapped %d descriptions; unmatched per level %s", len(out), dict(zip(LEVELS, unmatched)))
+    log.info("mapped %d descriptions; unmatched per level: %s", len(out),
+             plain(dict(zip(LEVELS, unmatched, strict=True))))
     return out
 
 

@@ -1,0 +1,128 @@
+"""What the Prefect UI shows of a run: a name that says what ran, and its results as an artifact.
+
+Prefect names flow runs at random (``ultramarine-clam``) and task runs ``<task>-<hash>``; a build
+or evaluation leaves nothing in the UI but its state. Flows here name their runs from their
+parameters (``build-coco-cd rho=0.5,0.95 seed=13``) with :func:`run_name`, tasks keep their own name
+(:func:`task_name`, or :func:`shard_name` for a shard: its first and last item), and every build
+and evaluation publishes its summary with :func:`publish_build` / :func:`publish_evaluation`.
+
+    @flow(name="build-coco-cd", flow_run_name=run_name("build-coco-cd", lambda p: {"seed": p["seed"]}))
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.context import FlowRunContext
+
+from segbench.core.reports import cell
+
+T = TypeVar("T")
+Shown = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def _shown(value: Any) -> str:
+    """A parameter as a run name shows it: numbers as given, lists joined, paths by their name."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}:{_shown(item)}" for key, item in value.items() if item is not None)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ",".join(_shown(item) for item in value)
+    if isinstance(value, Path) or (isinstance(value, str) and "/" in value):
+        return Path(value).name or str(value)
+    return str(getattr(value, "value", value))  # enums by their value
+
+
+def describe(flow: str, shown: Mapping[str, Any]) -> str:
+    """``flow key=value ...`` for the values that are set (None is left out)."""
+    return " ".join([flow, *(f"{key}={_shown(value)}" for key, value in shown.items() if value is not None)])
+
+
+def run_name(flow: str, shown: Shown | Sequence[str] = ()) -> Callable[[], str]:
+    """A ``flow_run_name`` callable: ``flow`` and the parameters ``shown`` picks (names, or a function
+    of the call's parameters returning ``{label: value}``)."""
+
+    def name() -> str:
+        context = FlowRunContext.get()
+        parameters: Mapping[str, Any] = (context.parameters if context else None) or {}
+        picked = shown(parameters) if callable(shown) else {key: parameters.get(key) for key in shown}
+        return describe(flow, picked)
+
+    return name
+
+
+def model(value: Any, kind: type[T]) -> T:
+    """A flow's params argument as its model, whether given as one, as a dict, or left out (defaults)."""
+    if value is None:
+        return kind()
+    return value if isinstance(value, kind) else kind.model_validate(value)  # type: ignore[attr-defined]
+
+
+def from_params(kind: type, **labels: str) -> Shown:
+    """Show fields of the flow's ``params`` model: ``from_params(CocoCdParams, rho="rhos", seed="seed")``."""
+
+    def shown(parameters: Mapping[str, Any]) -> dict[str, Any]:
+        params = model(parameters.get("params"), kind)
+        return {label: getattr(params, field) for label, field in labels.items()}
+
+    return shown
+
+
+def task_name(name: str) -> dict[str, Any]:
+    """``@task`` options naming every run of the task ``name`` itself, without Prefect's hash suffix."""
+    return {"name": name, "task_run_name": name}
+
+
+def shard_name(name: str, ids: Callable[[dict[str, Any]], Sequence[Any]]) -> dict[str, Any]:
+    """``@task`` options naming a shard's run by its first and last item: ``render-shard 139-872``.
+
+    ``ids`` gives the ids of the shard's items from the task's parameters.
+    """
+
+    def run(parameters: dict[str, Any]) -> str:
+        found = list(ids(parameters))
+        return f"{name} {found[0]}-{found[-1]}" if found else name
+
+    return {"name": name, "task_run_name": run}
+
+
+def artifact_key(kind: str, dataset: str) -> str:
+    """A Prefect artifact key (lowercase letters, digits, dashes): ``build-coco-cd``, ``evaluation-spin``."""
+    return re.sub(r"[^a-z0-9]+", "-", f"{kind}-{dataset}".lower()).strip("-")
+
+
+def _rows(value: Any, prefix: str = "") -> list[dict[str, str]]:
+    if isinstance(value, Mapping):
+        return [row for key, item in value.items() for row in _rows(item, f"{prefix}{key}" if not prefix
+                                                                    else f"{prefix} / {key}")]
+    if isinstance(value, (list, tuple)) and all(not isinstance(item, (Mapping, list, tuple)) for item in value):
+        return [{"what": prefix, "value": ", ".join(cell(item) for item in value)}]
+    if isinstance(value, (list, tuple)):
+        return [row for index, item in enumerate(value) for row in _rows(item, f"{prefix} / {index}")]
+    return [{"what": prefix, "value": cell(value)}]
+
+
+def publish_build(dataset: str, summary: Mapping[str, Any]) -> None:
+    """The build's summary as a table artifact ``build-<dataset>``: where it went, whether it was up to
+    date, its counts (one row per count, nested counts as ``splits / rho_0.95 / test``) and units."""
+    rows = [{"what": "output", "value": _shown(summary.get("out"))},
+            {"what": "up to date", "value": cell(bool(summary.get("up_to_date")))}]
+    rows += _rows(summary.get("counts") or {})
+    rows += _rows({"units": summary["units"]}) if summary.get("units") else []
+    create_table_artifact(rows, key=artifact_key("build", dataset),
+                          description=f"{dataset} build: counts of what was built")
+
+
+def publish_evaluation(dataset: str, result: Mapping[str, Any]) -> None:
+    """The evaluation's report (its tables, as ``report.md`` has them) as a Markdown artifact
+    ``evaluation-<dataset>``."""
+    report = Path(result["paths"]["report"])
+    create_markdown_artifact(report.read_text(encoding="utf-8"), key=artifact_key("evaluation", dataset),
+                             description=f"{dataset} evaluation report ({report.parent.name})")
