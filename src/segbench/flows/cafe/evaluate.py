@@ -28,7 +28,9 @@ from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.io import read_json
+from segbench.core.reports import cell
 from segbench.core.versioning import DatasetSource
+from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.cafe import CafeEvalParams, CafeEvaluation
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
@@ -64,14 +66,14 @@ def _optional(path: str | Path | None) -> str | None:
     return None if path is None else str(path)
 
 
-@task(name="hash-cafe-ground-truth", cache_policy=NO_CACHE)
+@task(**task_name("hash-cafe-ground-truth"), cache_policy=NO_CACHE)
 def hash_published_export(repo: str, rev: str | None, dataset_dir: str) -> dict[str, str]:
     """sha256 standing for the published ``CAFE.json`` (``evaluation_keys.ground_truth_hashes``)."""
     with DatasetSource(repo, rev) as source:
         return ground_truth_hashes(source, [f"{dataset_dir}/{CAFE_EXPORT}"], dataset_dir)
 
 
-@task(name="score-cafe", **UNIT)
+@task(**task_name("score-cafe"), **UNIT)
 def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, dataset_dir: str, predictions: str,
                params: CafeEvalParams, calibration_gt: str | None = None,
                calibration_predictions: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -102,12 +104,12 @@ def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, datase
     return metrics, evaluated
 
 
-@task(name="write-cafe-report", cache_policy=NO_CACHE)
+@task(**task_name("write-cafe-report"), cache_policy=NO_CACHE)
 def write_cafe_report_task(out: str, metrics: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
     return {name: str(path) for name, path in write_cafe_report(out, metrics, evaluated).items()}
 
 
-@flow(name="evaluate-cafe")
+@flow(name="evaluate-cafe", flow_run_name=run_name("evaluate-cafe", ("predictions", "gt", "rev")))
 def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, predictions: str | Path,
                   out: str | Path, dataset_dir: str = "data/cafe", params: CafeEvalParams | None = None,
                   calibration_gt: str | Path | None = None,
@@ -153,8 +155,9 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     _log_ignored(logger, result["summary"].get("ignored"), predictions)
     if not result["up_to_date"]:
         overall = result["summary"]["Overall"]
-        logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], overall["cgF1"], overall["AFPR"],
-                    result["paths"]["report"])
+        logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], cell(overall["cgF1"]),
+                    cell(overall["AFPR"]), result["paths"]["report"])
+    publish_evaluation("cafe", result)
     return result
 
 
@@ -177,7 +180,7 @@ def _log_ignored(logger: Any, ignored: dict[str, Any] | None, predictions: str) 
             ignored["predictions"], predictions, ignored["images"], ignored["reason"])
 
 
-@task(name="score-cgf1", **UNIT)
+@task(**task_name("score-cgf1"), **UNIT)
 def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float,
                each: bool = False) -> dict[str, Any]:
     """Read the ground truths and predictions and compute the cgF1 summary (oracle over ``gts``), or
@@ -197,13 +200,13 @@ def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold:
     return {"files": files}
 
 
-@task(name="write-cgf1-report", cache_policy=NO_CACHE)
+@task(**task_name("write-cgf1-report"), cache_policy=NO_CACHE)
 def write_cgf1_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
     write = write_cgf1_each_report if "files" in summary else write_cgf1_report
     return {name: str(path) for name, path in write(out, summary, evaluated).items()}
 
 
-@flow(name="evaluate-cgf1")
+@flow(name="evaluate-cgf1", flow_run_name=run_name("evaluate-cgf1", ("predictions", "gts")))
 def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path,
                   score_threshold: float = 0.5, force: bool = False, each: bool = False) -> dict[str, Any]:
     """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
@@ -242,14 +245,15 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
         return Built(counts={"images": images}, units=count_units([scored]), extras={"summary": summary})
 
     result = run_evaluation(build, score, force=force, logger=logger)
+    publish_evaluation("cgf1", result)
     for summary in result["summary"]["files"] if each else [result["summary"]]:
         _log_ignored(logger, summary.get("ignored"), predictions)
     if each:
         return result
     if not result["up_to_date"]:
         summary = result["summary"]
-        logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", summary["cgF1"], summary["IL_MCC"], summary["pmF1"],
-                    result["paths"]["report"])
+        logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", cell(summary["cgF1"]), cell(summary["IL_MCC"]),
+                    cell(summary["pmF1"]), result["paths"]["report"])
     return result
 
 
