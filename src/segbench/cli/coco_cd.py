@@ -51,7 +51,7 @@ def build_command(
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
     val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
-    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    seed: int = typer.Option(None, "--seed", min=0, help="Seed of every random draw (default: 13)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
                                                                      "them in skipped.json."),
     images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
@@ -66,7 +66,9 @@ def build_command(
     interrupted (even killed) resumes where it stopped when run again.
     """
     settings = settings_of(ctx)
-    params = _params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
+    from segbench.core.splits import check_rhos
+
+    params = _params(rhos=check_rhos(rho) if rho else None, val_per_group=val_per_group,
                      test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
     from segbench.tasks.coco_cd.selection import source_files
 
@@ -112,7 +114,7 @@ def create_audit_command(
     key: str = rounds.ROUND_KEY,
     kind: AuditKind = typer.Option(AuditKind.coco_cd_audit, "--kind", help="What the round asks."),
     per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
-    seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
+    seed: int = typer.Option(13, "--seed", min=0, help="Seed of the sample."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
     overwrite: bool = rounds.OVERWRITE,

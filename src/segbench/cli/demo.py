@@ -18,7 +18,7 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer
 
 def demo_command(
     ctx: typer.Context,
-    seed: int = typer.Option(0, "--seed", help="Seed of the generated demo world."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the generated demo world."),
 ) -> None:
     """Run everything on a generated demo world: build every dataset, publish, evaluate."""
     from segbench.flows.demo import run_demo

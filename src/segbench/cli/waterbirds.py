@@ -37,7 +37,7 @@ def build_command(
                                                                     "the released build has 74)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 10; "
                                                                       "the released build has 642)."),
-    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    seed: int = typer.Option(None, "--seed", min=0, help="Seed of every random draw (default: 13)."),
     species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
                                                                         "tokens, or substrings as the released build."),
     force: bool = FORCE_BUILD,
@@ -45,12 +45,13 @@ def build_command(
     """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
 
     Does nothing when the output was built from the same inputs and options; a killed build resumes."""
+    from segbench.core.splits import check_rhos
     from segbench.schemas.waterbirds import WaterbirdsParams
     from segbench.tasks.waterbirds.dataset import read_cub
 
     settings = settings_of(ctx)
     params = WaterbirdsParams(**{k: v for k, v in {
-        "rhos": tuple(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
+        "rhos": check_rhos(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
         "seed": seed, "species_match": species_match}.items() if v is not None})
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds.build import build_waterbirds

@@ -26,8 +26,15 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.errors import InputError
-from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json
+from segbench.core.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    image_size,
+    png_bytes,
+    read_json,
+    source_path,
+    write_json,
+)
 from segbench.core.reports import markdown_table
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
@@ -43,14 +50,16 @@ RENDER_SHARD = 200
 GROUP_NAMES = [f"{c}·{a}" for c in wb.CLASSES for a in wb.CONTEXTS]
 
 
-def _image_size(path: Path) -> tuple[int, int]:
-    try:
-        with Image.open(path) as img:
-            return img.size
-    except FileNotFoundError:
-        raise InputError("bird image not found", path=path) from None
-    except OSError as exc:
-        raise InputError(f"not a readable image ({exc})", path=path) from None
+def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
+    """The bird image's size, read from its header and its segmentation's (they must agree)."""
+    image = source_path(Path(cub_root) / "images", bird.path, item=f"image {bird.image_id}",
+                        path=Path(cub_root) / "images.txt")
+    size = image_size(image, item=f"image {bird.image_id}", hint="restore the CUB image")
+    mask = wb.segmentation_path(cub_root, bird)
+    mask_size = image_size(mask, item=f"image {bird.image_id}", hint="restore the CUB segmentation")
+    if mask_size != size:
+        raise wb.mask_size_error(image, size, mask, mask_size)
+    return size
 
 
 @task(name="load-waterbirds-sources", cache_policy=NO_CACHE)
@@ -63,8 +72,8 @@ def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams
     contexts = wb.assign_contexts(types, seed=params.seed, aligned_share=params.aligned_share)
     place_files = wb.assign_places(contexts, places, params)
     records = {}
-    for bird in progress.track(birds, "Reading bird images"):
-        width, height = _image_size(Path(cub_root) / "images" / bird.path)
+    for bird in progress.track(birds, "Reading bird images and segmentations"):
+        width, height = _bird_size(cub_root, bird)
         records[bird.image_id] = wb.Record(bird, types[bird.image_id], contexts[bird.image_id],
                                            place_files[bird.image_id], width, height)
     return birds, records
