@@ -14,7 +14,15 @@ import typer
 
 from segbench import console
 from segbench.cli import flip, rounds
-from segbench.cli.common import FORCE_BUILD, build_status, display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import (
+    FORCE_BUILD,
+    build_status,
+    display_path,
+    non_negative_seed,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import OnError
@@ -51,7 +59,8 @@ def build_command(
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
     val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
-    seed: int = typer.Option(None, "--seed", min=0, help="Seed of every random draw (default: 13)."),
+    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
+                             help="Seed of every random draw (default: 13)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
                                                                      "them in skipped.json."),
     images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
@@ -114,7 +123,8 @@ def create_audit_command(
     key: str = rounds.ROUND_KEY,
     kind: AuditKind = typer.Option(AuditKind.coco_cd_audit, "--kind", help="What the round asks."),
     per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
-    seed: int = typer.Option(13, "--seed", min=0, help="Seed of the sample."),
+    seed: int = typer.Option(13, "--seed", callback=non_negative_seed,
+                             help="Seed of the sample."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
     overwrite: bool = rounds.OVERWRITE,

@@ -12,7 +12,7 @@ import typer
 
 from segbench import console
 from segbench.cli import flip
-from segbench.cli.common import FORCE_BUILD, build_status, display_path, run_flow, settings_of
+from segbench.cli.common import FORCE_BUILD, build_status, display_path, non_negative_seed, run_flow, settings_of
 
 PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps (0/1 landbird/2 waterbird) or .npz files with 'probs'."
 EVALUATE_HELP = "Evaluate predictions on Waterbirds-seg: the COCO-CD flip metrics with landbird/waterbird, land/water."
@@ -37,7 +37,8 @@ def build_command(
                                                                     "the released build has 74)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 10; "
                                                                       "the released build has 642)."),
-    seed: int = typer.Option(None, "--seed", min=0, help="Seed of every random draw (default: 13)."),
+    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
+                             help="Seed of every random draw (default: 13)."),
     species_match: str = typer.Option("tokens", "--species-match", help="Waterbird keywords match whole name "
                                                                         "tokens, or substrings as the released build."),
     force: bool = FORCE_BUILD,

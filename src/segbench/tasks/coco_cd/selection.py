@@ -233,12 +233,14 @@ def label_mask(instances: CocoIndex, image_id: int, params: CocoCdParams) -> np.
 
 
 def image_path(coco_root: Path, file_name: str, image_id: int) -> Path:
-    """The image file a COCO record names, which must stay inside ``coco_root``.
+    """The image file a merged COCO record names (``<split>/<file_name>``), inside its split's folder.
 
     Raises:
-        AnnotationError: ``file_name`` is absolute or climbs out of the root (names the image).
+        AnnotationError: the source's ``file_name`` is absolute or climbs out of the split's image
+            folder (names the image and the ``file_name``).
     """
-    return source_path(coco_root, file_name, item=f"image {image_id} (file_name {file_name!r})",
+    split, _, name = file_name.partition("/")
+    return source_path(coco_root / split, name, item=f"image {image_id} (file_name {name!r})",
                        error=AnnotationError)
 
 
