@@ -199,7 +199,7 @@ def _image_error(exc: Exception, path: str | Path | None, item: str | None, hint
         return error(f"image refused: it is larger than the {Image.MAX_IMAGE_PIXELS * 2:,}-pixel limit "
                      "(a decompression bomb, or not a photo)", path=path, item=item, hint=hint)
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
-    return error(f"image file cannot be read ({reason})", path=path, item=item, hint=hint)
+    return error(f"image file cannot be read: not a readable image ({reason})", path=path, item=item, hint=hint)
 
 
 def source_path(root: str | Path, name: str, *, item: str | None = None, path: str | Path | None = None,

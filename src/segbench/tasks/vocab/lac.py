@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from segbench.core.errors import InputError
+from segbench.core.io import open_image
 from segbench.schemas.vocab import LEVELS
 
 log = logging.getLogger(__name__)
@@ -261,13 +262,7 @@ def decode_label_map(data: bytes, *, source: str) -> np.ndarray:
     Raises:
         InputError: not a readable single-channel image.
     """
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            arr = np.asarray(image)
-    except (UnidentifiedImageError, OSError) as exc:
-        raise InputError(f"not a readable image ({exc})", path=source) from None
+    arr = np.asarray(open_image(data, path=source, hint="save it again as a PNG"))  # any Pillow failure: InputError
     if arr.ndim != 2:
         raise InputError(f"a label map must have one channel, got shape {arr.shape}", path=source,
                          hint="save class ids as an 8- or 16-bit grayscale / palette PNG")
