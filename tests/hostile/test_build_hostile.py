@@ -341,3 +341,35 @@ def test_a_full_disk_while_staging_keeps_the_stage_and_says_how_to_resume(case, 
     assert "Built" in _status(project, _args("coco_cd", src, "--force", "--shard-size", "4"))
     assert verify_outputs(out) == {"changed": [], "missing": [], "extra": []}
     assert not list(out.parent.glob(".coco_cd.*.partial"))
+
+
+def test_two_builds_from_different_data_roots_into_one_out_never_crash(case, tmp_path):
+    """The race itself, as users start it: both through the console entry point, at the same time."""
+    project, src, _ = case
+    out = tmp_path / "shared-out"
+    env = {**child_env(), "COLUMNS": "200"}
+    for key in ("PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH", "PREFECT_API_URL"):
+        env.pop(key, None)
+    procs = [subprocess.Popen([sys.executable, "-m", "segbench", "--data-root", str(tmp_path / f"data-{n}"),
+                               "--work-dir", str(tmp_path / f"work-{n}"), *_args("coco_cd", src, "--out", str(out))],
+                              cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in (1, 2)]
+    results = [(p.returncode, out_, err) for p in procs for out_, err in [p.communicate(timeout=300)]]
+    for code, stdout, stderr in results:
+        assert code in (0, 2) and "Traceback" not in stdout + stderr, (code, stdout, stderr)
+        if code == 2:
+            assert "another segbench build is writing this output folder" in stderr and str(out) in stderr
+    assert 0 in [code for code, _, _ in results]
+    assert verify_outputs(out) == {"changed": [], "missing": [], "extra": []}
+    assert not list(out.parent.glob(".shared-out.*")), "no stage or lock file is left beside the output"
+
+
+@pytest.mark.parametrize("dataset", ["coco_cd", "waterbirds"])
+def test_a_truncated_source_image_stops_the_build_naming_it(case, dataset):
+    """Its header is fine (the cheap checks pass); decoding it fails while rendering, inside the stage."""
+    project, src, outs = case
+    image = _a_source_image(dataset, src, outs)
+    image.write_bytes(image.read_bytes()[:400])
+    before = tree_hash(outs[dataset])
+    refused(project, *_args(dataset, src), names=(str(image), "cannot be read"), error=InputError)
+    assert tree_hash(outs[dataset]) == before
