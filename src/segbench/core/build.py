@@ -171,7 +171,7 @@ def _os_error(exc: OSError, build: Build) -> SegbenchError:
     stage = stage_path(build.out, build.key)
     where = exc.filename or stage
     reason = exc.strerror or str(exc)
-    written = str(where).startswith((str(stage), str(build.out)))
+    written = any(Path(where).resolve().is_relative_to(folder.resolve()) for folder in (stage, build.out))
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return OutputError(f"cannot write the output: {reason}", path=where,
                            hint=f"free space on the disk that holds {build.out.parent} (or pass --out on another "

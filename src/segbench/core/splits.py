@@ -16,6 +16,7 @@ so adding a ρ never changes another ρ's split. Pools are sorted before samplin
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -70,7 +71,8 @@ def check_rhos(rhos: Sequence[float], *, option: str = "--rho") -> tuple[float, 
     """
     by_folder: dict[str, float] = {}
     for rho in rhos:
-        if not (isinstance(rho, (int, float)) and math.isfinite(rho) and 0.5 <= rho <= 1.0):
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not (
+                math.isfinite(rho) and 0.5 <= rho <= 1.0):
             raise InputError(f"ρ = {rho} is outside [0.5, 1]: ρ is the share of the majority pairing",
                              item=f"{option} {rho}", hint=f"pass each {option} as a number from 0.5 to 1")
         folder = rho_name(rho)
