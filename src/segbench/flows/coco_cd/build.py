@@ -1,7 +1,8 @@
 """The COCO-CD build flow: sources → candidates → context → splits → files + manifest.
 
 Resumable: the build key (logic version, params, sha256 of the annotation files) decides whether
-the output is already up to date, in which case nothing is loaded at all. Otherwise the build
+the output is already up to date, together with the sha256 of every output file and of every source
+image the build read (``sources.json``), all hashed again; then nothing is loaded at all. Otherwise the build
 writes into a stage kept across crashes, and its two expensive kinds of work are *units* Prefect
 persists (see :mod:`segbench.flows.units`): the context labelling (COCO-Stuff loading, candidate
 selection, evidence; its result is a few thousand small records) and the rendering, in shards of
