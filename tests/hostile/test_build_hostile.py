@@ -373,3 +373,22 @@ def test_a_truncated_source_image_stops_the_build_naming_it(case, dataset):
     before = tree_hash(outs[dataset])
     refused(project, *_args(dataset, src), names=(str(image), "cannot be read"), error=InputError)
     assert tree_hash(outs[dataset]) == before
+
+
+def test_with_wait_a_build_queues_behind_the_build_writing_its_output(case, tmp_path):
+    project, src, outs = case
+    out = outs["waterbirds"]
+    short = HOLDER.replace("time.sleep(120)", "time.sleep(4)")
+    holder = subprocess.Popen([sys.executable, "-c", short, str(out)], stdout=subprocess.PIPE, text=True,
+                              env=child_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = invoke(project, "--wait", "120", *_args("waterbirds", src, "--out", str(out), "--force"),
+                        data_root=tmp_path / "other-data")
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        assert holder.wait(timeout=60) == 0, "the holder finished before the waiting build took the lock"
+        assert "waiting for pid" in result.output and "Built" in result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    assert verify_outputs(out) == {"changed": [], "missing": [], "extra": []}
