@@ -10,21 +10,35 @@ The lock is an OS file lock (``fcntl`` through ``filelock``) on ``.<data root na
 the data root, outside it so DVC never versions it. The OS drops it when its process dies, even
 under ``kill -9``, so a crash never leaves a stale lock behind. Who holds it is written to a
 sidecar ``.lock.json`` for the message only; the lock itself never trusts that file.
+
+Every build also locks its output folder (:func:`output_lock`: ``.<name>.build.lock`` beside it,
+removed on release), so two builds with different data roots but the same ``--out`` cannot race
+either: the second stops (or waits, with ``--wait``) with the same kind of message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
 from filelock import FileLock, Timeout
 
 from segbench.core.errors import BusyError
+
+if TYPE_CHECKING:
+    import typer
+
+# What the running CLI command is and how long it may wait for a lock: set by command_lock, read by
+# output_lock, which the builders take deep inside a flow where the command line is not known.
+_running = {"command": None, "wait": 0.0}
 
 
 def lock_path(data_root: Path) -> Path:
@@ -32,12 +46,51 @@ def lock_path(data_root: Path) -> Path:
     return root.parent / f".{root.name}.lock"
 
 
-def lock_holder(data_root: Path) -> dict | None:
-    """What the current holder wrote about itself (pid, command, since), if anything."""
+def output_lock_path(out: Path) -> Path:
+    out = Path(out).resolve()
+    return out.parent / f".{out.name}.build.lock"
+
+
+def _holder(path: Path) -> dict | None:
     try:
-        return json.loads(lock_path(data_root).with_suffix(".lock.json").read_text())
+        return json.loads(path.with_suffix(".lock.json").read_text())
     except (OSError, ValueError):
         return None
+
+
+def lock_holder(data_root: Path) -> dict | None:
+    """What the current holder wrote about itself (pid, command, since), if anything."""
+    return _holder(lock_path(data_root))
+
+
+@contextmanager
+def _held(path: Path, *, target: Path, busy: str, command: str, wait: float,
+          on_wait: Callable[[dict | None], None] | None) -> Iterator[None]:
+    """Hold the OS lock on ``path`` (for ``target``), writing who holds it to the sidecar."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if wait > 0 and on_wait is not None:
+            on_wait(_holder(path))
+        try:
+            lock.acquire(timeout=max(wait, 0))
+        except Timeout:
+            holder = _holder(path) or {}
+            raise BusyError(
+                f"{busy} (pid {holder.get('pid', '?')}: {holder.get('command', 'unknown')},"
+                f" since {holder.get('since', '?')})",
+                path=target, hint="wait for it to finish, or pass --wait SECONDS to queue behind it",
+            ) from None
+    sidecar = path.with_suffix(".lock.json")
+    try:
+        since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        sidecar.write_text(json.dumps({"pid": os.getpid(), "command": command, "since": since}))
+        yield
+    finally:
+        sidecar.unlink(missing_ok=True)
+        lock.release()
 
 
 @contextmanager
@@ -53,32 +106,79 @@ def data_root_lock(data_root: Path, *, command: str, wait: float = 0.0,
     Raises:
         BusyError: the lock is still held after ``wait`` seconds.
     """
-    path = lock_path(data_root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(path)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        if wait > 0 and on_wait is not None:
-            on_wait(lock_holder(data_root))
-        try:
-            lock.acquire(timeout=max(wait, 0))
-        except Timeout:
-            holder = lock_holder(data_root) or {}
-            raise BusyError(
-                f"another segbench command is writing to this data root"
-                f" (pid {holder.get('pid', '?')}: {holder.get('command', 'unknown')}, since {holder.get('since', '?')})",
-                path=Path(data_root), hint="wait for it to finish, or pass --wait SECONDS to queue behind it",
-            ) from None
-    sidecar = path.with_suffix(".lock.json")
+    with _held(lock_path(data_root), target=Path(data_root), busy="another segbench command is writing to this "
+               "data root", command=command, wait=wait, on_wait=on_wait):
+        yield
+
+
+@contextmanager
+def output_lock(out: Path, *, command: str) -> Iterator[None]:
+    """Hold the lock of a build's output folder (``.<name>.build.lock`` beside it) for the block.
+
+    Builds from different data roots may name the same ``--out``; the data root's lock cannot keep
+    them apart, this one does. It waits as long as the running command's ``--wait`` allows.
+
+    Unlike the data root's lock file, this one sits beside a (DVC-versioned) output, so it is
+    removed on release; the holder's record is the file's content. A process killed while holding
+    it leaves the file, unlocked, and the next build takes it over.
+
+    Raises:
+        BusyError: another build holds it (names that build and its pid).
+    """
+    from segbench import console
+
+    path, wait = output_lock_path(out), float(_running["wait"] or 0.0)
+    deadline = time.monotonic() + max(wait, 0.0)
+    announced = False
+    while (fd := _try_lock(path)) is None:
+        holder = _read_holder(path)
+        if time.monotonic() >= deadline:
+            raise BusyError(f"another segbench build is writing this output folder (pid {holder.get('pid', '?')}: "
+                            f"{holder.get('command', 'unknown')}, since {holder.get('since', '?')})", path=Path(out),
+                            hint="wait for it to finish, or pass --wait SECONDS to queue behind it")
+        if not announced:
+            console.err.print(f"waiting for pid {holder.get('pid', '?')}: {holder.get('command', 'another build')} "
+                              f"to finish writing {out} …")
+            announced = True
+        time.sleep(0.2)
     try:
         since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        sidecar.write_text(json.dumps({"pid": os.getpid(), "command": command, "since": since}))
+        record = {"pid": os.getpid(), "command": _running["command"] or command, "since": since}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode(), 0)
         yield
     finally:
-        sidecar.unlink(missing_ok=True)
-        lock.release()
+        # Unlink while still holding it: a process that opened the old file re-checks the inode and retries.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
+
+def _try_lock(path: Path) -> int | None:
+    """An fd holding the exclusive lock on ``path``, or None when another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # the holder removed it between our open and our lock: take the new file
+
+
+def _read_holder(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text()) or {}
+    except (OSError, ValueError):
+        return {}
 
 
 @contextmanager
@@ -93,5 +193,11 @@ def command_lock(ctx: typer.Context) -> Iterator[None]:
         who = f"pid {holder['pid']}: {holder['command']}" if holder else "another command"
         console.err.print(f"waiting for {who} to release {data_root} …")
 
-    with data_root_lock(data_root, command=ctx.command_path, wait=obj.get("wait", 0.0), on_wait=waiting):
-        yield
+    wait = obj.get("wait", 0.0)
+    with data_root_lock(data_root, command=ctx.command_path, wait=wait, on_wait=waiting):
+        previous = dict(_running)
+        _running.update(command=ctx.command_path, wait=wait)
+        try:
+            yield
+        finally:
+            _running.update(previous)

@@ -15,6 +15,7 @@ from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
     display_path,
+    non_negative_seed,
     print_up_to_date,
     relative_to_repo,
     run_flow,
@@ -58,7 +59,8 @@ def build_candidates_command(
     per_image: int = typer.Option(None, "--per-image", help="Targets per image (default 1)."),
     edit_mix: list[str] = typer.Option(None, "--edit-mix", help="TYPE=SHARE for SM, CC, OC (default: the released "
                                                                 "CAFE mix 1111 : 593 : 442)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the target draw, edit types, offline plans and edits."),
+    seed: int = typer.Option(0, "--seed", callback=non_negative_seed,
+                             help="Seed of the target draw, edit types, offline plans and edits."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad annotation, image or edit, "
                                                                       "or skip it and report it in skipped.json."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe_candidates)."),

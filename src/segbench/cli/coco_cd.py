@@ -13,7 +13,15 @@ import typer
 
 from segbench import console
 from segbench.cli import flip, rounds
-from segbench.cli.common import FORCE_BUILD, build_status, display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import (
+    FORCE_BUILD,
+    build_status,
+    display_path,
+    non_negative_seed,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import OnError
@@ -56,7 +64,8 @@ def build_command(
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
     val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
-    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
+                             help="Seed of every random draw (default: 13)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
                                                                      "them in skipped.json."),
     images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
@@ -71,7 +80,9 @@ def build_command(
     interrupted (even killed) resumes where it stopped when run again.
     """
     settings = settings_of(ctx)
-    params = _params(rhos=tuple(rho) if rho else None, val_per_group=val_per_group,
+    from segbench.core.splits import check_rhos
+
+    params = _params(rhos=check_rhos(rho) if rho else None, val_per_group=val_per_group,
                      test_per_group=test_per_group, seed=seed, on_error=on_error, write_images=images)
     from segbench.tasks.coco_cd.selection import source_files
 
@@ -118,7 +129,8 @@ def create_audit_command(
     kind: str = typer.Option(AUDIT_KIND, "--kind", parser=_audit_kind, metavar=f"<{AUDIT_KIND}>",
                              help="What the round asks (the round kind's name, as `rounds list` shows it)."),
     per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
-    seed: int = typer.Option(13, "--seed", help="Seed of the sample."),
+    seed: int = typer.Option(13, "--seed", callback=non_negative_seed,
+                             help="Seed of the sample."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
     overwrite: bool = rounds.OVERWRITE,

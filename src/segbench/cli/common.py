@@ -70,3 +70,11 @@ def print_up_to_date(result: Mapping[str, Any], out: str | Path) -> None:
     if result.get("up_to_date"):
         console.out.print(f"Evaluation up to date: {display_path(Path(out))} (nothing it reads changed; "
                           "--force evaluates again).")
+
+
+def non_negative_seed(value: int | None) -> int | None:
+    """``--seed``'s check: Python draws the same numbers for seeds -n and n, so a negative seed is refused."""
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"{value} is negative, and seed {value} draws exactly what seed {-value} draws; "
+                                 "pass 0 or a positive integer")
+    return value

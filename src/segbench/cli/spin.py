@@ -14,6 +14,7 @@ from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
     display_path,
+    non_negative_seed,
     print_up_to_date,
     relative_to_repo,
     run_flow,
@@ -84,7 +85,8 @@ def rounds_command(
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
-    seed: int = typer.Option(None, "--seed", help="Seed of the capped selection (default: 0, as build spin)."),
+    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
+                             help="Seed of the capped selection (default: 0, as build spin)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
 ) -> None:
     """Create the annotation rounds: one per (super-category, part), one task per image–object–part
@@ -146,7 +148,8 @@ def build_spin_command(
     partimagenet_root: Path = typer.Option(
         ..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}.json and images/<split>/"),
     cap: int = typer.Option(1200, "--cap", min=1, help="images kept per super-category"),
-    seed: int = typer.Option(0, "--seed", help="seeds the choice among equally good images under the cap"),
+    seed: int = typer.Option(0, "--seed", callback=non_negative_seed,
+                             help="seeds the choice among equally good images under the cap"),
     on_error: OnError = typer.Option(
         OnError.FAIL, "--on-error", help="fail on a bad record, or skip it and list it in skipped.json"),
     force: bool = typer.Option(False, "--force", help="Rebuild even when spin/dataset/ is up to date."),

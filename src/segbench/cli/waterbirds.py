@@ -13,7 +13,15 @@ import typer
 
 from segbench import console
 from segbench.cli import flip
-from segbench.cli.common import FORCE_BUILD, build_status, display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import (
+    FORCE_BUILD,
+    build_status,
+    display_path,
+    non_negative_seed,
+    relative_to_repo,
+    run_flow,
+    settings_of,
+)
 from segbench.cli.publish import print_publish
 from segbench.core.errors import OnError
 
@@ -46,7 +54,8 @@ def build_command(
                                                                     "released)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 642, as "
                                                                       "released)."),
-    seed: int = typer.Option(None, "--seed", help="Seed of every random draw (default: 13)."),
+    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
+                             help="Seed of every random draw (default: 13)."),
     species_match: SpeciesMatch = typer.Option(SpeciesMatch.tokens, "--species-match",
                                                help="Waterbird keywords match whole name tokens, or substrings as "
                                                     "the released build."),
@@ -61,12 +70,13 @@ def build_command(
     """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
 
     Does nothing when the output was built from the same inputs and options; a killed build resumes."""
+    from segbench.core.splits import check_rhos
     from segbench.schemas.waterbirds import WaterbirdsParams
     from segbench.tasks.waterbirds.dataset import read_cub
 
     settings = settings_of(ctx)
     params = WaterbirdsParams(**{k: v for k, v in {
-        "rhos": tuple(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
+        "rhos": check_rhos(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
         "seed": seed, "species_match": species_match.value, "on_error": on_error}.items() if v is not None})
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds.build import build_waterbirds

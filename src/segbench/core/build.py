@@ -16,14 +16,26 @@ Nothing here needs Prefect: the body runs Prefect tasks itself, and the flow pas
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from segbench.core.errors import InputError, OutputError, SegbenchError
+from segbench.core.io import write_json
 from segbench.core.manifest import build_manifest, read_manifest, write_manifest
-from segbench.core.resume import MANIFEST_NAME, Stage, build_key, is_up_to_date, resumable_stage
+from segbench.core.resume import (
+    MANIFEST_NAME,
+    SOURCES_NAME,
+    Stage,
+    build_key,
+    is_up_to_date,
+    resumable_stage,
+    stage_path,
+)
+from segbench.locking import output_lock
 from segbench.schemas.manifest import Manifest
 
 # What an output found up to date computed and replayed: nothing.
@@ -42,6 +54,10 @@ class Build:
             records others (:attr:`Built.params`).
         input_hashes: sha256 per input label; the key covers them and the manifest lists them.
         manifest_name: the manifest's file name in ``out``.
+        sources_root: the folder of the source files a build reads beyond ``input_hashes`` (files
+            its key cannot list before the inputs are loaded, as COCO images): the body returns
+            their hashes (:attr:`Built.sources`), they are written to ``sources.json`` in the
+            output, and the up-to-date check hashes them again.
     """
 
     out: Path
@@ -50,6 +66,7 @@ class Build:
     params: Mapping[str, Any]
     input_hashes: Mapping[str, str]
     manifest_name: str = MANIFEST_NAME
+    sources_root: Path | None = None
 
     @property
     def key(self) -> str:
@@ -58,7 +75,8 @@ class Build:
 
     def is_up_to_date(self, force: bool = False) -> bool:
         """Whether ``out`` holds a finished output of this key (never when ``force``)."""
-        return not force and is_up_to_date(self.out, self.key, manifest_name=self.manifest_name)
+        return not force and is_up_to_date(self.out, self.key, manifest_name=self.manifest_name,
+                                           sources_root=self.sources_root)
 
     def manifest(self, root: Path, built: Built, outputs: Mapping[str, str] | None = None) -> Manifest:
         """The manifest of what the body built under ``root`` (or of the files ``outputs`` lists)."""
@@ -90,6 +108,7 @@ class Built:
         seed, skipped: recorded in the manifest.
         params: the manifest's params when they are not the key's (the vocabulary build records the
             spaCy model it loaded, which the key cannot know in advance).
+        sources: sha256 per source file read under :attr:`Build.sources_root` (``core.resume.source_hashes``).
     """
 
     counts: dict[str, Any]
@@ -98,6 +117,7 @@ class Built:
     seed: int | None = None
     skipped: int = 0
     params: Mapping[str, Any] | None = None
+    sources: Mapping[str, str] | None = None
 
 
 def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
@@ -121,18 +141,48 @@ def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
 
     Raises:
         Whatever ``prepare`` or ``body`` raise; after a failing body the stage is kept for the next
-        run to resume.
+        run to resume. BusyError: another build is writing ``build.out``. OutputError: writing the
+        output failed (a full disk...); InputError: reading a file failed (both name the file).
     """
-    if build.is_up_to_date(force):
-        if logger is not None:
-            logger.info("%s is up to date", build.out)
-        manifest = read_manifest(build.out, build.manifest_name)
-        return build.up_to_date_summary(manifest.counts, finished(manifest) if finished is not None else {})
-    prepared = prepare() if prepare is not None else None
-    with resumable_stage(build.out, build.key) as stage:
-        built = body(stage) if prepare is None else body(stage, prepared)
-        write_manifest(stage.path, build.manifest(stage.path, built), build.manifest_name)
+    with output_lock(build.out, command=f"build {build.dataset}"):
+        if build.is_up_to_date(force):
+            if logger is not None:
+                logger.info("%s is up to date", build.out)
+            manifest = read_manifest(build.out, build.manifest_name)
+            return build.up_to_date_summary(manifest.counts, finished(manifest) if finished is not None else {})
+        prepared = prepare() if prepare is not None else None
+        try:
+            with resumable_stage(build.out, build.key) as stage:
+                built = body(stage) if prepare is None else body(stage, prepared)
+                if build.sources_root is not None:
+                    write_json(stage.path / SOURCES_NAME, {"files": dict(built.sources or {})}, indent=1)
+                write_manifest(stage.path, build.manifest(stage.path, built), build.manifest_name)
+        except OSError as exc:
+            raise _os_error(exc, build) from None
     return build.summary(built)
+
+
+def _os_error(exc: OSError, build: Build) -> SegbenchError:
+    """A file system failure while building, as a typed error naming the file and what to do.
+
+    The stage is kept on purpose: its finished units are reused when the same command runs again,
+    so a build stopped by a full disk resumes once there is room.
+    """
+    stage = stage_path(build.out, build.key)
+    where = exc.filename or stage
+    reason = exc.strerror or str(exc)
+    written = any(Path(where).resolve().is_relative_to(folder.resolve()) for folder in (stage, build.out))
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return OutputError(f"cannot write the output: {reason}", path=where,
+                           hint=f"free space on the disk that holds {build.out.parent} (or pass --out on another "
+                                f"disk) and run the same command again: it resumes from the unfinished build "
+                                f"kept in {stage} (delete that folder to give up and free its space)")
+    if written:
+        return OutputError(f"cannot write the output: {reason}", path=where,
+                           hint=f"check that {build.out.parent} is writable, then run the same command again "
+                                f"(it resumes from {stage})")
+    return InputError(f"cannot read an input: {reason}", path=where,
+                      hint="check that the file exists and is readable, then run the same command again")
 
 
 __all__ = ["Build", "Built", "NO_UNITS", "Stage", "run_build"]

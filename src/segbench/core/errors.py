@@ -63,6 +63,10 @@ class AnnotationError(InputError):
     """One annotation (or image record) inside an input file breaks a rule."""
 
 
+class OutputError(SegbenchError):
+    """An output cannot be written (no space left on the disk, no permission, ...)."""
+
+
 class InsufficientDataError(SegbenchError):
     """The inputs are valid but cannot support the requested sizes (splits, ρ, quotas)."""
 

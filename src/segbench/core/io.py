@@ -145,3 +145,95 @@ def png_bytes(array_or_image: np.ndarray | Image.Image, compress_level: int = 6)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False, compress_level=compress_level)
     return buffer.getvalue()
+
+
+# --- reading images and the files a source names ---------------------------------------------------
+
+
+def open_image(
+    source: str | Path | bytes,
+    *,
+    path: str | Path | None = None,
+    item: str | None = None,
+    mode: str | None = None,
+    hint: str = "restore or replace the image file",
+    error: type[InputError] = InputError,
+) -> Image.Image:
+    """Open, fully decode and (with ``mode``) convert an image; the file is closed on return.
+
+    ``source`` is a path, or the image's bytes (then ``path`` names where they came from). Pillow
+    fails in many ways besides ``OSError`` (``DecompressionBombError`` for images over its pixel
+    limit, ``SyntaxError`` for broken PNG chunks, ``ValueError``, ``EOFError``...): every one of
+    them becomes ``error`` naming the file, so a bad image never ends a command with a traceback.
+    """
+    where = path if path is not None or isinstance(source, bytes) else source
+    try:
+        with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as image:
+            image.load()
+            return image.convert(mode) if mode is not None and image.mode != mode else image.copy()
+    except Exception as exc:  # noqa: BLE001 — Pillow's failures have no common base class
+        raise _image_error(exc, where, item, hint, error) from None
+
+
+def image_size(path: str | Path, *, item: str | None = None, hint: str = "restore or replace the image file",
+               error: type[InputError] = InputError) -> tuple[int, int]:
+    """``(width, height)`` from the image's header alone (cheap); failures as in :func:`open_image`.
+
+    Pillow checks the pixel limit when it reads the header, so a decompression bomb is refused here
+    before anything is decoded.
+    """
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except Exception as exc:  # noqa: BLE001 — see open_image
+        raise _image_error(exc, path, item, hint, error) from None
+
+
+def _image_error(exc: Exception, path: str | Path | None, item: str | None, hint: str,
+                 error: type[InputError]) -> InputError:
+    if isinstance(exc, InputError):
+        return exc
+    if isinstance(exc, FileNotFoundError):
+        return error("image file not found", path=path, item=item, hint=hint)
+    if isinstance(exc, Image.DecompressionBombError):
+        return error(f"image refused: it is larger than the {Image.MAX_IMAGE_PIXELS * 2:,}-pixel limit "
+                     "(a decompression bomb, or not a photo)", path=path, item=item, hint=hint)
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    return error(f"image file cannot be read: not a readable image ({reason})", path=path, item=item, hint=hint)
+
+
+def source_path(root: str | Path, name: str, *, item: str | None = None, path: str | Path | None = None,
+                error: type[InputError] = InputError) -> Path:
+    """``root / name`` for a file a source lists (a COCO ``file_name``), refused when it leaves ``root``.
+
+    See :func:`inside_name`; raises what it raises.
+    """
+    return Path(root) / inside_name(name, item=item, path=path, error=error, root=root)
+
+
+def inside_name(name: str, *, item: str | None = None, path: str | Path | None = None,
+                error: type[InputError] = InputError, root: str | Path | None = None) -> str:
+    """``name`` normalised, when it names a file inside the folder it is relative to.
+
+    The check is on the name itself: an absolute path, or one whose ``..`` steps climb above its
+    folder, is refused, so a source file cannot make a build read (and export) files from
+    elsewhere. Symbolic links inside the folder are followed as usual: whoever put them there chose
+    where they lead.
+
+    Args:
+        item: what named the file (``"image 42"``), for the message.
+        path: the file that listed the name (the annotations file), for the message.
+        root: the folder, for the message.
+
+    Raises:
+        ``error`` (InputError by default) naming the item and the name.
+    """
+    text = str(name)
+    normal = os.path.normpath(text) if text else ""
+    if (not text or "\x00" in text or os.path.isabs(text) or normal in (".", "..")
+            or normal.startswith(".." + os.sep)):
+        folder = f"the images folder {root}" if root is not None else "the images folder"
+        raise error(f"file_name {text!r} does not name a file inside {folder}", path=path, item=item,
+                    hint="file names must be relative to the images folder and stay inside it; fix the "
+                         "annotations, or build with --on-error skip to leave this image out")
+    return normal

@@ -18,7 +18,7 @@ import contextlib
 import os
 import secrets
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from segbench.core.io import atomic_write_text, fingerprint, read_json, sha256_f
 
 NONCE_NAME = ".stage-nonce"
 MANIFEST_NAME = "manifest.json"
+SOURCES_NAME = "sources.json"  # source files read beyond the build key's inputs: see source_hashes
 
 
 def hash_inputs(inputs: Mapping[str, str | Path], *, hint: str = "check the path") -> dict[str, str]:
@@ -54,11 +55,15 @@ def build_key(*, dataset: str, logic_version: str, params: Mapping[str, Any], in
     )
 
 
-def is_up_to_date(out: str | Path, key: str, *, manifest_name: str = MANIFEST_NAME) -> bool:
-    """Whether ``out`` holds a finished build with this key, every file its manifest lists present.
+def is_up_to_date(out: str | Path, key: str, *, manifest_name: str = MANIFEST_NAME,
+                  sources_root: str | Path | None = None) -> bool:
+    """Whether ``out`` holds a finished build with this key, every file its manifest lists intact.
 
-    Sizes and hashes are not re-read: outputs are only ever swapped in whole, so a listed file that
-    exists is the one that was written (``segbench verify``-style checks use the manifest hashes).
+    Every listed output is hashed again and compared with its manifest entry, so a damaged or
+    replaced output (a truncated mask) is rebuilt instead of trusted; this reads the output once,
+    far less than building it. With ``sources_root``, the source files the build recorded in
+    ``sources.json`` (files read beyond the key's inputs, e.g. COCO images) are hashed again too
+    and must be unchanged (:func:`source_hashes`).
     """
     out = Path(out)
     try:
@@ -67,7 +72,35 @@ def is_up_to_date(out: str | Path, key: str, *, manifest_name: str = MANIFEST_NA
         return False
     if not isinstance(manifest, dict) or manifest.get("build_key") != key:
         return False
-    return all((out / rel).is_file() for rel in manifest.get("outputs", {}))
+    outputs = manifest.get("outputs", {})
+    if not isinstance(outputs, dict) or not all(_same_file(out / rel, digest) for rel, digest in outputs.items()):
+        return False
+    if sources_root is None:
+        return True
+    if SOURCES_NAME not in outputs:
+        return False
+    try:
+        recorded = read_json(out / SOURCES_NAME)["files"]
+    except Exception:  # damaged: rebuild
+        return False
+    return all(_same_file(Path(sources_root) / rel, digest) for rel, digest in recorded.items())
+
+
+def _same_file(path: Path, digest: str) -> bool:
+    try:
+        return path.is_file() and sha256_file(path) == digest
+    except OSError:
+        return False
+
+
+def source_hashes(root: str | Path, names: Iterable[str]) -> dict[str, str]:
+    """sha256 of the files ``names`` (relative to ``root``) a build read, sorted by name.
+
+    A builder that reads files its build key cannot list in advance (COCO images, known only once
+    the annotations are loaded) writes these into ``sources.json`` in its output, and the
+    up-to-date check (:func:`is_up_to_date` with ``sources_root``) re-hashes them.
+    """
+    return {name: sha256_file(Path(root) / name) for name in sorted(set(names))}
 
 
 @dataclass(frozen=True)
@@ -120,4 +153,5 @@ def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
     os.replace(path, target)
     shutil.rmtree(previous, ignore_errors=True)
     for stale in target.parent.glob(f".{target.name}.*.partial"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if stale.is_dir():  # stages; the output's lock file (segbench.locking) is a file of that name too
+            shutil.rmtree(stale, ignore_errors=True)

@@ -16,12 +16,13 @@ so adding a ρ never changes another ρ's split. Pools are sorted before samplin
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from segbench.core.errors import InsufficientDataError
+from segbench.core.errors import InputError, InsufficientDataError
 
 GROUPS = (0, 1, 2, 3)
 
@@ -59,6 +60,44 @@ def rho_name(rho: float) -> str:
     return f"rho_{rho:g}"
 
 
+def check_rhos(rhos: Sequence[float], *, option: str = "--rho") -> tuple[float, ...]:
+    """The ρ values of one build, sorted, when each is in [0.5, 1] and names its own split folder.
+
+    Two ρ that print the same (0.5 and 0.50000001 are both ``rho_0.5``) would write one folder
+    twice, the last draw winning; a repeated ρ is a mistake too. Both are refused, naming the values.
+
+    Raises:
+        InputError: a ρ outside [0.5, 1] (or not a number), a repeated ρ, or two ρ sharing a folder.
+    """
+    by_folder: dict[str, float] = {}
+    for rho in rhos:
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not (
+                math.isfinite(rho) and 0.5 <= rho <= 1.0):
+            raise InputError(f"ρ = {rho} is outside [0.5, 1]: ρ is the share of the majority pairing",
+                             item=f"{option} {rho}", hint=f"pass each {option} as a number from 0.5 to 1")
+        folder = rho_name(rho)
+        if folder in by_folder:
+            first = by_folder[folder]
+            what = f"ρ = {rho!r} is given twice" if first == rho else (
+                f"ρ = {first!r} and ρ = {rho!r} would both be written to splits/{folder}")
+            raise InputError(what, item=f"{option} {first!r} and {option} {rho!r}",
+                             hint=f"give each {option} once, with values that differ in their first 6 digits")
+        by_folder[folder] = rho
+    return tuple(sorted(rhos))
+
+
+def check_seed(seed: int, *, option: str = "--seed") -> int:
+    """``seed`` when it is not negative (``random.Random(-1)`` draws what ``random.Random(1)`` draws).
+
+    Raises:
+        InputError: a negative seed.
+    """
+    if seed < 0:
+        raise InputError(f"seed {seed} is negative; seeds -n and n give the same draws", item=f"{option} {seed}",
+                         hint=f"pass {option} 0 or a positive integer")
+    return seed
+
+
 def train_sizes(rho: float, per_class_total: int) -> tuple[int, int]:
     """(aligned, counterfactual) train sizes per class for ρ, majority share rounded down."""
     aligned = math.floor(Fraction(str(rho)) * per_class_total)
@@ -83,9 +122,12 @@ def draw_splits(
         group_names: readable group names for error messages.
 
     Raises:
+        InputError: a negative seed, or ρ values that :func:`check_rhos` refuses.
         InsufficientDataError: a group cannot supply val + test, or the remainders cannot supply
             the train sizes a ρ needs (says which group, how many are needed and what to change).
     """
+    check_rhos(rhos, option="rho")
+    check_seed(seed, option="seed")
     need = val_per_group + test_per_group
     rng = random.Random(seed)
     val: list[int] = []

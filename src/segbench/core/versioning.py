@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 # edits a tracked file in place must `dvc unprotect` it first (root ignores the read-only bit).
 CACHE_TYPE = "reflink,hardlink,symlink,copy"
 UNFINISHED_BUILDS = ".*.partial"  # resumable stages: see core.resume
+BUILD_LOCKS = ".*.build.lock"  # an output's lock file, left behind only by a killed build: see segbench.locking
 DEFAULT_REMOTE = "storage"
 _STDERR_TAIL = 12  # lines of stderr kept in an error message
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -141,12 +142,14 @@ def ensure_repo(repo: str | Path, *, init_git: bool = False) -> Path:
 
 
 def _ignore_unfinished_builds(repo: Path) -> None:
-    """Keep the stages of interrupted builds (``.<name>.<key>.partial``, kept to resume) out of versions."""
+    """Keep the stages of interrupted builds (``.<name>.<key>.partial``, kept to resume) and the lock
+    files of killed builds (``.<name>.build.lock``) out of versions."""
     ignore = repo / ".dvcignore"
     lines = ignore.read_text().splitlines() if ignore.is_file() else []
-    if UNFINISHED_BUILDS not in lines:
+    missing = [pattern for pattern in (UNFINISHED_BUILDS, BUILD_LOCKS) if pattern not in lines]
+    if missing:
         atomic_write_text(ignore, "\n".join([*lines, "# interrupted builds segbench resumes; never published",
-                                             UNFINISHED_BUILDS]) + "\n")
+                                             *missing]) + "\n")
 
 
 def _normalise_url(url: str) -> str:

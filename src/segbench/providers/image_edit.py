@@ -20,10 +20,10 @@ import logging
 from typing import Any, Protocol
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from segbench.core.errors import ProviderError
-from segbench.core.io import atomic_write_bytes, fingerprint, sha256_bytes, write_json
+from segbench.core.errors import InputError, ProviderError
+from segbench.core.io import atomic_write_bytes, fingerprint, open_image, sha256_bytes, write_json
 from segbench.providers.cache import CacheFront
 from segbench.schemas.edits import EditPlan, EditType
 
@@ -196,15 +196,13 @@ class CachedImageEditor(CacheFront):
 
     def _load(self, key: str, size: tuple[int, int]) -> Image.Image | None:
         path = self.path_for(key)
-        try:
-            with Image.open(path) as stored:
-                stored.load()
-                result = stored.convert("RGB")
-        except FileNotFoundError:
+        if not path.is_file():
             return None
-        except (OSError, UnidentifiedImageError) as exc:
+        try:
+            result = open_image(path, mode="RGB")
+        except InputError as exc:
             # A damaged entry is a miss (it is rewritten after the next edit), not a crash.
-            log.warning("ignoring unreadable cached edit %s: %s", path, type(exc).__name__)
+            log.warning("ignoring unreadable cached edit %s: %s", path, exc.message)
             return None
         if result.size != size:
             log.warning("ignoring cached edit %s of size %s (expected %s)", path, result.size, size)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import logging
 import math
 import time
@@ -26,9 +25,10 @@ from typing import Any
 
 import numpy as np
 import openai
-from PIL import Image, ImageFilter, UnidentifiedImageError
+from PIL import Image, ImageFilter
 
-from segbench.core.errors import ProviderError
+from segbench.core.errors import InputError, ProviderError
+from segbench.core.io import open_image
 from segbench.providers.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
 from segbench.providers.openai_provider import OpenAIBackend, _is_transient, display_url
 from segbench.schemas.edits import EditPlan
@@ -225,10 +225,8 @@ class OpenAIImageEditor(OpenAIBackend):
         if not encoded:
             raise self._error(plan, "the answer held no base64 image", hint="use a gpt-image model or dall-e-2")
         try:
-            with Image.open(io.BytesIO(base64.b64decode(encoded, validate=True))) as answer:
-                answer.load()
-                return answer.convert("RGB")
-        except (binascii.Error, OSError, UnidentifiedImageError, ValueError):
+            return open_image(base64.b64decode(encoded, validate=True), path="the answer", mode="RGB")
+        except (binascii.Error, InputError):
             raise self._error(plan, "the answer's image could not be decoded") from None
 
     def _error(self, plan: EditPlan, detail: str, *, hint: str | None = None) -> ProviderError:

@@ -26,7 +26,15 @@ from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import load_coco
 from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
-from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, write_json, write_jsonl
+from segbench.core.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    fingerprint,
+    open_image,
+    source_path,
+    write_json,
+    write_jsonl,
+)
 from segbench.core.masks import rle_to_bitmap
 from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
@@ -82,16 +90,14 @@ def edit_shard(unit_key: str, editor: Any, candidates: list[Candidate], images_d
 
 
 def _source_image(images_dir: Path, target: Target) -> Image.Image:
-    path = images_dir / target.file_name
-    try:
-        with Image.open(path) as handle:
-            image = handle.convert("RGB")
-    except (FileNotFoundError, OSError) as exc:
-        raise AnnotationError(f"source image unreadable ({type(exc).__name__})", path=path,
-                              item=f"image {target.image_id}", hint="check the images folder of the source") from None
+    item = f"image {target.image_id}"
+    path = source_path(images_dir, target.file_name, item=f"{item} (file_name {target.file_name!r})",
+                       error=AnnotationError)
+    image = open_image(path, mode="RGB", item=item, hint="check the images folder of the source",
+                       error=AnnotationError)
     if image.size != (target.width, target.height):
         raise AnnotationError(f"image is {image.size[0]}x{image.size[1]} but the annotations say "
-                              f"{target.width}x{target.height}", path=path, item=f"image {target.image_id}",
+                              f"{target.width}x{target.height}", path=path, item=item,
                               hint="the images folder does not belong to these annotations")
     return image
 

@@ -1,7 +1,8 @@
 """The COCO-CD build flow: sources → candidates → context → splits → files + manifest.
 
 Resumable: the build key (logic version, params, sha256 of the annotation files) decides whether
-the output is already up to date, in which case nothing is loaded at all. Otherwise the build
+the output is already up to date, together with the sha256 of every output file and of every source
+image the build read (``sources.json``), all hashed again; then nothing is loaded at all. Otherwise the build
 writes into a stage kept across crashes, and its two expensive kinds of work are *units* Prefect
 persists (see :mod:`segbench.flows.units`): the context labelling (COCO-Stuff loading, candidate
 selection, evidence; its result is a few thousand small records) and the rendering, in shards of
@@ -29,7 +30,7 @@ from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import CocoIndex, load_coco, merge_splits
 from segbench.core.errors import ImportPolicy
 from segbench.core.reports import write_skip_report
-from segbench.core.resume import hash_inputs
+from segbench.core.resume import hash_inputs, source_hashes
 from segbench.core.splits import SplitPlan, draw_splits
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, shard_name, task_name
 from segbench.flows.publish import publish_data
@@ -110,12 +111,18 @@ RENDER_CHANNEL = "coco_cd.render"
 
 
 @task(**shard_name("render-shard", lambda p: sorted(p["shard"].images)), **UNIT)
-def render_shard(unit_key: str, stage: Path, shard: CocoIndex, coco_root: Path, params: CocoCdParams) -> int:
-    """Write the masks (and images) of one shard; ``shard`` holds only its images' annotations."""
+def render_shard(unit_key: str, stage: Path, shard: CocoIndex, coco_root: Path, params: CocoCdParams
+                 ) -> tuple[int, dict[str, str]]:
+    """Write the masks (and images) of one shard; ``shard`` holds only its images' annotations.
+
+    Returns how many images it rendered and the sha256 of each source image it read (the
+    up-to-date check hashes them again, see ``core.resume.source_hashes``).
+    """
+    read = []
     for image_id in sorted(shard.images):
-        outputs.write_image_and_mask(stage, shard, coco_root, image_id, params)
+        read.append(outputs.write_image_and_mask(stage, shard, coco_root, image_id, params))
         progress.item_done(RENDER_CHANNEL)
-    return len(shard.images)
+    return len(shard.images), source_hashes(coco_root, [name for name in read if name is not None])
 
 
 def _render_all(stage: Stage, instances: CocoIndex, coco_root: Path, plan: SplitPlan, params: CocoCdParams,
@@ -126,7 +133,7 @@ def _render_all(stage: Stage, instances: CocoIndex, coco_root: Path, plan: Split
                                    outputs.render_slice(instances, ids, params), coco_root, params)
                for ids in shards]
     what = "Rendering label masks and images" if params.write_images else "Rendering label masks"
-    progress.gather(futures, what, len(image_ids), units=int, channel=RENDER_CHANNEL)
+    progress.gather(futures, what, len(image_ids), units=lambda result: result[0], channel=RENDER_CHANNEL)
     return futures
 
 
@@ -165,8 +172,10 @@ def build_coco_cd(
     params = params or CocoCdParams()
     coco_root, stuff_root, out = Path(coco_root), Path(stuff_root), Path(out)
     files = cd.source_files(coco_root, stuff_root)
+    # The key covers the annotation files; the images read are known only once those are loaded,
+    # so their hashes go to sources.json and the up-to-date check hashes them again.
     build = Build(out=out, dataset="coco_cd", logic_version=cd.BUILDER_VERSION,
-                  params=params.model_dump(mode="json"), input_hashes=hash_inputs(files))
+                  params=params.model_dump(mode="json"), input_hashes=hash_inputs(files), sources_root=coco_root)
     summary = run_build(build, lambda stage: _build(stage, coco_root, files, params, shard_size), force=force,
                         finished=lambda _manifest: outputs.finished_summary(out))
     publish_build("coco-cd", summary)
@@ -196,11 +205,12 @@ def _build(stage: Stage, coco_root: Path, files: dict[str, Path], params: CocoCd
         **selection,
         "context": {c: sum(r.context == c for r in records) for c in (*cd.CONTEXTS, cd.UNKNOWN)},
         "usable": len(usable),
-        "rendered": sum(future.result() for future in futures),
+        "rendered": sum(future.result()[0] for future in futures),
         "train_per_class_total": plan.per_class_total,
         "splits": tables["group_counts"],
     }
-    return Built(counts=counts, units=count_units([context, *futures]), seed=params.seed,
+    sources = {name: digest for future in futures for name, digest in future.result()[1].items()}
+    return Built(counts=counts, units=count_units([context, *futures]), seed=params.seed, sources=dict(sorted(sources.items())),
                  skipped=len(policy.report),
                  extras={"coverage": tables["coverage"], "skipped": policy.report.counts()})
 

@@ -27,7 +27,15 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json
+from segbench.core.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    image_size,
+    png_bytes,
+    read_json,
+    source_path,
+    write_json,
+)
 from segbench.core.reports import markdown_table, write_skip_report
 from segbench.core.resume import hash_inputs
 from segbench.core.splits import SplitPlan, draw_splits, rho_name
@@ -42,16 +50,6 @@ if TYPE_CHECKING:
 
 RENDER_SHARD = 200
 GROUP_NAMES = [f"{c} on {a}" for c in wb.CLASSES for a in wb.CONTEXTS]  # "landbird on water"
-
-
-def _image_size(path: Path) -> tuple[int, int]:
-    try:
-        with Image.open(path) as img:
-            return img.size
-    except FileNotFoundError:
-        raise InputError("bird image not found", path=path) from None
-    except OSError as exc:
-        raise InputError(f"not a readable image ({exc})", path=path) from None
 
 
 @task(**task_name("load-waterbirds-sources"), cache_policy=NO_CACHE)
@@ -78,14 +76,21 @@ def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams,
 
 
 def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
-    """The bird image's size, once both it and its segmentation are readable images."""
-    segmentation = cub_root / "segmentations" / (bird.path.rsplit(".", 1)[0] + ".png")
+    """The bird image's size, read from its header and its segmentation's (they must agree).
+
+    A bad file is an :class:`AnnotationError` naming the bird, so ``--on-error skip`` can leave it out.
+    """
+    item = f"image {bird.image_id}"
     try:
-        size = _image_size(cub_root / "images" / bird.path)
-        _image_size(segmentation)
+        image = source_path(cub_root / "images", bird.path, item=item, path=cub_root / "images.txt")
+        size = image_size(image, item=item, hint="restore the CUB image")
+        mask = wb.segmentation_path(cub_root, bird)
+        mask_size = image_size(mask, item=item, hint="restore the CUB segmentation")
+        if mask_size != size:
+            raise wb.mask_size_error(image, size, mask, mask_size)
     except InputError as error:
-        raise AnnotationError(error.message, path=error.path, item=str(bird.image_id),
-                              hint="fix or remove the file, or build with --on-error skip") from None
+        raise AnnotationError(error.message, path=error.path, item=error.item or item,
+                              hint=f"{error.hint or 'fix or remove the file'}, or build with --on-error skip") from None
     return size
 
 

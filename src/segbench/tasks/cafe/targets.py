@@ -22,6 +22,7 @@ from typing import Any
 
 from segbench.core.coco import CocoIndex, annotation_rle
 from segbench.core.errors import AnnotationError, ImportPolicy
+from segbench.core.io import inside_name
 from segbench.core.masks import rle_area, rle_to_bitmap
 from segbench.schemas.cafe import CafeParams, Target
 from segbench.schemas.edits import EditType
@@ -112,6 +113,9 @@ def select_targets(index: CocoIndex, source: str, params: CafeParams, policy: Im
 def _target(index: CocoIndex, source: str, ann: dict[str, Any], policy: ImportPolicy) -> Target | None:
     image = index.images[ann["image_id"]]
     try:
+        # Refused here, before any plan is asked for: the name must stay inside the images folder.
+        inside_name(image["file_name"], item=f"image {image['id']} (file_name {image['file_name']!r})",
+                    path=index.path, error=AnnotationError)
         rle = annotation_rle(ann, image, path=index.path)
     except AnnotationError as error:
         policy.handle(error)

@@ -25,7 +25,7 @@ from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, r
 from segbench.core.reports import markdown_table
 from segbench.core.splits import SplitPlan, rho_name
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
-from segbench.tasks.coco_cd.selection import CONTEXTS, label_mask, resized_image, split_coco
+from segbench.tasks.coco_cd.selection import CONTEXTS, image_path, label_mask, resized_image, split_coco
 
 
 def group_names(params: CocoCdParams) -> list[str]:
@@ -88,15 +88,18 @@ def render_slice(instances: CocoIndex, image_ids: Sequence[int], params: CocoCdP
 
 def write_image_and_mask(
     stage: Path, instances: CocoIndex, coco_root: Path, image_id: int, params: CocoCdParams
-) -> None:
-    """The label mask and (unless disabled) the resized image of one image."""
+) -> str | None:
+    """The label mask and (unless disabled) the resized image of one image; the source image's name, if read."""
     stem = f"{image_id:012d}"
     mask = png_bytes(label_mask(instances, image_id, params))
     atomic_write_bytes(stage / "masks" / f"{stem}.png", mask, durable=False)
     if params.write_images:
-        image = resized_image(coco_root / instances.images[image_id]["file_name"], params.size)
+        name = instances.images[image_id]["file_name"]
+        image = resized_image(image_path(coco_root, name, image_id), params.size)
         # Level 1 encodes a 512² photo 4x faster than the default for 20% more bytes.
         atomic_write_bytes(stage / "images" / f"{stem}.png", png_bytes(image, compress_level=1), durable=False)
+        return name
+    return None
 
 
 def finished_summary(out: Path) -> dict[str, Any]:

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from segbench.core.coco import CocoIndex, annotation_rle, areas_by_image
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
+from segbench.core.io import image_size, open_image, source_path
 from segbench.core.masks import resize_nearest, rle_to_bitmap, union_rle
 from segbench.core.splits import group_id
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
@@ -172,20 +173,17 @@ def check_image_files(
     """
     usable = []
     for record in records:
-        path = coco_root / record.file_name
+        item = f"image {record.image_id}"
+        hint = "restore the image file, or build with --on-error skip"
         try:
-            with Image.open(path) as img:
-                size = img.size
-        except FileNotFoundError:
-            problem = "image file not found"
-        except (UnidentifiedImageError, OSError) as exc:
-            problem = f"image file cannot be read ({exc})"
-        else:
-            problem = None if size == (record.width, record.height) else (
-                f"image is {size[0]}x{size[1]} but annotated as {record.width}x{record.height}")
-        if problem:
-            policy.handle(AnnotationError(problem, path=path, item=f"image {record.image_id}",
-                                          hint="restore the image file, or build with --on-error skip"))
+            path = image_path(coco_root, record.file_name, record.image_id)
+            size = image_size(path, item=item, hint=hint, error=AnnotationError)
+        except AnnotationError as error:
+            policy.handle(error)
+            continue
+        if size != (record.width, record.height):
+            policy.handle(AnnotationError(f"image is {size[0]}x{size[1]} but annotated as "
+                                          f"{record.width}x{record.height}", path=path, item=item, hint=hint))
             continue
         usable.append(record)
     return usable
@@ -234,15 +232,23 @@ def label_mask(instances: CocoIndex, image_id: int, params: CocoCdParams) -> np.
     return resize_nearest(label, (params.size, params.size))
 
 
+def image_path(coco_root: Path, file_name: str, image_id: int) -> Path:
+    """The image file a merged COCO record names (``<split>/<file_name>``), inside its split's folder.
+
+    Raises:
+        AnnotationError: the source's ``file_name`` is absolute or climbs out of the split's image
+            folder (names the image and the ``file_name``).
+    """
+    split, _, name = file_name.partition("/")
+    return source_path(coco_root / split, name, item=f"image {image_id} (file_name {name!r})",
+                       error=AnnotationError)
+
+
 def resized_image(path: Path, size: int) -> Image.Image:
     """The source image as RGB, resized to ``size × size`` (bilinear).
 
     Raises:
-        InputError: the file cannot be decoded.
+        InputError: the file cannot be decoded (whatever Pillow raised).
     """
-    try:
-        with Image.open(path) as img:
-            return img.convert("RGB").resize((size, size), resample=Image.Resampling.BILINEAR)
-    except (OSError, UnidentifiedImageError) as exc:
-        raise InputError(f"image cannot be decoded ({exc})", path=path,
-                         hint="restore the image file and rebuild") from None
+    image = open_image(path, mode="RGB", hint="restore the image file and rebuild")
+    return image.resize((size, size), resample=Image.Resampling.BILINEAR)

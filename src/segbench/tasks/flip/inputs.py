@@ -6,7 +6,6 @@ Turns every bad file into an :class:`~segbench.core.errors.InputError` naming it
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import zipfile
@@ -15,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from segbench.core.errors import AnnotationError, InputError
+from segbench.core.io import open_image
 from segbench.core.splits import rho_name
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.flip.metrics import GROUPS, NUM_CLASSES, FlipAccumulator, labels_from_probs
@@ -66,14 +65,8 @@ def read_split(source: DatasetSource, relpath: str) -> list[dict[str, Any]]:
 
 
 def _decode_png(data: bytes, path: str | Path) -> np.ndarray:
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            return np.asarray(im)
-    except (
-        OSError,
-        ValueError,
-    ) as exc:  # PIL raises UnidentifiedImageError (an OSError) and others
-        raise InputError(f"not a readable PNG ({exc})", path=path) from None
+    # open_image turns every Pillow failure (a decompression bomb included) into an InputError.
+    return np.asarray(open_image(data, path=path, hint="replace the file with a PNG label map"))
 
 
 def read_gt_mask(source: DatasetSource, dataset_dir: str, image: Mapping[str, Any]) -> np.ndarray:

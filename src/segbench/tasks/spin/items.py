@@ -19,8 +19,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from scipy import ndimage
 
-from segbench.core.errors import InputError
-from segbench.core.io import atomic_write_bytes, png_bytes
+from segbench.core.io import atomic_write_bytes, open_image, png_bytes
 from segbench.core.masks import rle_to_bitmap
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import PartContext
@@ -47,11 +46,7 @@ def _selected_parts(images: Iterable[SourceImage], decomposable: set[tuple[str, 
 
 
 def _outlined(image: SourceImage, part: PartAnnotation) -> Image.Image:
-    try:
-        with Image.open(image.path) as source:
-            canvas = source.convert("RGB")
-    except (FileNotFoundError, OSError) as exc:
-        raise InputError(f"cannot read the image ({exc})", path=image.path, item=f"image {image.image_id}") from None
+    canvas = open_image(image.path, mode="RGB", item=f"image {image.image_id}", hint="restore the PartImageNet image")
     if part.polygons:
         draw = ImageDraw.Draw(canvas)
         for poly in part.polygons:

@@ -31,7 +31,6 @@ Metrics never mutate their inputs and never print.
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from segbench.core.errors import InputError
+from segbench.core.io import open_image
 from segbench.core.reports import figure_png, legend_beside
 from segbench.schemas.vocab import LEVELS
 
@@ -265,13 +265,7 @@ def decode_label_map(data: bytes, *, source: str) -> np.ndarray:
     Raises:
         InputError: not a readable single-channel image.
     """
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            arr = np.asarray(image)
-    except (UnidentifiedImageError, OSError) as exc:
-        raise InputError(f"not a readable image ({exc})", path=source) from None
+    arr = np.asarray(open_image(data, path=source, hint="save it again as a PNG"))  # any Pillow failure: InputError
     if arr.ndim != 2:
         raise InputError(f"a label map must have one channel, got shape {arr.shape}", path=source,
                          hint="save class ids as an 8- or 16-bit grayscale / palette PNG")

@@ -37,7 +37,6 @@ Metrics never mutate their inputs and never print. Loading files and orchestrati
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from typing import Any, Self
 import numpy as np
 
 from segbench.core.errors import InputError
+from segbench.core.io import open_image
 
 log = logging.getLogger(__name__)
 
@@ -187,13 +187,7 @@ def decode_segment_ids(data: bytes, *, source: str) -> np.ndarray:
     Raises:
         InputError: not a readable image, or neither one channel nor RGB.
     """
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            arr = np.asarray(image)
-    except (UnidentifiedImageError, OSError) as exc:
-        raise InputError(f"not a readable image ({exc})", path=source) from None
+    arr = np.asarray(open_image(data, path=source, hint="save it again as a PNG"))  # any Pillow failure: InputError
     if arr.ndim == 2:
         return arr.astype(np.int64)
     if arr.ndim == 3 and arr.shape[2] == 3:

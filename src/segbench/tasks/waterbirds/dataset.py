@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from segbench.core.errors import InputError
+from segbench.core.io import open_image
 from segbench.core.splits import group_id
 from segbench.schemas.waterbirds import SpeciesMatch, WaterbirdsParams
 
@@ -210,28 +211,35 @@ def composite(bird_rgb: np.ndarray, mask_gray: np.ndarray, place_rgb: np.ndarray
 
 
 def read_rgb(path: Path) -> np.ndarray:
-    return _read(path, "RGB")
+    return np.asarray(open_image(path, mode="RGB"))
 
 
 def read_gray(path: Path) -> np.ndarray:
-    return _read(path, "L")
+    return np.asarray(open_image(path, mode="L"))
 
 
-def _read(path: Path, mode: str) -> np.ndarray:
-    try:
-        with Image.open(path) as img:
-            return np.asarray(img.convert(mode))
-    except FileNotFoundError:
-        raise InputError("image not found", path=path) from None
-    except (UnidentifiedImageError, OSError) as exc:
-        raise InputError(f"not a readable image ({exc})", path=path) from None
+def segmentation_path(cub_root: Path, bird: Bird) -> Path:
+    """CUB's segmentation of a bird: ``segmentations/<class>/<file>.png``."""
+    return Path(cub_root) / "segmentations" / (bird.path.rsplit(".", 1)[0] + ".png")
+
+
+def mask_size_error(image: Path, image_size: tuple[int, int], mask: Path, mask_size: tuple[int, int]) -> InputError:
+    return InputError(f"the segmentation {mask} is {mask_size[0]}x{mask_size[1]} but its bird image {image} is "
+                      f"{image_size[0]}x{image_size[1]}", path=mask,
+                      hint="a bird's segmentation must have its image's size: restore the CUB segmentation")
 
 
 def render(cub_root: Path, places_root: Path, bird: Bird, place_file: str, y: int) -> tuple[np.ndarray, np.ndarray]:
-    """Composite one bird from the source trees (segmentation: ``segmentations/<class>/<file>.png``)."""
-    seg = Path(cub_root) / "segmentations" / (bird.path.rsplit(".", 1)[0] + ".png")
-    return composite(read_rgb(Path(cub_root) / "images" / bird.path), read_gray(seg),
-                     read_rgb(Path(places_root) / place_file), y)
+    """Composite one bird from the source trees.
+
+    Raises:
+        InputError: an image cannot be read, or the segmentation's size differs from its image's.
+    """
+    image_path, seg = Path(cub_root) / "images" / bird.path, segmentation_path(cub_root, bird)
+    rgb, gray = read_rgb(image_path), read_gray(seg)
+    if gray.shape != rgb.shape[:2]:
+        raise mask_size_error(image_path, rgb.shape[1::-1], seg, gray.shape[::-1])
+    return composite(rgb, gray, read_rgb(Path(places_root) / place_file), y)
 
 
 # --- split files --------------------------------------------------------------------------------
