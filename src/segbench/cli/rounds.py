@@ -88,9 +88,16 @@ def ingest(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad answers: fail, or skip and report them."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
-    from segbench.flows.rounds import ingest_round
+    from segbench.annotation_ui.rounds import RoundStore
 
     settings = ctx.obj["settings"]
+    store = RoundStore(settings.data_root / "rounds")
+    # A missing round or a damaged answers file fails here, before Prefect starts.
+    store.load(key)
+    store.load_answers(key)
+
+    from segbench.flows.rounds import ingest_round
+
     with command_lock(ctx):
         result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error)
     print_ingest(result)

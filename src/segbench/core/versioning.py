@@ -302,6 +302,32 @@ def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Pub
     return CommitInfo(sha=sha, created=created, tag=tag)
 
 
+def check_new_tag(repo: str | Path, tag: str | None, *, commit: bool) -> None:
+    """Refuse a tag that publishing could not create, before anything is changed.
+
+    The name must pass ``git check-ref-format`` and must not already name a commit other than HEAD
+    (published tags are never moved). Runs outside a repository too (only the name is checked then).
+
+    Raises:
+        VersioningError: a tag without ``commit``, an invalid name, or a tag that names another commit.
+    """
+    if not tag:
+        return
+    if not commit:
+        raise VersioningError("a tag needs a commit", item=tag, hint="pass --commit with --tag")
+    cwd = Path(repo) if Path(repo).is_dir() else Path.cwd()
+    # `git tag` also refuses a leading '-' (it would read the name as an option).
+    if tag.startswith("-") or _git(cwd, "check-ref-format", f"refs/tags/{tag}", check=False).returncode != 0:
+        raise VersioningError(f"{tag!r} is not a valid git tag name", item=tag,
+                              hint="use letters, digits, '.', '-', '_' and '/' (no spaces, '..', '~', '^', ':', "
+                                   "'?', '*', '[', '\\', no leading '-' or trailing '.lock'), e.g. v1.0")
+    existing = _git(cwd, "rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}", check=False)
+    head = _git(cwd, "rev-parse", "-q", "--verify", "HEAD", check=False)
+    if existing.returncode == 0 and existing.stdout.strip() != head.stdout.strip():
+        raise VersioningError(f"tag {tag!r} already names commit {existing.stdout.strip()[:12]}", item=tag,
+                              path=cwd, hint="choose a new tag; published tags are never moved")
+
+
 def _tag(repo: Path, tag: str, sha: str, message: str) -> None:
     _git(repo, "check-ref-format", f"refs/tags/{tag}", hint=f"{tag!r} is not a valid git tag name")
     existing = _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}", check=False)
@@ -338,8 +364,7 @@ def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None,
         InputError: no data directory, or a dataset's manifest is invalid.
         VersioningError: a git or DVC command failed, or ``tag`` without ``commit``.
     """
-    if tag and not commit:
-        raise VersioningError("a tag needs a commit", item=tag, hint="pass commit=True (`--commit`)")
+    check_new_tag(repo, tag, commit=commit)
     repo = ensure_repo(repo)
     if remote_url:
         remote = remote or DEFAULT_REMOTE
