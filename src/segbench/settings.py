@@ -166,8 +166,9 @@ def _secret(key: str) -> bool:
 def _check_folder(path: Path, name: str) -> None:
     """``data_root`` and ``work_dir`` are folders segbench reads and writes: refuse anything else early."""
     flag = f"--{name.replace('_', '-')}"
-    if path.exists() and not path.is_dir():
-        raise InputError("expected a directory, found a file", path=path,
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)  # the folder is made on first write
+    if existing is not None and not existing.is_dir():
+        raise InputError("expected a directory, found a file", path=existing,
                          hint=f"point {flag} (or {name} in segbench.toml) at a folder, or move the file away")
     if path.is_dir() and not os.access(path, os.R_OK | os.X_OK):
         raise InputError("permission denied", path=path,
