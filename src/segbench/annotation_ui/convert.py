@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.core.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, write_json
+from segbench.core.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, read_text, write_json
 from segbench.schemas.rounds import Answer, Polygon, Round
 
 logger = logging.getLogger(__name__)
@@ -325,22 +325,24 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
             column (the message names the file, the row and the column).
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputError("expected a results file, found a directory", path=path,
+                         hint="give one results file (.csv or .json); a round's results/ folder is read by "
+                              "`segbench rounds ingest`")
     if path.suffix.lower() == ".json":
         rows = read_json(path)
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise InputError("expected a JSON list of results rows (objects)", path=path)
+            raise InputError("expected a JSON list of results rows (objects)", path=path,
+                             hint='write [{"WorkerId": ..., "AssignmentId": ..., "Input.item_id": ..., '
+                                  '"Answer.<control>": ...}, ...]')
         for index, row in enumerate(rows, start=1):
             _check_columns(row.keys(), path, f"row {index}")
         return rows
     if path.suffix.lower() != ".csv":
-        raise InputError(f"unknown results format {path.suffix!r}; expected .csv or .json", path=path)
-    try:
-        # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path, hint="check the path") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", path=path, hint="save the file as UTF-8 CSV") from None
+        raise InputError(f"unknown results format {path.suffix!r}; expected .csv or .json", path=path,
+                         hint="save the crowd's results as CSV (with a header row) or as a JSON list of rows")
+    # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
+    text = read_text(path, encoding="utf-8-sig")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise InputError("no header row", path=path, hint="export the results with their column names")

@@ -275,6 +275,16 @@ def check_step(round: Round, target: RoundStatus, verb: str) -> None:
     )
 
 
+def check_round_key(key: str) -> str:
+    """``key`` if it is a file-safe round key.
+
+    Raises:
+        InputError: the key could leave ``data/rounds`` or clash with an answers file (the message
+            gives the rule and an example).
+    """
+    return _check_key(key)
+
+
 def _check_key(key: str) -> str:
     if not isinstance(key, str) or not _KEY.match(key) or key.endswith(_ANSWERS_SUFFIX):
         raise InputError(

@@ -25,8 +25,15 @@ class Backend(str, enum.Enum):
     files = "files"
 
 
+def _round_key(key: str) -> str:
+    """Refuse a key that is no file-safe name when the command line is read, before any work starts."""
+    from segbench.annotation_ui.rounds import check_round_key
+
+    return check_round_key(key)
+
+
 # The options of every dataset's round-creating command.
-ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).")
+ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).", callback=_round_key)
 BACKEND = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing round with this key.")
 

@@ -64,8 +64,14 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
     which syncs once before it swaps the directory in.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise InputError("expected a file to write, found a directory", path=path,
+                         hint=f"give a file name (e.g. {path / 'out.json'}), or move the folder away")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except (FileExistsError, NotADirectoryError, PermissionError) as exc:  # the user's path, not the disk
+        raise _unwritable(exc, path) from None
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
         with os.fdopen(fd, "wb") as handle:
@@ -79,6 +85,14 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
             os.unlink(tmp)
         raise
     return path
+
+
+def _unwritable(exc: OSError, path: Path) -> InputError:
+    if isinstance(exc, PermissionError):
+        return InputError("permission denied: cannot write here", path=path,
+                          hint=f"make {path.parent} writable by this user, or write somewhere else")
+    return InputError("cannot create the file: a part of its folder path is a file", path=path,
+                      hint="check the path (is an output folder given where a file is expected?)")
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
