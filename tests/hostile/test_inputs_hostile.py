@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.hostile import assert_clean_failure, latin1, run_console, run_main, snapshot
+from support.hostile import assert_clean_failure, latin1, run_console, run_main, skip_as_root, snapshot
 
 from segbench.annotation_ui.rounds import RoundStore, mark_launched, new_round
 from segbench.core.io import write_json
@@ -215,4 +215,41 @@ def test_hostile_inputs_through_the_console_script(project):
     for args, names in (([f"{project}/in/latin1.toml"], ["latin1.toml", "not UTF-8"]),
                         ([f"{project}/in/folder"], ["folder", "found a directory"])):
         assert_clean_failure(run_console(project, "rebuild", "--plan", *args), *names)
+    assert snapshot(project / "data") == before
+
+
+# --- permissions (root ignores them) -------------------------------------------------------------------
+
+# (id, what is made unreadable, arguments, what the message names). Paths given on the command line
+# are refused by click itself ("is not readable", naming the option); files segbench finds on its own
+# (round records, the rounds folder) are refused by segbench, naming the file and the fix.
+UNREADABLE = [
+    ("spin-import-results", "in/results.csv", "spin import --round s-car-tire --results {results.csv}",
+     ["--results", "is not readable"]),
+    ("vocab-map-vocab", "in/vocab.json", "vocab map --vocab {vocab.json} --descriptions {descriptions.json} "
+                                         "--out {o.json}", ["--vocab", "is not readable"]),
+    ("vocab-map-descriptions", "in/descriptions.json", "vocab map --vocab {vocab.json} --descriptions "
+                                                       "{descriptions.json} --out {o.json}",
+     ["--descriptions", "is not readable"]),
+    ("spin-taxonomy-edits", "in/bad.yaml", "build spin-taxonomy --edits {bad.yaml}", ["--edits", "is not readable"]),
+    ("evaluate-spin-predictions", "in/folder", "evaluate spin --predictions {folder}",
+     ["--predictions", "is not readable"]),
+    ("rounds-record", "data/rounds/s-car-tire.json", "rounds status s-car-tire", ["s-car-tire.json",
+                                                                                  "permission denied"]),
+    ("rounds-folder", "data/rounds", "rounds list", ["rounds", "permission denied"]),
+]
+
+
+@skip_as_root
+@pytest.mark.parametrize(("target", "args", "names"), [case[1:] for case in UNREADABLE],
+                         ids=[case[0] for case in UNREADABLE])
+def test_permission_denied(project, target, args, names):
+    path = project / target
+    before = snapshot(project / "data")
+    path.chmod(0)
+    try:
+        outcome = run_main(project, *_args(project, args))
+    finally:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    assert_clean_failure(outcome, *names, fix="permission denied" in names)
     assert snapshot(project / "data") == before

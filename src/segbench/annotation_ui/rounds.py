@@ -13,6 +13,7 @@ What does not belong here: talking to a backend (``backends/``), converting back
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -101,6 +102,9 @@ class RoundStore:
         """Keys of the saved rounds, sorted."""
         if not self.root.is_dir():
             return []
+        if not os.access(self.root, os.R_OK | os.X_OK):  # glob would quietly find nothing
+            raise InputError("permission denied", path=self.root,
+                             hint=f"make the rounds folder readable by this user (chmod u+rx {self.root})")
         return sorted(
             p.name[: -len(".json")]
             for p in self.root.glob("*.json")
