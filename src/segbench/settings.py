@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from segbench.core.errors import InputError
+from segbench.core.paths import blocking_file
 
 DEFAULT_CONFIG_NAME = "segbench.toml"
 
@@ -166,9 +167,9 @@ def _secret(key: str) -> bool:
 def _check_folder(path: Path, name: str) -> None:
     """``data_root`` and ``work_dir`` are folders segbench reads and writes: refuse anything else early."""
     flag = f"--{name.replace('_', '-')}"
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)  # the folder is made on first write
-    if existing is not None and not existing.is_dir():
-        raise InputError("expected a directory, found a file", path=existing,
+    blocker = blocking_file(path)  # the folder itself is made on first write
+    if blocker is not None:
+        raise InputError("expected a directory, found a file", path=blocker,
                          hint=f"point {flag} (or {name} in segbench.toml) at a folder, or move the file away")
     if path.is_dir() and not os.access(path, os.R_OK | os.X_OK):
         raise InputError("permission denied", path=path,

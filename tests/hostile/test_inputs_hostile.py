@@ -143,6 +143,20 @@ CASES = [
     ("evaluate-spin-predictions-missing", "evaluate spin --predictions {absent}", ["absent", "not found"], True),
     ("evaluate-spin-predictions-empty-folder", "evaluate spin --predictions {folder}",
      ["folder", "no results file for split 'test'"], True),
+    # a regular file where an output folder is expected: refused while the options are read
+    ("spin-taxonomy-out-file", "build spin-taxonomy --out {file}", ["file", "expected a folder, found a file"], True),
+    ("evaluate-spin-out-below-file", "evaluate spin --predictions {folder} --out {file}/report",
+     ["file", "expected a folder, found a file"], True),
+    ("build-vocab-out-file", "build vocab --captions {descriptions.json} --out {file}",
+     ["file", "expected a folder, found a file"], True),
+    ("evaluate-vocab-out-file", "evaluate vocab --vocab coco_cd --descriptions {descriptions.json} --gt {folder} "
+     "--out {file}", ["file", "expected a folder, found a file"], True),
+    ("evaluate-coco-cd-out-file", "evaluate coco-cd --predictions {folder} --out {file}",
+     ["file", "expected a folder, found a file"], True),
+    ("evaluate-waterbirds-out-file", "evaluate waterbirds --predictions {folder} --out {file}",
+     ["file", "expected a folder, found a file"], True),
+    ("vocab-map-out-folder", "vocab map --vocab {vocab.json} --descriptions {descriptions.json} --out {folder}",
+     ["folder", "found a directory"], True),
     # rounds
     ("rounds-launch-unknown", "rounds launch nosuch", ["nosuch", "no round with key"], True),
     ("rounds-status-unknown", "rounds status nosuch", ["nosuch", "no round with key"], True),
@@ -163,7 +177,10 @@ CASES = [
 
 def _args(project: Path, template: str) -> list[str]:
     def resolve(token: str) -> str:
-        return str(project / "in" / token[1:-1]) if token.startswith("{") and token.endswith("}") else token
+        if not token.startswith("{"):
+            return token
+        name, rest = token[1:].split("}", 1)
+        return str(project / "in" / name) + rest
     return [resolve(token) for token in template.split()]
 
 
