@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from segbench.core.errors import InputError, VersioningError
-from segbench.core.io import atomic_write_text
+from segbench.core.io import atomic_write_text, not_utf8, read_bytes
 from segbench.core.manifest import MANIFEST_NAME, read_manifest
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 
@@ -452,9 +452,9 @@ class DatasetSource:
         """
         if self.rev is None:
             path = self.repo / relpath
-            if not path.is_file():
+            if not path.exists():
                 raise InputError("file not found", path=path, hint="build or publish the dataset first")
-            return path.read_bytes()
+            return read_bytes(path)  # a directory or an unreadable file: InputError naming it
         # Existence comes from git + .dvc metadata; asking first separates "no such file" from
         # "content not available" (DVC reports both as FileNotFoundError).
         if not self.exists(relpath):
@@ -477,5 +477,8 @@ class DatasetSource:
         data = self.read_bytes(relpath)
         try:
             return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"not valid JSON ({exc})", path=relpath) from None
+        except UnicodeDecodeError as exc:
+            raise not_utf8(exc, relpath) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc})", path=relpath,
+                             hint="rebuild or republish the dataset; outputs are never written half") from None
