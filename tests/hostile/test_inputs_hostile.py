@@ -143,6 +143,12 @@ CASES = [
     ("evaluate-spin-predictions-missing", "evaluate spin --predictions {absent}", ["absent", "not found"], True),
     ("evaluate-spin-predictions-empty-folder", "evaluate spin --predictions {folder}",
      ["folder", "no results file for split 'test'"], True),
+    # cafe and the builds: sources given as the wrong kind of path (the build cases are in test_build_hostile.py)
+    ("cafe-candidates-source-syntax", "build cafe-candidates --source nonsense", ["nonsense"], True),
+    ("cafe-candidates-source-folders", "build cafe-candidates --source x={folder}:{folder}", ["folder", "source x"],
+     True),
+    ("build-coco-cd-root-file", "build coco-cd --coco-root {file} --stuff-root {folder}", ["file"], True),
+    ("build-waterbirds-root-file", "build waterbirds --cub-root {file} --places-root {folder}", ["file"], True),
     # a regular file where an output folder is expected: refused while the options are read
     ("spin-taxonomy-out-file", "build spin-taxonomy --out {file}", ["file", "expected a folder, found a file"], True),
     ("evaluate-spin-out-below-file", "evaluate spin --predictions {folder} --out {file}/report",

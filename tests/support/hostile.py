@@ -109,8 +109,15 @@ def assert_clean_failure(outcome: Outcome, *names: str, fix: bool = True) -> Non
 
 
 def snapshot(*roots: Path) -> dict[str, dict[str, str]]:
-    """sha256 of every file under each root (missing roots are empty): compare before and after."""
-    return {str(root): sha256_tree(root) if root.is_dir() else {} for root in roots}
+    """sha256 of every file under each root (missing roots are empty): compare before and after.
+
+    Resumable stages (``.<name>.<key>.partial/``, see ``core.resume``) are left out: a command that
+    stops keeps its stage on purpose, so that the next run resumes; they are never outputs.
+    """
+    def outputs(root: Path) -> dict[str, str]:
+        return {rel: digest for rel, digest in sha256_tree(root).items()
+                if not any(part.startswith(".") and part.endswith(".partial") for part in rel.split("/"))}
+    return {str(root): outputs(root) if root.is_dir() else {} for root in roots}
 
 
 def latin1(path: Path, text: str = "caption\ncafé crème\n") -> Path:
