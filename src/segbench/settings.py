@@ -141,6 +141,8 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
 def _setting_error(error: Any, path: Path | None, overrides: dict[str, Any]) -> InputError:
     """Name the bad key, where it was set (flag, variable or config file) and how to fix it."""
     key = ".".join(str(p) for p in error["loc"])
+    if not key:  # a rule across several settings
+        return InputError(f"invalid settings: {error['msg']}", path=path, hint="correct the settings it names")
     env = f"SEGBENCH_{key.upper()}"
     if overrides.get(key) is not None:
         where, source = f"the --{key.replace('_', '-')} flag", None
