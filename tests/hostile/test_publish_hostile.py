@@ -58,3 +58,10 @@ def test_invalid_tag_through_the_console_script(repo):
     before = state(repo)
     assert_clean_failure(run_console(repo, "publish", "--commit", "--tag", "release 1"), "'release 1'")
     assert state(repo) == before
+
+
+def test_an_unknown_remote_is_refused_before_anything_changes(repo):
+    before = state(repo)
+    assert_clean_failure(run_main(repo, "publish", "--remote", "nowhere"), "'nowhere'", "not configured",
+                         "--remote-url")
+    assert state(repo) == before and not (repo / ".dvc").exists()

@@ -328,6 +328,24 @@ def check_new_tag(repo: str | Path, tag: str | None, *, commit: bool) -> None:
                               path=cwd, hint="choose a new tag; published tags are never moved")
 
 
+def check_remote(repo: str | Path, remote: str | None, *, remote_url: str | None = None) -> None:
+    """Refuse a ``remote`` name that is not configured, before anything is tracked or committed.
+
+    A remote given together with ``remote_url`` is about to be configured, so it passes.
+
+    Raises:
+        VersioningError: the named remote is not in the repository's DVC config.
+    """
+    if remote is None or remote_url:
+        return
+    repo = Path(repo).resolve()
+    known = sorted(_dvc_config(repo)["remote"]) if (repo / ".dvc").is_dir() else []
+    if remote not in known:
+        raise VersioningError(f"DVC remote {remote!r} is not configured (configured: {', '.join(known) or 'none'})",
+                              item=remote, path=repo,
+                              hint="add it with `dvc remote add NAME URL`, or pass --remote-url URL to configure it")
+
+
 def _tag(repo: Path, tag: str, sha: str, message: str) -> None:
     _git(repo, "check-ref-format", f"refs/tags/{tag}", hint=f"{tag!r} is not a valid git tag name")
     existing = _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}", check=False)
