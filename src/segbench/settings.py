@@ -10,8 +10,10 @@ import time. It must run before ``prefect`` is imported, which is why the CLI im
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +26,7 @@ from pydantic_settings import (
 )
 
 from segbench.core.errors import InputError
+from segbench.core.paths import blocking_file
 
 DEFAULT_CONFIG_NAME = "segbench.toml"
 LABEL_STUDIO_CONNECTION = "connection.json"
@@ -104,14 +107,40 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
         if settings_cls.model_config.get("toml_file"):
-            sources += (TomlConfigSettingsSource(settings_cls),)
+            sources += (_CheckedTomlSource(settings_cls),)
         return sources
+
+
+class _CheckedTomlSource(TomlConfigSettingsSource):
+    """The TOML config source, with unreadable, non-UTF-8 or malformed files as typed errors."""
+
+    def _read_file(self, file_path: Path) -> dict[str, Any]:  # type: ignore[override]
+        return read_config_file(file_path)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The table of a TOML config file.
+
+    Raises:
+        InputError: the file is missing, a directory, unreadable, not UTF-8 or not TOML.
+    """
+    from segbench.core.io import read_text  # numpy and Pillow come with it: not at start-up
+
+    text = read_text(path, hint="check --config / $SEGBENCH_CONFIG")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=path,
+                         hint="correct the syntax at that line (strings need quotes: data_root = \"data\")") from None
 
 
 def find_config_file(explicit: str | Path | None = None) -> Path | None:
     """The config file in force: the explicit one, ``$SEGBENCH_CONFIG``, or ``./segbench.toml``."""
     if explicit is not None or os.environ.get("SEGBENCH_CONFIG"):
         path = Path(explicit or os.environ["SEGBENCH_CONFIG"])
+        if path.is_dir():
+            raise InputError("expected a config file, found a directory", path=path,
+                             hint=f"give the TOML file itself, e.g. {path / DEFAULT_CONFIG_NAME}")
         if not path.is_file():
             raise InputError("config file not found", path=path, hint="check --config / $SEGBENCH_CONFIG")
         return path
@@ -130,15 +159,52 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     if path is not None:
         cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}})
     try:
-        return cls(**{k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise InputError(
-            f"invalid setting {key!r}: {first['msg']}",
-            path=path,
-            hint=f"fix {key} in the config file, the SEGBENCH_{key.upper()} variable or the flag",
-        ) from None
+        raise _setting_error(exc.errors()[0], path, overrides) from None
+    for name in ("data_root", "work_dir"):
+        _check_folder(getattr(settings, name), name)
+    return settings
+
+
+def _setting_error(error: Any, path: Path | None, overrides: dict[str, Any]) -> InputError:
+    """Name the bad key, where it was set (flag, variable or config file) and how to fix it."""
+    key = ".".join(str(p) for p in error["loc"])
+    if not key:  # a rule across several settings
+        return InputError(f"invalid settings: {error['msg']}", path=path, hint="correct the settings it names")
+    env = f"SEGBENCH_{key.upper()}"
+    if overrides.get(key) is not None:
+        where, source = f"the --{key.replace('_', '-')} flag", None
+    elif env in os.environ:
+        where, source = f"the {env} variable", None
+    else:
+        where, source = "the config file", path
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(key, Settings.model_fields, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        return InputError(f"unknown setting {key!r}", path=source,
+                          hint=f"{guess}remove or rename it in {where}; "
+                               f"known settings: {', '.join(sorted(Settings.model_fields))}")
+    got = error.get("input")
+    shown = f" (got {got!r})" if isinstance(got, (str, int, float, bool)) and not _secret(key) else ""
+    return InputError(f"invalid setting {key!r}: {error['msg']}{shown}", path=source,
+                      hint=f"correct {key} in {where}")
+
+
+def _secret(key: str) -> bool:
+    return "token" in key or "key" in key or "password" in key
+
+
+def _check_folder(path: Path, name: str) -> None:
+    """``data_root`` and ``work_dir`` are folders segbench reads and writes: refuse anything else early."""
+    flag = f"--{name.replace('_', '-')}"
+    blocker = blocking_file(path)  # the folder itself is made on first write
+    if blocker is not None:
+        raise InputError("expected a directory, found a file", path=blocker,
+                         hint=f"point {flag} (or {name} in segbench.toml) at a folder, or move the file away")
+    if path.is_dir() and not os.access(path, os.R_OK | os.X_OK):
+        raise InputError("permission denied", path=path,
+                         hint=f"make the folder readable by this user (chmod u+rwx {path}), or choose another {flag}")
 
 
 def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
@@ -157,7 +223,11 @@ def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
         "HF_HOME": str(work / "huggingface"),  # the Sentence-BERT baseline loads offline, but may cache
     }
     os.environ.update(env)
-    settings.prefect_home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level
+    try:
+        settings.prefect_home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level
+    except OSError as exc:
+        raise InputError(f"cannot create the Prefect state folder ({exc.strerror})", path=settings.prefect_home,
+                         hint="choose a --work-dir this user can write to") from None
     # A cold ephemeral Prefect API takes 8-17 s to start here; the 20 s default is too tight.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose:

@@ -48,8 +48,9 @@ def test_invalid_and_unknown_keys_name_the_key_and_file(tmp_path):
     with pytest.raises(InputError, match="bad.toml: invalid setting 'provider'"):
         load_settings(cfg)
     cfg.write_text('data_rot = "x"\n')
-    with pytest.raises(InputError, match="invalid setting 'data_rot'"):
+    with pytest.raises(InputError, match="bad.toml: unknown setting 'data_rot'") as info:
         load_settings(cfg)
+    assert "did you mean 'data_root'" in info.value.hint
 
 
 def test_secrets_are_not_shown(monkeypatch):

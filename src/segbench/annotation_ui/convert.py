@@ -20,12 +20,13 @@ import datetime as dt
 import io
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.core.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, write_json
+from segbench.core.io import FLOAT_DIGITS, atomic_write_text, canonical_json, read_json, read_text, write_json
 from segbench.schemas.rounds import Answer, Polygon, Round
 
 logger = logging.getLogger(__name__)
@@ -144,6 +145,9 @@ def _polygon_pixels(result: dict, width: int, height: int, fail, *, check: bool 
             raise fail(f"polygon {rid}: {name} is {got} but the round item is {width}x{height}",
                        hint="the image shown differs from the round's image; relaunch the round with the right files")
     raw = (result.get("value") or {}).get("points") or []
+    if not isinstance(raw, list) or not all(_is_point(p) for p in raw):
+        raise fail(f"polygon {rid}: points must be a list of finite [x, y] numbers (percent of the image)",
+                   hint="re-export the project from Label Studio; a point that is null, NaN or infinite cannot be kept")
     if not check:
         return [(round(float(x) * width / 100.0, FLOAT_DIGITS), round(float(y) * height / 100.0, FLOAT_DIGITS))
                 for x, y in raw]
@@ -179,7 +183,7 @@ def _check_labels(control: str, labels: list[str], allowed: Allowed, fail) -> No
 
 def answers_from_files(
     rows: list[dict[str, Any]], round: Round, policy: ImportPolicy, allowed: Allowed = None, *,
-    check_polygons: bool = True,
+    check_polygons: bool = True, source: str | Path | None = None,
 ) -> list[Answer]:
     """One Answer per AMT-style results row.
 
@@ -193,7 +197,9 @@ def answers_from_files(
 
     Args:
         check_polygons: refuse polygons with fewer than 3 points or points outside the image (False:
-            keep them as drawn, for importers that flag bad polygons themselves).
+            keep them as drawn, for importers that flag bad polygons themselves). Points that are not
+            finite numbers are refused either way.
+        source: the results file the rows come from, named in errors.
 
     Raises:
         AnnotationError: under a fail policy, for a row missing a required column, an item not in
@@ -208,7 +214,7 @@ def answers_from_files(
             continue
         where = f"row {index} / assignment {row.get('AssignmentId')}"
         try:
-            answers.append(_files_answer(row, items, allowed, where, check_polygons))
+            answers.append(_files_answer(row, items, allowed, where, check_polygons, source))
         except AnnotationError as error:
             policy.handle(error)
     if rejected:
@@ -217,9 +223,9 @@ def answers_from_files(
 
 
 def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: Allowed, where: str,
-                  check_polygons: bool = True) -> Answer:
+                  check_polygons: bool = True, source: str | Path | None = None) -> Answer:
     def fail(message: str, hint: str | None = None) -> AnnotationError:
-        return AnnotationError(message, item=where, hint=hint)
+        return AnnotationError(message, path=source, item=where, hint=hint)
 
     for column in FILES_REQUIRED:
         if _cell(row.get(column)) == "":
@@ -273,12 +279,14 @@ def _file_polygons(value: Any, item: Any, fail, check: bool) -> list[Polygon]:
     for index, entry in enumerate(data):
         points = entry.get("points") if isinstance(entry, dict) else None
         label = entry.get("label") if isinstance(entry, dict) else None
-        if not isinstance(label, str) or not label.strip() or not isinstance(points, list) or not all(
-                isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, (int, float)) and
-                                                                      not isinstance(v, bool) for v in p)
-                for p in points):
+        if not isinstance(label, str) or not label.strip() or not isinstance(points, list):
             raise fail(f"Answer.polygons entry {index} is not {{label, points: [[x, y], ...]}}",
                        hint=f"write {POLYGON_FORMAT}")
+        if not all(_is_point(p) for p in points):
+            # Saved, a NaN or infinite point would become null and make every later ingest fail.
+            raise fail(f"Answer.polygons entry {index} has a point that is not two finite numbers "
+                       "(NaN, infinite or not a number)",
+                       hint=f"correct or remove this row (or ingest with --on-error skip); write {POLYGON_FORMAT}")
         pts = [(round(float(x), FLOAT_DIGITS), round(float(y), FLOAT_DIGITS)) for x, y in points]
         if check:
             if len(pts) < 3:
@@ -288,6 +296,12 @@ def _file_polygons(value: Any, item: Any, fail, check: bool) -> list[Polygon]:
                 raise fail(f"polygon {index} has a point outside the {item.width}x{item.height} image")
         out.append(Polygon(label=label.strip(), points=pts))
     return out
+
+
+def _is_point(point: Any) -> bool:
+    """An (x, y) pair of finite numbers (JSON readers accept NaN and Infinity; answers must not)."""
+    return (isinstance(point, (list, tuple)) and len(point) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point))
 
 
 def _cell(value: Any) -> str:
@@ -311,22 +325,24 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
             column (the message names the file, the row and the column).
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputError("expected a results file, found a directory", path=path,
+                         hint="give one results file (.csv or .json); a round's results/ folder is read by "
+                              "`segbench rounds ingest`")
     if path.suffix.lower() == ".json":
         rows = read_json(path)
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise InputError("expected a JSON list of results rows (objects)", path=path)
+            raise InputError("expected a JSON list of results rows (objects)", path=path,
+                             hint='write [{"WorkerId": ..., "AssignmentId": ..., "Input.item_id": ..., '
+                                  '"Answer.<control>": ...}, ...]')
         for index, row in enumerate(rows, start=1):
             _check_columns(row.keys(), path, f"row {index}")
         return rows
     if path.suffix.lower() != ".csv":
-        raise InputError(f"unknown results format {path.suffix!r}; expected .csv or .json", path=path)
-    try:
-        # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path, hint="check the path") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", path=path, hint="save the file as UTF-8 CSV") from None
+        raise InputError(f"unknown results format {path.suffix!r}; expected .csv or .json", path=path,
+                         hint="save the crowd's results as CSV (with a header row) or as a JSON list of rows")
+    # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
+    text = read_text(path, encoding="utf-8-sig")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise InputError("no header row", path=path, hint="export the results with their column names")

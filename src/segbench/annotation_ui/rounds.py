@@ -13,6 +13,7 @@ What does not belong here: talking to a backend (``backends/``), converting back
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 from segbench.annotation_ui.backends import backend_type
 from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import read_json, write_json
-from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
+from segbench.schemas.rounds import Answer, Round, RoundConfig, RoundItem, RoundStatus
 
 __all__ = [
     "RoundStatus",
@@ -71,10 +72,39 @@ class RoundStore:
     def answers_path(self, key: str) -> Path:
         return self.root / f"{_check_key(key)}{_ANSWERS_SUFFIX}.json"
 
+    def load_answers(self, key: str) -> list[Answer]:
+        """The answers saved by the last ingest of ``key`` (none when it was never ingested).
+
+        Raises:
+            InputError: the answers file is unreadable, not the answers format, or an answer in it is
+                malformed; the message names the file and the answer (index and source id) and the fix.
+        """
+        path = self.answers_path(key)
+        if not path.exists():
+            return []
+        fix = (f"delete {path} and run `segbench rounds ingest {key}` again: every answer is fetched again from "
+               "the backend (remove or correct the bad results row first)")
+        saved = read_json(path)
+        if not isinstance(saved, dict) or not isinstance(saved.get("answers"), list):
+            raise InputError("not a round answers file (expected an object with an 'answers' list)", path=path,
+                             hint=fix)
+        answers = []
+        for index, record in enumerate(saved["answers"]):
+            try:
+                answers.append(Answer.model_validate(record))
+            except ValidationError as exc:
+                source = record.get("source_id") if isinstance(record, dict) else None
+                raise InputError(f"saved answer is malformed ({_first_error(exc)})", path=path,
+                                 item=f"answers[{index}]" + (f" ({source})" if source else ""), hint=fix) from None
+        return answers
+
     def keys(self) -> list[str]:
         """Keys of the saved rounds, sorted."""
         if not self.root.is_dir():
             return []
+        if not os.access(self.root, os.R_OK | os.X_OK):  # glob would quietly find nothing
+            raise InputError("permission denied", path=self.root,
+                             hint=f"make the rounds folder readable by this user (chmod u+rx {self.root})")
         return sorted(
             p.name[: -len(".json")]
             for p in self.root.glob("*.json")
@@ -247,6 +277,16 @@ def check_step(round: Round, target: RoundStatus, verb: str) -> None:
         item=f"round {round.key}",
         hint="create a new round under another key" if not allowed else None,
     )
+
+
+def check_round_key(key: str) -> str:
+    """``key`` if it is a file-safe round key.
+
+    Raises:
+        InputError: the key could leave ``data/rounds`` or clash with an answers file (the message
+            gives the rule and an example).
+    """
+    return _check_key(key)
 
 
 def _check_key(key: str) -> str:

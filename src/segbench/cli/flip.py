@@ -18,12 +18,14 @@ from segbench.cli.common import (
     run_flow,
     settings_of,
 )
+from segbench.core.paths import check_output_folder
 
 REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
 REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
 RHO = typer.Option(0.95, "--rho", help="Which ρ directory to read.")
 SPLIT = typer.Option("test", "--split", help="train, val or test.")
-OUT = typer.Option(None, "--out", help="Report folder (default: <reports dir>/<dataset>/<run>).")
+OUT = typer.Option(None, "--out", help="Report folder (default: <reports dir>/<dataset>/<run>).",
+                   callback=check_output_folder)
 
 
 def evaluate_command(dataset: str, predictions_help: str, doc: str) -> Callable[..., None]:

@@ -27,13 +27,16 @@ def publish_command(
     init_git: bool = typer.Option(False, "--init-git", help="Run git init first if the folder is not a repository."),
 ) -> None:
     """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
-    from segbench.core.versioning import ensure_repo
+    from segbench.core.versioning import check_new_tag, check_remote, ensure_repo
     from segbench.flows.publish import publish_data
     from segbench.locking import command_lock
 
     settings = settings_of(ctx)
+    repo = Path(".").resolve()
+    # A refused tag or remote leaves the repository as it was.
+    check_new_tag(repo, tag, commit=commit)
+    check_remote(repo, remote, remote_url=remote_url or settings.dvc_remote)
     with command_lock(ctx):
-        repo = Path(".").resolve()
         ensure_repo(repo, init_git=init_git)
         record = publish_data(repo=str(repo), data_dir=relative_to_repo(settings.data_root, repo), remote=remote,
                               remote_url=remote_url or settings.dvc_remote, commit=commit, message=message, tag=tag)

@@ -25,8 +25,15 @@ class Backend(str, enum.Enum):
     files = "files"
 
 
+def _round_key(key: str) -> str:
+    """Refuse a key that is no file-safe name when the command line is read, before any work starts."""
+    from segbench.annotation_ui.rounds import check_round_key
+
+    return check_round_key(key)
+
+
 # The options of every dataset's round-creating command.
-ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).")
+ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).", callback=_round_key)
 BACKEND = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing round with this key.")
 
@@ -90,9 +97,16 @@ def ingest(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad answers: fail, or skip and report them."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
-    from segbench.flows.rounds import ingest_round
+    from segbench.annotation_ui.rounds import RoundStore
 
     settings = ctx.obj["settings"]
+    store = RoundStore(settings.data_root / "rounds")
+    # A missing round or a damaged answers file fails here, before Prefect starts.
+    store.load(key)
+    store.load_answers(key)
+
+    from segbench.flows.rounds import ingest_round
+
     with command_lock(ctx):
         result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error)
     print_ingest(result)

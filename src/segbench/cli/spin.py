@@ -22,6 +22,7 @@ from segbench.cli.common import (
 )
 from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
+from segbench.core.paths import check_output_folder
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
 
@@ -41,7 +42,8 @@ def build_taxonomy_command(
     ctx: typer.Context,
     edits: Path = typer.Option(None, "--edits", help="Edit file (exclude / rename / add rules); default: the "
                                                      "shipped taxonomy_edits.yaml."),
-    out: Path = typer.Option(None, "--out", help="Folder of taxonomy.yaml (default: <data root>/spin)."),
+    out: Path = typer.Option(None, "--out", help="Folder of taxonomy.yaml (default: <data root>/spin).",
+                             callback=check_output_folder),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the taxonomy is up to date."),
 ) -> None:
@@ -197,7 +199,8 @@ def evaluate_spin_command(
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
     dataset_dir: str = typer.Option(None, "--dataset-dir", help="SPIN folder inside the repo (default: "
                                                                "<data root>/spin: taxonomy.yaml and dataset/)."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/spin/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/spin/<run>).",
+                             callback=check_output_folder),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
                                                                      "skipped.json."),

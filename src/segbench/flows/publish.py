@@ -14,7 +14,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
 from segbench.core import versioning
-from segbench.core.errors import VersioningError
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 
@@ -76,8 +75,7 @@ def publish_data(
         The :class:`PublishRecord` (no URL, no credentials).
     """
     logger = get_run_logger()
-    if tag and not commit:
-        raise VersioningError("a tag needs a commit", item=tag, hint="pass commit=True (`--commit`)")
+    versioning.check_new_tag(repo, tag, commit=commit)  # before anything changes
     root = ensure_repo_task(repo)
     if remote_url:
         remote = remote or versioning.DEFAULT_REMOTE

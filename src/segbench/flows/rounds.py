@@ -27,7 +27,7 @@ from segbench.annotation_ui.kinds import round_kind
 from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
-from segbench.core.io import read_json, write_json
+from segbench.core.io import write_json
 from segbench.core.reports import plain
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.rounds import Answer, Round
@@ -94,12 +94,6 @@ def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: Impor
     return _backend(round_, data_root, url).fetch_answers(round_, policy)
 
 
-def _previous_answers(path: Path) -> list[Answer]:
-    if not path.is_file():
-        return []
-    return [Answer.model_validate(a) for a in read_json(path)["answers"]]
-
-
 @flow(name="round-ingest", flow_run_name=run_name("round-ingest", ("key",)))
 def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
                  on_error: OnError = OnError.FAIL) -> dict[str, Any]:
@@ -114,8 +108,9 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     rounds.check_step(round_, rounds.RoundStatus.INGESTED, "ingest")  # before any network call
     kind = round_kind(round_.kind)
     policy = ImportPolicy(on_error=on_error)
+    previous = store.load_answers(key)  # a damaged answers file is named before any fetch
     fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
-    answers = merge_answers(_previous_answers(store.answers_path(key)), fetched)
+    answers = merge_answers(previous, fetched)
     controls = sorted({control for a in answers for control in a.choices})
     items = aggregate(answers, controls)
     agreement = {control: agreement_summary(answers, control) for control in controls}

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from segbench.core.errors import InputError
+from segbench.core.io import read_text
 
 # The order a rebuild runs in: every dataset (in registry order), then the evaluations of what was
 # built, then one publish that versions the datasets and the reports together.
@@ -213,10 +214,13 @@ def load_plan(path: str | Path, model: type[RebuildPlan]) -> RebuildPlan:
             message names the file and the key (``evaluate[1].rho``) and says how to fix it.
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputError("expected a plan file, found a directory", path=path,
+                         hint="pass the plan's TOML file itself to --plan, e.g. --plan rebuild.toml")
+    if not path.exists():
+        raise InputError("plan file not found", path=path, hint="check --plan")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("plan file not found", path=path, hint="check --plan") from None
+        data = tomllib.loads(read_text(path, hint="check --plan"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the syntax at that line") from None
     try:

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from segbench.core.errors import InputError, OnError
+from segbench.core.io import read_text
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 
 TAXONOMY_VERSION = 1
@@ -212,11 +213,11 @@ def read_yaml_mapping(path: str | Path, what: str, *, hint: str) -> dict[str, An
         InputError: missing file, a YAML syntax error (with its line) or a top level that is no mapping.
     """
     path = Path(path)
+    if not path.exists():
+        raise InputError(f"{what} file not found", path=path, hint=hint)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{what} file not found", path=path, hint=hint) from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        data = yaml.safe_load(read_text(path, hint=hint))  # a directory, unreadable or non-UTF-8 file: InputError
+    except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise InputError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", path=path,

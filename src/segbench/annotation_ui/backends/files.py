@@ -56,7 +56,9 @@ class FilesBackend:
 
     def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
         checks = answer_checks(round)
-        return answers_from_files(self._rows(round), round, policy, **checks)
+        answers = [answer for path in self._results_files(round)
+                   for answer in answers_from_files(read_results(path), round, policy, source=path, **checks)]
+        return sorted(answers, key=lambda a: (a.item_id, a.annotator, a.source_id))
 
     def launch_hint(self, round: Round) -> str:
         where = self.folder(round)
@@ -64,6 +66,8 @@ class FilesBackend:
 
     def _rows(self, round: Round) -> list[dict[str, Any]]:
         """Every results row, files in name order."""
+        return [row for path in self._results_files(round) for row in read_results(path)]
+
+    def _results_files(self, round: Round) -> list[Path]:
         results = self.folder(round) / "results"
-        paths = sorted(p for p in results.glob("*") if p.suffix in (".csv", ".json")) if results.is_dir() else []
-        return [row for path in paths for row in read_results(path)]
+        return sorted(p for p in results.glob("*") if p.suffix in (".csv", ".json")) if results.is_dir() else []

@@ -26,7 +26,7 @@ from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core import clock
 from segbench.core.errors import ImportPolicy, InputError, OnError
-from segbench.core.io import read_json, write_json, write_jsonl
+from segbench.core.io import write_json, write_jsonl
 from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import Answer, Round, RoundItem
 from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
@@ -97,7 +97,7 @@ def _context(item: RoundItem, rle: Mapping[str, Any], height: int, width: int) -
 def answers_from_results(round_: Round, results: Path, policy: ImportPolicy) -> list[Answer]:
     """Answers of an AMT-style results file (CSV or JSON), checked as an ingest checks them: polygons
     kept as drawn (the SPIN kind flags bad ones later)."""
-    return answers_from_files(read_results(results), round_, policy, **answer_checks(round_))
+    return answers_from_files(read_results(results), round_, policy, source=results, **answer_checks(round_))
 
 
 def import_spin_round(data_root: Path, key: str, *, results: Path | None = None, parts: Path | None = None,
@@ -122,7 +122,7 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
     if results is not None:
         answers = answers_from_results(round_, Path(results), policy)
     elif store.answers_path(key).is_file():
-        answers = [Answer.model_validate(a) for a in read_json(store.answers_path(key))["answers"]]
+        answers = store.load_answers(key)
     else:
         raise InputError(f"round {key!r} has no ingested answers", item=key,
                          hint=f"run `segbench rounds ingest {key}` first, or pass --results FILE")

@@ -290,6 +290,11 @@ def prediction_files(directory: str | Path, split: str) -> dict[str, Path]:
         InputError: none of ``spin_{split}_{level}_results.json`` is there.
     """
     directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError("expected a predictions folder, found a file" if directory.exists()
+                         else "predictions folder not found", path=directory,
+                         hint=f"--predictions names the folder holding {results_name(split, LEVELS[0])} and the "
+                              "other levels' results files (or pass --wholes/--parts/--subparts FILE)")
     found = {level: directory / results_name(split, level) for level in LEVELS
              if (directory / results_name(split, level)).is_file()}
     if not found:

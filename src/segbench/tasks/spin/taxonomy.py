@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from segbench.core.errors import InputError
-from segbench.core.io import sha256_bytes
+from segbench.core.io import read_bytes, sha256_bytes
 from segbench.providers.base import Question
 from segbench.schemas.spin import (
     SUBPART_NAME,
@@ -182,7 +182,7 @@ def load_edits(path: str | Path, catalog: Catalog) -> tuple[TaxonomyEdits, str]:
                 raise InputError(f"rule {rule.id!r}: object class {value!r} is not an ImageNet class of "
                                  f"{', '.join(sorted(objects))}", path=path, item=rule.id,
                                  hint="use a class name (box turtle) or wnid (n01669191) of those super-categories")
-    return edits, sha256_bytes(path.read_bytes())
+    return edits, sha256_bytes(read_bytes(path))
 
 
 def matching_parts(catalog: Catalog, pattern: str) -> list[str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from segbench.core.errors import InputError
-from segbench.core.io import read_json
+from segbench.core.io import not_utf8, read_json, unreadable
 
 if TYPE_CHECKING:  # spaCy is imported when a pipeline is loaded, not with this module
     from segbench.tasks.vocab.noun_pipeline import MiningPipeline
@@ -63,11 +63,17 @@ def iter_captions(path: str | Path, *, field: str = "caption") -> Iterator[str]:
     if not path.is_file():
         raise InputError("captions file not found", path=path, hint="check the path")
     reader = {"coco": _coco, "text": _text, "jsonl": _jsonl, "tsv": _tsv, "parquet": _parquet}[kind]
-    for caption in reader(path, field):
-        if not isinstance(caption, str):
-            raise InputError(f"a caption is {type(caption).__name__}, not text", path=path, item=repr(caption)[:60])
-        if caption := caption.strip():
-            yield caption
+    try:
+        for caption in reader(path, field):
+            if not isinstance(caption, str):
+                raise InputError(f"a caption is {type(caption).__name__}, not text", path=path,
+                                 item=repr(caption)[:60])
+            if caption := caption.strip():
+                yield caption
+    except UnicodeDecodeError as exc:  # the text readers decode as they stream
+        raise not_utf8(exc, path) from None
+    except OSError as exc:
+        raise unreadable(exc, path) from None
 
 
 def _coco(path: Path, field: str) -> Iterator[str]:
