@@ -5,6 +5,7 @@ This runs before any test module imports prefect or dvc, which read these variab
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -36,11 +37,33 @@ for _var in ("SEGBENCH_CONFIG", "PREFECT_API_URL"):
 
 @pytest.fixture(scope="session")
 def prefect_harness():
-    """One temporary Prefect API for the whole session (starting one costs 8-17 s)."""
-    from prefect.testing.utilities import prefect_test_harness
+    """One Prefect API for the whole session, for flows run in-process and for ``segbench`` commands
+    the tests start as processes (``PREFECT_API_URL`` is exported): none of them pays a server start.
 
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
+    The server is the one segbench starts per command when none is configured, tied to this process.
+    """
+    from segbench import prefect_server
+
+    process, url = prefect_server.start_private_server(_SESSION_DIR / "prefect-server.log", timeout=120)
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield url
+            _drain_prefect_workers()  # before the server stops: no connection errors at exit
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)
+        prefect_server.stop_private_server(process)
+
+
+def _drain_prefect_workers() -> None:
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    with contextlib.suppress(RuntimeError):  # never started
+        APILogWorker.drain_all()
+    EventsWorker.drain_all()
 
 
 @pytest.fixture(scope="session")

@@ -151,6 +151,8 @@ def _terminate(pid: int, timeout: float = STOP_TIMEOUT) -> None:
                 os.waitpid(pid, os.WNOHANG)  # reap it when it is ours, or it stays a zombie
             time.sleep(0.05)
         if started is None or _start_time(pid) != started:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # a zombie child of ours: reap it
             return
 
 
@@ -258,6 +260,11 @@ def start_private_server(log: Path, *, timeout: float) -> tuple[subprocess.Popen
     raise ServiceError("the temporary Prefect server could not start", path=log, hint=f"see the end of {log}")
 
 
+def stop_private_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop a private server (SIGTERM, SIGKILL after 5 s) and reap it."""
+    _terminate(process.pid, 5.0)
+
+
 class _BeforeImport(importlib.abc.MetaPathFinder):
     """Runs ``action`` once, just before the first import of the top-level package ``name``."""
 
@@ -283,7 +290,7 @@ def private_server_on_demand(prefect_home: Path, *, hint: Callable[[str], None])
     if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
         return  # a configured API (or an embedding program's Prefect) is left alone
 
-    def start() -> None:
+    def start() -> None:  # in the thread importing Prefect: the main one, which lives as long as the command
         if os.environ.get("PREFECT_API_URL"):
             return  # set meanwhile (segbench demo starts a server for its duration)
         hint(HINT)
@@ -292,6 +299,7 @@ def private_server_on_demand(prefect_home: Path, *, hint: Callable[[str], None])
         os.environ["PREFECT_API_URL"] = api_url
         import atexit
 
-        atexit.register(_terminate, process.pid, 5.0)
+        # Registered before Prefect's own exit hooks, so it runs after them (they flush logs to it).
+        atexit.register(stop_private_server, process)
 
     sys.meta_path.insert(0, _BeforeImport("prefect", start))

@@ -11,13 +11,13 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from segbench.core.errors import SkipReport
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+
+if TYPE_CHECKING:  # matplotlib takes ~1 s to import: only commands that draw pay for it
+    from matplotlib.figure import Figure
 
 METRICS_NAME = "metrics.json"
 REPORT_NAME = "report.md"
@@ -50,6 +50,8 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 def figure_png(fig: Figure) -> bytes:
     """A matplotlib figure as PNG bytes, drawn on a private Agg canvas (no pyplot global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     # No "Software" tag: the bytes then do not change with the matplotlib version.
