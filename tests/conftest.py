@@ -5,7 +5,6 @@ This runs before any test module imports prefect or dvc, which read these variab
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -51,19 +50,10 @@ def prefect_harness():
     try:
         with temporary_settings({PREFECT_API_URL: url}):
             yield url
-            _drain_prefect_workers()  # before the server stops: no connection errors at exit
+            prefect_server.drain_prefect_workers()  # before the server stops: no errors at exit
     finally:
         os.environ.pop("PREFECT_API_URL", None)
         prefect_server.stop_private_server(process)
-
-
-def _drain_prefect_workers() -> None:
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    with contextlib.suppress(RuntimeError):  # never started
-        APILogWorker.drain_all()
-    EventsWorker.drain_all()
 
 
 @pytest.fixture(scope="session")

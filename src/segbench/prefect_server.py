@@ -223,20 +223,37 @@ def server_status(work_dir: Path) -> tuple[ServerState | None, bool]:
 
 
 @contextlib.contextmanager
-def server_for_duration(work_dir: Path) -> Iterator[str]:
-    """A Prefect API for the block: the configured or running one, else a server stopped afterwards."""
-    configured = os.environ.get("PREFECT_API_URL")
+def server_for_duration(work_dir: Path, prefect_home: Path) -> Iterator[str | None]:
+    """A Prefect API for the block: the configured one, the running persistent one, else a private
+    server started now and stopped when the block ends. Enter it before Prefect is imported (once
+    it is, its API is settled: the block then changes nothing and yields None)."""
     running = read_state(work_dir)
-    if configured or running:
-        yield configured or running.api_url  # type: ignore[union-attr]
+    configured = os.environ.get("PREFECT_API_URL") or (running.api_url if running else None)
+    if configured or "prefect" in sys.modules:
+        if configured:
+            os.environ["PREFECT_API_URL"] = configured
+        yield configured
         return
-    state, _ = start_server(work_dir, tied=True)
-    os.environ["PREFECT_API_URL"] = state.api_url
+    process, api_url = start_private_server(Path(prefect_home) / "temporary-server.log", timeout=START_TIMEOUT)
+    os.environ["PREFECT_API_URL"] = api_url
     try:
-        yield state.api_url
+        yield api_url
     finally:
         os.environ.pop("PREFECT_API_URL", None)
-        stop_server(work_dir)
+        drain_prefect_workers()  # before the server stops: no connection errors when the process exits
+        stop_private_server(process)
+
+
+def drain_prefect_workers() -> None:
+    """Send the logs and events Prefect still holds to its API now (if Prefect is in use)."""
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    with contextlib.suppress(RuntimeError):  # never started
+        APILogWorker.drain_all()
+    EventsWorker.drain_all()
 
 
 # --- the private per-command server --------------------------------------------------------------------

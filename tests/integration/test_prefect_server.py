@@ -211,3 +211,28 @@ def test_ctrl_c_stops_a_build_promptly_and_the_rerun_resumes_it(world, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert " 0 reused" not in resumed.stdout, "the finished units are reused"
     assert _contents(data / "coco_cd") == _contents(tmp_path / "reference" / "data" / "coco_cd")
+
+
+# --- a server for the duration of a command (segbench demo) ----------------------------------------------
+
+DURATION_SCRIPT = """
+import json, os, sys, urllib.request
+from pathlib import Path
+from segbench.prefect_server import server_for_duration
+with server_for_duration(Path(sys.argv[1]), Path(sys.argv[1]) / "prefect") as url:
+    with urllib.request.urlopen(url + "/health", timeout=10) as response:
+        print(json.dumps({"url": url, "env": os.environ["PREFECT_API_URL"], "health": response.status}))
+print(json.dumps({"after": os.environ.get("PREFECT_API_URL")}))
+"""
+
+
+def test_a_server_for_the_duration_of_a_command_is_stopped_afterwards(tmp_path):
+    process = subprocess.Popen([sys.executable, "-c", DURATION_SCRIPT, str(tmp_path / "work")], env=_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = _descendants_while_running(process, time.monotonic() + 120)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    during, after = (json.loads(line) for line in stdout.splitlines())
+    assert during["health"] == 200 and during["env"] == during["url"]
+    assert after == {"after": None}
+    assert children and _survivors(children, grace=0.5) == [], "stopped when the block ended, not later"
