@@ -23,6 +23,8 @@ from segbench.cli import demo, publish, rebuild, rounds, server
 from segbench.core.errors import SegbenchError
 from segbench.settings import Settings, configure_runtime, load_settings
 
+# Commands whose work outlives them on the server (schedules): a private server would die with them.
+OWN_SERVER_COMMANDS = frozenset({"serve"})
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the same command again to resume "
                     "(it redoes only the rest)")
@@ -71,11 +73,11 @@ def _root(
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
-    _choose_prefect_api(settings)
+    _choose_prefect_api(settings, private_allowed=ctx.invoked_subcommand not in OWN_SERVER_COMMANDS)
     ctx.obj = {"settings": settings, "wait": wait, "runner": runner_spec}
 
 
-def _choose_prefect_api(settings: Settings) -> None:
+def _choose_prefect_api(settings: Settings, *, private_allowed: bool) -> None:
     """Point Prefect at the running ``segbench server`` of this work dir, else at a private server
     started only if the command runs a flow. Before Prefect is imported: it reads the URL then."""
     if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
@@ -83,7 +85,7 @@ def _choose_prefect_api(settings: Settings) -> None:
     state = prefect_server.read_state(settings.work_dir)
     if state is not None:
         os.environ["PREFECT_API_URL"] = state.api_url
-    else:
+    elif private_allowed:
         prefect_server.private_server_on_demand(
             settings.prefect_home, hint=lambda text: console.err.print(text, markup=False, highlight=False))
 
