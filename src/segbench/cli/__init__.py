@@ -87,7 +87,7 @@ def _choose_prefect_api(settings: Settings, *, private_allowed: bool) -> None:
         os.environ["PREFECT_API_URL"] = state.api_url
     elif private_allowed:
         prefect_server.private_server_on_demand(
-            settings.prefect_home, hint=lambda text: console.err.print(text, markup=False, highlight=False))
+            settings.prefect_home, hint=lambda text: console.err.print(text, markup=False, highlight=False, soft_wrap=True))
 
 
 def _print_version() -> None:
