@@ -96,6 +96,20 @@ def test_server_start_status_stop_and_commands_use_it(tmp_path):
     assert "down" in segbench(project, "server", "status").stdout
 
 
+def test_a_stale_or_reused_pid_in_the_state_file_is_no_server(tmp_path):
+    project = tmp_path / "project"
+    state = project / "work" / "prefect-server" / "server.json"
+    state.parent.mkdir(parents=True)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    # A process that ended, and a live one that is not the recorded server (its pid was reused).
+    for pid in (ended.pid, os.getpid()):
+        state.write_text(json.dumps({"pid": pid, "started": 1, "port": 1}))
+        assert "down" in segbench(project, "server", "status").stdout
+        assert "No Prefect server running" in segbench(project, "server", "stop").stdout
+    assert not state.exists(), "stop clears the stale record"
+
+
 # --- without a server -------------------------------------------------------------------------------
 
 def _descendants_while_running(process: subprocess.Popen[str], until: float) -> set[psutil.Process]:
