@@ -290,10 +290,9 @@ class _BeforeImport(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None,
                   ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == self.name:
-            with contextlib.suppress(ValueError):
-                sys.meta_path.remove(self)
-                self.action()
+        if fullname == self.name and self in sys.meta_path:
+            sys.meta_path.remove(self)  # once: the action may import the package itself
+            self.action()
         return None  # the normal finders import it
 
 
