@@ -91,12 +91,20 @@ def _is_alive(state: ServerState) -> bool:
     return _start_time(state.pid) == state.started
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL when the thread that started it ends (its command)."""
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before prctl: nobody will send the signal
-        os._exit(1)
+def _tie_to_parent() -> Callable[[], None]:
+    """What a child runs before exec to get SIGKILL when the thread that started it ends (its command).
+
+    libc is looked up here, in the parent: a child forked from a threaded process must not load anything.
+    """
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl: nobody will send the signal
+            os._exit(1)
+
+    return die_with_parent
 
 
 def free_port() -> int:
@@ -115,12 +123,15 @@ def _spawn(args: Sequence[str], env: dict[str, str], log: Path, *, tied: bool) -
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(list(args), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=_die_with_parent if tied else None)
+                                start_new_session=True, preexec_fn=_tie_to_parent() if tied else None)
+
+
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never goes through a proxy
 
 
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
     try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
+        with _LOCAL.open(f"{api_url}/health", timeout=timeout) as response:
             return response.status == 200
     except (OSError, urllib.error.URLError):
         return False
