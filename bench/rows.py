@@ -285,9 +285,23 @@ def dask_scale_out(quick: bool) -> list[Row]:
                    checks={"byte-identical outputs": manifests[1] == manifests[2]}, detail=detail)]
 
 
+# --- whole commands (bench/commands.py) ---------------------------------------------------------------
+
+def command_overhead(quick: bool) -> list[Row]:
+    import commands
+
+    return commands.command_overhead(quick, result)
+
+
+def rounds_status(quick: bool) -> list[Row]:
+    import commands
+
+    return commands.rounds_status(quick, result)
+
+
 ROWS: dict[str, Callable[[bool], list[Row]]] = {
     "coco_cd": coco_cd, "nouns": noun_mining, "cafe": cafe, "llm": llm_stage, "noop": noop_rebuild,
-    "dask": dask_scale_out,
+    "dask": dask_scale_out, "overhead": command_overhead, "status": rounds_status,
 }
 
 

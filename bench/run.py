@@ -7,7 +7,9 @@
 Rows (``--only`` names): coco_cd (COCO-CD build vs pycocotools loading its inputs, with peak memory),
 nouns (noun mining vs spaCy's full pipeline), cafe (CAFE evaluation vs a per-pair pycocotools loop),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
-must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1).
+must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead (a
+command's cost beyond its flow's work, with `segbench server` up), status (`rounds status` against
+`segbench --version`).
 
 Every row runs in its own child process (fresh imports, its own peak memory) and checks that segbench
 and the baseline give the same output; a row whose outputs differ fails whatever its ratio. Writes
@@ -28,7 +30,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask")
+ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "status")
 HEADER = ("row", "measured", "baseline", "ratio", "target", "result")
 
 

@@ -36,11 +36,24 @@ for _var in ("SEGBENCH_CONFIG", "PREFECT_API_URL"):
 
 @pytest.fixture(scope="session")
 def prefect_harness():
-    """One temporary Prefect API for the whole session (starting one costs 8-17 s)."""
-    from prefect.testing.utilities import prefect_test_harness
+    """One Prefect API for the whole session, for flows run in-process and for ``segbench`` commands
+    the tests start as processes (``PREFECT_API_URL`` is exported): none of them pays a server start.
 
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
+    The server is the one segbench starts per command when none is configured, tied to this process.
+    """
+    from segbench import prefect_server
+
+    process, url = prefect_server.start_private_server(_SESSION_DIR / "prefect-server.log", timeout=120)
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield url
+            prefect_server.drain_prefect_workers()  # before the server stops: no errors at exit
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)
+        prefect_server.stop_private_server(process)
 
 
 @pytest.fixture(scope="session")

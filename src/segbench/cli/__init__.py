@@ -18,11 +18,17 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from segbench import console, registry
-from segbench.cli import demo, help_text, publish, rebuild, rounds
+from segbench import console, prefect_server, registry
+from segbench.cli import demo, help_text, publish, rebuild, rounds, server
 from segbench.cli.help_text import Runner
 from segbench.core.errors import SegbenchError
-from segbench.settings import configure_runtime, load_settings
+from segbench.settings import Settings, configure_runtime, load_settings
+
+# Commands whose work outlives them on the server (schedules): a private server would die with them.
+OWN_SERVER_COMMANDS = frozenset({"serve"})
+INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the same command again to resume "
+                    "(it redoes only the rest)")
 
 help_text.tidy_flag_types()
 app = typer.Typer(
@@ -36,7 +42,8 @@ app.add_typer(build_app, name="build")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds.app, name="rounds")
 # Datasets first: they add their own `rounds` commands (create) before the shared ones.
-for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASETS), rounds, rebuild, publish, demo):
+for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASETS), rounds, rebuild, publish, demo,
+                server):
     _module.register(build_app, evaluate_app, app)
 
 
@@ -72,7 +79,21 @@ def _root(
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
+    _choose_prefect_api(settings, private_allowed=ctx.invoked_subcommand not in OWN_SERVER_COMMANDS)
     ctx.obj = {"settings": settings, "wait": wait, "runner": runner_spec}
+
+
+def _choose_prefect_api(settings: Settings, *, private_allowed: bool) -> None:
+    """Point Prefect at the running ``segbench server`` of this work dir, else at a private server
+    started only if the command runs a flow. Before Prefect is imported: it reads the URL then."""
+    if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
+        return  # the user's own server, or a program that already set Prefect up
+    state = prefect_server.read_state(settings.work_dir)
+    if state is not None:
+        os.environ["PREFECT_API_URL"] = state.api_url
+    elif private_allowed:
+        prefect_server.private_server_on_demand(
+            settings.prefect_home, hint=lambda text: console.err.print(text, markup=False, highlight=False, soft_wrap=True))
 
 
 def _print_version() -> None:
@@ -85,7 +106,11 @@ def _print_version() -> None:
 def main() -> None:
     """Console entry point: segbench errors end with their message and exit code 2."""
     try:
-        app()  # click handles its own usage errors and exits
+        app()  # click handles its own usage errors and exits; typer turns Ctrl-C into exit code 130
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED:
+            console.error(INTERRUPTED_HINT)
+        raise
     except SegbenchError as exc:
         console.error(str(exc))
         sys.exit(2)
@@ -93,6 +118,6 @@ def main() -> None:
         first = exc.errors()[0]
         console.error(f"invalid parameter {'.'.join(map(str, first['loc']))}: {first['msg']}")
         sys.exit(2)
-    except KeyboardInterrupt:
-        console.error("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt:  # outside a command (while parsing)
+        console.error(INTERRUPTED_HINT)
+        sys.exit(INTERRUPTED)

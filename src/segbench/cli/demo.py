@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from segbench import console, registry
+from segbench import console, prefect_server, registry
 from segbench.cli.common import display_path, non_negative_seed, run_flow, settings_of
 from segbench.cli.publish import print_publish
 
@@ -22,14 +22,17 @@ def demo_command(
                              help="Seed of the generated demo world."),
 ) -> None:
     """Run everything on a generated demo world: build every dataset, publish, evaluate."""
-    from segbench.flows.demo import run_demo
-    from segbench.providers import make_provider
-
     settings = settings_of(ctx)
-    provider = make_provider(settings, replay_only=settings.replay_only)
-    result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
-                      reports_dir=settings.reports_dir,
-                      provider=provider, seed=seed, dvc_remote=settings.dvc_remote, spacy_model=settings.spacy_model)
+    # One Prefect server for the whole demo (the running `segbench server` if any), started before
+    # Prefect is imported and stopped when the demo ends.
+    with prefect_server.server_for_duration(settings.work_dir, settings.prefect_home):
+        from segbench.flows.demo import run_demo
+        from segbench.providers import make_provider
+
+        provider = make_provider(settings, replay_only=settings.replay_only)
+        result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
+                          reports_dir=settings.reports_dir, provider=provider, seed=seed, dvc_remote=settings.dvc_remote,
+                          spacy_model=settings.spacy_model)
     for name, results in result["datasets"].items():
         registry.dataset(name).load("demo_printer")(results, provider)
     print_publish(result["publish"])

@@ -19,8 +19,8 @@ from segbench.core.errors import InputError, ServiceError
 
 _PLAN = typer.Option(..., "--plan", help="Rebuild plan (TOML): a table per dataset, evaluate entries, publish, "
                                          "schedule entries.")
-SERVER_HINT = ("start a server with `prefect server start` (in another terminal), then "
-               "`export PREFECT_API_URL=http://127.0.0.1:4200/api`")
+SERVER_HINT = ("start one with `segbench server start` (with the same --work-dir), or run `prefect server start` "
+               "in another terminal and `export PREFECT_API_URL=http://127.0.0.1:4200/api`")
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -84,7 +84,8 @@ def serve_command(
 ) -> None:
     """Run the plan on its cron schedules: one Prefect deployment per schedule entry, served until stopped.
 
-    Needs a Prefect server (prefect server start) and PREFECT_API_URL pointing at it; watch the runs in its UI.
+    Needs a Prefect server: segbench server start (or prefect server start and PREFECT_API_URL); watch the runs in
+    its UI.
 
     Each run reads the plan again, so edits to the steps apply from the next run; restart serve after editing schedules.
     """

@@ -77,7 +77,7 @@ def launch(
 
 def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")) -> None:
     """Tasks done / total and answers per annotator, read from the backend."""
-    from segbench.flows.rounds import round_progress
+    from segbench.annotation_ui.views import round_progress  # not the flows: no Prefect for a read
 
     settings = ctx.obj["settings"]
     progress = round_progress(settings.data_root, key, settings.label_studio_url)
@@ -157,7 +157,7 @@ def close(
 
 def list_(ctx: typer.Context) -> None:
     """Every round with its status."""
-    from segbench.flows.rounds import list_rounds
+    from segbench.annotation_ui.views import list_rounds  # not the flows: no Prefect for a read
 
     rounds = list_rounds(_data_root(ctx))
     console.set_summary([{"key": r.key, "kind": r.kind, "status": r.status.value, "backend": r.backend,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from segbench.core.errors import SkipReport
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # matplotlib takes ~1 s to import: only commands that draw pay for it
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 

@@ -24,6 +24,7 @@ from segbench.annotation_ui.backends import RoundBackend, backend_for
 from segbench.annotation_ui.backends.files import files_dir
 from segbench.annotation_ui.convert import merge_answers
 from segbench.annotation_ui.kinds import round_kind
+from segbench.annotation_ui.views import list_rounds, round_progress
 from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
@@ -80,11 +81,7 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
 
 # --- progress ----------------------------------------------------------------------------------------
 
-def round_progress(data_root: Path, key: str, label_studio_url: str | None = None) -> dict[str, Any]:
-    """Tasks done / total and answers per annotator, read from the backend (no state changes)."""
-    round_ = _store(data_root).load(key)
-    progress = _backend(round_, data_root, label_studio_url).progress(round_)
-    return {"round": key, "status": round_.status.value, **progress}
+# round_progress (imported above) reads the backend and changes nothing: no flow.
 
 
 # --- ingest ----------------------------------------------------------------------------------------
@@ -148,6 +145,3 @@ def close_round(data_root: Path, key: str, *, cancel: bool = False, force: bool 
     store.save(changed)
     return changed
 
-
-def list_rounds(data_root: Path) -> list[Round]:
-    return _store(data_root).list()

@@ -1,0 +1,139 @@
+"""Rows that time whole ``segbench`` commands as a user runs them (one process each).
+
+* ``overhead``: ``segbench evaluate cgf1`` on a tiny input with ``segbench server`` up, minus the
+  same flow run in a warm process on the same server: what a command costs beyond its work
+  (interpreter, imports, settings, the flow run's API calls). Target <= 1.5 s.
+* ``status``: ``segbench rounds status`` on a round of the demo's size (files backend, answers
+  in the results folder), against ``segbench --version``, the floor of any command. Target <= 1 s.
+
+Each is the median of a few runs; both need an idle machine to mean anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPEAT = 3
+SEGBENCH = [sys.executable, "-m", "segbench"]
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall(command: list[str], env: dict[str, str], cwd: Path, repeat: int = REPEAT) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``command`` (it must succeed); CPU tells a busy machine apart."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        start, cpu = time.perf_counter(), _children_cpu()
+        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_children_cpu() - cpu)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[2:])} failed: {done.stderr[-2000:]}")
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _user_env(work: Path) -> dict[str, str]:
+    """A user's environment, running the segbench this process imported (wherever the command runs)."""
+    import segbench
+
+    source = str(Path(segbench.__file__).resolve().parents[1])
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+    for var in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH", "SEGBENCH_CONFIG"):
+        env.pop(var, None)
+    return env
+
+
+def command_overhead(quick: bool, result: Any) -> list[dict[str, Any]]:
+    from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
+
+    from segbench import prefect_server
+
+    with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
+        root = Path(tmp)
+        (root / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+        (root / "preds.json").write_text(json.dumps(HAND_PREDS))
+        work = root / "work"
+        state, _ = prefect_server.start_server(work, tied=True)
+        try:
+            env = _user_env(work)
+            args = ["--work-dir", str(work), "--data-root", str(root / "data"), "evaluate", "cgf1", "--gt",
+                    str(root / "gt.json"), "--predictions", str(root / "preds.json"), "--force"]
+            process_s, process_cpu = _wall([*SEGBENCH, *args], env, root)
+            flow_s = _in_process_flow(root, work, state.api_url)
+        finally:
+            prefect_server.drain_prefect_workers()  # this process's flow logs, before the server goes
+            prefect_server.stop_server(work)
+    overhead = process_s - flow_s
+    return [result("per-command overhead, server up (evaluate cgf1, 5 pairs)", measured=overhead,
+                   baseline=flow_s, ratio=overhead / flow_s, target="<= 1.5 s", passed=overhead <= 1.5,
+                   detail={"command_wall_s": round(process_s, 3), "command_cpu_s": round(process_cpu, 3),
+                           "flow_in_warm_process_s": round(flow_s, 3), "runs": REPEAT})]
+
+
+def _in_process_flow(root: Path, work: Path, api_url: str) -> float:
+    """Median seconds of the command's flow in this process, warm, on the same server."""
+    from segbench.settings import configure_runtime, load_settings
+
+    configure_runtime(load_settings(work_dir=work, data_root=root / "data"))
+    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: it reads it then
+    from segbench.flows.cafe.evaluate import evaluate_cgf1
+
+    def once() -> float:
+        start = time.perf_counter()
+        evaluate_cgf1(gts=[root / "gt.json"], predictions=root / "preds.json", out=root / "data" / "in-process",
+                      score_threshold=0.5, force=True)
+        return time.perf_counter() - start
+
+    once()  # the first flow run of a process sets up its client
+    return statistics.median(once() for _ in range(REPEAT))
+
+
+def _files_round(data_root: Path, items: int, workers: int) -> str:
+    """A launched files-backend round like the demo's context audit, with every worker's answers in."""
+    from segbench.annotation_ui.backends.files import files_dir
+    from segbench.annotation_ui.rounds import RoundStore
+    from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
+
+    now = "2026-01-01T00:00:00+00:00"
+    round_ = Round(key="bench-audit", kind="coco_cd_context_audit", dataset="coco_cd", dataset_version="0" * 64,
+                   config=RoundConfig(label_config="coco_cd_context", overlap=workers), backend="files",
+                   status=RoundStatus.LAUNCHED, created_at=now, updated_at=now, launched_at=now,
+                   items=[RoundItem(item_id=str(i), image=f"coco_cd/images/{i}.png", width=512, height=512)
+                          for i in range(items)])
+    RoundStore(data_root / "rounds").save(round_)
+    results = files_dir(data_root, round_.key) / "results"
+    results.mkdir(parents=True)
+    with (results / "batch-1.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["WorkerId", "AssignmentId", "Input.item_id", "Answer.context"])
+        for worker in range(workers):
+            writer.writerows([f"W{worker}", f"W{worker}-{i}", str(i), "indoor"] for i in range(items))
+    return round_.key
+
+
+def rounds_status(quick: bool, result: Any) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="bench-status-") as tmp:
+        root = Path(tmp)
+        key = _files_round(root / "data", items=200, workers=2)  # the demo's audit: 4 groups x 50, overlap 2
+        env = _user_env(root / "work")
+        common = ["--work-dir", str(root / "work"), "--data-root", str(root / "data")]
+        status_s, status_cpu = _wall([*SEGBENCH, *common, "rounds", "status", key], env, root)
+        version_s, version_cpu = _wall([*SEGBENCH, "--version"], env, root)
+    return [result("rounds status (200 items, 400 answers) / segbench --version", measured=status_s,
+                   baseline=version_s, ratio=status_s / version_s, target="<= 1 s", passed=status_s <= 1.0,
+                   detail={"runs": REPEAT, "status_cpu_s": round(status_cpu, 3),
+                           "version_cpu_s": round(version_cpu, 3)})]

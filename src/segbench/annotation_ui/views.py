@@ -1,0 +1,26 @@
+"""Read-only views of saved rounds: the list, and one round's progress on its backend.
+
+Kept apart from the round flows so that ``rounds list`` and ``rounds status``, which change
+nothing, never import Prefect (seconds of start-up for a command that reads a few files).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from segbench.annotation_ui.backends import backend_for
+from segbench.annotation_ui.rounds import RoundStore
+from segbench.schemas.rounds import Round
+
+
+def list_rounds(data_root: Path) -> list[Round]:
+    """Every round saved under ``<data_root>/rounds``."""
+    return RoundStore(Path(data_root) / "rounds").list()
+
+
+def round_progress(data_root: Path, key: str, label_studio_url: str | None = None) -> dict[str, Any]:
+    """Tasks done / total and answers per annotator, read from the backend (no state changes)."""
+    round_ = RoundStore(Path(data_root) / "rounds").load(key)
+    progress = backend_for(round_, data_root, label_studio_url=label_studio_url).progress(round_)
+    return {"round": key, "status": round_.status.value, **progress}

@@ -1,0 +1,332 @@
+"""The one module that starts, stops and talks to Prefect API server processes.
+
+Every flow reports to a Prefect API. segbench gives it one of two, both on 127.0.0.1:
+
+* the **persistent server** of ``segbench server start``: ``prefect server start`` with its own
+  SQLite database under ``<work dir>/prefect-server/``, recorded in ``server.json`` there (pid,
+  port, URL). Every later command with the same work dir finds it and exports ``PREFECT_API_URL``
+  before Prefect is imported, so no command pays a server start. It outlives commands on purpose.
+* a **private per-command server** when no persistent one is up: the same process Prefect's own
+  temporary server runs, but started by segbench, in a session of its own (so Ctrl-C on the
+  terminal reaches the command, which then stops its flow cleanly, not the server under it) and
+  with ``PR_SET_PDEATHSIG`` (so even a ``kill -9`` of the command takes it down). It starts only
+  when the command imports Prefect, i.e. when it is about to run a flow, and says once how to
+  avoid the wait.
+
+Nothing here imports Prefect: commands that only read local state must not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import fcntl
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from segbench.core.errors import ServiceError
+
+STATE_NAME = "server.json"
+LOG_NAME = "server.log"
+STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
+START_TIMEOUT = 120.0  # a first start on a new database takes 10-20 s here, more on a loaded machine
+_PR_SET_PDEATHSIG = 1
+# Telemetry and update checks off: segbench makes no network calls of its own accord.
+QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+HINT = ("note: no Prefect server is running, so this command starts a temporary one (10-20 s); "
+        "`segbench server start` keeps one up for every command")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerState:
+    """A server segbench started: its process (pid and start time, against pid reuse) and where it listens."""
+
+    pid: int
+    started: int  # the process's start time in clock ticks since boot (/proc/<pid>/stat field 22)
+    port: int
+
+    @property
+    def url(self) -> str:
+        """The address of the UI."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        """What ``PREFECT_API_URL`` must say."""
+        return f"{self.url}/api"
+
+
+def server_dir(work_dir: Path) -> Path:
+    """Where the persistent server keeps its database, state file and log."""
+    return Path(work_dir).resolve() / "prefect-server"
+
+
+# --- processes ---------------------------------------------------------------------------------------
+
+def _start_time(pid: int) -> int | None:
+    """The start time of a live process (``None`` when there is none, or only a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # the command name in parentheses may contain spaces
+    return None if fields[0] in "ZX" else int(fields[19])
+
+
+def _is_alive(state: ServerState) -> bool:
+    return _start_time(state.pid) == state.started
+
+
+def _tie_to_parent() -> Callable[[], None]:
+    """What a child runs before exec to get SIGKILL when the thread that started it ends (its command).
+
+    libc is looked up here, in the parent: a child forked from a threaded process must not load anything.
+    """
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl: nobody will send the signal
+            os._exit(1)
+
+    return die_with_parent
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _server_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # a server is not its own client
+    return {**env, **QUIET_ENV, **extra}
+
+
+def _spawn(args: Sequence[str], env: dict[str, str], log: Path, *, tied: bool) -> subprocess.Popen[bytes]:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(list(args), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_tie_to_parent() if tied else None)
+
+
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never goes through a proxy
+
+
+def _healthy(api_url: str, timeout: float = 2.0) -> bool:
+    try:
+        with _LOCAL.open(f"{api_url}/health", timeout=timeout) as response:
+            return response.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _wait_healthy(process: subprocess.Popen[bytes], api_url: str, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not _healthy(api_url):
+        if process.poll() is not None:
+            raise ServiceError(f"the Prefect server exited with code {process.returncode} while starting",
+                               path=log, hint=f"see the end of {log}")
+        if time.monotonic() > deadline:
+            _terminate(process.pid)
+            raise ServiceError(f"the Prefect server did not answer within {timeout:.0f} s", path=log,
+                               hint="the machine may be busy: try again, or see the log")
+        time.sleep(0.1)
+
+
+def _terminate(pid: int, timeout: float = STOP_TIMEOUT) -> None:
+    """SIGTERM the server's process group (it leads one), then SIGKILL what is left after ``timeout``."""
+    started = _start_time(pid)
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while started is not None and _start_time(pid) == started and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # reap it when it is ours, or it stays a zombie
+            time.sleep(0.05)
+        if started is None or _start_time(pid) != started:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # a zombie child of ours: reap it
+            return
+
+
+# --- the persistent server -----------------------------------------------------------------------------
+
+def read_state(work_dir: Path) -> ServerState | None:
+    """The persistent server of ``work_dir`` if it is running (a stale state file counts as none)."""
+    try:
+        state = ServerState(**json.loads((server_dir(work_dir) / STATE_NAME).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    return state if _is_alive(state) else None
+
+
+@contextlib.contextmanager
+def _server_lock(work_dir: Path) -> Iterator[None]:
+    """One start or stop at a time per work dir (two ``server start`` at once start one server)."""
+    folder = server_dir(work_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool = False) -> tuple[ServerState, bool]:
+    """Start the persistent server of ``work_dir`` and wait until it answers; ``(state, started)``.
+
+    Returns the running one (``started`` False) when it is already up. ``tied`` makes it end with
+    this process (``segbench demo`` and the tests use one only for their own duration).
+
+    Raises:
+        ServiceError: the server exited or did not answer within ``timeout`` (names its log).
+    """
+    folder = server_dir(work_dir)
+    with _server_lock(work_dir):
+        running = read_state(work_dir)
+        if running is not None:
+            return running, False
+        port, log = free_port(), folder / LOG_NAME
+        env = _server_env({
+            "PREFECT_HOME": str(folder / "home"),
+            "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
+        })
+        process = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                          "--port", str(port)], env, log, tied=tied)
+        state = ServerState(pid=process.pid, started=_start_time(process.pid) or 0, port=port)
+        _wait_healthy(process, state.api_url, log, timeout)
+        tmp = folder / f".{STATE_NAME}.tmp"
+        tmp.write_text(json.dumps(dataclasses.asdict(state), sort_keys=True))
+        tmp.replace(folder / STATE_NAME)
+        return state, True
+
+
+def stop_server(work_dir: Path, *, timeout: float = STOP_TIMEOUT) -> ServerState | None:
+    """Stop the persistent server of ``work_dir`` (SIGTERM, SIGKILL after ``timeout``); the one stopped, or None."""
+    with _server_lock(work_dir):
+        state = read_state(work_dir)
+        if state is not None:
+            _terminate(state.pid, timeout)
+        (server_dir(work_dir) / STATE_NAME).unlink(missing_ok=True)
+        return state
+
+
+def server_status(work_dir: Path) -> tuple[ServerState | None, bool]:
+    """``(state, healthy)``: the running server of ``work_dir`` (or None) and whether it answers."""
+    state = read_state(work_dir)
+    return state, state is not None and _healthy(state.api_url)
+
+
+@contextlib.contextmanager
+def server_for_duration(work_dir: Path, prefect_home: Path) -> Iterator[str | None]:
+    """A Prefect API for the block: the configured one, the running persistent one, else a private
+    server started now and stopped when the block ends. Enter it before Prefect is imported (once
+    it is, its API is settled: the block then changes nothing and yields None)."""
+    running = read_state(work_dir)
+    configured = os.environ.get("PREFECT_API_URL") or (running.api_url if running else None)
+    if configured or "prefect" in sys.modules:
+        if configured:
+            os.environ["PREFECT_API_URL"] = configured
+        yield configured
+        return
+    process, api_url = start_private_server(Path(prefect_home) / "temporary-server.log", timeout=START_TIMEOUT)
+    os.environ["PREFECT_API_URL"] = api_url
+    try:
+        yield api_url
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)
+        drain_prefect_workers()  # before the server stops: no connection errors when the process exits
+        stop_private_server(process)
+
+
+def drain_prefect_workers() -> None:
+    """Send the logs and events Prefect still holds to its API now (if Prefect is in use)."""
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    with contextlib.suppress(RuntimeError):  # never started
+        APILogWorker.drain_all()
+    EventsWorker.drain_all()
+
+
+# --- the private per-command server --------------------------------------------------------------------
+
+def start_private_server(log: Path, *, timeout: float) -> tuple[subprocess.Popen[bytes], str]:
+    """The process Prefect's temporary server runs (no UI, no scheduler), tied to this process."""
+    for _ in range(3):  # the port may be taken between choosing and binding it
+        port = free_port()
+        env = _server_env({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"})
+        process = _spawn([sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
+                          "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+                         env, log, tied=True)
+        api_url = f"http://127.0.0.1:{port}/api"
+        try:
+            _wait_healthy(process, api_url, log, timeout)
+        except ServiceError:
+            if process.poll() is None:
+                raise
+            continue
+        return process, api_url
+    raise ServiceError("the temporary Prefect server could not start", path=log, hint=f"see the end of {log}")
+
+
+def stop_private_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop a private server (SIGTERM, SIGKILL after 5 s) and reap it."""
+    _terminate(process.pid, 5.0)
+
+
+class _BeforeImport(importlib.abc.MetaPathFinder):
+    """Runs ``action`` once, just before the first import of the top-level package ``name``."""
+
+    def __init__(self, name: str, action: Callable[[], None]) -> None:
+        self.name, self.action = name, action
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None,
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == self.name and self in sys.meta_path:
+            sys.meta_path.remove(self)  # once: the action may import the package itself
+            self.action()
+        return None  # the normal finders import it
+
+
+def private_server_on_demand(prefect_home: Path, *, hint: Callable[[str], None]) -> None:
+    """Give the first flow of this command a private Prefect API, unless one is configured.
+
+    Nothing starts now: when Prefect is first imported (the command is about to run a flow) a
+    private server starts, ``PREFECT_API_URL`` names it, and ``hint`` is called once with how to
+    avoid the wait. The server stops when this process exits, however it exits.
+    """
+    if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
+        return  # a configured API (or an embedding program's Prefect) is left alone
+
+    def start() -> None:  # in the thread importing Prefect: the main one, which lives as long as the command
+        if os.environ.get("PREFECT_API_URL"):
+            return  # set meanwhile (segbench demo starts a server for its duration)
+        hint(HINT)
+        timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", START_TIMEOUT))
+        process, api_url = start_private_server(Path(prefect_home) / "temporary-server.log", timeout=timeout)
+        os.environ["PREFECT_API_URL"] = api_url
+        import atexit
+
+        # Registered before Prefect's own exit hooks, so it runs after them (they flush logs to it).
+        atexit.register(stop_private_server, process)
+
+    sys.meta_path.insert(0, _BeforeImport("prefect", start))

@@ -1,0 +1,252 @@
+"""The Prefect API under segbench's commands, run as a user runs them (processes, signals):
+
+* ``segbench server start|stop|status`` keeps one persistent server that later commands use;
+* without one, a command that runs a flow starts a private server, says so once on stderr, and
+  leaves no process behind, even when it is killed with SIGKILL;
+* commands that only read local state never import Prefect;
+* Ctrl-C on a build stops it promptly with exit code 130 and how to resume, and the rerun resumes
+  to the bytes of an uninterrupted build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from segbench.annotation_ui.rounds import RoundStore
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.rounds import Round, RoundConfig, RoundItem
+
+pytestmark = pytest.mark.integration
+
+EPOCH = "1700000000"
+SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
+HINT = "segbench server start"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """A user's environment: no Prefect API configured, Prefect state under the command's work dir."""
+    env = {**os.environ, "COLUMNS": "200", "SOURCE_DATE_EPOCH": EPOCH, **extra}
+    for key in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
+        env.pop(key, None)
+    return env
+
+
+def _command(project: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "segbench", "--data-root", str(project / "data"), "--work-dir",
+            str(project / "work"), *args]
+
+
+def segbench(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_command(project, *args), env=_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _cgf1_inputs(folder: Path) -> list[str]:
+    from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+    (folder / "preds.json").write_text(json.dumps(HAND_PREDS))
+    return ["evaluate", "cgf1", "--gt", str(folder / "gt.json"), "--predictions", str(folder / "preds.json")]
+
+
+def _api(url: str, path: str, body: dict) -> object:
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+# --- the persistent server -------------------------------------------------------------------------
+
+def test_server_start_status_stop_and_commands_use_it(tmp_path):
+    project = tmp_path / "project"
+    down = segbench(project, "server", "status")
+    assert down.returncode == 0 and "down" in down.stdout and HINT in down.stdout
+
+    started = segbench(project, "server", "start")
+    assert started.returncode == 0, started.stderr
+    state = json.loads((project / "work" / "prefect-server" / "server.json").read_text())
+    url = f"http://127.0.0.1:{state['port']}"
+    assert f"started at {url}" in started.stdout
+    try:
+        again = segbench(project, "server", "start")
+        assert again.returncode == 0 and f"already running at {url}" in again.stdout
+        assert json.loads((project / "work" / "prefect-server" / "server.json").read_text()) == state
+        assert f"up at {url}" in segbench(project, "server", "status").stdout
+
+        evaluated = segbench(project, *_cgf1_inputs(tmp_path / "inputs"))
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert HINT not in evaluated.stderr, "a running server needs no hint"
+        assert _api(url + "/api", "/flow_runs/count", {}) >= 1, "the command's flow ran on the server"
+    finally:
+        stopped = segbench(project, "server", "stop")
+    assert stopped.returncode == 0 and f"{url} stopped" in stopped.stdout
+    assert not psutil.pid_exists(state["pid"]) or psutil.Process(state["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert "No Prefect server running" in segbench(project, "server", "stop").stdout
+    assert "down" in segbench(project, "server", "status").stdout
+
+
+def test_a_stale_or_reused_pid_in_the_state_file_is_no_server(tmp_path):
+    project = tmp_path / "project"
+    state = project / "work" / "prefect-server" / "server.json"
+    state.parent.mkdir(parents=True)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    # A process that ended, and a live one that is not the recorded server (its pid was reused).
+    for pid in (ended.pid, os.getpid()):
+        state.write_text(json.dumps({"pid": pid, "started": 1, "port": 1}))
+        assert "down" in segbench(project, "server", "status").stdout
+        assert "No Prefect server running" in segbench(project, "server", "stop").stdout
+    assert not state.exists(), "stop clears the stale record"
+
+
+# --- without a server -------------------------------------------------------------------------------
+
+def _descendants_while_running(process: subprocess.Popen[str], until: float) -> set[psutil.Process]:
+    """The command's descendants seen until one is a Prefect server process or ``until`` passes."""
+    seen: set[psutil.Process] = set()
+    parent = psutil.Process(process.pid)
+    while time.monotonic() < until and process.poll() is None:
+        with_children = parent.children(recursive=True)
+        seen.update(with_children)
+        if any("prefect.server" in " ".join(child.cmdline()) for child in with_children if child.is_running()):
+            return seen
+        time.sleep(0.05)
+    return seen
+
+
+def _survivors(processes: set[psutil.Process], grace: float = 10.0) -> list[psutil.Process]:
+    deadline = time.monotonic() + grace
+    while True:
+        alive = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def test_without_a_server_a_command_hints_once_and_leaves_no_process(tmp_path):
+    project = tmp_path / "project"
+    process = subprocess.Popen(_command(project, *_cgf1_inputs(tmp_path / "inputs")), env=_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = _descendants_while_running(process, time.monotonic() + 120)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert children, "the command started its private server"
+    assert stderr.count(HINT) == 1 and HINT not in stdout
+    assert _survivors(children) == []
+
+
+def test_no_child_outlives_a_command_killed_with_sigkill(tmp_path):
+    project = tmp_path / "project"
+    process = subprocess.Popen(_command(project, *_cgf1_inputs(tmp_path / "inputs")), env=_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children = _descendants_while_running(process, time.monotonic() + 120)
+    assert process.poll() is None and children, "killed while its private server runs"
+    process.kill()
+    process.wait()
+    assert _survivors(children) == []
+
+
+# --- local reads never import Prefect ---------------------------------------------------------------
+
+def _saved_round(data_root: Path) -> str:
+    now = "2026-01-01T00:00:00+00:00"
+    RoundStore(data_root / "rounds").save(Round(
+        key="local-1", kind="coco_cd_context_audit", dataset="coco_cd", dataset_version="0" * 64,
+        config=RoundConfig(label_config="coco_cd_context"), backend="files", created_at=now, updated_at=now,
+        items=[RoundItem(item_id="1", image="coco_cd/images/1.png", width=4, height=4)]))
+    return "local-1"
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ("rounds", "list"), ("rounds", "status"),
+                                  ("server", "status")], ids=" ".join)
+def test_local_commands_never_import_prefect(tmp_path, args):
+    project = tmp_path / "project"
+    if args == ("rounds", "status"):
+        args = (*args, _saved_round(project / "data"))
+    done = subprocess.run([sys.executable, "-X", "importtime", *_command(project, *args)[1:]], env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+    assert "segbench.cli" in imported  # the measurement works
+    assert not {name for name in imported if name.split(".")[0] == "prefect"}
+
+
+# --- Ctrl-C ---------------------------------------------------------------------------------------------
+
+BUILD = ("build", "coco-cd", "--val-per-group", "2", "--test-per-group", "3", "--shard-size", "1")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("world")
+    generate_demo_world(root, seed=1, group_sizes=SIZES)
+    return root
+
+
+def _contents(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_ctrl_c_stops_a_build_promptly_and_the_rerun_resumes_it(world, tmp_path):
+    sources = ("--coco-root", str(world), "--stuff-root", str(world))
+    reference = segbench(tmp_path / "reference", *BUILD, *sources)
+    assert reference.returncode == 0, reference.stderr
+
+    project = tmp_path / "project"
+    data = project / "data"
+    process = subprocess.Popen(_command(project, *BUILD, *sources), env=_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while len(list(data.glob(".coco_cd.*.partial/images/*.png"))) < 3:  # some render units finished
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no render unit finished"
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    interrupted = time.monotonic()
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stdout + stderr
+    assert time.monotonic() - interrupted < 30
+    assert "Traceback" not in stderr and "run the same command again to resume" in stderr
+    assert not (data / "coco_cd" / "manifest.json").exists()
+    assert list(data.glob(".coco_cd.*.partial")), "the resumable stage is kept"
+
+    resumed = segbench(project, *BUILD, *sources)
+    assert resumed.returncode == 0, resumed.stderr
+    assert " 0 reused" not in resumed.stdout, "the finished units are reused"
+    assert _contents(data / "coco_cd") == _contents(tmp_path / "reference" / "data" / "coco_cd")
+
+
+# --- a server for the duration of a command (segbench demo) ----------------------------------------------
+
+DURATION_SCRIPT = """
+import json, os, sys, urllib.request
+from pathlib import Path
+from segbench.prefect_server import server_for_duration
+with server_for_duration(Path(sys.argv[1]), Path(sys.argv[1]) / "prefect") as url:
+    with urllib.request.urlopen(url + "/health", timeout=10) as response:
+        print(json.dumps({"url": url, "env": os.environ["PREFECT_API_URL"], "health": response.status}))
+print(json.dumps({"after": os.environ.get("PREFECT_API_URL")}))
+"""
+
+
+def test_a_server_for_the_duration_of_a_command_is_stopped_afterwards(tmp_path):
+    process = subprocess.Popen([sys.executable, "-c", DURATION_SCRIPT, str(tmp_path / "work")], env=_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = _descendants_while_running(process, time.monotonic() + 120)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    during, after = (json.loads(line) for line in stdout.splitlines())
+    assert during["health"] == 200 and during["env"] == during["url"]
+    assert after == {"after": None}
+    assert children and _survivors(children, grace=0.5) == [], "stopped when the block ended, not later"
