@@ -19,7 +19,9 @@ from segbench.core.errors import InputError, OnError
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 
 TAXONOMY_VERSION = 1
-SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/-]*$"  # shown in label configs and used in category names
+# Shown in label configs and used in category names '<Super>-<Part>-<Subpart>': no hyphen, so the
+# name splits back; "/" joins alternatives kept as one category (Toes/Hoof).
+SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/]*$"
 
 
 # --- the language answer ---------------------------------------------------------------------------
@@ -72,6 +74,9 @@ class TaxonomyEdits(BaseModel):
     exclude: list[ExcludeRule] = Field(default_factory=list)
     rename: list[RenameRule] = Field(default_factory=list)
     add: list[AddRule] = Field(default_factory=list)
+    reference: dict[str, list[str]] | None = Field(
+        None, description="'<Super>-<Part>' → its final subparts, applied last; exhaustive (a part left out "
+                          "has none). Proposals matching a name are kept under it, the others removed")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TaxonomyEdits:
