@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
+
+class YesRule(str, Enum):
+    SUBSTRING = "substring"
+    WORD = "word"
+
 
 spin_app = typer.Typer(help="SPIN crowd annotation: create the rounds, import answers into resolved subpart masks.",
                        no_args_is_help=True)
@@ -198,6 +204,9 @@ def evaluate_spin_command(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
                                                                      "skipped.json."),
+    yes_rule: YesRule = typer.Option(YesRule.SUBSTRING, "--yes-rule", help="When an answer counts as yes: "
+                                     "'yes' anywhere in it (substring, the paper's rule: 'eyes' counts) or as a "
+                                     "whole word (word)."),
     force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate SPIN predictions: mIoU per level and abstention, SpCS-S2P/P2O, SeCS, and mACC of answers,
@@ -206,7 +215,8 @@ def evaluate_spin_command(
     Does nothing when the report is up to date with the ground truth, results and answers files.
 
     A results file is COCO results, [{image_id, category_id | gt_id, segmentation (RLE), score?,
-    prompt?: general|specific}], one prediction per ground-truth entity prompt.
+    prompt?: general|specific}]: one prediction per annotation (gt_id: scored instance by instance) or
+    per image and category (scored against the union of its annotations), per prompt.
     """
     from segbench.tasks.spin.inputs import prediction_files
 
@@ -226,7 +236,7 @@ def evaluate_spin_command(
 
     result = run_flow(ctx, evaluate_spin, repo=repo, rev=rev, predictions=files, out=out, split=split,
                       dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
-                      answers=answers, on_error=on_error, force=force)
+                      answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
     print_up_to_date(result, out)
     print_summary(result)
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")

@@ -345,4 +345,5 @@ class SpinEvaluation(PlanEvaluation):
     dataset: Literal["spin"]
     split: Literal["train", "val", "test"] = "test"
     answers: PlanPath | None = None
+    yes_rule: Literal["substring", "word"] = "substring"
     on_error: OnError = OnError.FAIL
