@@ -181,9 +181,20 @@ def print_build(summary: dict) -> None:
            for level, o in ((lv, overall[lv]) for lv in ("wholes", "parts", "subparts"))},
         "left out: no parts / over the cap": f"{sum(summary['counts']['without_parts'].values())} / "
                                              f"{summary['counts']['over_cap']}",
+        **_filter_rows(summary["counts"].get("filters")),
         "skipped records": summary["skipped"],
     }))
     console.out.print(build_status(summary))
+
+
+def _filter_rows(filters: dict[str, Any] | None) -> dict[str, Any]:
+    """The §8.3 filters' counts (absent from summaries of builds made before they were counted)."""
+    if not filters:
+        return {}
+    ambiguous = ", ".join(f"{name} {n}" for name, n in filters["ambiguous_part_annotations"].items())
+    over = ", ".join(f"{sup} {sum(by_split.values())}" for sup, by_split in filters["over_cap"].items()) or "none"
+    return {"ambiguous parts (annotations, no subparts)": ambiguous, "over the cap per super-category": over,
+            "kept images": filters["kept_images"]}
 
 
 def evaluate_spin_command(

@@ -35,7 +35,13 @@ from pycocotools import mask as mask_utils
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import rle_area, segmentation_to_rle
 from segbench.schemas.spin import ResolvedSubpart, Taxonomy
-from segbench.tasks.spin.partimagenet import SourceImage, imagenet_classes, part_categories, supercategories
+from segbench.tasks.spin.partimagenet import (
+    AMBIGUOUS_PARTS,
+    SourceImage,
+    imagenet_classes,
+    part_categories,
+    supercategories,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +66,39 @@ def _quotas(sizes: Mapping[str, int], cap: int) -> dict[str, int]:
     return quotas
 
 
+def decomposable_part_count(image: SourceImage) -> int:
+    """Distinct parts of the image from SPIN's part taxonomy (the ambiguous part classes left out)."""
+    return len({p.category.id for p in image.parts if p.category.spin_category not in AMBIGUOUS_PARTS})
+
+
+def filter_counts(source_images: Mapping[int, SourceImage], without_parts: Mapping[str, int],
+                  kept: Iterable[int]) -> dict[str, Any]:
+    """What each §8.3 filter did, in order: background-only images removed, ambiguous part classes
+    excluded from the subpart taxonomy (annotations of the kept images), images over the cap per
+    super-category and split, and what is left."""
+    kept = set(kept)
+    over: dict[str, dict[str, int]] = {}
+    for image in source_images.values():
+        if image.image_id not in kept:
+            by_split = over.setdefault(image.supercategory, {})
+            by_split[image.split] = by_split.get(image.split, 0) + 1
+    ambiguous = {name: 0 for name in AMBIGUOUS_PARTS}
+    for image_id in kept:
+        for part in source_images[image_id].parts:
+            if part.category.spin_category in ambiguous:
+                ambiguous[part.category.spin_category] += 1
+    return {"background_only_images": dict(without_parts), "background_only_total": sum(without_parts.values()),
+            "ambiguous_part_annotations": ambiguous,
+            "over_cap": {sup: dict(sorted(v.items())) for sup, v in sorted(over.items())},
+            "over_cap_total": len(source_images) - len(kept), "kept_images": len(kept)}
+
+
 def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list[int]:
     """The image ids kept under the per-super-category cap, sorted.
 
     SPIN samples each capped super-category stratified by split (so the train / val / test shares
-    stay PartImageNet's) and prefers images with more distinct parts (seed, supplementary 8.3).
+    stay PartImageNet's) and prefers images with more distinct parts of the part taxonomy, the
+    ambiguous part classes not counted (seed, supplementary 8.3).
     Among images with equally many parts the order is a shuffle seeded by ``seed``, the
     super-category and the split, so adding a super-category never changes another's choice.
     """
@@ -80,7 +114,7 @@ def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list
         for split, quota in sorted(_quotas(sizes, cap).items()):
             members = sorted(by_split[split], key=lambda i: i.image_id)
             random.Random(f"{seed}:{supercategory}:{split}").shuffle(members)
-            members.sort(key=lambda i: -len({p.category.id for p in i.parts}))  # stable: keeps the shuffle
+            members.sort(key=lambda i: -decomposable_part_count(i))  # stable: keeps the shuffle
             kept += [image.image_id for image in members[:quota]]
     return sorted(kept)
 
