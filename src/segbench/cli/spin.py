@@ -92,9 +92,13 @@ def rounds_command(
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
     seed: int = typer.Option(None, "--seed", help="Seed of the capped selection (default: 0, as build spin)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
+    supercategory: list[str] = typer.Option(None, "--supercategory", help="Only this super-category's rounds "
+                                            "(repeatable): one batch at a time, as the paper's phased rollout."),
 ) -> None:
-    """Create the annotation rounds: one per (super-category, part), one task per image–object–part
-    showing the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first)."""
+    """Create the annotation rounds: per (super-category, part), one task per image–object–part showing
+    the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first). A part with
+    more than 8 subparts gets several rounds (pages, keyed -p1, -p2, ...) so its labels stay beside the
+    image."""
     from segbench.flows.spin.build import source_version, spin_paths, spin_round_items
     from segbench.flows.spin.crowd import create_spin_rounds
     from segbench.locking import command_lock
@@ -104,7 +108,9 @@ def rounds_command(
     params = SpinBuildParams(**{k: v for k, v in {"cap_per_supercategory": cap, "seed": seed}.items()
                                 if v is not None})
     with command_lock(ctx):
-        items = [item for group in spin_round_items(partimagenet, data_root, params).values() for item in group]
+        groups = spin_round_items(partimagenet, data_root, params)
+        chosen = _supercategories(supercategory, {obj for obj, _ in groups})
+        items = [item for (obj, _), group in groups.items() if obj in chosen for item in group]
         version = source_version(partimagenet, spin_paths(data_root)["taxonomy"])
         rounds = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
                                     overlap=overlap, overwrite=overwrite)
@@ -114,6 +120,18 @@ def rounds_command(
     console.out.print(f"Task overlays: {display_path(data_root / 'spin' / 'tasks')}")
     console.out.print("Next: segbench rounds launch KEY for each round, then segbench rounds ingest KEY "
                       "(ingest imports the subpart answers).")
+
+
+def _supercategories(wanted: list[str] | None, present: set[str]) -> set[str]:
+    """The super-categories to create rounds for (all present ones by default)."""
+    from segbench.tasks.spin.partimagenet import supercategories
+
+    if not wanted:
+        return present
+    unknown = [w for w in wanted if w not in supercategories()]
+    if unknown:
+        raise InputError(f"unknown super-category {unknown[0]!r}", hint=f"one of {', '.join(supercategories())}")
+    return set(wanted)
 
 
 @spin_app.command("import")
