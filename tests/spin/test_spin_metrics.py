@@ -12,15 +12,13 @@ from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnEr
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.inputs import read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import (
-    Answer,
     Prediction,
     SpinAccumulator,
     containment,
     entailed_pixels,
     label_map,
-    recognition_accuracy,
-    says_yes,
 )
+from segbench.tasks.spin.recognition import Answer, recognition_accuracy, says_yes
 
 FAIL = ImportPolicy()
 

@@ -76,6 +76,9 @@ def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
         "parts": counts["parts"], "subparts (object-specific)": f"{counts['subparts']} ({counts['object_specific']})",
         "proposed / removed by edits": f"{counts['proposed']} / {counts['removed']}",
         "provider": f"{provider.name} ({provider.model})",
+        **({"proposer vs reference (recall / precision)":
+            f"{_pct(counts['proposer_recall'])}% / {_pct(counts['proposer_precision'])}% of "
+            f"{counts['reference_subparts']}"} if "proposer_recall" in counts else {}),
         "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
         "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
     console.out.print(build_status(result))

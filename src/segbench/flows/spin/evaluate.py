@@ -47,15 +47,14 @@ from segbench.tasks.spin.inputs import (
     read_predictions,
 )
 from segbench.tasks.spin.metrics import (
-    DEFAULT_YES_RULE,
     LEVELS,
     PROMPTS,
     Hierarchy,
     ImageTruth,
     Prediction,
     SpinAccumulator,
-    recognition_accuracy,
 )
+from segbench.tasks.spin.recognition import DEFAULT_YES_RULE, recognition_accuracy
 from segbench.tasks.spin.report import write_report
 
 if TYPE_CHECKING:

@@ -30,16 +30,14 @@ from segbench.core.masks import segmentation_to_rle
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.metrics import (
     DEFAULT_SCORE,
-    DEFAULT_YES_RULE,
     LEVELS,
     PROMPTS,
-    Answer,
     Hierarchy,
     ImageTruth,
     Instance,
     Prediction,
-    says_yes,
 )
+from segbench.tasks.spin.recognition import DEFAULT_YES_RULE, Answer, says_yes
 
 PARENT_LEVEL = {"parts": "wholes", "subparts": "parts"}
 
@@ -347,7 +345,7 @@ def prediction_files(directory: str | Path, split: str) -> dict[str, Path]:
 def read_answers(path: str | Path, truth: SpinTruth, policy: ImportPolicy, yes_rule: str = DEFAULT_YES_RULE
                  ) -> list[Answer]:
     """Validated recognition answers. The truth is ``truth`` when given, else "yes" iff the entity exists;
-    the answer is read by ``yes_rule`` (:func:`~segbench.tasks.spin.metrics.says_yes`)."""
+    the answer is read by ``yes_rule`` (:func:`~segbench.tasks.spin.recognition.says_yes`)."""
     path = Path(path)
     entries = read_json(path)
     if not isinstance(entries, list):

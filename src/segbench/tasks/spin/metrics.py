@@ -31,7 +31,7 @@ Definitions (what the seed leaves open is decided here and marked "choice"):
                super-category, whether the whole is the super-category or one of its ImageNet classes). SeCS = Σ M / |X| pooled over the pixels of all images ("mean of M(x) across
                all x ∈ X"). In the specific label space a subpart that the taxonomy restricts to some
                object classes is entailed only on images of those classes.
-    mACC       recognition answers: accuracy per category, mean over the level's categories.
+    mACC       recognition answers: see :mod:`segbench.tasks.spin.recognition`.
 
 Arrays: masks are ``bool`` of shape (H, W) (pycocotools decodes Fortran-ordered; kept so); label maps
 are ``int32`` (H, W), -1 = background, else a category id (SPIN's whole and part ids start at 0).
@@ -40,7 +40,6 @@ Metrics never mutate their inputs and never print.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -56,7 +55,7 @@ RELATIONS = {"s2p": ("subparts", "parts"), "p2o": ("parts", "wholes")}  # child 
 DEFAULT_SCORE = 1.0
 
 # seg stats: intersection, union, entities, abstained, sum of entity IoUs, unprompted predictions
-_SEG, _SPATIAL, _SEMANTIC, _ANSWERS = 6, 4, 3, 3
+_SEG, _SPATIAL, _SEMANTIC = 6, 4, 3
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def entailed_pixels(
     return int(x.sum()), int(ok.sum())
 
 
-def _add(table: dict[Any, list[float]], key: Any, values: Sequence[float], width: int) -> None:
+def add_row(table: dict[Any, list[float]], key: Any, values: Sequence[float], width: int) -> None:
     row = table.setdefault(key, [0.0] * width)
     for i, v in enumerate(values):
         row[i] += v
@@ -198,7 +197,7 @@ class SpinAccumulator:
         for mine, theirs, width in ((self.seg, other.seg, _SEG), (self.spatial, other.spatial, _SPATIAL),
                                     (self.semantic, other.semantic, _SEMANTIC)):
             for key, values in theirs.items():
-                _add(mine, key, values, width)
+                add_row(mine, key, values, width)
         return self
 
     def update(self, image: ImageTruth, predictions: Sequence[Prediction], hierarchy: Hierarchy,
@@ -223,21 +222,21 @@ class SpinAccumulator:
             inter = 0 if abstained else int(np.count_nonzero(gt & pred))
             union = int(np.count_nonzero(gt)) if abstained else int(np.count_nonzero(gt | pred))
             if union:
-                _add(self.seg, (prompt, level, cat), [inter, union, 1, abstained, inter / union, 0], _SEG)
+                add_row(self.seg, (prompt, level, cat), [inter, union, 1, abstained, inter / union, 0], _SEG)
         for (level, cat), (_, mask) in answered.union.items():
             if cat not in answered.image.entities.get(level, {}):
-                _add(self.seg, (prompt, level, cat), [0, int(np.count_nonzero(mask)), 0, 0, 0, 1], _SEG)
+                add_row(self.seg, (prompt, level, cat), [0, int(np.count_nonzero(mask)), 0, 0, 0, 1], _SEG)
 
     def _spatial(self, prompt: str, image: ImageTruth, answered: _Answered) -> None:
         for relation, (child_level, parent_level) in RELATIONS.items():
             for child, parent in answered.pairs(child_level, parent_level):
                 key = (prompt, relation, image.supercategory)
                 if child is None or not child.any():
-                    _add(self.spatial, key, [0, 0, 1, 0], _SPATIAL)
+                    add_row(self.spatial, key, [0, 0, 1, 0], _SPATIAL)
                 elif parent is None or not parent.any():
-                    _add(self.spatial, key, [0, 0, 0, 1], _SPATIAL)
+                    add_row(self.spatial, key, [0, 0, 0, 1], _SPATIAL)
                 else:
-                    _add(self.spatial, key, [containment(child, parent), 1, 0, 0], _SPATIAL)
+                    add_row(self.spatial, key, [containment(child, parent), 1, 0, 0], _SPATIAL)
 
     def _semantic(self, prompt: str, image: ImageTruth, masks: Sequence[tuple[str, int, float, np.ndarray]],
                   hierarchy: Hierarchy, shape: tuple[int, int]) -> None:
@@ -250,7 +249,7 @@ class SpinAccumulator:
                 allowed[sub] = image.object_class in classes
         pixels, entailed = entailed_pixels(*maps, hierarchy, allowed)
         if pixels:
-            _add(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
+            add_row(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
 
     def summarize(self, hierarchy: Hierarchy) -> dict[str, Any]:
         """The metrics per prompt kind: ``{"num_images", "prompts": {prompt: {...}}}`` (see the report)."""
@@ -391,59 +390,3 @@ def _level_summary(rows: Mapping[int, list[float]], names: Mapping[int, str]) ->
         "unprompted_predictions": int(sum(rows[c][5] for c in rows)),
         "categories": categories,
     }
-
-
-# ---- recognition (Section 5.3) ------------------------------------------------------------------------
-
-_YES_WORD = re.compile(r"\byes\b", re.IGNORECASE)
-YES_RULES = ("substring", "word")
-DEFAULT_YES_RULE = "substring"
-
-
-def says_yes(answer: str, rule: str = DEFAULT_YES_RULE) -> bool:
-    """Whether a recognition answer counts as "yes".
-
-    ``substring`` is the seed's rule (Sec. 5.3: "yes" appears in the model's output, in any case), so
-    "those are eyes" is a yes; ``word`` asks for "yes" as a whole word.
-    """
-    if rule == "word":
-        return bool(_YES_WORD.search(answer))
-    if rule == "substring":
-        return "yes" in answer.lower()
-    raise ValueError(f"unknown yes rule {rule!r}; choose one of {', '.join(YES_RULES)}")
-
-
-class Answer(NamedTuple):
-    """One validated recognition answer."""
-
-    level: str
-    category_id: int
-    prompt: str
-    answer: bool
-    truth: bool
-
-
-def recognition_accuracy(answers: Iterable[Answer], hierarchy: Hierarchy) -> dict[str, Any]:
-    """mACC per prompt kind and level: accuracy per category, averaged over categories.
-
-    Returns ``{prompt: {level: {"macc", "accuracy", "answers", "yes_rate", "categories": [...]}}}``; the
-    yes rate shows a model that answers yes to everything.
-    """
-    table: dict[tuple[str, str, int], list[float]] = {}
-    for a in answers:
-        _add(table, (a.prompt, a.level, a.category_id), [a.answer == a.truth, 1, a.answer], _ANSWERS)
-    out: dict[str, Any] = {}
-    for prompt in PROMPTS:
-        levels = {}
-        for level in LEVELS:
-            rows = {cat: v for (p, lv, cat), v in table.items() if p == prompt and lv == level}
-            if not rows:
-                continue
-            cats = [{"id": cat, "name": hierarchy.names[level][cat], "accuracy": rows[cat][0] / rows[cat][1],
-                     "answers": int(rows[cat][1])} for cat in sorted(rows)]
-            correct, total, yes = (sum(v[i] for v in rows.values()) for i in range(_ANSWERS))
-            levels[level] = {"macc": sum(c["accuracy"] for c in cats) / len(cats), "accuracy": correct / total,
-                             "answers": int(total), "yes_rate": yes / total, "categories": cats}
-        if levels:
-            out[prompt] = levels
-    return out
