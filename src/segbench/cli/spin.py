@@ -77,8 +77,9 @@ def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
         "proposed / removed by edits": f"{counts['proposed']} / {counts['removed']}",
         "provider": f"{provider.name} ({provider.model})",
         **({"proposer vs reference (recall / precision)":
-            f"{_pct(counts['proposer_recall'])}% / {_pct(counts['proposer_precision'])}% of "
-            f"{counts['reference_subparts']}"} if "proposer_recall" in counts else {}),
+            f"{_share(counts['proposer_matched_reference'], counts['reference_subparts'])} / "
+            f"{_share(counts['proposer_matched_proposals'], counts['proposed'])} of {counts['reference_subparts']}"}
+           if "reference_subparts" in counts else {}),
         "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
         "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
     console.out.print(build_status(result))
@@ -293,6 +294,10 @@ def print_summary(result: dict[str, Any]) -> None:
             for prompt, by_level in recognition.items()]))
     if summary.get("skipped"):
         console.out.print(f"Skipped items: {summary['skipped']['count']} (see skipped.json)")
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{_pct(part / whole if whole else None)}%"
 
 
 def _pct(value: float | None) -> str:

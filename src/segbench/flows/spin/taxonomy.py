@@ -138,6 +138,7 @@ def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: 
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
     if outcome.scores is not None:
         total = st.total_score(outcome.scores)
-        counts |= {"reference_subparts": total.reference, "proposer_recall": total.recall,
-                   "proposer_precision": total.precision}
+        # Whole numbers: the manifest writes floats rounded, and an up-to-date run reads its counts back.
+        counts |= {"reference_subparts": total.reference, "proposer_matched_reference": total.matched_reference,
+                   "proposer_matched_proposals": total.matched_proposals}
     return taxonomy, counts, outcome.scores
