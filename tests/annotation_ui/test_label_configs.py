@@ -75,6 +75,25 @@ def test_spin_subparts_asks_per_subpart_and_offers_one_polygon_label_each():
     assert [label.get("value") for label in polygons] == ["eye", "left ear"]
 
 
+def test_spin_subparts_puts_the_labels_beside_the_image_and_pages_big_parts():
+    names = [f"part {i}" for i in range(8)]
+    root = ET.fromstring(render_label_config("spin_subparts", object="Car", part="Body", subparts=names,
+                                             page=2, pages=3))
+    row = root.find("View")
+    image_column, side_column = row.findall("View")
+    assert "display: flex" in row.get("style") and image_column.find("Image").get("zoom") == "true"
+    side = list(side_column.iter())
+    labels = next(i for i, el in enumerate(side) if el.tag == "PolygonLabels")
+    first_question = next(i for i, el in enumerate(side) if el.tag == "Choices" and el.get("name") == "has_part_0")
+    assert labels < first_question  # the labels come first in the side column, not below eight questions
+    assert "Subparts, page 2 of 3" in [h.get("value") for h in root.iter("Header")]
+    assert len({label.get("background") for label in root.iter("Label")}) == 8  # eight distinct colours
+    with pytest.raises(InputError, match="9 subparts on one page"):
+        render_label_config("spin_subparts", object="Car", part="Body", subparts=[*names, "extra"])
+    with pytest.raises(InputError, match="not a page number"):
+        render_label_config("spin_subparts", object="Car", part="Body", subparts=names, page=4, pages=3)
+
+
 def test_vocab_adjudication_adds_none_and_default_relations():
     root = ET.fromstring(render("vocab_adjudication", categories=["cat", "dog"]))
     assert {t.get("name"): t.get("value") for t in root.iter("Text")} == {"description": "$description"}

@@ -22,11 +22,11 @@ def _rect(x0, y0, x1, y1):
     return [[x0, y0, x1, y0, x1, y1, x0, y1]]
 
 
-def make_root(tmp_path, splits):
+def make_root(tmp_path, splits, categories=CATEGORIES):
     """``splits``: split → (images, annotations); writes a JPEG for every image."""
     for split, (images, anns) in splits.items():
         write_json(tmp_path / "annotations" / f"{split}.json",
-                   {"images": images, "annotations": anns, "categories": CATEGORIES})
+                   {"images": images, "annotations": anns, "categories": categories})
         for img in images:
             path = tmp_path / "images" / split / img["file_name"]
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,6 +70,33 @@ def test_reads_classes_supercategories_spin_part_names_and_object_union(root):
     parts = [rle_to_bitmap(p.rle).astype(bool) for p in cab.parts]
     assert np.array_equal(union, parts[0] | parts[1])
     assert int(rle_area([cab.object_rle])[0]) == sum(p.area for p in cab.parts)  # disjoint parts
+
+
+def test_an_image_with_only_the_background_annotated_is_left_out_and_counted(tmp_path):
+    background = {"id": 40, "name": "Background", "supercategory": "Background"}
+    root = make_root(tmp_path, {"train": ([image(1), image(2, "n02930766_2")],
+                                          [part(10, 1, 24), part(11, 1, 40), part(12, 2, 40)]),
+                                "val": ([], []), "test": ([], [])}, categories=[*CATEGORIES, background])
+    source = read_partimagenet(root, policy=ImportPolicy())
+    assert sorted(source.images) == [1] and source.without_parts == {"train": 1, "val": 0, "test": 0}
+    assert [p.ann_id for p in source.images[1].parts] == [10]  # the background is no part
+
+
+def test_the_cap_prefers_images_with_more_parts_of_the_part_taxonomy(tmp_path):
+    from segbench.tasks.spin.dataset import filter_counts, select_images
+
+    # Three quadrupeds (n02419796 antelope): head+torso, head+tail (the tail is ambiguous), head only.
+    images = [image(1, "n02419796_1"), image(2, "n02419796_2"), image(3, "n02419796_3")]
+    anns = [part(10, 1, 0), part(11, 1, 1), part(12, 2, 0), part(13, 2, 3), part(14, 3, 0)]
+    source = read_partimagenet(make_root(tmp_path, {"train": (images, anns), "val": ([], []), "test": ([], [])}),
+                               policy=ImportPolicy())
+    for seed in range(5):
+        kept = select_images(source.images.values(), cap=1, seed=seed)
+        assert kept == [1]  # two taxonomy parts; image 2's tail does not count, so it ties with image 3
+    counts = filter_counts(source.images, source.without_parts, [1, 2])
+    assert counts["ambiguous_part_annotations"]["Quadruped-Tail"] == 1 and counts["over_cap"] == {
+        "Quadruped": {"train": 1}}
+    assert (counts["over_cap_total"], counts["kept_images"], counts["background_only_total"]) == (1, 2, 0)
 
 
 def test_unknown_wnid_keeps_the_wnid_and_takes_the_parts_supercategory(tmp_path):

@@ -18,9 +18,16 @@ def test_spin_from_taxonomy_to_dataset_through_the_command_line(tmp_path):
     world = generate_demo_spin(tmp_path / "source", seed=0)
     data = tmp_path / "data"
 
-    assert "SPIN taxonomy" in run(tmp_path, "build", "spin-taxonomy").output
+    taxonomy = run(tmp_path, "build", "spin-taxonomy").output
+    assert "SPIN taxonomy" in taxonomy and "24.14% / 12.25% of 203" in taxonomy  # WordNet against §8.2
     created = run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "s", "--backend", "files")
     assert "SPIN rounds" in created.output
+    batch = run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "b", "--backend", "files",
+                "--supercategory", "Car")
+    car = sorted(p.stem for p in (data / "rounds").glob("b-*.json"))
+    assert car == ["b-car-body-p1", "b-car-body-p2", "b-car-body-p3", "b-car-side_mirror", "b-car-tire"], batch.output
+    assert "unknown super-category 'Cars'" in str(run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root),
+                                                      "--key", "c", "--supercategory", "Cars", code=1).exception)
     key = sorted(p.stem for p in (data / "rounds").glob("s-*.json"))[0]
     assert "Round launched" in run(tmp_path, "rounds", "launch", key).output
 

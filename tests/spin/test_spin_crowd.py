@@ -140,6 +140,40 @@ def test_one_round_per_part_with_subparts_per_class():
     assert [i.data["subparts"] for i in round_.items] == [["Back", "Shell"], ["Back"]]
 
 
+def _paper_taxonomy() -> Taxonomy:
+    from segbench.tasks.spin import taxonomy as st
+
+    catalog = st.load_catalog()
+    parts = st.apply_edits(catalog, {}, "none", st.load_edits(st.default_edits_path(), catalog)[0]).parts
+    return st.build_taxonomy(parts, provider="p", model="m", edits_file="e", edits_sha256="0" * 64)
+
+
+def test_a_big_part_is_split_over_pages_of_at_most_eight_subparts():
+    from segbench.annotation_ui.kinds import round_kind
+
+    assert [len(p) for p in sc.subpart_pages([str(i) for i in range(23)])] == [8, 8, 7]
+    assert [len(p) for p in sc.subpart_pages([str(i) for i in range(9)])] == [5, 4]
+    assert sc.subpart_pages(["a"]) == [["a"]] and sc.subpart_pages([]) == []
+    data = {"image_id": 1, "part_ann_id": 7, "object": "Car", "part": "Body", "object_class": "cab"}
+    item = RoundItem(item_id="i1", image="spin/tasks/i1.png", width=W, height=H, data=data)
+    mirror = RoundItem(item_id="i2", image="spin/tasks/i2.png", width=W, height=H,
+                       data={**data, "part_ann_id": 8, "part": "Side Mirror"})
+    rounds = spin_rounds([item, mirror], _paper_taxonomy(), key_prefix="spin", dataset_version="v",
+                         backend="files", now="t")
+    assert [r.key for r in rounds] == ["spin-car-body-p1", "spin-car-body-p2", "spin-car-body-p3",
+                                       "spin-car-side_mirror"]
+    body = rounds[:3]
+    assert [len(r.config.params["subparts"]) for r in body] == [8, 8, 7]
+    assert sorted(n for r in body for n in r.config.params["subparts"]) == sorted(
+        s.name for s in _paper_taxonomy().part("Car", "Body").subparts)
+    assert [(r.config.params["page"], r.config.params["pages"]) for r in body] == [(1, 3), (2, 3), (3, 3)]
+    assert all(i.data["subparts"] == r.config.params["subparts"] for r in body for i in r.items)
+    assert "page" not in rounds[3].config.params
+    label_config = round_kind(sc.KIND).label_config
+    for round_ in rounds:  # every page renders, its labels listed beside the image
+        label_config.render(**round_.config.params)
+
+
 def test_unknown_part_in_items_is_an_input_error():
     item = _items()[0].model_copy(update={"data": {**_items()[0].data, "part": "Wing"}})
     with pytest.raises(InputError, match="no part Reptile-Wing"):

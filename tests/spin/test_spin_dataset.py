@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
+from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from segbench.core.errors import AnnotationError, ImportPolicy, OnError
@@ -13,6 +15,7 @@ from segbench.core.io import write_json
 from segbench.demo.spin.world import demo_taxonomy, generate_demo_spin, read_truth, truth_resolved
 from segbench.schemas.spin import ResolvedSubpart
 from segbench.tasks.spin.dataset import (
+    BACKGROUND,
     coco_name,
     select_images,
     spin_cocos,
@@ -68,7 +71,14 @@ def test_hierarchy_ids_parents_category_names_and_splits(world, tmp_path):
         for ann in levels["subparts"]["annotations"]:
             assert parts[ann["parent_id"]]["image_id"] == ann["image_id"]
         names = {level: {c["id"]: c["name"] for c in levels[level]["categories"]} for level in levels}
-        assert names["wholes"][6] == "Car" and len(names["wholes"]) == 11
+        # Wholes are the 158 ImageNet classes, each with its super-category (both granularities).
+        cab = next(c for c in levels["wholes"]["categories"] if c["wnid"] == "n02930766")
+        assert (cab["name"], cab["supercategory"], cab["supercategory_id"]) == ("cab", "Car", 6)
+        assert len(names["wholes"]) == 158 and levels["wholes"]["supercategories"][6] == {"id": 6, "name": "Car"}
+        for ann in wholes.values():
+            image = next(i for i in levels["wholes"]["images"] if i["id"] == ann["image_id"])
+            category = levels["wholes"]["categories"][ann["category_id"]]
+            assert category["wnid"] == image["wnid"] and ann["supercategory_id"] == category["supercategory_id"]
         assert names["parts"][1] == "Quadruped-Torso" and names["parts"][25] == "Car-Tire" and len(names["parts"]) == 40
         sub_names = list(names["subparts"].values())
         assert sub_names == sorted(sub_names) and min(names["subparts"]) == 1
@@ -120,3 +130,51 @@ def test_repeated_record_and_records_outside_the_selection(world):
     assert [a["id"] for a in subparts] == list(range(1, len(subparts) + 1))
     assert json.dumps(subparts) == json.dumps(
         subpart_annotations(list(reversed(resolved)), selection, categories, policy=ImportPolicy(), path="r")[0])
+
+
+def rasterise_like_spin_api(coco: COCO, image_id: int, background: int) -> np.ndarray:
+    """spin-api's ``rasterize_coco_segmentations``: one uint8 map, later annotations painted over earlier."""
+    info = coco.loadImgs(image_id)[0]
+    out = np.full((info["height"], info["width"]), background, dtype=np.uint8)
+    for ann in coco.loadAnns(coco.getAnnIds(imgIds=image_id)):
+        out[mask_utils.decode(ann["segmentation"]) > 0] = ann["category_id"]
+    return out
+
+
+def test_spin_api_rasterises_every_level_into_8_bit_maps_with_its_background_ids(world, tmp_path):
+    from segbench.tasks.spin import taxonomy as st
+
+    source, resolved = world
+    paper = st.apply_edits(st.load_catalog(), {}, "none", st.load_edits(st.default_edits_path(), st.load_catalog())[0])
+    categories = subpart_categories(st.build_taxonomy(paper.parts, provider="p", model="m", edits_file="e",
+                                                      edits_sha256="0" * 64))
+    assert len(categories) == 203 and max(c.id for c in categories) == 203
+    demo = subpart_categories(demo_taxonomy())
+    subparts, _ = subpart_annotations(resolved, source.images, demo, policy=ImportPolicy(), path="r")
+    # The paper's 203 categories declared, the demo's records renumbered into them by name.
+    by_name = {c.name: c.id for c in categories}
+    demo_name = {c.id: c.name for c in demo}
+    subparts = [a | {"category_id": by_name[demo_name[a["category_id"]]]} for a in subparts]
+    cocos = spin_cocos(source.images, subparts, categories)
+    for split, levels in cocos.items():
+        loaded = {level: COCO(str(write_json(tmp_path / coco_name(split, level), coco)))
+                  for level, coco in levels.items()}
+        for level, background in BACKGROUND.items():
+            ids = {c["id"] for c in levels[level]["categories"]}
+            assert background not in ids and max(ids) <= 255
+            for image_id in loaded["subparts"].getImgIds():
+                raster = rasterise_like_spin_api(loaded[level], image_id, background)
+                painted = set(np.unique(raster).tolist()) - {background}
+                anns = loaded[level].loadAnns(loaded[level].getAnnIds(imgIds=image_id))
+                assert painted <= {a["category_id"] for a in anns} and (painted or not anns)
+
+
+def test_a_taxonomy_too_big_for_8_bit_maps_is_refused():
+    from segbench.core.errors import InputError
+    from segbench.schemas.spin import Taxonomy
+
+    taxonomy = demo_taxonomy().model_dump()
+    head = next(p for p in taxonomy["parts"] if p["part"] == "Head")
+    head["subparts"] = [dict(head["subparts"][0], name=f"Spot {i}", category=f"X-Head-Spot {i}") for i in range(300)]
+    with pytest.raises(InputError, match="8-bit"):
+        subpart_categories(Taxonomy.model_validate(taxonomy))

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.spin_eval_data import box, gt_mask, perfect_predictions, rle, write_dataset
+from support.spin_eval_data import TWO_QUADRUPEDS, box, gt_mask, perfect_predictions, rle, write_dataset
 from typer.testing import CliRunner
 
 from segbench.cli import app
@@ -151,3 +151,79 @@ def test_rev_evaluates_a_published_version(project, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["evaluated"]["rev"] == first.commit
     assert metrics["metrics"]["prompts"]["general"]["levels"]["subparts"]["miou"] == 1.0
+
+
+def _write_levels(folder: Path, predictions: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for level, entries in predictions.items():
+        (folder / f"spin_test_{level}_results.json").write_text(json.dumps(entries))
+    return folder
+
+
+def test_two_instances_of_a_category_in_one_image_are_scored_one_by_one(tmp_path):
+    project = tmp_path / "project"
+    write_dataset(project / "data" / "spin", boxes=TWO_QUADRUPEDS)
+    preds = _write_levels(tmp_path / "preds", perfect_predictions(boxes=TWO_QUADRUPEDS, by_gt_id=True))
+    out = tmp_path / "report"
+    result = _invoke("--predictions", str(preds), "--repo", str(project), "--dataset-dir", "data/spin",
+                     "--out", str(out))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    general = json.loads((out / "metrics.json").read_text())["metrics"]["prompts"]["general"]
+    assert {lv: general["levels"][lv]["miou"] for lv in general["levels"]} == {
+        "wholes": 1.0, "parts": 1.0, "subparts": 1.0}
+    assert general["levels"]["parts"]["entities"] == 3  # two Quadruped Heads and the Bird's
+    assert general["spcs"]["mean"] == 1.0 and general["secs"]["score"] == 1.0
+
+    # Only one of the two Eyes predicted: the other is an abstention, not a second chance for the first.
+    half = perfect_predictions(boxes=TWO_QUADRUPEDS, by_gt_id=True)
+    half["subparts"] = [p for p in half["subparts"] if p["gt_id"] != 1003]
+    _write_levels(tmp_path / "half", half)
+    result = _invoke("--predictions", str(tmp_path / "half"), "--repo", str(project), "--dataset-dir", "data/spin",
+                     "--out", str(tmp_path / "half-report"))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((tmp_path / "half-report" / "metrics.json").read_text())["metrics"]
+    subparts = metrics["prompts"]["general"]["levels"]["subparts"]
+    assert subparts["abstained"] == 1 and subparts["entities"] == 3
+
+
+def test_a_category_union_still_answers_both_instances(tmp_path):
+    project = tmp_path / "project"
+    write_dataset(project / "data" / "spin", boxes=TWO_QUADRUPEDS)
+    union = {level: [] for level in ("wholes", "parts", "subparts")}
+    for level, image_id, cat, _, _ in TWO_QUADRUPEDS.values():  # one mask per (image, category)
+        if not any((e["image_id"], e["category_id"]) == (image_id, cat) for e in union[level]):
+            union[level].append({"image_id": image_id, "category_id": cat, "score": 0.9,
+                                 "segmentation": rle(_mask_of(level, (image_id, cat)))})
+    preds = _write_levels(tmp_path / "preds", union)
+    result = _invoke("--predictions", str(preds), "--repo", str(project), "--dataset-dir", "data/spin",
+                     "--out", str(tmp_path / "report"))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    general = json.loads((tmp_path / "report" / "metrics.json").read_text())["metrics"]
+    general = general["prompts"]["general"]
+    assert general["levels"]["parts"]["entities"] == 2 and general["levels"]["parts"]["miou"] == 1.0
+    assert general["secs"]["score"] == 1.0
+
+
+def _mask_of(level, key):
+    """The union of the ground-truth boxes of (image, category) at ``level``."""
+    out = box(0, 0, 0, 0)
+    for lv, image_id, cat, _, bounds in TWO_QUADRUPEDS.values():
+        if (lv, image_id, cat) == (level, *key):
+            out = out | box(*bounds)
+    return out
+
+
+@pytest.mark.parametrize(("rule", "macc"), [("substring", 0.5), ("word", 1.0)])
+def test_yes_rule_decides_whether_eyes_is_a_yes(project, tmp_path, rule, macc):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps([
+        {"image_id": 10, "category_id": 1, "level": "subparts", "answer": "Yes."},  # the Eye is there
+        {"image_id": 10, "category_id": 3, "level": "subparts", "answer": "No, I see its eyes."},  # no Beak
+    ]))
+    out = tmp_path / rule
+    result = _invoke("--answers", str(answers), "--yes-rule", rule, "--repo", str(project), "--dataset-dir",
+                     "data/spin", "--out", str(out))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["metrics"]["recognition"]["general"]["subparts"]["macc"] == macc
+    assert metrics["evaluated"]["yes_rule"] == rule

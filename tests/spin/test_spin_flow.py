@@ -55,6 +55,12 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
     counts = first["counts"]
     assert counts["per_supercategory"] == {"Bird": 8, "Bottle": 8, "Car": 8, "Quadruped": 8}
     assert counts["over_cap"] == 8 and counts["without_parts"] == {"train": 1, "val": 1, "test": 1}
+    filters = counts["filters"]  # §8.3, in order
+    assert filters["background_only_total"] == 3 and filters["over_cap_total"] == 8 and filters["kept_images"] == 32
+    assert filters["over_cap"]["Car"] == {"train": 1, "val": 1}
+    ambiguous = filters["ambiguous_part_annotations"]
+    assert ambiguous["Bird-Wing"] > 0 and ambiguous["Quadruped-Tail"] > 0 and ambiguous["Bicycle-Seat"] == 0
+    assert json.loads((a / "manifest.json").read_text())["counts"]["filters"] == filters
     kept = {split: [img["id"] for img in json.loads((a / f"spin_{split}_wholes.json").read_text())["images"]]
             for split in ("train", "val", "test")}
     assert [len(v) for v in kept.values()] == [20, 4, 8]  # 5 / 1 / 2 of 6 / 2 / 2 per super-category, x 4

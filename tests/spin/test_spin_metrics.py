@@ -6,21 +6,19 @@ import json
 
 import numpy as np
 import pytest
-from support.spin_eval_data import SIZE, box, gt_mask, perfect_predictions, rle, write_dataset
+from support.spin_eval_data import RELEASE_STYLE, SIZE, box, gt_mask, perfect_predictions, rle, write_dataset
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.inputs import read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import (
-    Answer,
     Prediction,
     SpinAccumulator,
     containment,
     entailed_pixels,
     label_map,
-    recognition_accuracy,
-    says_yes,
 )
+from segbench.tasks.spin.recognition import Answer, recognition_accuracy, says_yes
 
 FAIL = ImportPolicy()
 
@@ -51,6 +49,32 @@ def perfect(truth, prompt="general"):
             prediction = Prediction(level, e["category_id"], prompt, e["segmentation"], 1.0)
             out.setdefault(e["image_id"], []).append(prediction)
     return out
+
+
+def test_the_hierarchy_comes_from_parent_ids_not_names(tmp_path):
+    write_dataset(tmp_path / "data" / "spin", taxonomy=False, categories=RELEASE_STYLE)
+    with DatasetSource(tmp_path, None) as source:
+        truth = read_ground_truth(source, "data/spin", "test")
+    assert truth.hierarchy.part_of == {1: 0, 2: 1, 3: 2}  # Crest has no annotation: linked to nothing
+    assert truth.hierarchy.supercategory("subparts", 3) == "Bird"
+    summary = evaluate(truth, perfect(truth))["prompts"]["general"]
+    assert summary["secs"]["score"] == 1.0 and summary["spcs"]["mean"] == 1.0
+    assert {name: s["secs"]["score"] for name, s in summary["per_supercategory"].items()} == {"Bird": 1.0,
+                                                                                               "Quadruped": 1.0}
+    # A Beak (a Bird-Head subpart) painted inside the antelope's Eye is not entailed there.
+    by_image = perfect(truth)
+    by_image[10].append(pred("subparts", 3, gt_mask(1000), score=2.0))
+    assert evaluate(truth, by_image)["prompts"]["general"]["per_supercategory"]["Quadruped"]["secs"]["score"] < 1
+
+
+def test_parents_of_two_categories_are_refused(tmp_path):
+    dataset = write_dataset(tmp_path / "data" / "spin", taxonomy=False, categories=RELEASE_STYLE)
+    path = dataset / "dataset" / "spin_test_subparts.json"
+    coco = json.loads(path.read_text())
+    coco["annotations"].append(dict(coco["annotations"][0], id=5000, image_id=20, parent_id=102))
+    path.write_text(json.dumps(coco))
+    with DatasetSource(tmp_path, None) as source, pytest.raises(InputError, match="parents are of several"):
+        read_ground_truth(source, "data/spin", "test")
 
 
 def test_containment_of_hand_masks():
@@ -182,7 +206,8 @@ def test_recognition_macc_is_a_mean_over_categories(truth):
     assert out["general"]["parts"]["accuracy"] == pytest.approx(2 / 3)
     assert out["general"]["parts"]["yes_rate"] == pytest.approx(2 / 3)
     assert out["specific"]["parts"]["macc"] == 0.0
-    assert says_yes("Yes.") and says_yes("I think yes, it is") and not says_yes("No, those are eyes")
+    assert says_yes("Yes.") and says_yes("I think yes, it is") and says_yes("No, those are eyes")  # the paper's
+    assert says_yes("YES", "word") and not says_yes("No, those are eyes", "word") and not says_yes("No.")
 
 
 def _write(tmp_path, name, entries):

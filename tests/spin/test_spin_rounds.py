@@ -20,7 +20,7 @@ from segbench.schemas.spin import SpinBuildParams, read_resolved
 
 pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
 
-PAIR = ("Quadruped", "Head")  # subparts in the demo taxonomy: Ear, Eye, Nose
+PAIR = ("Quadruped", "Head")  # subparts in the demo taxonomy: Ears, Eyes, Nose
 
 
 @pytest.fixture
@@ -81,13 +81,13 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
         w, h, part = item.width, item.height, item.data["part_ann_id"]
         for annotator in (alice, bob):
             result = [_choice("part_visible", "yes")]
-            for name in ("Eye", "Ear"):
+            for name in ("Eyes", "Ears"):
                 result.append(_choice(f"has_{name.lower()}", "yes"))
                 polygons = truth[(part, name)]
                 drawn[(item_id, name)] = polygons
                 for flat in polygons:
                     points = _pairs(flat)
-                    if annotator == bob and task_id == bad_task and name == "Ear":
+                    if annotator == bob and task_id == bad_task and name == "Ears":
                         points = points[:2]  # a polygon of two points: flagged, kept in the raw file
                     result.append(_polygon(name, points, w, h))
             # The nose: alice says yes and outlines it, bob says no, so there is no majority.
@@ -105,11 +105,11 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
 
     raw = [json.loads(line) for line in paths["raw"].read_text().splitlines()]
     assert len(raw) == 8  # every answer, the flagged one included
-    flagged = [(r["item_id"], r["annotator"]) for r in raw if r["subparts"]["Ear"]["flags"]]
+    flagged = [(r["item_id"], r["annotator"]) for r in raw if r["subparts"]["Ears"]["flags"]]
     assert flagged == [(tasks[bad_task], f"labelstudio:{bob}")]
     bad = next(r for r in raw if (r["item_id"], r["annotator"]) == flagged[0])
-    assert bad["subparts"]["Ear"]["flags"] == ["too_few_points"] and bad["subparts"]["Ear"]["segmentation"] is None
-    assert all(not r["subparts"][n]["flags"] for r in raw for n in ("Eye", "Nose"))
+    assert bad["subparts"]["Ears"]["flags"] == ["too_few_points"] and bad["subparts"]["Ears"]["segmentation"] is None
+    assert all(not r["subparts"][n]["flags"] for r in raw for n in ("Eyes", "Nose"))
     report = json.loads(paths["report"].read_text())
     assert report["flags"] == {"too_few_points": 1} and report["absent"] == 4  # the nose, on every item
 
@@ -122,7 +122,7 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
         truth_mask = _raster(drawn[(item.item_id, record.subpart)], item.height, item.width)
         mask = rle_to_bitmap(record.segmentation.model_dump()).astype(bool)
         assert (mask & truth_mask).sum() / (mask | truth_mask).sum() > 0.95
-        voters = 1 if (item.item_id, record.subpart) == (tasks[bad_task], "Ear") else 2
+        voters = 1 if (item.item_id, record.subpart) == (tasks[bad_task], "Ears") else 2
         assert len(record.workers) == voters and record.agreement == 1.0
 
     before = {name: path.read_bytes() for name, path in paths.items()}

@@ -3,12 +3,15 @@ the diff between two taxonomies, and one test per kind of bad input."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from segbench.core.errors import InputError
 from segbench.schemas.spin import TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
-from segbench.tasks.spin.taxonomy_diff import diff_markdown, taxonomy_diff
+from segbench.tasks.spin.taxonomy_diff import TaxonomyDiff, diff_markdown, taxonomy_diff
 
 PROPOSER = "wordnet:wordnet-3.0"
 
@@ -31,7 +34,29 @@ def test_wordnet_proposes_meronyms_of_the_sense_that_belongs_to_the_object(wordn
     assert {"Ear", "Skull"} <= set(head) and "Torso" not in head
 
 
-def test_the_shipped_edits_apply_to_wordnet_proposals(wordnet):
+# The paper's own words (seed 001, supplementary §8.2), parsed independently of the shipped YAML.
+PAPER_TEXT = Path(__file__).with_name("paper_final_taxonomy.txt")
+RELEASE_PARTS = {"Foot": "Legs", "Hand": "Arm", "Tier": "Tire", "Side-mirror": "Side Mirror",
+                 "Bottle-mouth": "Mouth"}
+ANIMAL_BODY = {"Quadruped", "Biped", "Fish", "Bird", "Snake", "Reptile"}
+
+
+def paper_triples() -> set[tuple[str, str, str]]:
+    out = set()
+    for line in PAPER_TEXT.read_text("utf-8").splitlines():
+        if not line.startswith("•"):
+            continue
+        obj, rest = (x.strip() for x in line[1:].split("$\\rightarrow$"))
+        for clause in filter(None, (c.strip() for c in re.split(r"\.\s*", rest))):
+            part, subs = (x.strip() for x in clause.split(":", 1))
+            part = RELEASE_PARTS.get(part, part)
+            part = "Torso" if part == "Body" and obj in ANIMAL_BODY else part
+            for sub in filter(None, (x.strip() for x in re.split(r",\s*(?:and\s+)?|\s+and\s+", subs))):
+                out.add((obj, part, sub.lower()))
+    return out
+
+
+def wordnet_proposals(wordnet) -> dict[str, list[str]]:
     from segbench.providers.wordnet_provider import WordNetProvider
     from segbench.registry import offline_answers
     from segbench.schemas.spin import SubpartProposal
@@ -40,13 +65,68 @@ def test_the_shipped_edits_apply_to_wordnet_proposals(wordnet):
     provider = WordNetProvider(answers=offline_answers())
     provider._wn = wordnet  # the reader this module already loaded
     answers = provider.answer_many(st.subpart_questions(catalog), SubpartProposal)
+    return st.proposals_from_answers(catalog, answers)
+
+
+def test_the_shipped_edits_give_the_papers_final_taxonomy_from_any_proposer(wordnet):
+    catalog = st.load_catalog()
     edits, _ = st.load_edits(st.default_edits_path(), catalog)
-    outcome = st.apply_edits(catalog, st.proposals_from_answers(catalog, answers), PROPOSER, edits)
-    head = next(p for p in outcome.parts if p.key == "Quadruped-Head")
-    assert {"name": "Skull", "by": "not-visible.anatomy"} in [r.model_dump() for r in head.removed]
-    shell = next(s for p in outcome.parts if p.key == "Reptile-Torso" for s in p.subparts if s.name == "Shell")
-    assert shell.objects and "box turtle" in shell.objects and shell.provenance.by == "torso.turtle-shell"
-    assert len(outcome.parts) == 40 and outcome.unused_rules == []
+    expected = paper_triples()
+    assert len(expected) == 203
+    for proposals in (wordnet_proposals(wordnet), {}, {"Car-Body": ["First Gear", "Odometer", "Door"]}):
+        outcome = st.apply_edits(catalog, proposals, PROPOSER, edits)
+        built = {(p.object, p.part, s.name.lower()) for p in outcome.parts for s in p.subparts}
+        assert built == expected
+        names = [s.name for p in outcome.parts for s in p.subparts]
+        assert all("-" not in n and n == st.normalise_name(n) for n in names)
+        assert {"Toes/Hoof", "Bell or Horn", "Thigh/Upper Arm"} <= set(names)
+        assert outcome.unused_rules == []
+    legs = next(p for p in outcome.parts if p.key == "Quadruped-Legs")
+    assert legs.part == "Legs" and legs.partimagenet_id == 2
+    assert "Car-Side Mirror-Mirror Glass" in {s.category for p in outcome.parts for s in p.subparts}
+
+
+def test_the_proposers_recall_and_precision_against_the_reference(wordnet):
+    catalog = st.load_catalog()
+    edits, _ = st.load_edits(st.default_edits_path(), catalog)
+    outcome = st.apply_edits(catalog, wordnet_proposals(wordnet), PROPOSER, edits)
+    total = st.total_score(outcome.scores)
+    assert total.reference == 203 and 0 < total.recall < 0.5 and 0 < total.precision < total.recall
+    car = next(s for s in outcome.scores if s.part == "Car-Body")
+    assert car.reference == 23 and car.matched_reference >= 5  # WordNet knows a car's hood, roof, bumper...
+    torso = next(p for p in outcome.parts if p.key == "Quadruped-Torso")
+    shoulders = next(s for s in torso.subparts if s.name == "Shoulders")
+    assert shoulders.provenance.model_dump() == {"proposed_by": PROPOSER, "edit": "renamed", "by": "reference",
+                                                 "renamed_from": "Shoulder"}
+
+
+def test_reference_keeps_matches_under_its_names_removes_the_rest_and_adds_the_missing():
+    catalog = st.load_catalog()
+    edits = _edits(reference={"Quadruped-Legs": ["Toes/Hoof", "Knee/Elbow", "Claws"],
+                              "Bird-Head": ["Eyes", "Beak"]})
+    proposals = {"Quadruped-Legs": ["Hoof", "Toe", "Knee", "Skull"], "Bird-Head": ["Beak"]}
+    outcome = st.apply_edits(catalog, proposals, PROPOSER, edits)
+    legs = next(p for p in outcome.parts if p.key == "Quadruped-Legs")
+    assert [s.name for s in legs.subparts] == ["Claws", "Knee/Elbow", "Toes/Hoof"]
+    assert {(r.name, r.by) for r in legs.removed} == {("Toe", "reference"), ("Skull", "reference")}
+    assert legs.subparts[0].provenance.edit == "added" and legs.subparts[1].provenance.renamed_from == "Knee"
+    beak = next(p for p in outcome.parts if p.key == "Bird-Head").subparts[0]
+    assert beak.name == "Beak" and beak.provenance.edit == "kept"
+    assert not next(p for p in outcome.parts if p.key == "Car-Body").subparts  # left out: no subparts
+    scores = {s.part: s for s in outcome.scores}
+    assert (scores["Quadruped-Legs"].recall, scores["Quadruped-Legs"].precision) == (2 / 3, 3 / 4)
+    assert (scores["Bird-Head"].recall, scores["Bird-Head"].precision) == (1 / 2, 1.0)
+    assert scores["Car-Body"].recall is None
+    text = diff_markdown(TaxonomyDiff(proposer=outcome.scores))
+    assert "Recall 60.0% (3 of 5 reference subparts proposed)" in text
+    assert "| Quadruped-Legs | 3 | 4 | 66.7% | 75.0% |" in text
+
+
+def test_proposed_names_are_normalised_to_display_form():
+    assert st.normalise_name("Internal-combustion engine") == "Internal Combustion Engine"
+    assert st.normalise_name("bell or horn") == "Bell or Horn"
+    assert st.normalise_name("toes / hoof") == "Toes/Hoof"
+    assert st.match_keys("Eyes") == st.match_keys("eye") and st.match_keys("Hoof") <= st.match_keys("Toes/Hoof")
 
 
 def _edits(**rules) -> TaxonomyEdits:
@@ -144,6 +224,16 @@ def test_unknown_field_and_repeated_rule_id(tmp_path):
         st.load_edits(path, st.load_catalog())
     path.write_text("exclude:\n  - {id: a, subparts: [Skull]}\nrename:\n  - {id: a, from: X, to: Y}\n")
     with pytest.raises(InputError, match="used twice"):
+        st.load_edits(path, st.load_catalog())
+
+
+def test_a_bad_reference_names_the_part(tmp_path):
+    path = tmp_path / "edits.yaml"
+    path.write_text("reference:\n  Snake-Wing: [Feather]\n")
+    with pytest.raises(InputError, match="'Snake-Wing' is not a PartImageNet part"):
+        st.load_edits(path, st.load_catalog())
+    path.write_text("reference:\n  Car-Body: [Internal-combustion Engine]\n")
+    with pytest.raises(InputError, match="'Internal Combustion Engine'"):
         st.load_edits(path, st.load_catalog())
 
 

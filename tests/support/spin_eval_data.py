@@ -61,8 +61,41 @@ def rle(mask: np.ndarray) -> dict[str, Any]:
     return bitmap_to_rle(mask)
 
 
-def write_dataset(dataset_dir: Path, split: str = "test", taxonomy: bool = True) -> Path:
-    """Write ``dataset/spin_{split}_{level}.json`` (and ``taxonomy.yaml``) under ``dataset_dir``."""
+# The same hierarchy named as PartImageNet and a release might: wholes are ImageNet classes, parts
+# "Quadruped Head", subparts bare names; only parent_id and the supercategory fields link them.
+RELEASE_STYLE = {
+    "wholes": [{"id": 0, "name": "antelope", "supercategory": "Quadruped"},
+               {"id": 1, "name": "goldfinch", "supercategory": "Bird"}],
+    "parts": [{"id": 0, "name": "Quadruped Head", "supercategory": "Quadruped"},
+              {"id": 1, "name": "Quadruped Body", "supercategory": "Quadruped"},
+              {"id": 2, "name": "Bird Head", "supercategory": "Bird"}],
+    "subparts": [{"id": 1, "name": "Eye"}, {"id": 2, "name": "Back"}, {"id": 3, "name": "Beak"},
+                 {"id": 4, "name": "Crest"}],
+}
+
+
+# Two antelopes side by side in image 10 (cols 0-6 and 6-12), each with its Head and Eye; the goldfinch
+# of image 20 as in BOXES. Per category the union of the two instances is what a union prediction answers.
+TWO_QUADRUPEDS = {
+    1: ("wholes", 10, 0, None, (0, 10, 0, 6)),
+    3: ("wholes", 10, 0, None, (0, 10, 6, 12)),
+    2: BOXES[2],
+    100: ("parts", 10, 0, 1, (0, 4, 0, 4)),
+    103: ("parts", 10, 0, 3, (0, 4, 6, 10)),
+    102: BOXES[102],
+    1000: ("subparts", 10, 1, 100, (1, 3, 1, 3)),
+    1003: ("subparts", 10, 1, 103, (1, 3, 7, 9)),
+    1002: BOXES[1002],
+}
+
+
+def write_dataset(dataset_dir: Path, split: str = "test", taxonomy: bool = True,
+                  categories: dict[str, list[dict[str, Any]]] | None = None,
+                  boxes: dict[int, tuple] | None = None) -> Path:
+    """Write ``dataset/spin_{split}_{level}.json`` (and ``taxonomy.yaml``) under ``dataset_dir``.
+
+    ``categories``: the category lists per level (default: ids and ``<Super>-<Part>-<Sub>`` names).
+    """
     images = [
         {"id": 10, "file_name": "n02419796_1", "width": SIZE, "height": SIZE, "supercategory": "Quadruped",
          "object_class": "antelope", "wnid": "n02419796", "split": split},
@@ -73,7 +106,7 @@ def write_dataset(dataset_dir: Path, split: str = "test", taxonomy: bool = True)
     (dataset_dir / "dataset").mkdir(parents=True, exist_ok=True)
     for level, cats in names.items():
         anns = []
-        for ann_id, (lv, image_id, cat, parent, bounds) in BOXES.items():
+        for ann_id, (lv, image_id, cat, parent, bounds) in (boxes or BOXES).items():
             if lv != level:
                 continue
             ann = {"id": ann_id, "image_id": image_id, "category_id": cat, "segmentation": rle(box(*bounds)),
@@ -82,17 +115,18 @@ def write_dataset(dataset_dir: Path, split: str = "test", taxonomy: bool = True)
                 ann["parent_id"] = parent
             anns.append(ann)
         coco = {"images": images, "annotations": anns,
-                "categories": [{"id": i, "name": n} for i, n in cats.items()]}
+                "categories": categories[level] if categories else [{"id": i, "name": n} for i, n in cats.items()]}
         (dataset_dir / "dataset" / f"spin_{split}_{level}.json").write_text(json.dumps(coco))
     if taxonomy:
         (dataset_dir / "taxonomy.yaml").write_text(TAXONOMY)
     return dataset_dir
 
 
-def perfect_predictions(prompt: str = "general") -> dict[str, list[dict[str, Any]]]:
-    """One exact prediction per ground-truth entity, per level."""
+def perfect_predictions(prompt: str = "general", boxes: dict[int, tuple] | None = None,
+                        by_gt_id: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """One exact prediction per ground-truth annotation, per level (naming it by ``gt_id`` if asked)."""
     out: dict[str, list[dict[str, Any]]] = {"wholes": [], "parts": [], "subparts": []}
-    for ann_id, (level, image_id, cat, _, bounds) in BOXES.items():
-        out[level].append({"image_id": image_id, "category_id": cat, "segmentation": rle(box(*bounds)),
-                           "score": 0.9, "prompt": prompt})
+    for ann_id, (level, image_id, cat, _, bounds) in (boxes or BOXES).items():
+        ids = {"gt_id": ann_id} if by_gt_id else {"image_id": image_id, "category_id": cat}
+        out[level].append(ids | {"segmentation": rle(box(*bounds)), "score": 0.9, "prompt": prompt})
     return out

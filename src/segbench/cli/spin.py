@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ from segbench.core.errors import InputError, OnError
 from segbench.core.paths import check_output_folder
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
+
+class YesRule(str, Enum):
+    SUBSTRING = "substring"
+    WORD = "word"
+
 
 spin_app = typer.Typer(help="SPIN crowd annotation: create the rounds, import answers into resolved subpart masks.",
                        no_args_is_help=True)
@@ -73,6 +79,10 @@ def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
         "parts": counts["parts"], "subparts (object-specific)": f"{counts['subparts']} ({counts['object_specific']})",
         "proposed / removed by edits": f"{counts['proposed']} / {counts['removed']}",
         "provider": f"{provider.name} ({provider.model})",
+        **({"proposer vs reference (recall / precision)":
+            f"{_share(counts['proposer_matched_reference'], counts['reference_subparts'])} / "
+            f"{_share(counts['proposer_matched_proposals'], counts['proposed'])} of {counts['reference_subparts']}"}
+           if "reference_subparts" in counts else {}),
         "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
         "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
     console.out.print(build_status(result))
@@ -90,9 +100,13 @@ def rounds_command(
     seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
                              help="Seed of the capped selection (default: 0, as build spin)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
+    supercategory: list[str] = typer.Option(None, "--supercategory", help="Only this super-category's rounds "
+                                            "(repeatable): one batch at a time, as the paper's phased rollout."),
 ) -> None:
-    """Create the annotation rounds: one per (super-category, part), one task per image–object–part
-    showing the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first)."""
+    """Create the annotation rounds: per (super-category, part), one task per image–object–part showing
+    the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first). A part with
+    more than 8 subparts gets several rounds (pages, keyed -p1, -p2, ...) so its labels stay beside the
+    image."""
     from segbench.flows.spin.build import source_version, spin_paths, spin_round_items
     from segbench.flows.spin.crowd import create_spin_rounds
     from segbench.locking import command_lock
@@ -102,7 +116,9 @@ def rounds_command(
     params = SpinBuildParams(**{k: v for k, v in {"cap_per_supercategory": cap, "seed": seed}.items()
                                 if v is not None})
     with command_lock(ctx):
-        items = [item for group in spin_round_items(partimagenet, data_root, params).values() for item in group]
+        groups = spin_round_items(partimagenet, data_root, params)
+        chosen = _supercategories(supercategory, {obj for obj, _ in groups})
+        items = [item for (obj, _), group in groups.items() if obj in chosen for item in group]
         version = source_version(partimagenet, spin_paths(data_root)["taxonomy"])
         rounds = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
                                     overlap=overlap, overwrite=overwrite)
@@ -112,6 +128,18 @@ def rounds_command(
     console.out.print(f"Task overlays: {display_path(data_root / 'spin' / 'tasks')}")
     console.out.print("Next: segbench rounds launch KEY for each round, then segbench rounds ingest KEY "
                       "(ingest imports the subpart answers).")
+
+
+def _supercategories(wanted: list[str] | None, present: set[str]) -> set[str]:
+    """The super-categories to create rounds for (all present ones by default)."""
+    from segbench.tasks.spin.partimagenet import supercategories
+
+    if not wanted:
+        return present
+    unknown = [w for w in wanted if w not in supercategories()]
+    if unknown:
+        raise InputError(f"unknown super-category {unknown[0]!r}", hint=f"one of {', '.join(supercategories())}")
+    return set(wanted)
 
 
 @spin_app.command("import")
@@ -180,9 +208,20 @@ def print_build(summary: dict) -> None:
            for level, o in ((lv, overall[lv]) for lv in ("wholes", "parts", "subparts"))},
         "left out: no parts / over the cap": f"{sum(summary['counts']['without_parts'].values())} / "
                                              f"{summary['counts']['over_cap']}",
+        **_filter_rows(summary["counts"].get("filters")),
         "skipped records": summary["skipped"],
     }))
     console.out.print(build_status(summary))
+
+
+def _filter_rows(filters: dict[str, Any] | None) -> dict[str, Any]:
+    """The §8.3 filters' counts (absent from summaries of builds made before they were counted)."""
+    if not filters:
+        return {}
+    ambiguous = ", ".join(f"{name} {n}" for name, n in filters["ambiguous_part_annotations"].items())
+    over = ", ".join(f"{sup} {sum(by_split.values())}" for sup, by_split in filters["over_cap"].items()) or "none"
+    return {"ambiguous parts (annotations, no subparts)": ambiguous, "over the cap per super-category": over,
+            "kept images": filters["kept_images"]}
 
 
 def evaluate_spin_command(
@@ -204,6 +243,9 @@ def evaluate_spin_command(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad predictions or answers: fail, or skip "
                                                                      "them (an abstention) and list them in "
                                                                      "skipped.json."),
+    yes_rule: YesRule = typer.Option(YesRule.SUBSTRING, "--yes-rule", help="When an answer counts as yes: "
+                                     "'yes' anywhere in it (substring, the paper's rule: 'eyes' counts) or as a "
+                                     "whole word (word)."),
     force: bool = FORCE_EVALUATION,
 ) -> None:
     """Evaluate SPIN predictions: mIoU per level and abstention, SpCS-S2P/P2O, SeCS, and mACC of answers,
@@ -212,7 +254,8 @@ def evaluate_spin_command(
     Does nothing when the report is up to date with the ground truth, results and answers files.
 
     A results file is COCO results, [{image_id, category_id | gt_id, segmentation (RLE), score?,
-    prompt?: general|specific}], one prediction per ground-truth entity prompt.
+    prompt?: general|specific}]: one prediction per annotation (gt_id: scored instance by instance) or
+    per image and category (scored against the union of its annotations), per prompt.
     """
     from segbench.tasks.spin.inputs import prediction_files
 
@@ -232,7 +275,7 @@ def evaluate_spin_command(
 
     result = run_flow(ctx, evaluate_spin, repo=repo, rev=rev, predictions=files, out=out, split=split,
                       dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
-                      answers=answers, on_error=on_error, force=force)
+                      answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
     print_up_to_date(result, out)
     print_summary(result)
     console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
@@ -257,6 +300,10 @@ def print_summary(result: dict[str, Any]) -> None:
             for prompt, by_level in recognition.items()]))
     if summary.get("skipped"):
         console.out.print(f"Skipped items: {summary['skipped']['count']} (see skipped.json)")
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{_pct(part / whole if whole else None)}%"
 
 
 def _pct(value: float | None) -> str:

@@ -20,7 +20,9 @@ from segbench.core.io import read_text
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 
 TAXONOMY_VERSION = 1
-SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/-]*$"  # shown in label configs and used in category names
+# Shown in label configs and used in category names '<Super>-<Part>-<Subpart>': no hyphen, so the
+# name splits back; "/" joins alternatives kept as one category (Toes/Hoof).
+SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/]*$"
 
 
 # --- the language answer ---------------------------------------------------------------------------
@@ -73,6 +75,9 @@ class TaxonomyEdits(BaseModel):
     exclude: list[ExcludeRule] = Field(default_factory=list)
     rename: list[RenameRule] = Field(default_factory=list)
     add: list[AddRule] = Field(default_factory=list)
+    reference: dict[str, list[str]] | None = Field(
+        None, description="'<Super>-<Part>' → its final subparts, applied last; exhaustive (a part left out "
+                          "has none). Proposals matching a name are kept under it, the others removed")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TaxonomyEdits:
@@ -341,4 +346,5 @@ class SpinEvaluation(PlanEvaluation):
     dataset: Literal["spin"]
     split: Literal["train", "val", "test"] = "test"
     answers: PlanPath | None = None
+    yes_rule: Literal["substring", "word"] = "substring"
     on_error: OnError = OnError.FAIL

@@ -50,16 +50,17 @@ class PartTemplate:
 
 
 # (wnid, object box aspect width/height, parts); subpart polygons lie inside their part's polygons.
+# Subpart names are those of the shipped taxonomy (the SPIN paper's, supplementary §8.2).
 TEMPLATES: dict[str, tuple[str, float, tuple[PartTemplate, ...]]] = {
     "Quadruped": ("n02099601", 1.6, (
         PartTemplate("Body", (_rect(0.2, 0.3, 0.8, 0.65),), {
             "Back": (_rect(0.25, 0.32, 0.75, 0.42),), "Belly": (_rect(0.3, 0.53, 0.7, 0.63),)}),
         PartTemplate("Head", (_rect(0.8, 0.08, 1.0, 0.42),), {
-            "Eye": (_rect(0.86, 0.16, 0.92, 0.24),), "Nose": (_rect(0.94, 0.3, 0.99, 0.38),),
-            "Ear": ([0.81, 0.09, 0.86, 0.09, 0.835, 0.2],)}),
+            "Eyes": (_rect(0.86, 0.16, 0.92, 0.24),), "Nose": (_rect(0.94, 0.3, 0.99, 0.38),),
+            "Ears": ([0.81, 0.09, 0.86, 0.09, 0.835, 0.2],)}),
         PartTemplate("Foot", (_rect(0.24, 0.65, 0.34, 1.0), _rect(0.66, 0.65, 0.76, 1.0)), {
-            "Claw": (_rect(0.24, 0.92, 0.34, 1.0), _rect(0.66, 0.92, 0.76, 1.0)),
-            "Knee": (_rect(0.25, 0.74, 0.33, 0.8),)}),
+            "Claws": (_rect(0.24, 0.92, 0.34, 1.0), _rect(0.66, 0.92, 0.76, 1.0)),
+            "Knee/Elbow": (_rect(0.25, 0.74, 0.33, 0.8),)}),
         PartTemplate("Tail", (_rect(0.0, 0.3, 0.2, 0.37),), {}),
     )),
     "Car": ("n02930766", 1.8, (
@@ -78,13 +79,13 @@ TEMPLATES: dict[str, tuple[str, float, tuple[PartTemplate, ...]]] = {
     )),
     "Bird": ("n01855672", 1.4, (
         PartTemplate("Head", (_ellipse(0.8, 0.22, 0.13, 0.16),), {
-            "Eye": (_ellipse(0.83, 0.18, 0.03, 0.04),),
+            "Eyes": (_ellipse(0.83, 0.18, 0.03, 0.04),),
             "Beak": ([0.86, 0.22, 0.92, 0.25, 0.86, 0.29],)}),
         PartTemplate("Body", (_ellipse(0.45, 0.52, 0.3, 0.16),), {
             "Breast": (_ellipse(0.62, 0.56, 0.07, 0.08),), "Back": (_rect(0.3, 0.4, 0.55, 0.46),)}),
         PartTemplate("Wing", ([0.3, 0.33, 0.55, 0.33, 0.4, 0.05],), {}),
         PartTemplate("Foot", (_rect(0.4, 0.69, 0.44, 1.0), _rect(0.5, 0.69, 0.54, 1.0)), {
-            "Toe": (_rect(0.4, 0.94, 0.44, 1.0), _rect(0.5, 0.94, 0.54, 1.0))}),
+            "Toes": (_rect(0.4, 0.94, 0.44, 1.0), _rect(0.5, 0.94, 0.54, 1.0))}),
         PartTemplate("Tail", ([0.0, 0.45, 0.15, 0.48, 0.15, 0.56],), {}),
     )),
 }

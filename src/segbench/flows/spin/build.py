@@ -169,7 +169,8 @@ def _build(stage: Stage, params: SpinBuildParams, policy: ImportPolicy, source: 
         write_skip_report(stage.path, policy.report)
     counts = {"composition": table, "without_parts": source.without_parts,
               "over_cap": len(source.images) - len(images), "resolved_outside_selection": outside,
-              "per_supercategory": _per_super(images)}
+              "per_supercategory": _per_super(images),
+              "filters": sd.filter_counts(source.images, source.without_parts, images)}
     return Built(counts=counts, seed=params.seed, skipped=len(policy.report),
                  extras={"skipped": len(policy.report)})
 

@@ -144,8 +144,10 @@ def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, Par
     crowd = Path(data_root) / CROWD_DIR
     resolved_path = crowd / RESOLVED_FILE
     mine = {(c.image_id, c.part_ann_id) for c in contexts.values()}
+    # A part's subparts may span several rounds (pages): replace only this round's subparts.
+    asked = round_.config.params.get("subparts")
     kept = [r for r in (read_resolved(resolved_path) if resolved_path.is_file() else [])
-            if (r.image_id, r.part_ann_id) not in mine]
+            if (r.image_id, r.part_ann_id) not in mine or (asked is not None and r.subpart not in asked)]
     merged = sorted([*kept, *resolved], key=lambda r: (r.image_id, r.part_ann_id, r.subpart))
     paths = {"raw": write_jsonl(crowd / f"{round_.key}.raw.jsonl", raw),
              "report": write_json(crowd / f"{round_.key}.report.json", report, indent=1),

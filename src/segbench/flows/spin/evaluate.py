@@ -54,8 +54,8 @@ from segbench.tasks.spin.metrics import (
     ImageTruth,
     Prediction,
     SpinAccumulator,
-    recognition_accuracy,
 )
+from segbench.tasks.spin.recognition import DEFAULT_YES_RULE, recognition_accuracy
 from segbench.tasks.spin.report import write_report
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ if TYPE_CHECKING:
 DEFAULT_SHARD_SIZE = 128
 SKIPPED_NAME = "skipped.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
+EVALUATION_VERSION = "3"  # 2: plots label both axes, legends beside the data, colour bars; 3: instance-level
+# entities (gt_id), the hierarchy from parent_id, the yes rule
 
 
 @task(**task_name("hash-spin-ground-truth"), cache_policy=NO_CACHE)
@@ -131,6 +132,7 @@ def evaluate_spin(
     on_error: OnError = OnError.FAIL,
     shard_size: int = DEFAULT_SHARD_SIZE,
     force: bool = False,
+    yes_rule: str = DEFAULT_YES_RULE,
 ) -> dict[str, Any]:
     """Evaluate SPIN predictions (and recognition answers) on a split and write the report.
 
@@ -142,6 +144,7 @@ def evaluate_spin(
             per_supercategory.png, and skipped.json when items were skipped).
         split: ``train`` / ``val`` / ``test``: reads ``{dataset_dir}/dataset/spin_{split}_{level}.json``.
         answers: optional recognition answers file (mACC).
+        yes_rule: how an answer counts as "yes": ``substring`` (the seed's) or ``word``.
         on_error: a bad prediction or answer fails the run, or is skipped and listed in skipped.json.
         shard_size: images per evaluation task (the report does not depend on it).
         force: evaluate again even when the report is up to date.
@@ -166,13 +169,16 @@ def evaluate_spin(
         hashes |= local_hashes("answers", {"answers": answers})
     params = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "split": split, "dataset_dir": dataset_dir,
               "predictions": files, "answers": answers, "on_error": on_error.value}
+    if answers is not None:
+        params["yes_rule"] = yes_rule
     # The manifest names paths relative to the project (it is versioned with the report); the key
     # still follows the predictions and answers through their content hashes.
     build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION,
                   params=portable_paths(params, repo), input_hashes=hashes)
     policy = ImportPolicy(on_error)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, loaded, shard_size, policy, params),
-                            prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy),
+                            prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy,
+                                                  yes_rule),
                             force=force, logger=logger)
     if not result["up_to_date"]:
         _log_summary(logger, result)
@@ -200,11 +206,12 @@ class _Loaded:
 
 
 def _load(repo: str, rev: str | None, dataset_dir: str, split: str, files: dict[str, str], answers: str | None,
-          policy: ImportPolicy) -> _Loaded:
+          policy: ImportPolicy, yes_rule: str = DEFAULT_YES_RULE) -> _Loaded:
     """Read the ground truth, the predictions and the answers, and find the prompt kinds to score."""
     truth = load_truth(repo, rev, dataset_dir, split)
     by_image = load_predictions(files, truth, policy)
-    recognition = recognition_accuracy(read_answers(answers, truth, policy), truth.hierarchy) if answers else None
+    recognition = (recognition_accuracy(read_answers(answers, truth, policy, yes_rule), truth.hierarchy)
+                   if answers else None)
     seen = {p.prompt for preds in by_image.values() for p in preds}
     # Without any results file there is no localization to score (an answers-only run).
     prompts = (tuple(p for p in PROMPTS if p in seen) or ("general",)) if files else ()
@@ -232,6 +239,8 @@ def _score(stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy,
     evaluated = portable_paths({"source": params["source"], "rev": params["rev"], "split": params["split"],
                                 "ground_truth": truth.files, "predictions": params["predictions"],
                                 "answers": params["answers"]}, params["source"].partition("@")[0])
+    if "yes_rule" in params:
+        evaluated["yes_rule"] = params["yes_rule"]
     write_report_task(str(stage.path), summary, evaluated, skipped)
     return Built(counts={"images": summary["num_images"]}, units=count_units(futures),
                  skipped=0 if skipped is None else skipped["count"], extras={"summary": summary})
@@ -245,4 +254,5 @@ def plan_evaluate(run: RebuildRun, entry: SpinEvaluation, dataset: Path, out: Pa
     # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
     return run.call(evaluate_spin, repo=run.plan.repo, rev=None, out=out,
                     predictions=prediction_files(entry.predictions, entry.split), split=entry.split,
-                    dataset_dir=run.relative(dataset.parent), answers=entry.answers, on_error=entry.on_error)
+                    dataset_dir=run.relative(dataset.parent), answers=entry.answers, on_error=entry.on_error,
+                    yes_rule=entry.yes_rule)

@@ -35,7 +35,16 @@ def _prepare(config: str, values: dict[str, Any]) -> dict[str, Any]:
             item=config,
             hint="rename the subparts so they differ in letters or digits",
         )
+    page, pages = values["page"], values["pages"]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (page, pages)) or not 1 <= page <= pages:
+        raise InputError(f"label config {config!r}: page {page!r} of {pages!r} is not a page number", item=config,
+                         hint="pages are numbered 1..pages")
+    if len(subparts) > crowd.SUBPARTS_PER_PAGE:
+        raise InputError(f"label config {config!r}: {len(subparts)} subparts on one page; at most "
+                         f"{crowd.SUBPARTS_PER_PAGE} keep the labels beside the image", item=config,
+                         hint="split the part's subparts over pages (spin_rounds does)")
     return {
+        "page": page, "pages": pages,
         "object": text(config, "object", values["object"], shown=True),
         "part": text(config, "part", values["part"], shown=True),
         "subparts": [
@@ -47,7 +56,8 @@ def _prepare(config: str, values: dict[str, Any]) -> dict[str, Any]:
 
 SUBPARTS = RoundKind(
     name=crowd.KIND,
-    label_config=LabelConfig(crowd.LABEL_CONFIG, required=("object", "part", "subparts"), prepare=_prepare),
+    label_config=LabelConfig(crowd.LABEL_CONFIG, required=("object", "part", "subparts"),
+                             defaults={"page": 1, "pages": 1}, prepare=_prepare),
     report="segbench.flows.spin.crowd:ingest_report",
     flags_own_polygons=True,
 )
@@ -55,10 +65,15 @@ SUBPARTS = RoundKind(
 
 def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: str, dataset_version: str,
                 backend: Literal["labelstudio", "files"], now: str, overlap: int = 3) -> list[Round]:
-    """One ``spin_subparts`` round per (super-category, part) among ``items``, sorted by key.
+    """``spin_subparts`` rounds per (super-category, part) among ``items``, sorted by key.
 
-    Each item's ``data`` (``image_id``, ``part_ann_id``, ``object``, ``object_class``, ``part``; an
-    optional ``part_rle`` is kept) gains ``subparts``: the subparts asked for its object class.
+    A part's subparts are split over pages of at most ``crowd.SUBPARTS_PER_PAGE`` (one round each,
+    keyed ``<prefix>-<super>-<part>-p<k>`` when there are several), so that its polygon labels stay
+    beside the image. Keys start with the super-category: its rounds form one batch, released before
+    the next super-category's (the paper's phased rollout). Each item's ``data`` (``image_id``,
+    ``part_ann_id``, ``object``, ``object_class``, ``part``; an optional ``part_rle`` is kept) gains
+    ``subparts``: the page's subparts asked for its object class (an item with none on a page is
+    not in that page's round).
 
     Raises:
         InputError: an item lacks a data field, names a part the taxonomy does not have, or its part
@@ -74,16 +89,23 @@ def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: s
     rounds = []
     for (obj, part), members in sorted(groups.items()):
         entry = taxonomy.part(obj, part)
-        ready = []
         for item in members:
-            names = [s.name for s in entry.subparts if s.applies_to(item.data["object_class"])]
-            if not names:
+            if not any(s.applies_to(item.data["object_class"]) for s in entry.subparts):
                 raise InputError(f"{obj}-{part} has no subpart for class {item.data['object_class']!r}",
                                  item=f"item {item.item_id}", hint="add subparts in taxonomy_edits.yaml, or leave "
                                  "this part out of the round")
-            ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}}))
-        config = RoundConfig(label_config=crowd.LABEL_CONFIG, overlap=overlap,
-                             params={"object": obj, "part": part, "subparts": [s.name for s in entry.subparts]})
-        rounds.append(new_round(crowd.round_key(key_prefix, obj, part), crowd.KIND, crowd.DATASET, dataset_version, config, ready,
-                                backend, now))
-    return rounds
+        pages = crowd.subpart_pages([s.name for s in entry.subparts])
+        for number, page in enumerate(pages, start=1):
+            ready = []
+            for item in members:
+                names = [s.name for s in entry.subparts if s.name in page and s.applies_to(item.data["object_class"])]
+                if names:
+                    ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}}))
+            if not ready:
+                continue
+            config = RoundConfig(label_config=crowd.LABEL_CONFIG, overlap=overlap,
+                                 params={"object": obj, "part": part, "subparts": page} | (
+                                     {"page": number, "pages": len(pages)} if len(pages) > 1 else {}))
+            key = crowd.round_key(key_prefix, obj, part, page=number if len(pages) > 1 else None)
+            rounds.append(new_round(key, crowd.KIND, crowd.DATASET, dataset_version, config, ready, backend, now))
+    return sorted(rounds, key=lambda r: r.key)

@@ -30,7 +30,7 @@ from segbench.schemas.spin import SubpartProposal, Taxonomy, TaxonomyEdits, load
 from segbench.tasks.spin import taxonomy as st
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
 
-BUILDER_VERSION = "2"  # 2: the manifest records the catalog, the unused rules and the build key
+BUILDER_VERSION = "3"  # 3: the reference list of the edit file, the proposer's recall and precision
 TAXONOMY_FILE = "taxonomy.yaml"
 DIFF_FILE = "taxonomy.diff.md"
 MANIFEST_FILE = "taxonomy.manifest.json"
@@ -110,9 +110,10 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         publish_build("spin-taxonomy", summary)
         return summary
 
-    taxonomy, counts = _ask(catalog, rules, provider, edits_label, edits_sha)
+    taxonomy, counts, scores = _ask(catalog, rules, provider, edits_label, edits_sha)
     previous_path = out_dir / TAXONOMY_FILE
     diff = taxonomy_diff(load_taxonomy(previous_path) if previous_path.is_file() else None, taxonomy)
+    diff.proposer = scores
     if counts["unused_rule_names"]:
         logger.warning("edit rules that changed nothing: %s", ", ".join(counts["unused_rule_names"]))
     built = Built(counts=counts, extras={"paths": paths, "diff": diff_json(diff), "diff_markdown": diff_markdown(diff),
@@ -125,8 +126,9 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
 
 
 def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
-         ) -> tuple[Taxonomy, dict[str, Any]]:
-    """Ask the provider for subparts, apply the edit rules, and count what came of it."""
+         ) -> tuple[Taxonomy, dict[str, Any], list[st.ProposerScore] | None]:
+    """Ask the provider for subparts, apply the edit rules, and count what came of it (with the
+    proposer's recall and precision against the edit file's reference, when it has one)."""
     questions = st.subpart_questions(catalog)
     answers = ask_subparts(provider, questions)
     proposals = st.proposals_from_answers(catalog, answers)
@@ -139,4 +141,9 @@ def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: 
               "removed": sum(len(p.removed) for p in taxonomy.parts),
               "object_specific": sum(1 for p in taxonomy.parts for s in p.subparts if s.objects is not None),
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
-    return taxonomy, counts
+    if outcome.scores is not None:
+        total = st.total_score(outcome.scores)
+        # Whole numbers: the manifest writes floats rounded, and an up-to-date run reads its counts back.
+        counts |= {"reference_subparts": total.reference, "proposer_matched_reference": total.matched_reference,
+                   "proposer_matched_proposals": total.matched_proposals}
+    return taxonomy, counts, outcome.scores

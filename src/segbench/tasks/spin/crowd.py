@@ -52,8 +52,27 @@ ITEM_FIELDS = ("image_id", "part_ann_id", "object", "object_class", "part")
 
 # --- rounds ----------------------------------------------------------------------------------------------
 
-def round_key(prefix: str, object: str, part: str) -> str:
-    return f"{prefix}-{slugify(object)}-{slugify(part)}"
+SUBPARTS_PER_PAGE = 8  # a task page asks about at most this many subparts (labels beside the image)
+
+
+def round_key(prefix: str, object: str, part: str, page: int | None = None) -> str:
+    """``<prefix>-<super>-<part>``, with ``-p<page>`` when the part's subparts span several pages."""
+    return f"{prefix}-{slugify(object)}-{slugify(part)}" + (f"-p{page}" if page is not None else "")
+
+
+def subpart_pages(names: Sequence[str], size: int = SUBPARTS_PER_PAGE) -> list[list[str]]:
+    """``names`` in order, split into the fewest pages of at most ``size``, as even as possible
+    (23 → 8, 8, 7), so no page is left with one or two subparts."""
+    if not names:
+        return []
+    count = -(-len(names) // size)
+    base, extra = divmod(len(names), count)
+    pages, start = [], 0
+    for index in range(count):
+        end = start + base + (1 if index < extra else 0)
+        pages.append(list(names[start:end]))
+        start = end
+    return pages
 
 
 # --- masks and validation -----------------------------------------------------------------------------

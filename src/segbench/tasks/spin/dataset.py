@@ -2,13 +2,18 @@
 
 Output, per split (PartImageNet's own train / val / test), named as spin-api reads them::
 
-    spin_<split>_wholes.json    one object per image; categories = the 11 super-categories (ids 0-10,
-                                PartImageNet order)
+    spin_<split>_wholes.json    one object per image; categories = the 158 ImageNet classes (ids 0-157
+                                by wnid, each with its ``supercategory`` name and ``supercategory_id``
+                                0-10 in PartImageNet order; the file's ``supercategories`` lists the
+                                11); each annotation carries both ``category_id`` and ``supercategory_id``
     spin_<split>_parts.json     PartImageNet's parts; categories ``<Super>-<Part>`` with SPIN part
                                 names (ids = PartImageNet's 0-39); ``parent_id`` = the whole's id
     spin_<split>_subparts.json  the resolved crowd subparts; categories ``<Super>-<Part>-<Subpart>``
-                                (ids 1.. in the order of the sorted names; 0 stays background as in
-                                spin-api's rasteriser); ``parent_id`` = the part annotation's id
+                                (ids 1.. in the order of the sorted names, at most 255); each has
+                                ``part_category_id``; ``parent_id`` = the part annotation's id
+
+The ids fit spin-api's 8-bit label maps and its background ids: 0 for subparts, 40 for parts, 158
+for wholes. ``parent_id`` is the hierarchy; category names are for display.
     images/<split>/<stem>.JPEG  ``file_name`` is the stem, as spin-api opens ``<dir>/<split>/<stem>.JPEG``
 
 Masks are compressed RLE with ``counts`` as str. Part annotations keep PartImageNet's ids (the
@@ -30,11 +35,18 @@ from pycocotools import mask as mask_utils
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import rle_area, segmentation_to_rle
 from segbench.schemas.spin import ResolvedSubpart, Taxonomy
-from segbench.tasks.spin.partimagenet import SourceImage, part_categories, supercategories
+from segbench.tasks.spin.partimagenet import (
+    AMBIGUOUS_PARTS,
+    SourceImage,
+    imagenet_classes,
+    part_categories,
+    supercategories,
+)
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "3"  # 2: the manifest records the images as an input, and the build key; 3: statistics plot axes labelled
+BUILDER_VERSION = "4"  # 2: the manifest records the images as an input, and the build key; 3: statistics plot
+# axes labelled; 4: wholes are the 158 ImageNet classes with their super-category
 LEVELS = ("wholes", "parts", "subparts")
 
 
@@ -55,11 +67,39 @@ def _quotas(sizes: Mapping[str, int], cap: int) -> dict[str, int]:
     return quotas
 
 
+def decomposable_part_count(image: SourceImage) -> int:
+    """Distinct parts of the image from SPIN's part taxonomy (the ambiguous part classes left out)."""
+    return len({p.category.id for p in image.parts if p.category.spin_category not in AMBIGUOUS_PARTS})
+
+
+def filter_counts(source_images: Mapping[int, SourceImage], without_parts: Mapping[str, int],
+                  kept: Iterable[int]) -> dict[str, Any]:
+    """What each §8.3 filter did, in order: background-only images removed, ambiguous part classes
+    excluded from the subpart taxonomy (annotations of the kept images), images over the cap per
+    super-category and split, and what is left."""
+    kept = set(kept)
+    over: dict[str, dict[str, int]] = {}
+    for image in source_images.values():
+        if image.image_id not in kept:
+            by_split = over.setdefault(image.supercategory, {})
+            by_split[image.split] = by_split.get(image.split, 0) + 1
+    ambiguous = {name: 0 for name in AMBIGUOUS_PARTS}
+    for image_id in kept:
+        for part in source_images[image_id].parts:
+            if part.category.spin_category in ambiguous:
+                ambiguous[part.category.spin_category] += 1
+    return {"background_only_images": dict(without_parts), "background_only_total": sum(without_parts.values()),
+            "ambiguous_part_annotations": ambiguous,
+            "over_cap": {sup: dict(sorted(v.items())) for sup, v in sorted(over.items())},
+            "over_cap_total": len(source_images) - len(kept), "kept_images": len(kept)}
+
+
 def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list[int]:
     """The image ids kept under the per-super-category cap, sorted.
 
     SPIN samples each capped super-category stratified by split (so the train / val / test shares
-    stay PartImageNet's) and prefers images with more distinct parts (seed, supplementary 8.3).
+    stay PartImageNet's) and prefers images with more distinct parts of the part taxonomy, the
+    ambiguous part classes not counted (seed, supplementary 8.3).
     Among images with equally many parts the order is a shuffle seeded by ``seed``, the
     super-category and the split, so adding a super-category never changes another's choice.
     """
@@ -75,7 +115,7 @@ def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list
         for split, quota in sorted(_quotas(sizes, cap).items()):
             members = sorted(by_split[split], key=lambda i: i.image_id)
             random.Random(f"{seed}:{supercategory}:{split}").shuffle(members)
-            members.sort(key=lambda i: -len({p.category.id for p in i.parts}))  # stable: keeps the shuffle
+            members.sort(key=lambda i: -decomposable_part_count(i))  # stable: keeps the shuffle
             kept += [image.image_id for image in members[:quota]]
     return sorted(kept)
 
@@ -91,13 +131,31 @@ class SubpartCategory:
     subpart: str
 
 
+MAX_SUBPART_ID = 255  # spin-api rasterises subparts into uint8 maps with 0 as background
+BACKGROUND = {"subparts": 0, "parts": 40, "wholes": 158}  # spin-api's background id per level
+
+
 def subpart_categories(taxonomy: Taxonomy) -> list[SubpartCategory]:
     """The taxonomy's subpart categories, ids 1.. in the order of the sorted category names.
 
     Sorting by name (not taxonomy order) keeps an id stable when an edit reorders the taxonomy.
+
+    Raises:
+        InputError: more than 255 subpart categories (spin-api's 8-bit maps cannot hold them).
     """
     found = {sub.category: (entry.object, entry.part, sub.name) for entry in taxonomy.parts for sub in entry.subparts}
+    if len(found) > MAX_SUBPART_ID:
+        raise InputError(f"the taxonomy has {len(found)} subpart categories; spin-api's 8-bit label maps hold "
+                         f"{MAX_SUBPART_ID} besides the background", hint="edit the taxonomy down (the paper's has 203)")
     return [SubpartCategory(i, name, *found[name]) for i, name in enumerate(sorted(found), start=1)]
+
+
+def whole_categories() -> list[dict[str, Any]]:
+    """The 158 ImageNet classes as whole categories, ids 0-157 in wnid order, with their super-category."""
+    supers = supercategories()
+    return [{"id": i, "name": c.name, "wnid": c.wnid, "supercategory": c.supercategory,
+             "supercategory_id": supers.index(c.supercategory)}
+            for i, c in enumerate(sorted(imagenet_classes().values(), key=lambda c: c.wnid))]
 
 
 def decomposable_parts(taxonomy: Taxonomy) -> set[tuple[str, str]]:
@@ -188,10 +246,9 @@ def _image_entry(image: SourceImage) -> dict[str, Any]:
 
 
 def level_categories(subparts: Sequence[SubpartCategory]) -> dict[str, list[dict[str, Any]]]:
-    supers = supercategories()
     parts = part_categories()
     return {
-        "wholes": [{"id": i, "name": name, "supercategory": name} for i, name in enumerate(supers)],
+        "wholes": whole_categories(),
         "parts": [{"id": p.id, "name": p.spin_category, "supercategory": p.supercategory}
                   for p in sorted(parts.values(), key=lambda p: p.id)],
         "subparts": [{"id": c.id, "name": c.name, "supercategory": f"{c.object}-{c.part}",
@@ -213,6 +270,12 @@ def spin_cocos(images: Mapping[int, SourceImage], subparts: Sequence[dict[str, A
     ``images`` are the selected images; ``subparts`` the annotations of :func:`subpart_annotations`.
     """
     cats = level_categories(categories)
+    class_id = {c["wnid"]: c["id"] for c in cats["wholes"]}
+    unknown = sorted({image.wnid for image in images.values() if image.wnid not in class_id})
+    if unknown:
+        raise InputError(f"images of classes outside PartImageNet's 158: {', '.join(unknown)}",
+                         hint="a SPIN whole is one of the 158 ImageNet classes; leave those images out")
+    supers = [{"id": i, "name": name} for i, name in enumerate(supercategories())]
     whole_id = {image_id: i for i, image_id in enumerate(sorted(images), start=1)}
     split_of = {image_id: image.split for image_id, image in images.items()}
     out: dict[str, dict[str, Any]] = {}
@@ -222,14 +285,15 @@ def spin_cocos(images: Mapping[int, SourceImage], subparts: Sequence[dict[str, A
         wholes, parts = [], []
         for image_id in ids:
             image = images[image_id]
-            super_id = supercategories().index(image.supercategory)
-            wholes.append(_annotation(whole_id[image_id], image_id, super_id, image.object_rle, parent_id=None))
+            whole = _annotation(whole_id[image_id], image_id, class_id[image.wnid], image.object_rle, parent_id=None)
+            wholes.append(whole | {"supercategory_id": supercategories().index(image.supercategory)})
             parts += [_annotation(p.ann_id, image_id, p.category.id, p.rle, parent_id=whole_id[image_id])
                       for p in image.parts]
         subs = [ann for ann in subparts if split_of[ann["image_id"]] == split]
         out[split] = {
             level: {"info": {"description": f"{description} {split} {level}", "version": BUILDER_VERSION},
                     "licenses": [], "images": entries, "categories": cats[level], "annotations": anns}
+            | ({"supercategories": supers} if level == "wholes" else {})
             for level, anns in (("wholes", wholes), ("parts", parts), ("subparts", subs))
         }
     return out

@@ -32,12 +32,12 @@ from segbench.tasks.spin.metrics import (
     DEFAULT_SCORE,
     LEVELS,
     PROMPTS,
-    Answer,
     Hierarchy,
     ImageTruth,
+    Instance,
     Prediction,
-    says_yes,
 )
+from segbench.tasks.spin.recognition import DEFAULT_YES_RULE, Answer, says_yes
 
 PARENT_LEVEL = {"parts": "wholes", "subparts": "parts"}
 
@@ -70,42 +70,72 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _coco_parts(data: Any, path: str) -> tuple[list[Any], dict[int, str], list[Any]]:
+def _coco_parts(data: Any, path: str) -> tuple[list[Any], dict[int, dict[str, Any]], list[Any]]:
     if not isinstance(data, dict) or not all(isinstance(data.get(k), list) for k in ("images", "categories",
                                                                                       "annotations")):
         raise InputError("not a COCO file: needs 'images', 'categories' and 'annotations' lists", path=path,
                          hint="point --data-root / --repo at a built SPIN dataset")
-    names: dict[int, str] = {}
+    categories: dict[int, dict[str, Any]] = {}
     for cat in data["categories"]:
         if not isinstance(cat, dict) or not _is_int(cat.get("id")) or cat["id"] < 0 or not isinstance(
-                cat.get("name"), str) or cat["id"] in names:
+                cat.get("name"), str) or cat["id"] in categories:
             raise InputError(f"category {cat!r} needs a unique integer id >= 0 and a name", path=path)
-        names[cat["id"]] = cat["name"]
-    return data["images"], names, data["annotations"]
+        categories[cat["id"]] = cat
+    return data["images"], categories, data["annotations"]
 
 
 def build_hierarchy(names: Mapping[str, Mapping[int, str]], restricted: Mapping[str, frozenset[str]] | None = None,
-                    path: str = "") -> Hierarchy:
-    """Entailment from category names: ``<Super>-<Part>`` belongs to ``<Super>``, ``<Super>-<Part>-<Sub>``
-    to the longest part name it starts with. ``restricted``: subpart name → allowed object classes.
+                    path: str = "", *, categories: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+                    links: Mapping[str, Mapping[int, set[int]]] | None = None) -> Hierarchy:
+    """The category hierarchy; names are for display, the links come first from the annotations.
+
+    The parent of a category is, in this order: the category of its annotations' ``parent_id``
+    (``links``: level → child category → parent categories seen); the category's own field
+    (a subpart's ``part_category_id``, a part's or whole's ``supercategory``); the name prefix
+    (``<Super>-<Part>`` / ``<Super>-<Part>-<Sub>``, or PartImageNet's ``Quadruped Head``). A category
+    with none of these is linked to nothing. ``restricted``: subpart name → allowed object classes.
 
     Raises:
-        InputError: a part or subpart name that no category of the level above prefixes.
+        InputError: annotations of one category have parents of two categories (or super-categories).
     """
-    def parent_of(level: str, above: str) -> dict[int, int]:
-        by_name = sorted(((name, cid) for cid, name in names[above].items()), key=lambda n: -len(n[0]))
-        out = {}
-        for cid, name in names[level].items():
-            match = next((pid for pname, pid in by_name if name.startswith(pname + "-")), None)
-            if match is None:
-                raise InputError(f"{level} category {name!r} (id {cid}) names no {above} category as its prefix",
-                                 path=path, hint=f"name {level} categories '<{above} category name>-<name>'")
-            out[cid] = match
-        return out
+    cats = categories or {}
+    links = links or {}
 
+    def own(level: str, cid: int, key: str) -> Any:
+        return (cats.get(level, {}).get(cid) or {}).get(key)
+
+    def by_prefix(name: str, candidates: Mapping[int, str]) -> int | None:
+        ranked = sorted(candidates.items(), key=lambda c: -len(c[1]))
+        return next((cid for cid, cname in ranked if name.startswith((cname + "-", cname + " "))), None)
+
+    def single(level: str, cid: int, found: set[Any]) -> Any:
+        if len(found) > 1:
+            raise InputError(f"{level} category {names[level][cid]!r} (id {cid}) has annotations whose parents are "
+                             f"of several categories: {sorted(found)}", path=path,
+                             hint="every annotation of a category needs a parent of the same category")
+        return next(iter(found), None)
+
+    whole_super = {cid: str(own("wholes", cid, "supercategory") or name) for cid, name in names["wholes"].items()}
+    supers = {i: name for i, name in enumerate(sorted(set(whole_super.values())))}
+    part_super = {}
+    for cid, name in names["parts"].items():
+        found = single("parts", cid, {whole_super[w] for w in links.get("parts", {}).get(cid, ()) if w in whole_super})
+        field = own("parts", cid, "supercategory")
+        prefix = by_prefix(name, supers)
+        value = found or (field if field in supers.values() else None) or (supers[prefix] if prefix is not None
+                                                                           else None)
+        if value is not None:
+            part_super[cid] = value
+    part_of = {}
+    for cid, name in names["subparts"].items():
+        found = single("subparts", cid, set(links.get("subparts", {}).get(cid, ())))
+        field = own("subparts", cid, "part_category_id")
+        value = found if found is not None else field if field in names["parts"] else by_prefix(name, names["parts"])
+        if value is not None:
+            part_of[cid] = value
     sub_ids = {name: cid for cid, name in names["subparts"].items()}
-    return Hierarchy(names={lv: dict(names[lv]) for lv in LEVELS}, part_of=parent_of("subparts", "parts"),
-                     whole_of=parent_of("parts", "wholes"),
+    return Hierarchy(names={lv: dict(names[lv]) for lv in LEVELS}, part_of=part_of, part_super=part_super,
+                     whole_super=whole_super,
                      restricted={sub_ids[n]: classes for n, classes in (restricted or {}).items() if n in sub_ids})
 
 
@@ -131,16 +161,16 @@ def read_ground_truth(source: DatasetSource, dataset_dir: str, split: str) -> Sp
         AnnotationError: an image lacks its size, an annotation refers to an unknown image, category or
             parent, or its segmentation does not fit its image.
     """
-    raw, names, files = {}, {}, {}
+    raw, names, categories, files = {}, {}, {}, {}
     for level in LEVELS:
         files[level] = gt_relpath(dataset_dir, split, level)
-        images, names[level], anns = _coco_parts(source.read_json(files[level]), files[level])
+        images, categories[level], anns = _coco_parts(source.read_json(files[level]), files[level])
+        names[level] = {cid: cat["name"] for cid, cat in categories[level].items()}
         raw[level] = (images, anns)
     restricted = None
     taxonomy = f"{dataset_dir}/taxonomy.yaml"
     if source.exists(taxonomy):
         restricted = parse_taxonomy(yaml.safe_load(source.read_bytes(taxonomy)), taxonomy)
-    hierarchy = build_hierarchy(names, restricted, files["subparts"])
 
     records: dict[int, dict[str, Any]] = {}
     for img in raw["wholes"][0]:
@@ -151,6 +181,8 @@ def read_ground_truth(source: DatasetSource, dataset_dir: str, split: str) -> Sp
         records[img["id"]] = img
     entities: dict[int, dict[str, dict[int, list]]] = {i: {lv: {} for lv in LEVELS} for i in records}
     annotations: dict[str, dict[int, tuple[int, int]]] = {}
+    links: dict[str, dict[int, set[int]]] = {}
+    instances: dict[int, dict[str, dict[int, Instance]]] = {i: {} for i in records}
     for level in LEVELS:
         annotations[level] = {}
         for ann in raw[level][1]:
@@ -158,17 +190,21 @@ def read_ground_truth(source: DatasetSource, dataset_dir: str, split: str) -> Sp
             img = records[ann["image_id"]]
             rle = _rle(ann["segmentation"], img, files[level], f"annotation {ann['id']}")
             parent_cat = annotations[PARENT_LEVEL[level]][ann["parent_id"]][1] if level in PARENT_LEVEL else None
+            if parent_cat is not None:
+                links.setdefault(level, {}).setdefault(key[1], set()).add(parent_cat)
             entry = entities[key[0]][level].setdefault(key[1], [[], parent_cat])
             entry[0].append(rle)
+            instances[key[0]].setdefault(level, {})[ann["id"]] = Instance(key[1], rle, ann.get("parent_id"))
             annotations[level][ann["id"]] = key
+    hierarchy = build_hierarchy(names, restricted, files["subparts"], categories=categories, links=links)
     images = {}
     for image_id, img in sorted(records.items()):
         wholes = entities[image_id]["wholes"]
-        supercategory = img.get("supercategory") or (names["wholes"][min(wholes)] if wholes else "unknown")
+        supercategory = img.get("supercategory") or (hierarchy.whole_super[min(wholes)] if wholes else "unknown")
         images[image_id] = ImageTruth(
             image_id, img["height"], img["width"], str(supercategory), img.get("object_class"),
             {lv: {cat: (tuple(rles), parent) for cat, (rles, parent) in sorted(entities[image_id][lv].items())}
-             for lv in LEVELS})
+             for lv in LEVELS}, instances[image_id])
     return SpinTruth(images, hierarchy, annotations, files)
 
 
@@ -245,7 +281,8 @@ def parse_predictions(entries: list[Any], level: str, truth: SpinTruth, path: st
                       policy: ImportPolicy) -> list[tuple[int, Prediction]]:
     """Validated (image id, prediction) pairs of one level's results file."""
     out: list[tuple[int, Prediction]] = []
-    seen: set[tuple[int, int, str]] = set()
+    seen: set[tuple[int, int, str] | tuple[int, str]] = set()
+    by_instance: dict[tuple[int, int, str], bool] = {}  # (image, category, prompt) → answered by gt_id
     for index, entry in enumerate(entries):
         item = f"prediction {index}"
         try:
@@ -256,17 +293,24 @@ def parse_predictions(entries: list[Any], level: str, truth: SpinTruth, path: st
             score = entry.get("score", DEFAULT_SCORE)
             if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                 raise AnnotationError(f"score {score!r} is not a finite number", path=path, item=item)
-            if (image_id, category_id, prompt) in seen:
-                raise AnnotationError(f"a second {prompt} prediction for image {image_id} / category {category_id}",
-                                      path=path, item=item, hint="merge them into one mask per entity and prompt")
+            gt_id = entry.get("gt_id")
+            key = (gt_id, prompt) if gt_id is not None else (image_id, category_id, prompt)
+            if key in seen:
+                what = f"annotation {gt_id}" if gt_id is not None else f"image {image_id} / category {category_id}"
+                raise AnnotationError(f"a second {prompt} prediction for {what}", path=path, item=item,
+                                      hint="one mask per annotation (gt_id) or per image and category, and prompt")
+            if by_instance.setdefault((image_id, category_id, prompt), gt_id is not None) != (gt_id is not None):
+                raise AnnotationError(f"{prompt} predictions for image {image_id} / category {category_id} mix "
+                                      "gt_id and category unions", path=path, item=item,
+                                      hint="give every prediction of the category a gt_id, or none")
             img = truth.images[image_id]
             rle = _rle(entry.get("segmentation"), {"id": image_id, "height": img.height, "width": img.width},
                        path, item)
         except AnnotationError as error:
             policy.handle(error)
             continue
-        seen.add((image_id, category_id, prompt))
-        out.append((image_id, Prediction(level, category_id, prompt, rle, float(score))))
+        seen.add(key)
+        out.append((image_id, Prediction(level, category_id, prompt, rle, float(score), gt_id)))
     return out
 
 
@@ -303,8 +347,10 @@ def prediction_files(directory: str | Path, split: str) -> dict[str, Path]:
     return found
 
 
-def read_answers(path: str | Path, truth: SpinTruth, policy: ImportPolicy) -> list[Answer]:
-    """Validated recognition answers. The truth is ``truth`` when given, else "yes" iff the entity exists."""
+def read_answers(path: str | Path, truth: SpinTruth, policy: ImportPolicy, yes_rule: str = DEFAULT_YES_RULE
+                 ) -> list[Answer]:
+    """Validated recognition answers. The truth is ``truth`` when given, else "yes" iff the entity exists;
+    the answer is read by ``yes_rule`` (:func:`~segbench.tasks.spin.recognition.says_yes`)."""
     path = Path(path)
     entries = read_json(path)
     if not isinstance(entries, list):
@@ -324,7 +370,7 @@ def read_answers(path: str | Path, truth: SpinTruth, policy: ImportPolicy) -> li
                 raise AnnotationError(f"truth {given!r} is not 'yes' or 'no'", path=path, item=item)
             present = category_id in truth.images[image_id].entities[level]
             out.append(Answer(level, category_id, _prompt(entry, str(path), item),
-                              says_yes(answer),
+                              says_yes(answer, yes_rule),
                               present if given is None else given == "yes"))
         except AnnotationError as error:
             policy.handle(error)

@@ -4,8 +4,9 @@ Evaluate one image → accumulate with ``+=`` → summarize. Reading and validat
 :mod:`segbench.tasks.spin.inputs`' job; the report is :mod:`segbench.tasks.spin.report`'s.
 
 Units. An *entity* is one ground-truth (image, level, category): the union of that category's
-annotations in the image (SPIN annotates each (sub)part category once per image). A prediction answers
-the prompt naming one entity, with a ``general`` prompt (super-category: "eyes of the quadruped") or a
+annotations in the image (SPIN annotates each (sub)part category once per image) — or, when the
+predictions of that category name their annotation (``gt_id``), each annotation on its own (instance
+level: two quadrupeds in one image are two entities). A prediction answers the prompt naming one entity, with a ``general`` prompt (super-category: "eyes of the quadruped") or a
 ``specific`` one (ImageNet class: "eyes of the antelope"); both answer the same entity and category id,
 and each prompt kind is scored on its own. A prediction for a category the image does not hold (a model
 choosing from a candidate list) is *unprompted*: it only adds false-positive pixels.
@@ -26,10 +27,11 @@ Definitions (what the seed leaves open is decided here and marked "choice"):
     SeCS       Eq. 2: per image and level a label map from the predictions (an overlap goes to the
                higher score, then the lower category id; a missing score counts as 1). X = pixels
                foreground at all three levels; M(x) = 1 iff subpart→part AND part→whole are entailed by
-               the taxonomy. SeCS = Σ M / |X| pooled over the pixels of all images ("mean of M(x) across
+               the hierarchy (the ground truth's ``parent_id`` links; a part entails a whole of its
+               super-category, whether the whole is the super-category or one of its ImageNet classes). SeCS = Σ M / |X| pooled over the pixels of all images ("mean of M(x) across
                all x ∈ X"). In the specific label space a subpart that the taxonomy restricts to some
                object classes is entailed only on images of those classes.
-    mACC       recognition answers: accuracy per category, mean over the level's categories.
+    mACC       recognition answers: see :mod:`segbench.tasks.spin.recognition`.
 
 Arrays: masks are ``bool`` of shape (H, W) (pycocotools decodes Fortran-ordered; kept so); label maps
 are ``int32`` (H, W), -1 = background, else a category id (SPIN's whole and part ids start at 0).
@@ -38,7 +40,6 @@ Metrics never mutate their inputs and never print.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -54,57 +55,75 @@ RELATIONS = {"s2p": ("subparts", "parts"), "p2o": ("parts", "wholes")}  # child 
 DEFAULT_SCORE = 1.0
 
 # seg stats: intersection, union, entities, abstained, sum of entity IoUs, unprompted predictions
-_SEG, _SPATIAL, _SEMANTIC, _ANSWERS = 6, 4, 3, 3
+_SEG, _SPATIAL, _SEMANTIC = 6, 4, 3
 
 
 @dataclass(frozen=True)
 class Hierarchy:
     """Category names per level and which category entails which.
 
-    ``part_of``: subpart category id → its part category id; ``whole_of``: part id → whole id.
+    ``part_of``: subpart category id → its part category id. ``part_super`` / ``whole_super``: part and
+    whole category id → its super-category name. Wholes may be super-categories (Quadruped) or
+    ImageNet classes (antelope): a part entails a whole when both belong to the same super-category.
+    A category missing from these maps is linked to nothing (it entails nothing).
     ``restricted``: subpart id → the object classes it applies to (taxonomy ``objects``), only for
     subparts the taxonomy restricts.
     """
 
     names: Mapping[str, Mapping[int, str]]
     part_of: Mapping[int, int]
-    whole_of: Mapping[int, int]
+    part_super: Mapping[int, str]
+    whole_super: Mapping[int, str]
     restricted: Mapping[int, frozenset[str]] = field(default_factory=dict)
 
     def supercategory(self, level: str, category_id: int) -> str:
-        """The whole (super-category) name a category belongs to."""
+        """The super-category a category belongs to (``unknown`` when it is linked to none)."""
         if level == "subparts":
-            category_id, level = self.part_of[category_id], "parts"
-        if level == "parts":
-            category_id = self.whole_of[category_id]
-        return self.names["wholes"][category_id]
+            category_id, level = self.part_of.get(category_id, -1), "parts"
+        table = self.part_super if level == "parts" else self.whole_super
+        return table.get(category_id, "unknown")
 
     @cached_property
-    def lookup_tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """(part_lut, whole_lut): ``part_lut[subpart id]`` = its part id, ``whole_lut[part id]`` = its whole id;
-        -1 elsewhere."""
-        return _lut(self.part_of, self.names["subparts"]), _lut(self.whole_of, self.names["parts"])
+    def lookup_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(part_lut, part_super_lut, whole_super_lut): ``part_lut[subpart id]`` = its part id (-1 if none);
+        the other two map part and whole ids to a super-category index (-1 and -2 if none, so that two
+        unlinked categories never entail each other)."""
+        supers = {name: i for i, name in enumerate(sorted({*self.part_super.values(), *self.whole_super.values()}))}
+        return (_lut(self.part_of, self.names["subparts"], -1),
+                _lut({k: supers[v] for k, v in self.part_super.items()}, self.names["parts"], -1),
+                _lut({k: supers[v] for k, v in self.whole_super.items()}, self.names["wholes"], -2))
 
 
-def _lut(mapping: Mapping[int, int], domain: Iterable[int]) -> np.ndarray:
-    lut = np.full(max(domain, default=0) + 1, -1, dtype=np.int64)
+def _lut(mapping: Mapping[int, int], domain: Iterable[int], missing: int) -> np.ndarray:
+    lut = np.full(max([*domain, *mapping], default=0) + 1, missing, dtype=np.int64)
     for key, value in mapping.items():
         lut[key] = value
     return lut
 
 
 class Prediction(NamedTuple):
-    """One validated prediction; ``rle`` is a compressed RLE of the image's size."""
+    """One validated prediction; ``rle`` is a compressed RLE of the image's size. ``gt_id``: the
+    ground-truth annotation it answers (instance level), or None for the category's union."""
 
     level: str
     category_id: int
     prompt: str
     rle: dict[str, Any]
     score: float
+    gt_id: int | None = None
+
+
+class Instance(NamedTuple):
+    """One ground-truth annotation: its category, mask and parent annotation id (None for wholes)."""
+
+    category_id: int
+    rle: dict[str, Any]
+    parent_id: int | None
 
 
 class ImageTruth(NamedTuple):
-    """The ground truth of one image: ``entities[level][category_id]`` = (RLEs, parent category id or None)."""
+    """The ground truth of one image: ``entities[level][category_id]`` = (RLEs, parent category id or None);
+    ``instances[level][annotation id]`` = the annotations one by one."""
 
     image_id: int
     height: int
@@ -112,6 +131,7 @@ class ImageTruth(NamedTuple):
     supercategory: str
     object_class: str | None
     entities: Mapping[str, Mapping[int, tuple[tuple[dict[str, Any], ...], int | None]]]
+    instances: Mapping[str, Mapping[int, Instance]] = {}
 
 
 def containment(child: np.ndarray, parent: np.ndarray) -> float | None:
@@ -143,14 +163,14 @@ def entailed_pixels(
     if not x.any():
         return 0, 0
     s, p, o = subparts[x], parts[x], wholes[x]
-    part_lut, whole_lut = hierarchy.lookup_tables
-    ok = (part_lut[s] == p) & (whole_lut[p] == o)
+    part_lut, part_super, whole_super = hierarchy.lookup_tables
+    ok = (part_lut[s] == p) & (part_super[p] == whole_super[o])
     if allowed_subparts is not None:
         ok &= allowed_subparts[s]
     return int(x.sum()), int(ok.sum())
 
 
-def _add(table: dict[Any, list[float]], key: Any, values: Sequence[float], width: int) -> None:
+def add_row(table: dict[Any, list[float]], key: Any, values: Sequence[float], width: int) -> None:
     row = table.setdefault(key, [0.0] * width)
     for i, v in enumerate(values):
         row[i] += v
@@ -177,54 +197,50 @@ class SpinAccumulator:
         for mine, theirs, width in ((self.seg, other.seg, _SEG), (self.spatial, other.spatial, _SPATIAL),
                                     (self.semantic, other.semantic, _SEMANTIC)):
             for key, values in theirs.items():
-                _add(mine, key, values, width)
+                add_row(mine, key, values, width)
         return self
 
     def update(self, image: ImageTruth, predictions: Sequence[Prediction], hierarchy: Hierarchy,
                prompts: Sequence[str]) -> None:
-        """Score one image's predictions for each prompt kind in ``prompts``."""
+        """Score one image's predictions for each prompt kind in ``prompts``.
+
+        A category some prediction answers by ``gt_id`` is scored per annotation (each one an entity,
+        abstained without its own prediction); any other category as the union of its annotations.
+        """
         self.num_images += 1
         self.prompts = tuple(p for p in PROMPTS if p in self.prompts or p in prompts)
         shape = (image.height, image.width)
-        truth = {(level, cat): _decode_union(rles, shape)
-                 for level, cats in image.entities.items() for cat, (rles, _) in cats.items()}
         for prompt in prompts:
-            masks = {(p.level, p.category_id): (p.score, rle_to_bitmap(p.rle).view(bool))
-                     for p in predictions if p.prompt == prompt}
-            self._segmentation(prompt, truth, masks)
-            self._spatial(prompt, image, masks)
-            self._semantic(prompt, image, masks, hierarchy, shape)
+            answered = _Answered(image, [p for p in predictions if p.prompt == prompt], shape)
+            self._segmentation(prompt, answered)
+            self._spatial(prompt, image, answered)
+            self._semantic(prompt, image, answered.all_masks(), hierarchy, shape)
 
-    def _segmentation(self, prompt: str, truth: Mapping[tuple[str, int], np.ndarray],
-                      masks: Mapping[tuple[str, int], tuple[float, np.ndarray]]) -> None:
-        for (level, cat), gt in truth.items():
-            pred = masks.get((level, cat))
-            abstained = pred is None or not pred[1].any()
-            inter = 0 if abstained else int(np.count_nonzero(gt & pred[1]))
-            union = int(np.count_nonzero(gt)) if abstained else int(np.count_nonzero(gt | pred[1]))
+    def _segmentation(self, prompt: str, answered: _Answered) -> None:
+        for level, cat, gt, pred in answered.entities():
+            abstained = pred is None or not pred.any()
+            inter = 0 if abstained else int(np.count_nonzero(gt & pred))
+            union = int(np.count_nonzero(gt)) if abstained else int(np.count_nonzero(gt | pred))
             if union:
-                _add(self.seg, (prompt, level, cat), [inter, union, 1, abstained, inter / union, 0], _SEG)
-        for (level, cat), (_, mask) in masks.items():
-            if (level, cat) not in truth:
-                _add(self.seg, (prompt, level, cat), [0, int(np.count_nonzero(mask)), 0, 0, 0, 1], _SEG)
+                add_row(self.seg, (prompt, level, cat), [inter, union, 1, abstained, inter / union, 0], _SEG)
+        for (level, cat), (_, mask) in answered.union.items():
+            if cat not in answered.image.entities.get(level, {}):
+                add_row(self.seg, (prompt, level, cat), [0, int(np.count_nonzero(mask)), 0, 0, 0, 1], _SEG)
 
-    def _spatial(self, prompt: str, image: ImageTruth,
-                 masks: Mapping[tuple[str, int], tuple[float, np.ndarray]]) -> None:
+    def _spatial(self, prompt: str, image: ImageTruth, answered: _Answered) -> None:
         for relation, (child_level, parent_level) in RELATIONS.items():
-            for cat, (_, parent_cat) in image.entities.get(child_level, {}).items():
-                _, child = masks.get((child_level, cat), (None, None))
-                _, parent = masks.get((parent_level, parent_cat), (None, None))
+            for child, parent in answered.pairs(child_level, parent_level):
                 key = (prompt, relation, image.supercategory)
                 if child is None or not child.any():
-                    _add(self.spatial, key, [0, 0, 1, 0], _SPATIAL)
+                    add_row(self.spatial, key, [0, 0, 1, 0], _SPATIAL)
                 elif parent is None or not parent.any():
-                    _add(self.spatial, key, [0, 0, 0, 1], _SPATIAL)
+                    add_row(self.spatial, key, [0, 0, 0, 1], _SPATIAL)
                 else:
-                    _add(self.spatial, key, [containment(child, parent), 1, 0, 0], _SPATIAL)
+                    add_row(self.spatial, key, [containment(child, parent), 1, 0, 0], _SPATIAL)
 
-    def _semantic(self, prompt: str, image: ImageTruth, masks: Mapping[tuple[str, int], tuple[float, np.ndarray]],
+    def _semantic(self, prompt: str, image: ImageTruth, masks: Sequence[tuple[str, int, float, np.ndarray]],
                   hierarchy: Hierarchy, shape: tuple[int, int]) -> None:
-        maps = [label_map([(cat, score, mask) for (lv, cat), (score, mask) in masks.items() if lv == level], shape)
+        maps = [label_map([(cat, score, mask) for lv, cat, score, mask in masks if lv == level], shape)
                 for level in ("subparts", "parts", "wholes")]
         allowed = None
         if prompt == "specific" and hierarchy.restricted:
@@ -233,7 +249,7 @@ class SpinAccumulator:
                 allowed[sub] = image.object_class in classes
         pixels, entailed = entailed_pixels(*maps, hierarchy, allowed)
         if pixels:
-            _add(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
+            add_row(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
 
     def summarize(self, hierarchy: Hierarchy) -> dict[str, Any]:
         """The metrics per prompt kind: ``{"num_images", "prompts": {prompt: {...}}}`` (see the report)."""
@@ -242,7 +258,7 @@ class SpinAccumulator:
 
     def _summarize_prompt(self, prompt: str, hierarchy: Hierarchy) -> dict[str, Any]:
         levels = {level: _level_summary(self._seg_rows(prompt, level), hierarchy.names[level]) for level in LEVELS}
-        supers = sorted(set(hierarchy.names["wholes"].values()))
+        supers = sorted(set(hierarchy.whole_super.values()))
         per_super = {}
         for name in supers:
             per_super[name] = {
@@ -283,6 +299,67 @@ class SpinAccumulator:
         return {"score": _ratio(entailed, pixels), "pixels": int(pixels), "images": int(images)}
 
 
+class _Answered:
+    """One image's predictions of one prompt kind beside its ground truth.
+
+    ``union[(level, category)]`` = (score, mask) of the predictions without ``gt_id``;
+    ``by_instance[(level, annotation id)]`` = (score, mask) of those with one.
+    """
+
+    def __init__(self, image: ImageTruth, predictions: Sequence[Prediction], shape: tuple[int, int]) -> None:
+        self.image, self.shape = image, shape
+        self.union = {(p.level, p.category_id): (p.score, rle_to_bitmap(p.rle).view(bool))
+                      for p in predictions if p.gt_id is None}
+        self.by_instance = {(p.level, p.gt_id): (p.score, rle_to_bitmap(p.rle).view(bool))
+                            for p in predictions if p.gt_id is not None}
+        self.per_instance = {(p.level, p.category_id) for p in predictions if p.gt_id is not None}
+
+    def entities(self) -> Iterable[tuple[str, int, np.ndarray, np.ndarray | None]]:
+        """(level, category, truth mask, predicted mask or None) per entity."""
+        for level, cats in self.image.entities.items():
+            for cat, (rles, _) in cats.items():
+                if (level, cat) in self.per_instance:
+                    for ann_id, instance in self._instances(level, cat):
+                        yield level, cat, _decode_union([instance.rle], self.shape), self._mask(level, ann_id)
+                else:
+                    yield level, cat, _decode_union(rles, self.shape), self.category_mask(level, cat)
+
+    def _instances(self, level: str, cat: int) -> list[tuple[int, Instance]]:
+        return [(i, inst) for i, inst in sorted(self.image.instances.get(level, {}).items()) if inst.category_id == cat]
+
+    def _mask(self, level: str, ann_id: int) -> np.ndarray | None:
+        found = self.by_instance.get((level, ann_id))
+        return None if found is None else found[1]
+
+    def category_mask(self, level: str, cat: int) -> np.ndarray | None:
+        """The union prediction of a category, or the union of its instance predictions."""
+        if (level, cat) in self.union:
+            return self.union[(level, cat)][1]
+        masks = [m for i, _ in self._instances(level, cat) if (m := self._mask(level, i)) is not None]
+        return np.logical_or.reduce(masks) if masks else None
+
+    def pairs(self, child_level: str, parent_level: str) -> Iterable[tuple[np.ndarray | None, np.ndarray | None]]:
+        """(child mask, parent mask) per child entity linked by the ground truth."""
+        instances = self.image.instances
+        for cat, (_, parent_cat) in self.image.entities.get(child_level, {}).items():
+            if (child_level, cat) not in self.per_instance:
+                yield self.category_mask(child_level, cat), self.category_mask(parent_level, parent_cat)
+                continue
+            for ann_id, instance in self._instances(child_level, cat):
+                parent = instances[parent_level][instance.parent_id]
+                parent_mask = (self._mask(parent_level, instance.parent_id)
+                               if (parent_level, parent.category_id) in self.per_instance
+                               else self.category_mask(parent_level, parent.category_id))
+                yield self._mask(child_level, ann_id), parent_mask
+
+    def all_masks(self) -> list[tuple[str, int, float, np.ndarray]]:
+        """(level, category, score, mask) of every prediction, for the label maps."""
+        out = [(lv, cat, score, mask) for (lv, cat), (score, mask) in self.union.items()]
+        for (lv, ann_id), (score, mask) in self.by_instance.items():
+            out.append((lv, self.image.instances[lv][ann_id].category_id, score, mask))
+        return out
+
+
 def _decode_union(rles: Sequence[dict[str, Any]], shape: tuple[int, int]) -> np.ndarray:
     out = np.zeros(shape, dtype=bool, order="F")
     for rle in rles:
@@ -313,50 +390,3 @@ def _level_summary(rows: Mapping[int, list[float]], names: Mapping[int, str]) ->
         "unprompted_predictions": int(sum(rows[c][5] for c in rows)),
         "categories": categories,
     }
-
-
-# ---- recognition (Section 5.3) ------------------------------------------------------------------------
-
-_YES = re.compile(r"\byes\b", re.IGNORECASE)
-
-
-def says_yes(answer: str) -> bool:
-    """The seed's rule: an answer is "yes" if "yes" appears in the model's output (as a word here, so that
-    "eyes" is not a yes)."""
-    return bool(_YES.search(answer))
-
-
-class Answer(NamedTuple):
-    """One validated recognition answer."""
-
-    level: str
-    category_id: int
-    prompt: str
-    answer: bool
-    truth: bool
-
-
-def recognition_accuracy(answers: Iterable[Answer], hierarchy: Hierarchy) -> dict[str, Any]:
-    """mACC per prompt kind and level: accuracy per category, averaged over categories.
-
-    Returns ``{prompt: {level: {"macc", "accuracy", "answers", "yes_rate", "categories": [...]}}}``; the
-    yes rate shows a model that answers yes to everything.
-    """
-    table: dict[tuple[str, str, int], list[float]] = {}
-    for a in answers:
-        _add(table, (a.prompt, a.level, a.category_id), [a.answer == a.truth, 1, a.answer], _ANSWERS)
-    out: dict[str, Any] = {}
-    for prompt in PROMPTS:
-        levels = {}
-        for level in LEVELS:
-            rows = {cat: v for (p, lv, cat), v in table.items() if p == prompt and lv == level}
-            if not rows:
-                continue
-            cats = [{"id": cat, "name": hierarchy.names[level][cat], "accuracy": rows[cat][0] / rows[cat][1],
-                     "answers": int(rows[cat][1])} for cat in sorted(rows)]
-            correct, total, yes = (sum(v[i] for v in rows.values()) for i in range(_ANSWERS))
-            levels[level] = {"macc": sum(c["accuracy"] for c in cats) / len(cats), "accuracy": correct / total,
-                             "answers": int(total), "yes_rate": yes / total, "categories": cats}
-        if levels:
-            out[prompt] = levels
-    return out

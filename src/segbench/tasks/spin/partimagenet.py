@@ -37,6 +37,11 @@ from segbench.core.masks import rle_area, union_rle
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "val", "test")
+# SPIN leaves these part classes undecomposed: their subpart boundaries are ambiguous (seed,
+# supplementary 8.3). They stay in the parts files; they get no subparts and do not count when the
+# cap prefers images with more parts.
+AMBIGUOUS_PARTS = ("Biped-Tail", "Bird-Tail", "Quadruped-Tail", "Bird-Wing", "Bicycle-Seat")
+BACKGROUND_NAME = "background"  # a category some PartImageNet exports add; its annotations are no part
 _STEM = re.compile(r"^(n\d{8})_\d+$")
 
 
@@ -136,6 +141,8 @@ def annotation_path(root: Path, split: str) -> Path:
 def _check_categories(categories: dict[int, dict[str, Any]], path: Path) -> None:
     known = part_categories()
     for cat_id, cat in sorted(categories.items()):
+        if _is_background(cat):
+            continue
         expected = known.get(cat_id)
         if expected is None:
             raise InputError(f"category id {cat_id} ({cat['name']!r}) is not a PartImageNet part category (0-39)",
@@ -144,6 +151,10 @@ def _check_categories(categories: dict[int, dict[str, Any]], path: Path) -> None
             raise InputError(f"category {cat_id} is named {cat['name']!r}; PartImageNet calls it "
                              f"{expected.source_name!r}", path=path,
                              hint="PartImageNet files keep the release's category ids and names")
+
+
+def _is_background(category: dict[str, Any]) -> bool:
+    return str(category.get("name", "")).strip().lower() == BACKGROUND_NAME
 
 
 def _polygons(segmentation: Any) -> tuple[tuple[float, ...], ...]:
@@ -197,7 +208,7 @@ def read_partimagenet(root: str | Path, *, policy: ImportPolicy, splits: tuple[s
 
     Returns:
         The images with at least one part, by image id, and per split the number left out for
-        having none.
+        having none (no annotation, or only the background's: SPIN removed 29 such images).
 
     Raises:
         InputError: a split file is missing or malformed, a category is not PartImageNet's, or an
@@ -219,7 +230,8 @@ def read_partimagenet(root: str | Path, *, policy: ImportPolicy, splits: tuple[s
         files[split], without_parts[split] = path, 0
         for image_id in sorted(index.images):
             img = index.images[image_id]
-            anns = index.anns_by_image.get(image_id, [])
+            background = {cid for cid, cat in index.categories.items() if _is_background(cat)}
+            anns = [a for a in index.anns_by_image.get(image_id, []) if a.get("category_id") not in background]
             if image_id in images:
                 raise InputError(f"image id {image_id} appears in both {images[image_id].split} and {split}",
                                  path=path, hint="image ids must be unique across the splits")

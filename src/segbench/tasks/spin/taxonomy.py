@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -124,13 +125,44 @@ def subpart_questions(catalog: Catalog) -> list[Question]:
     return questions
 
 
+_MINOR_WORDS = frozenset({"a", "an", "and", "as", "at", "of", "on", "or", "the", "to"})
+
+
 def normalise_name(name: str) -> str | None:
-    """A proposed subpart name in display form (``rear  wheel`` → ``Rear Wheel``), or None if unusable."""
-    text = re.sub(r"[\s_]+", " ", str(name)).strip().strip(".")
+    """A proposed subpart name in display form, or None if unusable.
+
+    Title Case with minor words lower case (``bell or horn`` → ``Bell or Horn``), each ``/`` alternative
+    capitalised (``toes/hoof`` → ``Toes/Hoof``), hyphens and underscores as spaces
+    (``Internal-combustion engine`` → ``Internal Combustion Engine``).
+    """
+    text = re.sub(r"[\s_-]+", " ", str(name)).strip().strip(".")
+    text = re.sub(r"\s*/\s*", "/", text)
     if not text:
         return None
-    text = " ".join(word[:1].upper() + word[1:] for word in text.split(" "))
+    words = []
+    for index, word in enumerate(text.split(" ")):
+        if index and word.lower() in _MINOR_WORDS:
+            words.append(word.lower())
+        else:
+            words.append("/".join(alt[:1].upper() + alt[1:] for alt in word.split("/")))
+    text = " ".join(words)
     return text if re.match(SUBPART_NAME, text) else None
+
+
+@cache
+def _stemmer() -> Any:
+    from nltk.stem.snowball import SnowballStemmer  # a rule-based stemmer: no corpus to download
+
+    return SnowballStemmer("english")
+
+
+def match_keys(name: str) -> frozenset[str]:
+    """The forms under which two subpart names are the same: each ``/`` or `` or `` alternative,
+    lower case, every word stemmed (``Eyes`` ~ ``Eye``, ``Toes/Hoof`` ~ ``Hoof``)."""
+    alternatives = re.split(r"/|\s+or\s+", name.lower())
+    stem = _stemmer().stem
+    return frozenset(" ".join(stem(w) for w in re.split(r"[\s-]+", alt.strip()) if w) for alt in alternatives
+                     if alt.strip())
 
 
 def proposals_from_answers(catalog: Catalog, answers: Sequence[SubpartProposal]) -> dict[str, list[str]]:
@@ -174,6 +206,7 @@ def load_edits(path: str | Path, catalog: Catalog) -> tuple[TaxonomyEdits, str]:
                 raise InputError(f"rule {rule.id!r}: subpart name {name!r} is not in display form", path=path,
                                  item=rule.id, hint=f"write it as {normalise_name(name)!r} (Title Case, letters, "
                                  "digits, spaces)" if normalise_name(name) else "use letters, digits and spaces")
+    _check_reference(edits.reference, catalog, path)
     for rule in edits.add:
         objects = {p.split("-", 1)[0] for pattern in rule.parts for p in matching_parts(catalog, pattern)}
         for value in rule.objects or []:
@@ -183,6 +216,24 @@ def load_edits(path: str | Path, catalog: Catalog) -> tuple[TaxonomyEdits, str]:
                                  f"{', '.join(sorted(objects))}", path=path, item=rule.id,
                                  hint="use a class name (box turtle) or wnid (n01669191) of those super-categories")
     return edits, sha256_bytes(read_bytes(path))
+
+
+def _check_reference(reference: Mapping[str, Sequence[str]] | None, catalog: Catalog, path: Path) -> None:
+    """Every reference key is a part and every name is in display form, once per part."""
+    keys = catalog.part_keys()
+    for key, names in (reference or {}).items():
+        if key not in keys:
+            raise InputError(f"reference: {key!r} is not a PartImageNet part", path=path, item=key,
+                             hint=f"keys are <Super>-<SPIN part>: {', '.join(keys)}")
+        for name in names:
+            if normalise_name(name) != name:
+                raise InputError(f"reference {key}: subpart name {name!r} is not in display form", path=path,
+                                 item=key, hint=f"write it as {normalise_name(name)!r}" if normalise_name(name)
+                                 else "use letters, digits, spaces and '/' between alternatives")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"reference {key}: {twice[0]!r} is listed twice", path=path, item=key,
+                             hint="list each subpart once")
 
 
 def matching_parts(catalog: Catalog, pattern: str) -> list[str]:
@@ -201,10 +252,52 @@ class _Entry:
     objects: list[str] | None = None
 
 
+@dataclass(frozen=True)
+class ProposerScore:
+    """How the proposals for one part compare with the reference, before any edit."""
+
+    part: str  # <Super>-<Part>
+    proposed: int
+    reference: int
+    matched_reference: int  # reference subparts some proposal matches (recall's numerator)
+    matched_proposals: int  # proposals that match a reference subpart (precision's numerator)
+
+    @property
+    def recall(self) -> float | None:
+        return self.matched_reference / self.reference if self.reference else None
+
+    @property
+    def precision(self) -> float | None:
+        return self.matched_proposals / self.proposed if self.proposed else None
+
+
+def proposer_scores(catalog: Catalog, proposals: Mapping[str, Sequence[str]],
+                    reference: Mapping[str, Sequence[str]]) -> list[ProposerScore]:
+    """Recall and precision of the proposals against the reference, per part (names matched by :func:`match_keys`)."""
+    out = []
+    for key in catalog.part_keys():
+        proposed = [match_keys(n) for n in proposals.get(key, [])]
+        wanted = [match_keys(n) for n in reference.get(key, [])]
+        out.append(ProposerScore(
+            part=key, proposed=len(proposed), reference=len(wanted),
+            matched_reference=sum(1 for w in wanted if any(w & p for p in proposed)),
+            matched_proposals=sum(1 for p in proposed if any(w & p for w in wanted))))
+    return out
+
+
+def total_score(scores: Sequence[ProposerScore]) -> ProposerScore:
+    """All parts pooled: micro recall and precision."""
+    return ProposerScore(part="all", proposed=sum(s.proposed for s in scores),
+                         reference=sum(s.reference for s in scores),
+                         matched_reference=sum(s.matched_reference for s in scores),
+                         matched_proposals=sum(s.matched_proposals for s in scores))
+
+
 @dataclass
 class EditOutcome:
     parts: list[TaxonomyPart]
     unused_rules: list[str] = field(default_factory=list)  # rules that changed nothing: stale or misspelt
+    scores: list[ProposerScore] | None = None  # the proposer against the reference (None without one)
 
 
 def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], proposed_by: str,
@@ -229,16 +322,16 @@ def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], propos
         for rule in edits.exclude:
             if _applies(catalog, rule.parts, key):
                 for name in rule.subparts:
-                    gone = entries.pop(name.lower(), None)
+                    gone = entries.pop((normalise_name(name) or name).lower(), None)
                     if gone is not None:
                         removed.append(RemovedSubpart(name=gone.name, by=rule.id))
                         used.add(rule.id)
         for rule in edits.rename:
-            source = entries.get(rule.from_.lower())
+            source = entries.get((normalise_name(rule.from_) or rule.from_).lower())
             if source is None or not _applies(catalog, rule.parts, key):
                 continue
             used.add(rule.id)
-            del entries[rule.from_.lower()]
+            del entries[source.name.lower()]
             if rule.to.lower() in entries:
                 removed.append(RemovedSubpart(name=source.name, by=rule.id))
                 continue
@@ -252,12 +345,45 @@ def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], propos
                     entries[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=rule.id),
                                                    objects=list(rule.objects) if rule.objects else None)
                     used.add(rule.id)
+        if edits.reference is not None:
+            entries = _apply_reference(entries, edits.reference.get(key, []), removed)
         subparts = [Subpart(name=e.name, category=f"{key}-{e.name}", objects=e.objects, provenance=e.provenance)
                     for e in sorted(entries.values(), key=lambda e: e.name.lower())]
         parts.append(TaxonomyPart(object=cpart.object, part=cpart.spin_name, partimagenet_id=cpart.id,
                                   subparts=subparts, removed=sorted(removed, key=lambda r: (r.name.lower(), r.by))))
     unused = sorted(rule.id for rule in edits.rules() if rule.id not in used)
-    return EditOutcome(parts=parts, unused_rules=unused)
+    scores = proposer_scores(catalog, proposals, edits.reference) if edits.reference is not None else None
+    return EditOutcome(parts=parts, unused_rules=unused, scores=scores)
+
+
+REFERENCE_RULE = "reference"
+
+
+def _apply_reference(entries: dict[str, _Entry], reference: Sequence[str], removed: list[RemovedSubpart]
+                     ) -> dict[str, _Entry]:
+    """The part's entries replaced by its reference list (``removed`` gains what is dropped).
+
+    An entry matching a reference name keeps its provenance under that name (renamed by the reference
+    when the names differ); a second entry matching the same name, and every entry matching none, is
+    removed; reference names nobody matched are added.
+    """
+    out: dict[str, _Entry] = {}
+    for entry in sorted(entries.values(), key=lambda e: e.name.lower()):
+        keys = match_keys(entry.name)
+        target = next((n for n in reference if n.lower() == entry.name.lower()), None) or next(
+            (n for n in reference if match_keys(n) & keys), None)
+        if target is None or target.lower() in out:
+            removed.append(RemovedSubpart(name=entry.name, by=REFERENCE_RULE))
+            continue
+        provenance = entry.provenance
+        if target != entry.name:
+            provenance = SubpartProvenance(proposed_by=provenance.proposed_by, edit="renamed", by=REFERENCE_RULE,
+                                           renamed_from=provenance.renamed_from or entry.name)
+        out[target.lower()] = _Entry(target, provenance, entry.objects)
+    for name in reference:
+        if name.lower() not in out:
+            out[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=REFERENCE_RULE))
+    return out
 
 
 def _applies(catalog: Catalog, patterns: Sequence[str], key: str) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segbench.schemas.spin import Subpart, Taxonomy, TaxonomyPart
+from segbench.tasks.spin.taxonomy import ProposerScore, total_score
 
 
 @dataclass
@@ -32,6 +33,7 @@ class TaxonomyDiff:
     parts_removed: list[str] = field(default_factory=list)
     parts: list[PartDiff] = field(default_factory=list)  # only parts with a change
     first_build: bool = False
+    proposer: list[ProposerScore] | None = None  # the proposals against the reference, before the edits
 
     def empty(self) -> bool:
         return not (self.header or self.parts_added or self.parts_removed or self.parts)
@@ -123,9 +125,37 @@ def _objects(objects: list[str] | None) -> str:
     return "all" if objects is None else "[" + ", ".join(objects) + "]"
 
 
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def proposer_markdown(scores: list[ProposerScore]) -> list[str]:
+    """The proposer's recall and precision against the reference, pooled and per part."""
+    total = total_score(scores)
+    lines = ["## Proposer against the reference (before the edits)", "",
+             f"Recall {_pct(total.recall)} ({total.matched_reference} of {total.reference} reference subparts "
+             f"proposed), precision {_pct(total.precision)} ({total.matched_proposals} of {total.proposed} "
+             "proposals in the reference).", "",
+             "| part | reference | proposed | recall | precision |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {s.part} | {s.reference} | {s.proposed} | {_pct(s.recall)} | {_pct(s.precision)} |" for s in scores]
+    return [*lines, ""]
+
+
+def _score_row(score: ProposerScore) -> dict[str, Any]:
+    return {"part": score.part, "reference": score.reference, "proposed": score.proposed,
+            "matched_reference": score.matched_reference, "matched_proposals": score.matched_proposals,
+            "recall": score.recall, "precision": score.precision}
+
+
+def proposer_json(scores: list[ProposerScore]) -> dict[str, Any]:
+    return {"total": _score_row(total_score(scores)), "parts": [_score_row(s) for s in scores]}
+
+
 def diff_markdown(diff: TaxonomyDiff, *, title: str = "SPIN taxonomy changes") -> str:
     """The diff as Markdown (also readable as plain text on a terminal)."""
     lines = [f"# {title}", ""]
+    if diff.proposer is not None:
+        lines += proposer_markdown(diff.proposer)
     if diff.first_build:
         lines += ["First build: no previous taxonomy.", ""]
     elif diff.empty():
@@ -146,7 +176,8 @@ def diff_markdown(diff: TaxonomyDiff, *, title: str = "SPIN taxonomy changes") -
 
 
 def diff_json(diff: TaxonomyDiff) -> dict[str, Any]:
-    return {"first_build": diff.first_build, "header": diff.header, "parts_added": diff.parts_added,
+    return {"first_build": diff.first_build, "header": diff.header,
+            "proposer": proposer_json(diff.proposer) if diff.proposer is not None else None, "parts_added": diff.parts_added,
             "parts_removed": diff.parts_removed, "counts": diff.counts(),
             "parts": [{"part": p.part, "added": p.added, "removed": p.removed,
                        "renamed": [list(r) for r in p.renamed], "changed": [list(c) for c in p.changed]}
