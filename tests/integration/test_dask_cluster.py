@@ -148,6 +148,7 @@ def test_a_worker_killed_mid_build_changes_nothing(cluster, world, default_build
         with _client(cluster["address"]) as client:
             busy = _first_busy_worker(client, build)
         os.kill(cluster["procs"][busy].pid, signal.SIGKILL)
+        assert build.poll() is None, "the worker was killed while the build ran"
         out = _finish(build)
     finally:
         if build.poll() is None:
