@@ -136,3 +136,26 @@ def test_publish_to_s3_then_a_fresh_clone_pulls_and_evaluates_that_version(s3_en
     for secret in (KEY_ID, SECRET):
         assert secret not in "\n".join(outputs) + caplog.text + tracked
         assert not any(secret.encode() in content for content in written)
+
+
+def test_publishing_to_a_missing_bucket_fails_with_a_fix_and_no_credentials(s3_endpoint, tmp_path, monkeypatch):
+    from segbench.core.errors import VersioningError
+    from segbench.core.io import atomic_write_bytes
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    atomic_write_bytes(project / "data" / "demo" / "labels.json", b"{}\n")
+    _dvc(project, "init", "-q")
+    _dvc(project, "remote", "add", "-d", "storage", "s3://no-such-bucket/segbench")
+    _dvc(project, "remote", "modify", "--local", "storage", "endpointurl", s3_endpoint)
+    monkeypatch.chdir(project)
+    failed = run(project, "publish", "--commit", code=1)
+    assert isinstance(failed.exception, VersioningError)
+    message = str(failed.exception)
+    assert "dvc push" in message and "bucket does not exist" in message and "reachable and writable" in message
+    assert KEY_ID not in message + failed.output and SECRET not in message + failed.output
+    assert _git(project, "rev-list", "--all") == "", "nothing is committed when the push fails"
