@@ -172,9 +172,6 @@ def _first_busy_worker(client, build: subprocess.Popen) -> str:
     raise AssertionError(f"no worker ever ran a unit (build exited with {build.poll()})")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known bug: `build cafe-candidates --dask-address` exits 1 with a traceback: the offline language "
-    "provider passed to the ask_plans task holds a _thread.lock, so Dask cannot pickle the task"))
 def test_cafe_edits_with_the_pillow_editor_on_the_cluster_give_the_default_runners_bytes(cluster):
     from segbench.demo.cafe.sources import generate_demo_cafe
 

@@ -76,6 +76,15 @@ class CacheFront:
         self._hits = 0
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Dask ships the provider to its workers by pickling it; a lock cannot travel, so each copy
+        # gets its own. Hits counted on a worker stay in that worker's copy (usage is per process).
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def __repr__(self) -> str:
         mode = ", replay_only=True" if self.replay_only else ""
         return f"{type(self).__name__}({self.inner!r}, {str(self.cache_dir)!r}{mode})"
