@@ -137,6 +137,9 @@ CASES = [
     ("spin-import-containment-nan", "spin import --round s-car-tire --containment nan", ["--containment"], False),
     ("spin-import-containment-2", "spin import --round s-car-tire --containment 2", ["--containment"], False),
     ("spin-import-unknown-policy", "spin import --round s-car-tire --on-error ignore", ["--on-error"], False),
+    # root options
+    ("root-wait-nan", "--wait nan rounds list", ["--wait", "nan"], False),
+    ("root-wait-negative", "--wait -5 rounds list", ["--wait", "-5"], False),
     # evaluate spin: where the predictions are (checked before the flow starts)
     ("evaluate-spin-predictions-file", "evaluate spin --predictions {file}",
      ["file", "expected a predictions folder, found a file"], True),

@@ -11,6 +11,7 @@ their message and exit code 2, never a traceback.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -47,6 +48,12 @@ for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASET
     _module.register(build_app, evaluate_app, app)
 
 
+def _seconds(value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise typer.BadParameter(f"{value} is not a number of seconds; pass 0 or more")
+    return value
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -55,8 +62,9 @@ def _root(
     work_dir: Path = typer.Option(None, "--work-dir", help="Prefect state, demo inputs, temporary files "
                                                           "(default: .segbench)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
-    wait: float = typer.Option(0.0, "--wait", show_default=False, help="Seconds to wait when another command is writing to the same "
-                                                   "data root (default: stop at once)."),
+    wait: float = typer.Option(0.0, "--wait", show_default=False, callback=_seconds,
+                               help="Seconds to wait when another command is writing to the same data root "
+                                    "(default: stop at once)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
                                  callback=lambda value: _print_version() if value else None),
     runner: Runner = typer.Option(None, "--runner", help="Where sharded work runs: threads (in this process) or dask "
