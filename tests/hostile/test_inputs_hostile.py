@@ -137,6 +137,9 @@ CASES = [
     ("spin-import-containment-nan", "spin import --round s-car-tire --containment nan", ["--containment"], False),
     ("spin-import-containment-2", "spin import --round s-car-tire --containment 2", ["--containment"], False),
     ("spin-import-unknown-policy", "spin import --round s-car-tire --on-error ignore", ["--on-error"], False),
+    ("evaluate-coco-cd-split-unknown", "evaluate coco-cd --predictions {folder} --split bogus", ["--split", "bogus"],
+     False),
+    ("evaluate-waterbirds-rho-nan", "evaluate waterbirds --predictions {folder} --rho nan", ["--rho", "nan"], False),
     # root options
     ("root-wait-nan", "--wait nan rounds list", ["--wait", "nan"], False),
     ("root-wait-negative", "--wait -5 rounds list", ["--wait", "-5"], False),
@@ -177,6 +180,9 @@ CASES = [
     ("cafe-verification-traversal", "build cafe-verification ../v1", ["invalid round key", "../v1"], True),
     ("rounds-create-unknown-backend", "rounds create r1 --backend paper", ["--backend"], False),
     ("rounds-ingest-unknown-policy", "rounds ingest s-car-tire --on-error ignore", ["--on-error"], False),
+    ("evaluate-coco-cd-split-unknown", "evaluate coco-cd --predictions {folder} --split bogus", ["--split", "bogus"],
+     False),
+    ("evaluate-waterbirds-rho-nan", "evaluate waterbirds --predictions {folder} --rho nan", ["--rho", "nan"], False),
     # root options
     ("root-workers-zero", "--workers 0 rounds list", ["--workers"], False),
     ("root-wait-text", "--wait soon rounds list", ["--wait"], False),

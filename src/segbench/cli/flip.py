@@ -3,6 +3,8 @@ their ``evaluate`` options, the evaluation body and the summary it prints."""
 
 from __future__ import annotations
 
+import enum
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,24 @@ from segbench.core.paths import check_output_folder
 
 REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
 REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
-RHO = typer.Option(0.95, "--rho", help="Which ρ directory to read.")
-SPLIT = typer.Option("test", "--split", help="train, val or test.")
+
+
+def _rho(value: float) -> float:
+    if not (math.isfinite(value) and 0.5 <= value <= 1.0):
+        raise typer.BadParameter(f"{value} is outside [0.5, 1]; pass the ρ of a built split (e.g. 0.95)")
+    return value
+
+
+RHO = typer.Option(0.95, "--rho", callback=_rho, help="Which ρ directory to read.")
+
+
+class Split(str, enum.Enum):
+    train = "train"
+    val = "val"
+    test = "test"
+
+
+SPLIT = typer.Option(Split.test, "--split", help="Which split to read.")
 OUT = typer.Option(None, "--out", help="Report folder (default: <reports dir>/<dataset>/<run>).",
                    callback=check_output_folder)
 
@@ -38,10 +56,10 @@ def evaluate_command(dataset: str, predictions_help: str, doc: str) -> Callable[
     def command(
         ctx: typer.Context,
         predictions: Path = typer.Option(..., "--predictions", help=predictions_help),
-        rev: str = REV, repo: Path = REPO, rho: float = RHO, split: str = SPLIT, out: Path = OUT,
+        rev: str = REV, repo: Path = REPO, rho: float = RHO, split: Split = SPLIT, out: Path = OUT,
         force: bool = FORCE_EVALUATION,
     ) -> None:
-        evaluate(ctx, dataset, predictions, rev, repo, rho, split, out, force)
+        evaluate(ctx, dataset, predictions, rev, repo, rho, split.value, out, force)
 
     command.__doc__ = doc + "\n\nDoes nothing when the report is up to date with the split, its masks and the predictions."
     return command
