@@ -90,13 +90,7 @@ def corrupt_compressed_rles(counts: list[bytes], pixels: np.ndarray) -> np.ndarr
     values[negative] -= _RUN_SCALE[np.minimum(digits[negative], _MAX_RUN_CHARS)]
     # from the fourth run on, a run is stored as the difference to the run two before: cumulative
     # sums per string over the odd and over the even (from the third) numbers give the runs
-    parity = (np.arange(values.size) - np.repeat(first, numbers)) & 1
-    odd = parity.astype(bool)
-    runs = values.copy()
-    runs[odd] = _sums_within(values[odd], _first_of_part(first, numbers, odd_part=True))
-    even_from_third = ~odd
-    even_from_third[first[numbers > 0]] = False
-    runs[even_from_third] = _sums_within(values[even_from_third], _first_of_part(first, numbers, odd_part=False))
+    runs = _runs(values, first, numbers)
     negative_runs = np.flatnonzero(runs < 0)
     if negative_runs.size:
         bad[np.searchsorted(through, negative_runs, side="right")] = True
@@ -104,18 +98,26 @@ def corrupt_compressed_rles(counts: list[bytes], pixels: np.ndarray) -> np.ndarr
     return bad
 
 
-def _first_of_part(first: np.ndarray, numbers: np.ndarray, *, odd_part: bool) -> np.ndarray:
-    """Per string, where its odd numbers (or its even numbers from the third) start among all such numbers."""
-    size = numbers // 2 if odd_part else np.maximum(numbers - 1, 0) // 2
-    return np.cumsum(size) - size, size
+def _runs(values: np.ndarray, first: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """The runs of the numbers ``values`` of strings starting at ``first`` with ``numbers`` numbers each.
 
-
-def _sums_within(values: np.ndarray, part: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Cumulative sums of ``values`` restarting at each string (``part``: its first index and size)."""
-    starts, sizes = part
-    sums = np.cumsum(values)
-    offset = np.repeat(sums[starts[sizes > 0]] - values[starts[sizes > 0]], sizes[sizes > 0])
-    return sums - offset
+    From the fourth number on, a number is the difference to the run two before, so a run is a sum
+    over the numbers of its parity in its string: the odd ones from the second, the even ones from
+    the third. One cumulative sum per parity of the *global* index (the columns of an ``(n/2, 2)``
+    view) serves both, as a string's local parity is its global one, flipped when the string starts
+    at an odd index; each run then subtracts its class's sum just before its string's first term.
+    """
+    size = values.size
+    padded = np.zeros(size + (size & 1) + 2, dtype=np.int64)  # two leading zeros: "before index 0"
+    padded[2:size + 2] = values
+    sums = np.cumsum(padded.reshape(-1, 2), axis=0).reshape(-1)  # sums[k + 2]: class of k, up to k
+    string_first = np.repeat(first, numbers)
+    local_odd = (np.arange(size) - string_first) & 1
+    # minus the class sum up to two before the string's first term of that class: padded index
+    # first + 1 for the odd terms (from first + 1), first + 2 for the even ones (from first + 2)
+    runs = sums[2:size + 2] - sums[string_first + 2 - local_odd]
+    runs[first[numbers > 0]] = values[first[numbers > 0]]
+    return runs
 
 
 def compressed_rle_problem(counts: bytes, pixels: int) -> str | None:
