@@ -122,6 +122,8 @@ def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], 
         if preds.by_image.get(image_id) and image_id not in gt.images:
             raise InputError(f"image {image_id} has predictions but is not in this ground truth", path=gt.path,
                              item=f"image {image_id}", hint="every ground-truth file must list the evaluated images")
+        if image_id not in gt.ann_ids_by_image and not preds.by_image.get(image_id):
+            continue  # IL_TN: nothing to look at
         anns = [a for a in gt.visible_annotations(image_id) if not a["iscrowd"]]
         gt_rles = [gt.rle(a) for a in anns]
         ngt[:, j] = len(gt_rles)
@@ -135,6 +137,9 @@ def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], 
             ious = np.asarray(mask_utils.iou([preds.rles[i] for i in dt_index], gt_rles, [0] * len(gt_rles)))
         else:
             ious = np.zeros((len(dt_index), 0))
+        if not gt_rles:  # IL_FP: no match to make
+            ndt[:, j] = np.count_nonzero(scores[None, :] >= thresholds[:, None], axis=1)
+            continue
         if n_t == 1 and len(gt_rles) == 1:
             kept = scores >= thresholds[0]
             ndt[0, j] = int(kept.sum())

@@ -69,6 +69,12 @@ class GroundTruth:
     def visible_annotations(self, image_id: int) -> list[dict[str, Any]]:
         """The annotations COCOeval evaluates for ``image_id``, in its order (see module docstring)."""
         resolved = [self.ann_index[i] for i in self.ann_ids_by_image.get(image_id, ())]
+        if not resolved:
+            return []
+        cat = resolved[0]["category_id"]  # the usual image: all its annotations in one category, listed once
+        if self.multiplicity.get(cat) == 1 and all(a["image_id"] == image_id and a["category_id"] == cat
+                                                    for a in resolved):
+            return resolved
         by_cat: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for ann in resolved:
             if ann["image_id"] == image_id:
@@ -318,16 +324,16 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
             raise InputError(f"lacks {', '.join(missing)}", path=path, item=item,
                              hint="each result needs image_id, category_id, segmentation (RLE) and score")
         image_id, score = pred["image_id"], pred["score"]
-        if not _is_int(image_id):
+        if type(image_id) is not int and not _is_int(image_id):  # the type test first: the usual case, fast
             raise InputError(f"image_id {image_id!r} is not an integer", path=path, item=item,
                              hint="use the ids of the ground truth's 'images'")
         if known_image_ids is not None and image_id not in known_image_ids:
             raise InputError(f"image_id {image_id} is in none of the ground-truth files given", path=path,
                              item=item, hint="predict only for the ground truths' images (ids as in their 'images')")
-        if not _is_number(score) or not math.isfinite(score):
+        if (type(score) is not float and not _is_number(score)) or not math.isfinite(score):
             raise InputError(f"score {score!r} is not a finite number", path=path, item=item,
                              hint="score is the prediction's confidence, a number")
-        if not _is_int(pred["category_id"]):
+        if type(pred["category_id"]) is not int and not _is_int(pred["category_id"]):
             raise InputError(f"category_id {pred['category_id']!r} is not an integer", path=path, item=item,
                              hint="use the ground truth's category id")
         if image_id not in gt.images:
@@ -349,11 +355,12 @@ def visible_predictions(preds: Predictions, gt: GroundTruth, image_id: int) -> n
     indices = preds.by_image.get(image_id)
     if not indices:
         return np.zeros(0, dtype=np.int64)
-    cats = preds.category_id[indices]
-    present = gt.present_categories(cats.tolist())
-    if len(present) == 1 and bool(np.all(cats == present[0])):
-        return np.asarray(indices, dtype=np.int64)  # the common case: one category, file order
-    return np.asarray([indices[j] for cat in present for j in np.flatnonzero(cats == cat)], dtype=np.int64)
+    cats = preds.category_id[indices].tolist()
+    if cats.count(cats[0]) == len(cats) and gt.multiplicity.get(cats[0]) == 1:
+        return np.asarray(indices, dtype=np.int64)  # the common case: one category, listed once; file order
+    present = gt.present_categories(cats)
+    column = np.asarray(cats)
+    return np.asarray([indices[j] for cat in present for j in np.flatnonzero(column == cat)], dtype=np.int64)
 
 
 def _parse(data: bytes, path: str) -> Any:
