@@ -38,14 +38,17 @@ from segbench.core.io import read_json
 from segbench.tasks.cafe.rle_checks import check_compressed_rles
 
 PREDICTION_KEYS = ("image_id", "category_id", "segmentation", "score")
+_PREDICTION_KEY_SET = frozenset(PREDICTION_KEYS)
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    # the exact type test first: parsed JSON is plain ints, and this runs for every field of every item
+    return type(value) is int or (isinstance(value, (int, np.integer)) and not isinstance(value, bool))
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    return type(value) in (float, int) or (isinstance(value, (int, float, np.integer, np.floating))
+                                            and not isinstance(value, bool))
 
 
 @dataclass
@@ -319,8 +322,8 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
         item = f"prediction {index}"
         if not isinstance(pred, dict):
             raise InputError("is not a JSON object", path=path, item=item, hint="each result is an object")
-        missing = [k for k in PREDICTION_KEYS if k not in pred]
-        if missing:
+        if not pred.keys() >= _PREDICTION_KEY_SET:
+            missing = [k for k in PREDICTION_KEYS if k not in pred]
             raise InputError(f"lacks {', '.join(missing)}", path=path, item=item,
                              hint="each result needs image_id, category_id, segmentation (RLE) and score")
         image_id, score = pred["image_id"], pred["score"]
