@@ -5,7 +5,8 @@
     .venv/bin/python bench/run.py --only nouns cafe
 
 Rows (``--only`` names): coco_cd (COCO-CD build vs pycocotools loading its inputs, with peak memory),
-nouns (noun mining vs spaCy's full pipeline), cafe (CAFE evaluation vs a per-pair pycocotools loop),
+nouns (noun mining vs spaCy's full pipeline), cafe (cgF1 and the CAFE table at 2k and 10k pairs vs the algorithms
+of SAM3's evaluator and CAFE's script),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
 must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead (a
 command's cost beyond its flow's work, with `segbench server` up), status (`rounds status` against

@@ -271,6 +271,45 @@ def test_cafe_table_matches_the_reference(seed):
             assert _close(ours[subset][key], summary and summary[ref_key]), (subset, key)
 
 
+def many_pairs_case(seed: int, n_pairs: int) -> tuple[dict, list[dict]]:
+    """Many pairs, most sharing one of three image sizes, a few of their own size; predictions on
+    both twins (copies of the target, other masks, foreign categories), positives with 1-2 masks."""
+    rng = np.random.default_rng(seed)
+    images, anns, preds = [], [], []
+    for k in range(n_pairs):
+        h, w = ((6, 7), (9, 5), (8, 8))[k % 3] if rng.random() < .8 else (int(rng.integers(4, 20)), 3 + k % 17)
+        edit = list(EDIT.values())[int(rng.integers(0, 3))]
+        for image_id, extra in ((k + 1, {}), (5000 + k, {"fp_source_id": k + 1})):
+            images.append({"id": image_id, "height": h, "width": w, "edit_type": edit, "is_instance_exhaustive": 1,
+                           **extra})
+        target = random_mask(rng, h, w)
+        masks = [target] + [random_mask(rng, h, w) for _ in range(int(rng.random() < .3))]
+        for m in masks:
+            anns.append({"id": len(anns) + 1, "image_id": k + 1, "category_id": 1, "iscrowd": 0,
+                         "segmentation": bitmap_to_rle(m)})
+        for image_id in (k + 1, 5000 + k):
+            for _ in range(int(rng.integers(0, 4))):
+                m = target if rng.random() < .4 else random_mask(rng, h, w)
+                preds.append(pred(image_id, bitmap_to_rle(m), float(rng.choice([.5, .3, .9, rng.random()])),
+                                  int(rng.choice([1, 1, 1, 2]))))
+    return {"images": images, "annotations": anns, "categories": [{"id": 1}, {"id": 2}]}, preds
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cafe_table_matches_the_reference_with_many_pairs_of_few_sizes(seed):
+    # more pairs than one pycocotools call takes, many of one size: every pair must still be
+    # compared with its own target only
+    gt, preds = many_pairs_case(seed, 120)
+    ours, ref = run_cafe(gt, preds), reference_cafe(gt, preds)
+    for subset, row in ref.items():
+        for key, value in row.items():
+            if key != "cgF1_summary":
+                assert _close(ours[subset][key], value), (subset, key)
+        for key, ref_key in (("cgF1", "cgF1"), ("IL_MCC", "IL_MCC"), ("pmF1", "positive_micro_F1")):
+            assert _close(ours[subset][key], row["cgF1_summary"][ref_key]), (subset, key)
+    assert ours["Overall"]["N"] == 120 and ours["Overall"]["TA-TP"] > 0 and ours["Overall"]["TA-FP"] > 0
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_many_thresholds_in_one_pass_equal_one_at_a_time(seed):
     gts, preds = random_case(100 + seed)

@@ -54,6 +54,16 @@ class ImageCounts:
         return ImageCounts(self.image_ids[index], self.tps[:, index], self.ndt[:, index], self.ngt[:, index])
 
 
+@dataclass
+class TargetIous:
+    """IoUs already computed: ``iou[i]`` is prediction ``i``'s IoU with ``target[image_id]`` (an
+    annotation of the prediction's image), NaN where not computed. cgF1 reuses them on an image whose
+    only non-crowd ground truth it sees is that annotation, instead of asking pycocotools again."""
+
+    iou: np.ndarray
+    target: dict[int, dict[str, Any]]
+
+
 def evaluation_image_ids(gts: Sequence[GroundTruth]) -> list[int]:
     """Images evaluated: the first file's entries with a truthy ``is_instance_exhaustive``, minus ids
     that any other file marks non-exhaustive. File order; a repeated entry is evaluated again."""
@@ -93,7 +103,8 @@ def image_tps(ious: np.ndarray, scores: np.ndarray, thresholds: np.ndarray) -> t
     return tps, ndt
 
 
-def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], thresholds: np.ndarray) -> ImageCounts:
+def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], thresholds: np.ndarray,
+                 target_ious: TargetIous | None = None) -> ImageCounts:
     """Evaluate each image of ``image_ids`` against one ground-truth file at every score threshold.
 
     Raises:
@@ -104,19 +115,41 @@ def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], 
     tps = np.zeros((n_t, n_img, N_IOU), dtype=np.int64)
     ndt = np.zeros((n_t, n_img), dtype=np.int64)
     ngt = np.zeros((n_t, n_img), dtype=np.int64)
+    # One ground truth, one score threshold (the usual CAFE image): the best kept IoU decides the TPs,
+    # whichever cell the solver would pick; they are compared with the IoU thresholds all at once.
+    single_at, single_best = [], []
     for j, image_id in enumerate(image_ids):
         if preds.by_image.get(image_id) and image_id not in gt.images:
             raise InputError(f"image {image_id} has predictions but is not in this ground truth", path=gt.path,
                              item=f"image {image_id}", hint="every ground-truth file must list the evaluated images")
-        gt_rles = [gt.rle(a) for a in gt.visible_annotations(image_id) if not a["iscrowd"]]
+        if image_id not in gt.ann_ids_by_image and not preds.by_image.get(image_id):
+            continue  # IL_TN: nothing to look at
+        anns = [a for a in gt.visible_annotations(image_id) if not a["iscrowd"]]
+        gt_rles = [gt.rle(a) for a in anns]
+        ngt[:, j] = len(gt_rles)
         dt_index = visible_predictions(preds, gt, image_id)
+        if not len(dt_index):
+            continue
         scores = preds.score[dt_index]
-        if gt_rles and len(dt_index):
+        if len(anns) == 1 and target_ious is not None and target_ious.target.get(image_id) is anns[0]:
+            ious = target_ious.iou[dt_index][:, None]
+        elif gt_rles:
             ious = np.asarray(mask_utils.iou([preds.rles[i] for i in dt_index], gt_rles, [0] * len(gt_rles)))
         else:
-            ious = np.zeros((len(dt_index), len(gt_rles)))
+            ious = np.zeros((len(dt_index), 0))
+        if not gt_rles:  # IL_FP: no match to make
+            ndt[:, j] = np.count_nonzero(scores[None, :] >= thresholds[:, None], axis=1)
+            continue
+        if n_t == 1 and len(gt_rles) == 1:
+            kept = scores >= thresholds[0]
+            ndt[0, j] = int(kept.sum())
+            if ndt[0, j]:
+                single_at.append(j)
+                single_best.append(ious[kept, 0].max())
+            continue
         tps[:, j], ndt[:, j] = image_tps(ious, scores, thresholds)
-        ngt[:, j] = len(gt_rles)
+    if single_at:
+        tps[0, single_at] = np.asarray(single_best)[:, None] >= IOU_THRESHOLDS[None, :]
     return ImageCounts(np.asarray(image_ids, dtype=np.int64), tps, ndt, ngt)
 
 
@@ -156,9 +189,10 @@ def select_oracle(per_gt: Sequence[ImageCounts]) -> ImageCounts:
 
 
 def evaluate_counts(gts: Sequence[GroundTruth], preds: Predictions, thresholds: Sequence[float],
-                    image_ids: Sequence[int] | None = None) -> ImageCounts:
+                    image_ids: Sequence[int] | None = None, target_ious: TargetIous | None = None) -> ImageCounts:
     """Counts of every evaluated image (:func:`evaluation_image_ids`, or ``image_ids``) at each
-    score threshold, the oracle choice made when several ground truths are given.
+    score threshold, the oracle choice made when several ground truths are given. ``target_ious``
+    (IoUs already known, one ground truth only) spares pycocotools those IoUs.
 
     Raises:
         InputError: no image is evaluated, or an input rule is broken (see :func:`count_images`).
@@ -169,7 +203,8 @@ def evaluate_counts(gts: Sequence[GroundTruth], preds: Predictions, thresholds: 
                          path=gts[0].path, hint="cgF1 counts only images with is_instance_exhaustive: 1")
     unique, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
     thr = np.asarray(thresholds, dtype=np.float64)
-    chosen = select_oracle([count_images(gt, preds, unique.tolist(), thr) for gt in gts])
+    known = target_ious if len(gts) == 1 else None
+    chosen = select_oracle([count_images(gt, preds, unique.tolist(), thr, known) for gt in gts])
     return chosen.take(inverse.reshape(-1))
 
 

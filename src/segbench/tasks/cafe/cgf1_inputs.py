@@ -38,14 +38,17 @@ from segbench.core.io import read_json
 from segbench.tasks.cafe.rle_checks import check_compressed_rles
 
 PREDICTION_KEYS = ("image_id", "category_id", "segmentation", "score")
+_PREDICTION_KEY_SET = frozenset(PREDICTION_KEYS)
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    # the exact type test first: parsed JSON is plain ints, and this runs for every field of every item
+    return type(value) is int or (isinstance(value, (int, np.integer)) and not isinstance(value, bool))
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    return type(value) in (float, int) or (isinstance(value, (int, float, np.integer, np.floating))
+                                            and not isinstance(value, bool))
 
 
 @dataclass
@@ -69,6 +72,12 @@ class GroundTruth:
     def visible_annotations(self, image_id: int) -> list[dict[str, Any]]:
         """The annotations COCOeval evaluates for ``image_id``, in its order (see module docstring)."""
         resolved = [self.ann_index[i] for i in self.ann_ids_by_image.get(image_id, ())]
+        if not resolved:
+            return []
+        cat = resolved[0]["category_id"]  # the usual image: all its annotations in one category, listed once
+        if self.multiplicity.get(cat) == 1 and all(a["image_id"] == image_id and a["category_id"] == cat
+                                                    for a in resolved):
+            return resolved
         by_cat: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for ann in resolved:
             if ann["image_id"] == image_id:
@@ -114,6 +123,11 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
             ``size`` is not the image's ``[height, width]`` (pycocotools would score it IoU -1).
     """
     height, width = image["height"], image["width"]
+    if (type(seg) is dict and type(counts := seg.get("counts")) is str and type(size := seg.get("size")) is list
+            and len(size) == 2 and type(size[0]) is int and type(size[1]) is int
+            and size[0] == height and size[1] == width):
+        # The usual prediction, as parsed from JSON: the checks below would all pass, in a fraction of the time.
+        return _compressed(counts.encode("utf-8", "replace"), height, width, path, item, check_counts, pending)
     if isinstance(seg, list):
         if not allow_polygon:
             raise InputError("segmentation is a polygon; results must be RLE masks", path=path, item=item,
@@ -141,6 +155,11 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
         raise InputError(f"RLE counts of type {type(counts).__name__}", path=path, item=item,
                          hint="counts is the compressed RLE string (bytes decoded to str) or a list of ints")
     encoded = counts.encode("utf-8", "replace") if isinstance(counts, str) else counts
+    return _compressed(encoded, height, width, path, item, check_counts, pending)
+
+
+def _compressed(encoded: bytes, height: int, width: int, path: str, item: str, check_counts: bool,
+                pending: list[tuple[bytes, int, str]] | None) -> dict[str, Any]:
     if pending is not None:
         pending.append((encoded, height * width, item))
     elif check_counts:
@@ -303,21 +322,21 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
         item = f"prediction {index}"
         if not isinstance(pred, dict):
             raise InputError("is not a JSON object", path=path, item=item, hint="each result is an object")
-        missing = [k for k in PREDICTION_KEYS if k not in pred]
-        if missing:
+        if not pred.keys() >= _PREDICTION_KEY_SET:
+            missing = [k for k in PREDICTION_KEYS if k not in pred]
             raise InputError(f"lacks {', '.join(missing)}", path=path, item=item,
                              hint="each result needs image_id, category_id, segmentation (RLE) and score")
         image_id, score = pred["image_id"], pred["score"]
-        if not _is_int(image_id):
+        if type(image_id) is not int and not _is_int(image_id):  # the type test first: the usual case, fast
             raise InputError(f"image_id {image_id!r} is not an integer", path=path, item=item,
                              hint="use the ids of the ground truth's 'images'")
         if known_image_ids is not None and image_id not in known_image_ids:
             raise InputError(f"image_id {image_id} is in none of the ground-truth files given", path=path,
                              item=item, hint="predict only for the ground truths' images (ids as in their 'images')")
-        if not _is_number(score) or not math.isfinite(score):
+        if (type(score) is not float and not _is_number(score)) or not math.isfinite(score):
             raise InputError(f"score {score!r} is not a finite number", path=path, item=item,
                              hint="score is the prediction's confidence, a number")
-        if not _is_int(pred["category_id"]):
+        if type(pred["category_id"]) is not int and not _is_int(pred["category_id"]):
             raise InputError(f"category_id {pred['category_id']!r} is not an integer", path=path, item=item,
                              hint="use the ground truth's category id")
         if image_id not in gt.images:
@@ -339,11 +358,12 @@ def visible_predictions(preds: Predictions, gt: GroundTruth, image_id: int) -> n
     indices = preds.by_image.get(image_id)
     if not indices:
         return np.zeros(0, dtype=np.int64)
-    cats = preds.category_id[indices]
-    present = gt.present_categories(cats.tolist())
-    if len(present) == 1 and bool(np.all(cats == present[0])):
-        return np.asarray(indices, dtype=np.int64)  # the common case: one category, file order
-    return np.asarray([indices[j] for cat in present for j in np.flatnonzero(cats == cat)], dtype=np.int64)
+    cats = preds.category_id[indices].tolist()
+    if cats.count(cats[0]) == len(cats) and gt.multiplicity.get(cats[0]) == 1:
+        return np.asarray(indices, dtype=np.int64)  # the common case: one category, listed once; file order
+    present = gt.present_categories(cats)
+    column = np.asarray(cats)
+    return np.asarray([indices[j] for cat in present for j in np.flatnonzero(column == cat)], dtype=np.int64)
 
 
 def _parse(data: bytes, path: str) -> Any:

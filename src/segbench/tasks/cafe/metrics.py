@@ -24,6 +24,7 @@ file. Rates of an empty subset are ``None``.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from pycocotools import mask as mask_utils
 from segbench.core.errors import InputError
 from segbench.schemas.cafe import TAU_SWEEP
 from segbench.schemas.edits import EditType
-from segbench.tasks.cafe.cgf1 import accumulate, evaluate_counts, evaluation_image_ids, summarize
+from segbench.tasks.cafe.cgf1 import TargetIous, accumulate, evaluate_counts, evaluation_image_ids, summarize
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
 
 SUBSETS = tuple(e.abbr for e in EditType)
@@ -53,6 +54,7 @@ class CafePairs:
     ``pos_id``, ``neg_id``, ``subset`` are ``(n_pairs,)``; ``pos_pair``/``pos_iou``/``pos_score``
     list the positives' predictions (pair index, IoU with M, score), ``neg_*`` the negatives'.
     ``pos_max``/``neg_max`` (``(n_pairs,)``) are each prompt's highest score, 0 without predictions.
+    ``target_ious`` holds the positives' IoUs again, by prediction, for cgF1 to reuse.
     """
 
     pos_id: np.ndarray
@@ -66,30 +68,20 @@ class CafePairs:
     neg_score: np.ndarray
     pos_max: np.ndarray
     neg_max: np.ndarray
+    target_ious: TargetIous | None = None
 
     def __len__(self) -> int:
         return len(self.neg_id)
 
 
-def _ious_with(preds: Predictions, image_id: int, target: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    index = preds.by_image.get(image_id, [])
-    if not index:
-        return np.zeros(0), np.zeros(0)
-    ious = np.asarray(mask_utils.iou([preds.rles[i] for i in index], [target], [0])).reshape(-1)
-    return ious, preds.score[index]
-
-
-def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None = None) -> CafePairs:
-    """Pair every negative (restricted to ``image_ids`` if given) with its positive and target.
+def _pair_columns(gt: GroundTruth, image_ids: set[int] | None) -> tuple[list[int], list[int], list[str], list[Any]]:
+    """``(positive ids, negative ids, subsets, target annotations)`` of the pairs, in file order.
 
     Raises:
-        InputError: a negative names an unknown positive, has no valid ``edit_type``, or its size
-            differs from its positive's target mask.
+        InputError: see :func:`build_pairs`.
     """
     positives = {img["id"] for img in gt.entries if "fp_source_id" not in img}
-    columns: dict[str, list[Any]] = {k: [] for k in ("pos_id", "neg_id", "subset")}
-    flat: dict[str, list[np.ndarray]] = {k: [] for k in ("pos_pair", "pos_iou", "pos_score",
-                                                          "neg_pair", "neg_iou", "neg_score")}
+    pos_ids, neg_ids, subsets, targets = [], [], [], []
     for neg in gt.entries:
         if "fp_source_id" not in neg or (image_ids is not None and neg["id"] not in image_ids):
             continue
@@ -102,28 +94,84 @@ def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None 
         if neg.get("edit_type") not in _ABBR:
             raise InputError(f"edit_type {neg.get('edit_type')!r} is not a CAFE edit type", path=gt.path, item=item,
                              hint=f"use one of {', '.join(_ABBR)}")
-        target = gt.rle(gt.first_annotation[pos_id])
-        if list(target["size"]) != [neg["height"], neg["width"]]:
+        target = gt.first_annotation[pos_id]
+        size = gt.rle(target)["size"]
+        if list(size) != [neg["height"], neg["width"]]:
             raise InputError(f"size {neg['height']}x{neg['width']} differs from its positive's mask "
-                             f"{target['size']}", path=gt.path, item=item, hint="both twins share one image size")
-        k = len(columns["neg_id"])
-        for side, image_id in (("pos", pos_id), ("neg", neg["id"])):
-            ious, scores = _ious_with(preds, image_id, target)
-            flat[f"{side}_pair"].append(np.full(len(ious), k, dtype=np.int64))
-            flat[f"{side}_iou"].append(ious)
-            flat[f"{side}_score"].append(scores)
-        columns["pos_id"].append(pos_id)
-        columns["neg_id"].append(neg["id"])
-        columns["subset"].append(_ABBR[neg["edit_type"]])
-    joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in flat.items()}
-    for key in ("pos_pair", "neg_pair"):
-        joined[key] = joined[key].astype(np.int64)
-    n = len(columns["neg_id"])
-    joined["pos_max"] = highest_scores(joined["pos_pair"], joined["pos_score"], n)
-    joined["neg_max"] = highest_scores(joined["neg_pair"], joined["neg_score"], n)
-    return CafePairs(pos_id=np.asarray(columns["pos_id"], dtype=np.int64),
-                     neg_id=np.asarray(columns["neg_id"], dtype=np.int64),
-                     subset=np.asarray(columns["subset"], dtype=object), **joined)
+                             f"{size}", path=gt.path, item=item, hint="both twins share one image size")
+        pos_ids.append(pos_id)
+        neg_ids.append(neg["id"])
+        subsets.append(_ABBR[neg["edit_type"]])
+        targets.append(target)
+    return pos_ids, neg_ids, subsets, targets
+
+
+_PAIRS_PER_CALL = 32
+
+
+def _distinct_size_batches(targets: list[dict[str, Any]]) -> list[list[int]]:
+    """Pair indices in batches of at most ``_PAIRS_PER_CALL`` whose targets all differ in size.
+
+    pycocotools compares every mask of a call with every target, but masks and targets of different
+    sizes cost it only a bounding-box test; batching distinct sizes saves the per-call cost (most of
+    the time on small matrices) without adding mask comparisons.
+    """
+    by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for k, target in enumerate(targets):
+        by_size[tuple(target["size"])].append(k)
+    groups = list(by_size.values())
+    batches = []
+    for depth in range(max(map(len, groups), default=0)):
+        layer = [group[depth] for group in groups if depth < len(group)]  # one pair per size
+        batches += [layer[i:i + _PAIRS_PER_CALL] for i in range(0, len(layer), _PAIRS_PER_CALL)]
+    return batches
+
+
+def _target_ious(preds: Predictions, pos_ids: list[int], neg_ids: list[int],
+                 targets: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(pair index, prediction index, on the positive, IoU with the pair's target)`` of every
+    prediction of both images of each pair (pycocotools' numbers, batched by :func:`_distinct_size_batches`)."""
+    pair, index, positive, ious = [], [], [], []
+    for batch in _distinct_size_batches(targets):
+        rows, column = [], []
+        for j, k in enumerate(batch):
+            pos, neg = preds.by_image.get(pos_ids[k], []), preds.by_image.get(neg_ids[k], [])
+            rows += pos + neg
+            column += [j] * (len(pos) + len(neg))
+            pair += [k] * (len(pos) + len(neg))
+            positive += [True] * len(pos) + [False] * len(neg)
+        if rows:
+            matrix = np.asarray(mask_utils.iou([preds.rles[i] for i in rows], [targets[k] for k in batch],
+                                               [0] * len(batch)))
+            ious.append(matrix[np.arange(len(rows)), column])
+            index += rows
+    return (np.asarray(pair, dtype=np.int64), np.asarray(index, dtype=np.int64), np.asarray(positive, dtype=bool),
+            np.concatenate(ious) if ious else np.zeros(0))
+
+
+def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None = None) -> CafePairs:
+    """Pair every negative (restricted to ``image_ids`` if given) with its positive and target.
+
+    The IoUs with the target are computed once per prediction; the positives' ones are kept in
+    ``target_ious`` for cgF1, whose ground truth on a positive image is usually that target alone.
+
+    Raises:
+        InputError: a negative names an unknown positive, has no valid ``edit_type``, or its size
+            differs from its positive's target mask.
+    """
+    pos_ids, neg_ids, subsets, targets = _pair_columns(gt, image_ids)
+    pair, index, positive, ious = _target_ious(preds, pos_ids, neg_ids, [gt.rle(t) for t in targets])
+    pos_pair, pos_index, pos_iou = pair[positive], index[positive], ious[positive]
+    neg_pair, neg_index, neg_iou = pair[~positive], index[~positive], ious[~positive]
+    shared = np.full(len(preds), np.nan)
+    shared[pos_index] = pos_iou
+    n = len(neg_ids)
+    pos_score, neg_score = preds.score[pos_index], preds.score[neg_index]
+    return CafePairs(pos_id=np.asarray(pos_ids, dtype=np.int64), neg_id=np.asarray(neg_ids, dtype=np.int64),
+                     subset=np.asarray(subsets, dtype=object), pos_pair=pos_pair, pos_iou=pos_iou,
+                     pos_score=pos_score, neg_pair=neg_pair, neg_iou=neg_iou, neg_score=neg_score,
+                     pos_max=highest_scores(pos_pair, pos_score, n), neg_max=highest_scores(neg_pair, neg_score, n),
+                     target_ious=TargetIous(shared, dict(zip(pos_ids, targets, strict=True))))
 
 
 def highest_scores(pair: np.ndarray, score: np.ndarray, n: int) -> np.ndarray:
@@ -170,10 +218,11 @@ def subset_of_images(gt: GroundTruth, image_ids: np.ndarray) -> np.ndarray:
 
 
 def cgf1_by_subset(gt: GroundTruth, preds: Predictions, thresholds: Sequence[float],
-                   image_ids: set[int] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """cgF1 summaries per subset (and Overall), one per score threshold."""
+                   image_ids: set[int] | None = None, target_ious: TargetIous | None = None,
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """cgF1 summaries per subset (and Overall), one per score threshold (``target_ious``: IoUs already known)."""
     ids = [i for i in evaluation_image_ids([gt]) if image_ids is None or i in image_ids]
-    counts = evaluate_counts([gt], preds, thresholds, image_ids=ids)
+    counts = evaluate_counts([gt], preds, thresholds, image_ids=ids, target_ious=target_ious)
     subsets = subset_of_images(gt, counts.image_ids)
     out = {}
     for name in (*SUBSETS, OVERALL):
@@ -208,7 +257,7 @@ def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float
     """
     pairs = build_pairs(gt, preds, image_ids)
     flags = classify_pairs(pairs, score_threshold, iou_threshold)
-    cg = cgf1_by_subset(gt, preds, [score_threshold], image_ids)
+    cg = cgf1_by_subset(gt, preds, [score_threshold], image_ids, pairs.target_ious)
     out: dict[str, Any] = {}
     for name in (*SUBSETS, OVERALL):
         select = np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name

@@ -14,23 +14,30 @@ from segbench.core.errors import InputError
 
 
 def check_compressed_rles(entries: list[tuple[bytes, int, str]], path: str) -> None:
-    """Check compressed RLEs ``(counts, pixels, item)`` in one vectorised pass.
+    """Check compressed RLEs ``(counts, pixels, item)``, vectorised over chunks of ``_CHUNK_CHARS`` characters.
 
     Raises:
         InputError: the first corrupt one (see :func:`compressed_rle_problem`), naming its item.
     """
     if not entries:
         return
-    bad = corrupt_compressed_rles([e[0] for e in entries], np.asarray([e[1] for e in entries], dtype=np.int64))
-    if bad.any():
-        counts, pixels, item = entries[int(np.argmax(bad))]
-        raise InputError(f"corrupt compressed RLE counts: {compressed_rle_problem(counts, pixels)}", path=path,
-                         item=item, hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
+    counts = [e[0] for e in entries]
+    pixels = np.fromiter((e[1] for e in entries), dtype=np.int64, count=len(entries))
+    ends = np.cumsum(np.fromiter(map(len, counts), dtype=np.int64, count=len(counts)))
+    # Chunks keep the temporaries in cache: 64k characters are 2x faster than 1M, 4x faster than all at once.
+    cuts = np.unique(np.searchsorted(ends, np.arange(_CHUNK_CHARS, ends[-1], _CHUNK_CHARS))).tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, len(counts)], strict=True):
+        bad = corrupt_compressed_rles(counts[lo:hi], pixels[lo:hi])
+        if bad.any():
+            corrupt, size, item = entries[lo + int(np.argmax(bad))]
+            raise InputError(f"corrupt compressed RLE counts: {compressed_rle_problem(corrupt, size)}", path=path,
+                             item=item, hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
 
 
 # A run needs at most 7 characters for any image below 2**34 pixels; longer numbers only come from
 # corrupt strings, and pycocotools would shift them past the width of its integers.
 _MAX_RUN_CHARS = 7
+_CHUNK_CHARS = 1 << 16  # characters per vectorised pass: its temporaries stay in the CPU caches
 
 
 _RUN_SCALE = np.asarray([1 << (5 * d) for d in range(_MAX_RUN_CHARS + 1)], dtype=np.int64)  # 2 ** (5 * digits)
@@ -41,7 +48,9 @@ def corrupt_compressed_rles(counts: list[bytes], pixels: np.ndarray) -> np.ndarr
 
     The rules of :func:`compressed_rle_problem`, applied to all strings at once: one concatenated
     buffer, numbers split on the continuation bit (and at every string's end, so that a corrupt
-    string cannot run into the next), then the runs summed per string.
+    string cannot run into the next), then the runs summed per string. Every step is one pass over
+    the characters or the numbers (no per-string Python work), since this runs on every mask of a
+    predictions file before any IoU.
     """
     n = len(counts)
     lengths = np.fromiter(map(len, counts), dtype=np.int64, count=n)
@@ -49,40 +58,66 @@ def corrupt_compressed_rles(counts: list[bytes], pixels: np.ndarray) -> np.ndarr
     last = np.cumsum(lengths) - 1  # each string's last character
     has_chars = lengths > 0
     bad = ~has_chars
-    bad[np.searchsorted(last, np.flatnonzero((buf < 48) | (buf > 111)))] = True
-    code = buf - np.uint8(48)  # wraps on the characters judged above
+    code = buf - np.uint8(48)  # characters outside '0'..'o' wrap to >= 64
+    outside = np.flatnonzero(code > 63)
+    if outside.size:
+        bad[np.searchsorted(last, outside)] = True
     ended = (code & 0x20) == 0  # the character ends a number
-    bad[has_chars] |= ~ended[last[has_chars]]  # the string ends inside a number
-    ended[last[has_chars]] = True
+    tails = last[has_chars]
+    bad[has_chars] |= ~ended[tails]  # the string ends inside a number
+    ended[tails] = True
     ends = np.flatnonzero(ended)
     if ends.size == 0:
         return bad
-    starts = np.concatenate(([0], ends[:-1] + 1))
+    starts = np.empty_like(ends)
+    starts[0], starts[1:] = 0, ends[:-1] + 1
     digits = ends - starts + 1
-    numbers = np.zeros(n, dtype=np.int64)  # numbers per string
-    numbers[has_chars] = np.add.reduceat(ended, (last - lengths + 1)[has_chars], dtype=np.int64)
-    owner = np.repeat(np.arange(n), numbers)
-    too_long = digits > _MAX_RUN_CHARS
-    bad[owner[too_long]] = True
+    through = np.searchsorted(ends, last, side="right")  # numbers up to each string's end
+    numbers = np.diff(through, prepend=0)
+    first = through - numbers  # each string's first number
     values = (code[starts] & 0x1F).astype(np.int64)  # most runs are one character
+    longer = np.flatnonzero(digits > 1)
     for j in range(1, _MAX_RUN_CHARS):
-        at = np.flatnonzero(digits > j)
-        values[at] += (code[starts[at] + j] & 0x1F).astype(np.int64) << (5 * j)
+        if longer.size == 0:
+            break
+        values[longer] += (code[starts[longer] + j] & 0x1F).astype(np.int64) << (5 * j)
+        longer = longer[digits[longer] > j + 1]
+    if longer.size:  # numbers longer than any image needs
+        bad[np.searchsorted(through, longer, side="right")] = True
+        values[np.flatnonzero(digits > _MAX_RUN_CHARS)] = 0  # judged already; keeps the sums from overflowing
     # a set sign bit in the last character makes the number negative: minus 2 ** (5 * digits)
-    values -= ((code[ends] >> 4) & 1) * _RUN_SCALE[np.minimum(digits, _MAX_RUN_CHARS)]
-    values[too_long] = 0  # judged already; keeps the sums below from overflowing
-    first = np.cumsum(numbers) - numbers  # each string's first number
-    start = first[owner]
-    index = np.arange(values.size) - start  # the number's index in its string
-    odd = (index & 1).astype(bool)
-    even = ~odd & (index >= 2)
+    negative = np.flatnonzero(code[ends] & 0x10)
+    values[negative] -= _RUN_SCALE[np.minimum(digits[negative], _MAX_RUN_CHARS)]
     # from the fourth run on, a run is stored as the difference to the run two before: cumulative
     # sums per string over the odd and over the even (from the third) numbers give the runs
-    odd_sums, even_sums = np.cumsum(values * odd), np.cumsum(values * even)
-    runs = np.where(odd, odd_sums - odd_sums[start], np.where(even, even_sums - even_sums[start], values))
-    bad[owner[runs < 0]] = True
+    runs = _runs(values, first, numbers)
+    negative_runs = np.flatnonzero(runs < 0)
+    if negative_runs.size:
+        bad[np.searchsorted(through, negative_runs, side="right")] = True
     bad[has_chars] |= np.add.reduceat(runs, first[has_chars]) != pixels[has_chars]
     return bad
+
+
+def _runs(values: np.ndarray, first: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """The runs of the numbers ``values`` of strings starting at ``first`` with ``numbers`` numbers each.
+
+    From the fourth number on, a number is the difference to the run two before, so a run is a sum
+    over the numbers of its parity in its string: the odd ones from the second, the even ones from
+    the third. One cumulative sum per parity of the *global* index (the columns of an ``(n/2, 2)``
+    view) serves both, as a string's local parity is its global one, flipped when the string starts
+    at an odd index; each run then subtracts its class's sum just before its string's first term.
+    """
+    size = values.size
+    padded = np.zeros(size + (size & 1) + 2, dtype=np.int64)  # two leading zeros: "before index 0"
+    padded[2:size + 2] = values
+    sums = np.cumsum(padded.reshape(-1, 2), axis=0).reshape(-1)  # sums[k + 2]: class of k, up to k
+    string_first = np.repeat(first, numbers)
+    local_odd = (np.arange(size) - string_first) & 1
+    # minus the class sum up to two before the string's first term of that class: padded index
+    # first + 1 for the odd terms (from first + 1), first + 2 for the even ones (from first + 2)
+    runs = sums[2:size + 2] - sums[string_first + 2 - local_odd]
+    runs[first[numbers > 0]] = values[first[numbers > 0]]
+    return runs
 
 
 def compressed_rle_problem(counts: bytes, pixels: int) -> str | None:
