@@ -148,7 +148,7 @@ def _ignore_unfinished_builds(repo: Path) -> None:
     lines = ignore.read_text().splitlines() if ignore.is_file() else []
     missing = [pattern for pattern in (UNFINISHED_BUILDS, BUILD_LOCKS) if pattern not in lines]
     if missing:
-        atomic_write_text(ignore, "\n".join([*lines, "# interrupted builds segbench resumes; never published",
+        atomic_write_text(ignore, "\n".join([*lines, "# what interrupted builds leave behind; never published",
                                              *missing]) + "\n")
 
 
