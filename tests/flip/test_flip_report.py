@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 from PIL import Image
+from support.flip_summaries import flip_summary
 
-from segbench.tasks.flip.metrics import FlipAccumulator
 from segbench.tasks.flip.report import render_markdown, write_report
 
-GT = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 0, 0], [2, 2, 0, 0]], np.uint8)
-PRED = np.array([[0, 0, 1, 2], [0, 1, 0, 1], [2, 1, 0, 0], [0, 2, 0, 0]], np.uint8)
 EVALUATED = {
     "source": "/repo",
     "rev": "v1",
@@ -22,20 +19,8 @@ EVALUATED = {
 }
 
 
-def _summary(with_probs: bool) -> dict:
-    acc = FlipAccumulator()
-    for image_id in range(12):
-        probs = None
-        if with_probs:
-            probs = np.full((3, 4, 4), 0.1)
-            np.put_along_axis(probs, PRED[None].astype(np.int64), 0.8, axis=0)
-            probs[1:, PRED > 0] += image_id / 100  # distinct risks
-        acc.update(GT, PRED, probs, group_id=image_id % 4, image_id=image_id)
-    return acc.summarize()
-
-
 def test_write_report_writes_all_files_with_key_numbers(tmp_path):
-    summary = _summary(with_probs=True)
+    summary = flip_summary(with_probs=True)
     paths = write_report(tmp_path / "run", summary, EVALUATED)
     assert set(paths) == {"metrics", "report", "per_group_iou", "flip_by_risk_decile"}
     assert all(p.is_file() and p.parent == tmp_path / "run" for p in paths.values())
@@ -68,7 +53,7 @@ def test_write_report_writes_all_files_with_key_numbers(tmp_path):
 
 
 def test_report_without_probabilities_says_risk_is_unavailable(tmp_path):
-    summary = _summary(with_probs=False)
+    summary = flip_summary(with_probs=False)
     text = render_markdown(summary, EVALUATED)
     assert "Flip-risk unavailable" in text and "12 of 12" in text
     paths = write_report(tmp_path, summary, EVALUATED)
@@ -78,7 +63,7 @@ def test_report_without_probabilities_says_risk_is_unavailable(tmp_path):
 
 
 def test_report_is_byte_identical_across_runs(tmp_path):
-    summary = _summary(with_probs=True)
+    summary = flip_summary(with_probs=True)
     first = write_report(tmp_path / "a", summary, EVALUATED)
     second = write_report(tmp_path / "b", summary, EVALUATED)
     for name in first:

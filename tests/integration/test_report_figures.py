@@ -13,11 +13,12 @@ import inspect
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from support.flip_summaries import flip_summary
 from support.spin_eval_data import perfect_predictions, write_dataset
 
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.flip import report as flip_report
-from segbench.tasks.flip.metrics import WATERBIRDS_NAMES, FlipAccumulator
+from segbench.tasks.flip.metrics import WATERBIRDS_NAMES
 from segbench.tasks.spin import report as spin_report
 from segbench.tasks.spin import stats_report
 from segbench.tasks.spin.inputs import read_ground_truth
@@ -26,22 +27,6 @@ from segbench.tasks.spin.stats import MEASURES
 from segbench.tasks.vocab import lac
 
 MODULES = (flip_report, spin_report, stats_report, lac)
-
-GT = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 0, 0], [2, 2, 0, 0]], np.uint8)
-PRED = np.array([[0, 0, 1, 2], [0, 1, 0, 1], [2, 1, 0, 0], [0, 2, 0, 0]], np.uint8)
-
-
-def _flip_summary(with_probs: bool, names=None) -> dict:
-    acc = FlipAccumulator()
-    for image_id in range(12):
-        probs = None
-        if with_probs:
-            probs = np.full((3, 4, 4), 0.1)
-            np.put_along_axis(probs, PRED[None].astype(np.int64), 0.8, axis=0)
-            probs[1:, PRED > 0] += image_id / 100
-        acc.update(GT, PRED, probs, group_id=image_id % 4, image_id=image_id)
-    return acc.summarize(names) if names else acc.summarize()
-
 
 def _spin_summary(tmp_path) -> dict:
     write_dataset(tmp_path / "data" / "spin")
@@ -74,12 +59,12 @@ def _boxplot_groups() -> dict:
 
 
 CASES = {
-    "per_group_iou_figure coco-cd": lambda tmp: flip_report.per_group_iou_figure(_flip_summary(True)),
+    "per_group_iou_figure coco-cd": lambda tmp: flip_report.per_group_iou_figure(flip_summary(True)),
     "per_group_iou_figure waterbirds": lambda tmp: flip_report.per_group_iou_figure(
-        _flip_summary(True, WATERBIRDS_NAMES), WATERBIRDS_NAMES),
-    "flip_by_risk_decile_figure": lambda tmp: flip_report.flip_by_risk_decile_figure(_flip_summary(True)),
+        flip_summary(True, WATERBIRDS_NAMES), WATERBIRDS_NAMES),
+    "flip_by_risk_decile_figure": lambda tmp: flip_report.flip_by_risk_decile_figure(flip_summary(True)),
     "flip_by_risk_decile_figure without risk": lambda tmp: flip_report.flip_by_risk_decile_figure(
-        _flip_summary(False)),
+        flip_summary(False)),
     "miou_by_level_figure": lambda tmp: spin_report.miou_by_level_figure(_spin_summary(tmp)),
     "consistency_figure": lambda tmp: spin_report.consistency_figure(_spin_summary(tmp)),
     "per_supercategory_figure": lambda tmp: spin_report.per_supercategory_figure(_spin_summary(tmp)),
@@ -119,7 +104,7 @@ def test_every_figure_labels_its_axes_keeps_legends_off_the_data_and_explains_it
 
 
 def test_a_figure_without_data_says_why_instead_of_drawing_empty_axes():
-    figure = flip_report.flip_by_risk_decile_figure(_flip_summary(False))
+    figure = flip_report.flip_by_risk_decile_figure(flip_summary(False))
     _drawn(figure)
     texts = [t.get_text() for ax in figure.axes for t in ax.texts]
     assert not any(ax.axison for ax in figure.axes) and any("Flip-risk unavailable" in t for t in texts)

@@ -121,24 +121,17 @@ def test_a_failed_flip_evaluation_resumes_with_its_finished_shards(project, tmp_
     assert evaluate_coco_cd(project, None, preds, out, shard_size=5)["up_to_date"]  # shard size is no input
 
 
-def test_cafe_evaluation_resumes(project, tmp_path):
+@pytest.mark.parametrize(("command", "changed_option", "changed_predictions"), [
+    ("cafe", ["--iou-threshold", "0.9"], HAND_PREDS[:-1]),
+    ("cgf1", ["--score-threshold", "0.85"], HAND_PREDS[2:]),
+])
+def test_cafe_and_cgf1_evaluations_resume(project, tmp_path, command, changed_option, changed_predictions):
     gt, preds = tmp_path / "CAFE.json", tmp_path / "preds.json"
     gt.write_text(json.dumps(cafe_gt(HAND_PAIRS)))
     preds.write_text(json.dumps(HAND_PREDS))
     out = tmp_path / "report"
-    args = ["cafe", "--gt", str(gt), "--predictions", str(preds), "--out", str(out)]
-    _check_resume(project, args, out, ["--iou-threshold", "0.9"],
-                  lambda: preds.write_text(json.dumps(HAND_PREDS[:-1])))
-
-
-def test_cgf1_evaluation_resumes(project, tmp_path):
-    gt, preds = tmp_path / "gt.json", tmp_path / "preds.json"
-    gt.write_text(json.dumps(cafe_gt(HAND_PAIRS)))
-    preds.write_text(json.dumps(HAND_PREDS))
-    out = tmp_path / "report"
-    args = ["cgf1", "--gt", str(gt), "--predictions", str(preds), "--out", str(out)]
-    _check_resume(project, args, out, ["--score-threshold", "0.85"],
-                  lambda: preds.write_text(json.dumps(HAND_PREDS[2:])))
+    args = [command, "--gt", str(gt), "--predictions", str(preds), "--out", str(out)]
+    _check_resume(project, args, out, changed_option, lambda: preds.write_text(json.dumps(changed_predictions)))
 
 
 def test_spin_evaluation_resumes(project, tmp_path):

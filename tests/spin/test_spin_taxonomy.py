@@ -196,51 +196,23 @@ def test_yaml_round_trip(tmp_path):
 
 # --- bad input -----------------------------------------------------------------------------------------
 
-def test_bad_yaml_names_the_line(tmp_path):
+@pytest.mark.parametrize(("edits", "match"), [
+    ("exclude:\n  - id: a\n    subparts: [Skull\n", "not valid YAML at line"),
+    ("add:\n  - id: wings\n    parts: [Snake-Wing]\n    subparts: [Feather]\n",
+     "rule 'wings': part 'Snake-Wing' matches no PartImageNet part"),
+    ("add:\n  - id: shell\n    parts: [Reptile-Torso]\n    subparts: [Shell]\n    objects: [tabby]\n",
+     "object class 'tabby'"),
+    ("exclude:\n  - id: a\n    subpart: [Skull]\n", "subpart"),  # an unknown field
+    ("exclude:\n  - {id: a, subparts: [Skull]}\nrename:\n  - {id: a, from: X, to: Y}\n", "used twice"),
+    ("reference:\n  Snake-Wing: [Feather]\n", "'Snake-Wing' is not a PartImageNet part"),
+    ("reference:\n  Car-Body: [Internal-combustion Engine]\n", "'Internal Combustion Engine'"),  # display form
+    ("add:\n  - id: eye\n    parts: [Bird-Head]\n    subparts: [eye]\n", "'Eye'"),  # display form
+], ids=["yaml-syntax", "unknown-part", "unknown-object-class", "unknown-field", "repeated-rule-id",
+        "reference-unknown-part", "reference-name-form", "subpart-name-form"])
+def test_bad_edits_name_the_rule(tmp_path, edits, match):
     path = tmp_path / "edits.yaml"
-    path.write_text("exclude:\n  - id: a\n    subparts: [Skull\n")
-    with pytest.raises(InputError, match="not valid YAML at line"):
-        st.load_edits(path, st.load_catalog())
-
-
-def test_unknown_part_in_edits(tmp_path):
-    path = tmp_path / "edits.yaml"
-    path.write_text("add:\n  - id: wings\n    parts: [Snake-Wing]\n    subparts: [Feather]\n")
-    with pytest.raises(InputError, match="rule 'wings': part 'Snake-Wing' matches no PartImageNet part"):
-        st.load_edits(path, st.load_catalog())
-
-
-def test_unknown_object_class_in_edits(tmp_path):
-    path = tmp_path / "edits.yaml"
-    path.write_text("add:\n  - id: shell\n    parts: [Reptile-Torso]\n    subparts: [Shell]\n    objects: [tabby]\n")
-    with pytest.raises(InputError, match="object class 'tabby'"):
-        st.load_edits(path, st.load_catalog())
-
-
-def test_unknown_field_and_repeated_rule_id(tmp_path):
-    path = tmp_path / "edits.yaml"
-    path.write_text("exclude:\n  - id: a\n    subpart: [Skull]\n")
-    with pytest.raises(InputError, match="subpart"):
-        st.load_edits(path, st.load_catalog())
-    path.write_text("exclude:\n  - {id: a, subparts: [Skull]}\nrename:\n  - {id: a, from: X, to: Y}\n")
-    with pytest.raises(InputError, match="used twice"):
-        st.load_edits(path, st.load_catalog())
-
-
-def test_a_bad_reference_names_the_part(tmp_path):
-    path = tmp_path / "edits.yaml"
-    path.write_text("reference:\n  Snake-Wing: [Feather]\n")
-    with pytest.raises(InputError, match="'Snake-Wing' is not a PartImageNet part"):
-        st.load_edits(path, st.load_catalog())
-    path.write_text("reference:\n  Car-Body: [Internal-combustion Engine]\n")
-    with pytest.raises(InputError, match="'Internal Combustion Engine'"):
-        st.load_edits(path, st.load_catalog())
-
-
-def test_subpart_name_not_in_display_form(tmp_path):
-    path = tmp_path / "edits.yaml"
-    path.write_text("add:\n  - id: eye\n    parts: [Bird-Head]\n    subparts: [eye]\n")
-    with pytest.raises(InputError, match="'Eye'"):
+    path.write_text(edits)
+    with pytest.raises(InputError, match=match):
         st.load_edits(path, st.load_catalog())
 
 

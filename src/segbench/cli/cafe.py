@@ -15,10 +15,10 @@ from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
     display_path,
-    non_negative_seed,
-    print_up_to_date,
+        print_up_to_date,
     relative_to_repo,
     run_flow,
+    seed_option,
     settings_of,
 )
 from segbench.cli.rounds import Backend
@@ -59,8 +59,7 @@ def build_candidates_command(
     per_image: int = typer.Option(None, "--per-image", help="Targets per image (default 1)."),
     edit_mix: list[str] = typer.Option(None, "--edit-mix", help="TYPE=SHARE for SM, CC, OC (default: the released "
                                                                 "CAFE mix 1111 : 593 : 442)."),
-    seed: int = typer.Option(0, "--seed", callback=non_negative_seed,
-                             help="Seed of the target draw, edit types, offline plans and edits."),
+    seed: int = seed_option(0, "Seed of the target draw, edit types, offline plans and edits."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad annotation, image or edit, "
                                                                       "or skip it and report it in skipped.json."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe_candidates)."),
@@ -174,7 +173,7 @@ def evaluate_cafe_command(
                                                                                    "this seeded fraction of the "
                                                                                    "pairs calibrates and is left "
                                                                                    "out of the numbers."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the calibration split."),
+    seed: int = seed_option(0, "Seed of the calibration split."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cafe/<run>)."),
     force: bool = FORCE_EVALUATION,
 ) -> None:

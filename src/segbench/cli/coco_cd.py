@@ -17,9 +17,9 @@ from segbench.cli.common import (
     FORCE_BUILD,
     build_status,
     display_path,
-    non_negative_seed,
-    relative_to_repo,
+        relative_to_repo,
     run_flow,
+    seed_option,
     settings_of,
 )
 from segbench.cli.publish import print_publish
@@ -64,8 +64,7 @@ def build_command(
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
     val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
-    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
-                             help="Seed of every random draw (default: 13)."),
+    seed: int = seed_option(None, "Seed of every random draw (default: 13)."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad items: fail, or skip them and list "
                                                                      "them in skipped.json."),
     images: bool = typer.Option(True, "--images/--no-images", help="Write the resized images (masks always)."),
@@ -129,8 +128,7 @@ def create_audit_command(
     kind: str = typer.Option(AUDIT_KIND, "--kind", parser=_audit_kind, metavar=f"<{AUDIT_KIND}>",
                              help="What the round asks (the round kind's name, as `rounds list` shows it)."),
     per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
-    seed: int = typer.Option(13, "--seed", callback=non_negative_seed,
-                             help="Seed of the sample."),
+    seed: int = seed_option(13, "Seed of the sample."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
     overwrite: bool = rounds.OVERWRITE,

@@ -72,6 +72,11 @@ def print_up_to_date(result: Mapping[str, Any], out: str | Path) -> None:
                           "--force evaluates again).")
 
 
+def seed_option(default: int | None, help: str) -> Any:
+    """A ``--seed`` option that refuses negative seeds (see :func:`non_negative_seed`)."""
+    return typer.Option(default, "--seed", callback=non_negative_seed, help=help)
+
+
 def non_negative_seed(value: int | None) -> int | None:
     """``--seed``'s check: Python draws the same numbers for seeds -n and n, so a negative seed is refused."""
     if value is not None and value < 0:

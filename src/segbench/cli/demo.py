@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from segbench import console, prefect_server, registry
-from segbench.cli.common import display_path, non_negative_seed, run_flow, settings_of
+from segbench.cli.common import display_path, run_flow, seed_option, settings_of
 from segbench.cli.publish import print_publish
 
 
@@ -18,8 +18,7 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer
 
 def demo_command(
     ctx: typer.Context,
-    seed: int = typer.Option(0, "--seed", callback=non_negative_seed,
-                             help="Seed of the generated demo world."),
+    seed: int = seed_option(0, "Seed of the generated demo world."),
 ) -> None:
     """Run everything on a generated demo world: build every dataset, publish, evaluate."""
     settings = settings_of(ctx)

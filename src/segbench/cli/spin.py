@@ -15,10 +15,10 @@ from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
     display_path,
-    non_negative_seed,
-    print_up_to_date,
+        print_up_to_date,
     relative_to_repo,
     run_flow,
+    seed_option,
     settings_of,
 )
 from segbench.cli.rounds import Backend
@@ -97,8 +97,7 @@ def rounds_command(
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
-    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
-                             help="Seed of the capped selection (default: 0, as build spin)."),
+    seed: int = seed_option(None, "Seed of the capped selection (default: 0, as build spin)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
     supercategory: list[str] = typer.Option(None, "--supercategory", help="Only this super-category's rounds "
                                             "(repeatable): one batch at a time, as the paper's phased rollout."),
@@ -178,8 +177,7 @@ def build_spin_command(
     partimagenet_root: Path = typer.Option(
         ..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}.json and images/<split>/"),
     cap: int = typer.Option(1200, "--cap", min=1, help="images kept per super-category"),
-    seed: int = typer.Option(0, "--seed", callback=non_negative_seed,
-                             help="seeds the choice among equally good images under the cap"),
+    seed: int = seed_option(0, "seeds the choice among equally good images under the cap"),
     on_error: OnError = typer.Option(
         OnError.FAIL, "--on-error", help="fail on a bad record, or skip it and list it in skipped.json"),
     force: bool = typer.Option(False, "--force", help="Rebuild even when spin/dataset/ is up to date."),

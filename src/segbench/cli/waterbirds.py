@@ -17,9 +17,9 @@ from segbench.cli.common import (
     FORCE_BUILD,
     build_status,
     display_path,
-    non_negative_seed,
-    relative_to_repo,
+        relative_to_repo,
     run_flow,
+    seed_option,
     settings_of,
 )
 from segbench.cli.publish import print_publish
@@ -54,8 +54,7 @@ def build_command(
                                                                     "released)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 642, as "
                                                                       "released)."),
-    seed: int = typer.Option(None, "--seed", callback=non_negative_seed,
-                             help="Seed of every random draw (default: 13)."),
+    seed: int = seed_option(None, "Seed of every random draw (default: 13)."),
     species_match: SpeciesMatch = typer.Option(SpeciesMatch.tokens, "--species-match",
                                                help="Waterbird keywords match whole name tokens, or substrings as "
                                                     "the released build."),
