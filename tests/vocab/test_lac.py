@@ -98,6 +98,7 @@ def test_parse_descriptions():
 @pytest.mark.parametrize(
     ("data", "item"),
     [({"image_id": 1}, None),
+     ([], None),  # nothing to evaluate
      ([{"image_id": 1}], "entry 0"),
      ([{"image_id": 1, "descriptions": [{"description": "x"}]}], "entry 0, description 0"),
      ([{"image_id": 1, "descriptions": [{"segment_id": 1, "description": "x"}, {"segment_id": 1, "description": "y"}]}],

@@ -237,6 +237,9 @@ def parse_descriptions(data: Any, *, source: str = "<descriptions>") -> dict[str
     """
     if not isinstance(data, list):
         raise InputError("descriptions must be a JSON list of {image_id, descriptions}", path=source)
+    if not data:  # a report of n/a everywhere would look like a model that described nothing right
+        raise InputError("the descriptions file lists no image", path=source,
+                         hint="give the model's descriptions: [{image_id, descriptions: [{segment_id, description}]}]")
     out: dict[str, dict[int, str]] = {}
     for index, entry in enumerate(data):
         where = f"entry {index}"
