@@ -15,9 +15,8 @@ from segbench.annotation_ui.convert import (
     answers_from_labelstudio,
     merge_answers,
     merge_counts,
-    read_results,
-    write_file_tasks,
 )
+from segbench.annotation_ui.crowd_files import read_results, write_file_tasks
 from segbench.annotation_ui.rounds import new_round
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
 from segbench.core.io import canonical_json, write_json

@@ -10,7 +10,7 @@ records name a remote, never its location.
 Publishing is split into steps (:func:`ensure_repo`, :func:`describe_datasets`, :func:`track_data`,
 :func:`push_data`, :func:`commit_version`) so the Prefect flow can wrap each in a task;
 :func:`publish` runs them in order for callers without Prefect. Flows and the CLI own settings;
-nothing here reads them. The module runs a little over 400 lines on purpose: keeping every git and
+nothing here reads them. The module runs past 400 lines on purpose: keeping every git and
 DVC call in one file is what makes "one owner of versioning" checkable.
 """
 

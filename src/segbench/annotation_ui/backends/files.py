@@ -2,7 +2,7 @@
 
 Launch writes ``tasks.csv`` and ``tasks.json`` under ``<data root>/rounds/<key>/``; the crowd's
 results files (CSV or JSON rows with ``WorkerId``, ``AssignmentId``, ``Input.item_id`` and
-``Answer.<control>`` columns, see :mod:`segbench.annotation_ui.convert`) go in its ``results/``
+``Answer.<control>`` columns, see :mod:`segbench.annotation_ui.crowd_files`) go in its ``results/``
 folder, and progress and answers are read from there. No server, no project.
 """
 
@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
-from segbench.annotation_ui.convert import answers_from_files, read_results, write_file_tasks
+from segbench.annotation_ui.convert import answers_from_files
+from segbench.annotation_ui.crowd_files import read_results, write_file_tasks
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.core.errors import ImportPolicy, RoundStateError
 from segbench.schemas.rounds import Answer, Round

@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from segbench.annotation_ui.convert import answers_from_files, read_results
+from segbench.annotation_ui.convert import answers_from_files
+from segbench.annotation_ui.crowd_files import read_results
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core import clock

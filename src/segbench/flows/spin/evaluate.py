@@ -121,19 +121,10 @@ def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, An
 
 
 @flow(name="evaluate-spin", flow_run_name=run_name("evaluate-spin", ("split", "predictions", "rev")))
-def evaluate_spin(
-    repo: str | Path,
-    rev: str | None,
-    predictions: Mapping[str, str | Path],
-    out: str | Path,
-    split: str = "test",
-    dataset_dir: str = "data/spin",
-    answers: str | Path | None = None,
-    on_error: OnError = OnError.FAIL,
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    force: bool = False,
-    yes_rule: str = DEFAULT_YES_RULE,
-) -> dict[str, Any]:
+def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, str | Path], out: str | Path,
+                  split: str = "test", dataset_dir: str = "data/spin", answers: str | Path | None = None,
+                  on_error: OnError = OnError.FAIL, shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False,
+                  yes_rule: str = DEFAULT_YES_RULE) -> dict[str, Any]:
     """Evaluate SPIN predictions (and recognition answers) on a split and write the report.
 
     Args:
