@@ -4,6 +4,7 @@ pointing at a regular file, and folders or files this user may not read."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,14 @@ from segbench.core.io import write_json
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project whose data root already holds an output (to keep intact)."""
+def project(tmp_path: Path, monkeypatch) -> Path:
+    """A project whose data root already holds an output (to keep intact).
+
+    Settings from the test run's own environment (the test Label Studio server's URL and token)
+    would beat the config file under test, so they are cleared.
+    """
+    for name in [name for name in os.environ if name.startswith("SEGBENCH_")]:
+        monkeypatch.delenv(name)
     write_json(tmp_path / "data" / "coco_cd" / "manifest.json", {"kept": True})
     return tmp_path
 
