@@ -33,6 +33,7 @@ from segbench.schemas.spin import (
     Subpart,
     SubpartProposal,
     SubpartProvenance,
+    SubpartVisibility,
     Taxonomy,
     TaxonomyEdits,
     TaxonomyEditsRef,
@@ -44,6 +45,9 @@ from segbench.schemas.spin import (
 
 QUESTION_KIND = "spin.subparts"
 QUESTION_VERSION = "1"
+VISIBILITY_KIND = "spin.visibility"
+VISIBILITY_VERSION = "1"
+VISIBILITY_RULE = "not-visible"  # the ``by`` of a proposal the visibility check dropped
 ANIMALS = ("Quadruped", "Biped", "Fish", "Bird", "Snake", "Reptile")
 DEFAULT_EDITS = "taxonomy_edits.yaml"
 EDITS_HINT = "see the comments at the top of the shipped taxonomy_edits.yaml for the format"
@@ -58,6 +62,15 @@ USER = (
     "List the subparts you would expect on the {object}'s {part}, as short singular nouns in Title Case "
     "(e.g. Eye, Ear). Only include subparts visible from outside; leave out internal anatomy and "
     "components hidden inside. Do not list the other parts of the {object} ({others})."
+)
+VISIBILITY_USER = (
+    "Object category: {object} (for example: {examples}).\n"
+    "Part: the {part} of the {object}.\n"
+    "Proposed subpart of the {part}: {subpart}.\n"
+    "Is {subpart} a part of the {object}'s {part} that a person could see and outline in an ordinary photo "
+    "of a {object}? Answer visible = false for internal anatomy (bones, organs, vessels, nerves, muscles), "
+    "components hidden inside, systems made of many scattered components, and anything that is not a "
+    "physical piece of the object (a process, a gear position, a measure)."
 )
 
 
@@ -163,6 +176,36 @@ def match_keys(name: str) -> frozenset[str]:
     stem = _stemmer().stem
     return frozenset(" ".join(stem(w) for w in re.split(r"[\s-]+", alt.strip()) if w) for alt in alternatives
                      if alt.strip())
+
+
+def visibility_questions(catalog: Catalog, proposals: Mapping[str, Sequence[str]]) -> list[Question]:
+    """One ``spin.visibility`` question per proposed subpart, in catalogue then proposal order."""
+    questions = []
+    for part in catalog.parts:
+        key = f"{part.object}-{part.spin_name}"
+        others = [p.spin_name for p in catalog.parts if p.object == part.object and p.id != part.id]
+        examples = ", ".join(catalog.class_names(part.object)[:6])
+        for name in proposals.get(key, []):
+            inputs = {"object": part.object, "part": part.spin_name, "subpart": name, "animal": part.object in ANIMALS,
+                      "wnids": catalog.wnids(part.object), "other_parts": others}
+            questions.append(Question(
+                kind=VISIBILITY_KIND, version=VISIBILITY_VERSION, inputs=inputs, system=SYSTEM,
+                user=VISIBILITY_USER.format(object=part.object, part=part.spin_name, subpart=name, examples=examples)))
+    return questions
+
+
+def split_visible(catalog: Catalog, proposals: Mapping[str, Sequence[str]], answers: Sequence[SubpartVisibility]
+                  ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The proposals the visibility check kept, and those it dropped, per part.
+
+    ``answers`` are in the order of :func:`visibility_questions` (their ``subpart`` echo is not trusted).
+    """
+    kept: dict[str, list[str]] = {}
+    dropped: dict[str, list[str]] = {}
+    asked = [(key, name) for key in catalog.part_keys() for name in proposals.get(key, [])]
+    for (key, name), answer in zip(asked, answers, strict=True):
+        (kept if answer.visible else dropped).setdefault(key, []).append(name)
+    return kept, dropped
 
 
 def proposals_from_answers(catalog: Catalog, answers: Sequence[SubpartProposal]) -> dict[str, list[str]]:
@@ -301,7 +344,7 @@ class EditOutcome:
 
 
 def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], proposed_by: str,
-                edits: TaxonomyEdits) -> EditOutcome:
+                edits: TaxonomyEdits, not_visible: Mapping[str, Sequence[str]] | None = None) -> EditOutcome:
     """Apply ``edits`` to the proposed names of every part: exclude, then rename, then add.
 
     Exclusions and renames match names case-insensitively. A rename onto a name already present
@@ -311,6 +354,7 @@ def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], propos
     Args:
         proposals: ``<Super>-<Part>`` → proposed display names (parts without proposals have none).
         proposed_by: ``<provider>:<model>``.
+        not_visible: proposals the visibility check dropped before the edits (recorded as removed by it).
     """
     used: set[str] = set()
     parts = []
@@ -318,7 +362,7 @@ def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], propos
         key = f"{cpart.object}-{cpart.spin_name}"
         entries = {n.lower(): _Entry(n, SubpartProvenance(proposed_by=proposed_by, edit="kept", by=None))
                    for n in proposals.get(key, [])}
-        removed: list[RemovedSubpart] = []
+        removed = [RemovedSubpart(name=n, by=VISIBILITY_RULE) for n in (not_visible or {}).get(key, [])]
         for rule in edits.exclude:
             if _applies(catalog, rule.parts, key):
                 for name in rule.subparts:
