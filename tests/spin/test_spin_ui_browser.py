@@ -40,10 +40,11 @@ def _credentials() -> tuple[str, str]:
 def _paper_taxonomy_yaml() -> str:
     """The default taxonomy (the paper's §8.2, from the shipped edits), built without asking anyone."""
     from segbench.tasks.spin import taxonomy as st
+    from segbench.tasks.spin import taxonomy_edits as se
 
     catalog = st.load_catalog()
-    edits, sha = st.load_edits(st.default_edits_path(), catalog)
-    parts = st.apply_edits(catalog, {}, "none:none", edits).parts
+    edits, sha = se.load_edits(se.default_edits_path(), catalog)
+    parts = se.apply_edits(catalog, {}, "none:none", edits).parts
     taxonomy = st.build_taxonomy(parts, provider="none", model="none", edits_file="taxonomy_edits.yaml",
                                  edits_sha256=sha)
     return st.taxonomy_yaml(taxonomy)

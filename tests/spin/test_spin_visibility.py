@@ -9,6 +9,7 @@ import pytest
 
 from segbench.schemas.spin import SubpartVisibility
 from segbench.tasks.spin import taxonomy as st
+from segbench.tasks.spin import taxonomy_edits as se
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +40,12 @@ def test_wordnet_answers_from_its_own_relations(wordnet_provider):
 
 def test_dropped_proposals_are_recorded_and_the_reference_still_decides():
     catalog = st.load_catalog()
-    edits, _ = st.load_edits(st.default_edits_path(), catalog)
+    edits, _ = se.load_edits(se.default_edits_path(), catalog)
     proposals = {"Car-Body": ["Door", "First Gear"]}
     answers = [SubpartVisibility(subpart="Door", visible=True), SubpartVisibility(subpart="First Gear", visible=False)]
     kept, dropped = st.split_visible(catalog, proposals, answers)
     assert (kept, dropped) == ({"Car-Body": ["Door"]}, {"Car-Body": ["First Gear"]})
-    outcome = st.apply_edits(catalog, kept, "p:m", edits, dropped)
+    outcome = se.apply_edits(catalog, kept, "p:m", edits, dropped)
     car = next(p for p in outcome.parts if p.key == "Car-Body")
     assert ("First Gear", st.VISIBILITY_RULE) in {(r.name, r.by) for r in car.removed}
     assert sum(len(p.subparts) for p in outcome.parts) == 203

@@ -58,7 +58,8 @@ def build_taxonomy_command(
 
     Does nothing when the taxonomy was built from the same edits, provider and versions."""
     from segbench.providers import make_provider
-    from segbench.tasks.spin.taxonomy import load_catalog, load_edits
+    from segbench.tasks.spin.taxonomy import load_catalog
+    from segbench.tasks.spin.taxonomy_edits import load_edits
 
     settings = ctx.obj["settings"]
     if edits is not None:

@@ -28,6 +28,7 @@ from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
 from segbench.schemas.spin import SubpartProposal, SubpartVisibility, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
+from segbench.tasks.spin import taxonomy_edits as se
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
 
 BUILDER_VERSION = "4"  # 4: proposals that are not visible parts are dropped before the edits
@@ -96,8 +97,8 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     logger = get_run_logger()
     out_dir = Path(out_dir)
     catalog = st.load_catalog()
-    edits_path = Path(edits) if edits is not None else st.default_edits_path()
-    rules, edits_sha = st.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
+    edits_path = Path(edits) if edits is not None else se.default_edits_path()
+    rules, edits_sha = se.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
     edits_label = edits_path.name if edits is None else str(edits_path)
     params = {"provider": provider.name, "model": provider.model, "question_kind": st.QUESTION_KIND,
               "question_version": st.QUESTION_VERSION,
@@ -133,7 +134,7 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
 
 
 def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
-         ) -> tuple[Taxonomy, dict[str, Any], list[st.ProposerScore] | None, dict[str, list[str]]]:
+         ) -> tuple[Taxonomy, dict[str, Any], list[se.ProposerScore] | None, dict[str, list[str]]]:
     """Ask the provider for subparts and whether each is visible, apply the edit rules to the visible
     ones, and count what came of it (with the proposer's recall and precision against the edit file's
     reference, when it has one). Also returns the proposals dropped as not visible, per part."""
@@ -142,7 +143,7 @@ def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: 
     proposals = st.proposals_from_answers(catalog, answers)
     visibility = ask_visibility(provider, st.visibility_questions(catalog, proposals))
     visible, not_visible = st.split_visible(catalog, proposals, visibility)
-    outcome = st.apply_edits(catalog, visible, f"{provider.name}:{provider.model}", rules, not_visible)
+    outcome = se.apply_edits(catalog, visible, f"{provider.name}:{provider.model}", rules, not_visible)
     taxonomy = st.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
                                  edits_file=edits_label, edits_sha256=edits_sha)
     counts = {"parts": len(taxonomy.parts), "questions": len(questions),
@@ -153,8 +154,8 @@ def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: 
               "object_specific": sum(1 for p in taxonomy.parts for s in p.subparts if s.objects is not None),
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
     if outcome.scores is not None:
-        total = st.total_score(outcome.scores)
-        before = st.total_score(st.proposer_scores(catalog, proposals, rules.reference or {}))
+        total = se.total_score(outcome.scores)
+        before = se.total_score(se.proposer_scores(catalog, proposals, rules.reference or {}))
         # Whole numbers: the manifest writes floats rounded, and an up-to-date run reads its counts back.
         counts |= {"reference_subparts": total.reference, "proposer_matched_reference": total.matched_reference,
                    "proposer_matched_proposals": total.matched_proposals,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segbench.schemas.spin import Subpart, Taxonomy, TaxonomyPart
-from segbench.tasks.spin.taxonomy import ProposerScore, total_score
+from segbench.tasks.spin.taxonomy_edits import ProposerScore, total_score
 
 
 @dataclass
