@@ -128,7 +128,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_evaluate="segbench.flows.spin.evaluate:plan_evaluate",
         demo_step="segbench.flows.spin.demo:DEMO",
         demo_printer="segbench.cli.spin:print_demo",
-        offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER",),
+        offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER", "segbench.tasks.spin.wordnet:VISIBILITY_ANSWER"),
         round_kinds=("segbench.flows.spin.rounds:SUBPARTS",),
     ),
     DatasetSpec(

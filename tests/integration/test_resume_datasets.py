@@ -350,7 +350,7 @@ def test_spin_taxonomy_second_run_is_a_no_op_and_force_rebuilds_identically(spin
 
 def test_spin_taxonomy_a_changed_edit_file_rebuilds(spin, tmp_path):
     from segbench.flows.spin.taxonomy import build_spin_taxonomy
-    from segbench.tasks.spin.taxonomy import default_edits_path
+    from segbench.tasks.spin.taxonomy_edits import default_edits_path
 
     provider, first, *_ = spin
     out = tmp_path / "spin"

@@ -141,7 +141,7 @@ def test_answer_many_order_and_usage(tmp_path_factory, provider):
 
 def test_unknown_kind_names_the_kinds_it_answers(provider):
     question = Question(kind="example.unknown", version="1", inputs={}, system="", user="")
-    with pytest.raises(ProviderError, match="cafe.edit_plan, spin.subparts, vocab.relations") as info:
+    with pytest.raises(ProviderError, match="cafe.edit_plan, spin.subparts, spin.visibility, vocab.relations") as info:
         provider.answer(question, RelationAnswer)
     assert info.value.item == "example.unknown"
 
@@ -161,7 +161,7 @@ def test_make_provider_gives_the_registered_answers(tmp_path):
     from segbench.settings import Settings
 
     inner = make_provider(Settings(data_root=tmp_path, provider="offline")).inner
-    assert inner.kinds == ("cafe.edit_plan", "spin.subparts", "vocab.relations")
+    assert inner.kinds == ("cafe.edit_plan", "spin.subparts", "spin.visibility", "vocab.relations")
 
 
 def _subparts_question(**inputs) -> Question:

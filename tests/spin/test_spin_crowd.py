@@ -142,9 +142,10 @@ def test_one_round_per_part_with_subparts_per_class():
 
 def _paper_taxonomy() -> Taxonomy:
     from segbench.tasks.spin import taxonomy as st
+    from segbench.tasks.spin import taxonomy_edits as se
 
     catalog = st.load_catalog()
-    parts = st.apply_edits(catalog, {}, "none", st.load_edits(st.default_edits_path(), catalog)[0]).parts
+    parts = se.apply_edits(catalog, {}, "none", se.load_edits(se.default_edits_path(), catalog)[0]).parts
     return st.build_taxonomy(parts, provider="p", model="m", edits_file="e", edits_sha256="0" * 64)
 
 

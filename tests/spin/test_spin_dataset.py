@@ -143,9 +143,10 @@ def rasterise_like_spin_api(coco: COCO, image_id: int, background: int) -> np.nd
 
 def test_spin_api_rasterises_every_level_into_8_bit_maps_with_its_background_ids(world, tmp_path):
     from segbench.tasks.spin import taxonomy as st
+    from segbench.tasks.spin import taxonomy_edits as se
 
     source, resolved = world
-    paper = st.apply_edits(st.load_catalog(), {}, "none", st.load_edits(st.default_edits_path(), st.load_catalog())[0])
+    paper = se.apply_edits(st.load_catalog(), {}, "none", se.load_edits(se.default_edits_path(), st.load_catalog())[0])
     categories = subpart_categories(st.build_taxonomy(paper.parts, provider="p", model="m", edits_file="e",
                                                       edits_sha256="0" * 64))
     assert len(categories) == 203 and max(c.id for c in categories) == 203

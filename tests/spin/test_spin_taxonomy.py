@@ -11,6 +11,7 @@ import pytest
 from segbench.core.errors import InputError
 from segbench.schemas.spin import TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
+from segbench.tasks.spin import taxonomy_edits as se
 from segbench.tasks.spin.taxonomy_diff import TaxonomyDiff, diff_markdown, taxonomy_diff
 
 PROPOSER = "wordnet:wordnet-3.0"
@@ -70,11 +71,11 @@ def wordnet_proposals(wordnet) -> dict[str, list[str]]:
 
 def test_the_shipped_edits_give_the_papers_final_taxonomy_from_any_proposer(wordnet):
     catalog = st.load_catalog()
-    edits, _ = st.load_edits(st.default_edits_path(), catalog)
+    edits, _ = se.load_edits(se.default_edits_path(), catalog)
     expected = paper_triples()
     assert len(expected) == 203
     for proposals in (wordnet_proposals(wordnet), {}, {"Car-Body": ["First Gear", "Odometer", "Door"]}):
-        outcome = st.apply_edits(catalog, proposals, PROPOSER, edits)
+        outcome = se.apply_edits(catalog, proposals, PROPOSER, edits)
         built = {(p.object, p.part, s.name.lower()) for p in outcome.parts for s in p.subparts}
         assert built == expected
         names = [s.name for p in outcome.parts for s in p.subparts]
@@ -88,9 +89,9 @@ def test_the_shipped_edits_give_the_papers_final_taxonomy_from_any_proposer(word
 
 def test_the_proposers_recall_and_precision_against_the_reference(wordnet):
     catalog = st.load_catalog()
-    edits, _ = st.load_edits(st.default_edits_path(), catalog)
-    outcome = st.apply_edits(catalog, wordnet_proposals(wordnet), PROPOSER, edits)
-    total = st.total_score(outcome.scores)
+    edits, _ = se.load_edits(se.default_edits_path(), catalog)
+    outcome = se.apply_edits(catalog, wordnet_proposals(wordnet), PROPOSER, edits)
+    total = se.total_score(outcome.scores)
     assert total.reference == 203 and 0 < total.recall < 0.5 and 0 < total.precision < total.recall
     car = next(s for s in outcome.scores if s.part == "Car-Body")
     assert car.reference == 23 and car.matched_reference >= 5  # WordNet knows a car's hood, roof, bumper...
@@ -105,7 +106,7 @@ def test_reference_keeps_matches_under_its_names_removes_the_rest_and_adds_the_m
     edits = _edits(reference={"Quadruped-Legs": ["Toes/Hoof", "Knee/Elbow", "Claws"],
                               "Bird-Head": ["Eyes", "Beak"]})
     proposals = {"Quadruped-Legs": ["Hoof", "Toe", "Knee", "Skull"], "Bird-Head": ["Beak"]}
-    outcome = st.apply_edits(catalog, proposals, PROPOSER, edits)
+    outcome = se.apply_edits(catalog, proposals, PROPOSER, edits)
     legs = next(p for p in outcome.parts if p.key == "Quadruped-Legs")
     assert [s.name for s in legs.subparts] == ["Claws", "Knee/Elbow", "Toes/Hoof"]
     assert {(r.name, r.by) for r in legs.removed} == {("Toe", "reference"), ("Skull", "reference")}
@@ -140,7 +141,7 @@ def test_exclusion_rename_and_restricted_addition_with_provenance():
                    add=[{"id": "shell", "parts": ["Reptile-Torso"], "subparts": ["Shell"], "objects": ["box turtle"]},
                         {"id": "unused", "parts": ["Fish-Fin"], "subparts": ["Ray"]}])
     proposals = {"Quadruped-Head": ["Ear", "Muzzle", "Skull"], "Reptile-Torso": ["Back"], "Fish-Fin": ["Ray"]}
-    outcome = st.apply_edits(catalog, proposals, PROPOSER, edits)
+    outcome = se.apply_edits(catalog, proposals, PROPOSER, edits)
     head = next(p for p in outcome.parts if p.key == "Quadruped-Head")
     assert [s.name for s in head.subparts] == ["Ear", "Snout"]
     snout = head.subparts[1]
@@ -161,12 +162,12 @@ def _taxonomy(parts):
 
 def test_diff_between_two_hand_written_taxonomies():
     catalog = st.load_catalog()
-    old = _taxonomy(st.apply_edits(catalog, {"Quadruped-Head": ["Ear", "Muzzle", "Skull"]}, PROPOSER,
+    old = _taxonomy(se.apply_edits(catalog, {"Quadruped-Head": ["Ear", "Muzzle", "Skull"]}, PROPOSER,
                                    _edits()).parts)
     new_edits = _edits(exclude=[{"id": "hidden", "subparts": ["Skull"]}],
                        rename=[{"id": "snout", "from": "Muzzle", "to": "Snout"}],
                        add=[{"id": "eye", "parts": ["Quadruped-Head"], "subparts": ["Ear", "Eye"]}])
-    new = _taxonomy(st.apply_edits(catalog, {"Quadruped-Head": ["Ear", "Muzzle", "Skull"]}, PROPOSER,
+    new = _taxonomy(se.apply_edits(catalog, {"Quadruped-Head": ["Ear", "Muzzle", "Skull"]}, PROPOSER,
                                    new_edits).parts)
     diff = taxonomy_diff(old, new)
     (head,) = diff.parts
@@ -179,8 +180,8 @@ def test_diff_between_two_hand_written_taxonomies():
 
 def test_provenance_change_is_reported():
     catalog = st.load_catalog()
-    old = _taxonomy(st.apply_edits(catalog, {"Bird-Head": ["Eye"]}, PROPOSER, _edits()).parts)
-    new = _taxonomy(st.apply_edits(catalog, {}, PROPOSER,
+    old = _taxonomy(se.apply_edits(catalog, {"Bird-Head": ["Eye"]}, PROPOSER, _edits()).parts)
+    new = _taxonomy(se.apply_edits(catalog, {}, PROPOSER,
                                    _edits(add=[{"id": "eye", "parts": ["Bird-Head"], "subparts": ["Eye"]}])).parts)
     (bird,) = taxonomy_diff(old, new).parts
     assert bird.changed == [("Eye", "kept → added by eye; proposed by wordnet:wordnet-3.0 → nobody")]
@@ -188,7 +189,7 @@ def test_provenance_change_is_reported():
 
 def test_yaml_round_trip(tmp_path):
     catalog = st.load_catalog()
-    taxonomy = _taxonomy(st.apply_edits(catalog, {"Bird-Head": ["Eye", "Beak"]}, PROPOSER, _edits()).parts)
+    taxonomy = _taxonomy(se.apply_edits(catalog, {"Bird-Head": ["Eye", "Beak"]}, PROPOSER, _edits()).parts)
     path = tmp_path / "taxonomy.yaml"
     path.write_text(st.taxonomy_yaml(taxonomy))
     assert load_taxonomy(path) == taxonomy
@@ -213,7 +214,7 @@ def test_bad_edits_name_the_rule(tmp_path, edits, match):
     path = tmp_path / "edits.yaml"
     path.write_text(edits)
     with pytest.raises(InputError, match=match):
-        st.load_edits(path, st.load_catalog())
+        se.load_edits(path, st.load_catalog())
 
 
 def test_a_malformed_taxonomy_is_an_input_error(tmp_path):

@@ -58,7 +58,8 @@ def build_taxonomy_command(
 
     Does nothing when the taxonomy was built from the same edits, provider and versions."""
     from segbench.providers import make_provider
-    from segbench.tasks.spin.taxonomy import load_catalog, load_edits
+    from segbench.tasks.spin.taxonomy import load_catalog
+    from segbench.tasks.spin.taxonomy_edits import load_edits
 
     settings = ctx.obj["settings"]
     if edits is not None:
@@ -77,11 +78,14 @@ def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
     counts = result["counts"]
     console.out.print(console.key_values("SPIN taxonomy", {
         "parts": counts["parts"], "subparts (object-specific)": f"{counts['subparts']} ({counts['object_specific']})",
-        "proposed / removed by edits": f"{counts['proposed']} / {counts['removed']}",
+        "proposed / not visible / removed": f"{counts['proposed']} / {counts.get('not_visible', 0)} / {counts['removed']}",
         "provider": f"{provider.name} ({provider.model})",
         **({"proposer vs reference (recall / precision)":
             f"{_share(counts['proposer_matched_reference'], counts['reference_subparts'])} / "
-            f"{_share(counts['proposer_matched_proposals'], counts['proposed'])} of {counts['reference_subparts']}"}
+            f"{_share(counts['proposer_matched_proposals'], counts['proposed'] - counts.get('not_visible', 0))} "
+            f"of {counts['reference_subparts']}",
+            "proposer recall before the visibility check":
+            _share(counts.get('proposer_matched_reference_before_visibility', 0), counts['reference_subparts'])}
            if "reference_subparts" in counts else {}),
         "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
         "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))

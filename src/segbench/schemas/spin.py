@@ -37,6 +37,17 @@ class SubpartProposal(BaseModel):
     subparts: list[str] = Field(description="visible subparts of that part, singular nouns, e.g. Eye, Ear")
 
 
+class SubpartVisibility(BaseModel):
+    """What a language provider answers to a ``spin.visibility`` question: is a proposed subpart a part a
+    person can see and outline in a photo of the object (not internal anatomy, a hidden component, a
+    system or an abstract notion)?"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subpart: str = Field(description="the proposed subpart asked about, e.g. Skull")
+    visible: bool = Field(description="true if a person could see and outline it in an ordinary photo")
+
+
 # --- the people's edits ---------------------------------------------------------------------------
 
 RULE_ID = r"^[a-z0-9][a-z0-9_.-]*$"

@@ -26,11 +26,12 @@ from segbench.core.manifest import read_manifest, write_manifest
 from segbench.core.reports import plain
 from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
-from segbench.schemas.spin import SubpartProposal, Taxonomy, TaxonomyEdits, load_taxonomy
+from segbench.schemas.spin import SubpartProposal, SubpartVisibility, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
+from segbench.tasks.spin import taxonomy_edits as se
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
 
-BUILDER_VERSION = "3"  # 3: the reference list of the edit file, the proposer's recall and precision
+BUILDER_VERSION = "4"  # 4: proposals that are not visible parts are dropped before the edits
 TAXONOMY_FILE = "taxonomy.yaml"
 DIFF_FILE = "taxonomy.diff.md"
 MANIFEST_FILE = "taxonomy.manifest.json"
@@ -41,6 +42,12 @@ _FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "manifest": MANIFEST_FIL
 def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartProposal]:
     """One batch through ``answer_many`` (the provider's cache replays answers on a rebuild)."""
     return provider.answer_many(questions, SubpartProposal)
+
+
+@task(**task_name("ask-visibility"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+def ask_visibility(provider: Any, questions: list[Question]) -> list[SubpartVisibility]:
+    """Is each proposal a visible part? One question per proposal (cached like every answer)."""
+    return provider.answer_many(questions, SubpartVisibility)
 
 
 @task(**task_name("write-taxonomy"), cache_policy=NO_CACHE)
@@ -90,11 +97,12 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     logger = get_run_logger()
     out_dir = Path(out_dir)
     catalog = st.load_catalog()
-    edits_path = Path(edits) if edits is not None else st.default_edits_path()
-    rules, edits_sha = st.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
+    edits_path = Path(edits) if edits is not None else se.default_edits_path()
+    rules, edits_sha = se.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
     edits_label = edits_path.name if edits is None else str(edits_path)
     params = {"provider": provider.name, "model": provider.model, "question_kind": st.QUESTION_KIND,
-              "question_version": st.QUESTION_VERSION, "edits": edits_label}
+              "question_version": st.QUESTION_VERSION,
+              "visibility_question_version": st.VISIBILITY_VERSION, "edits": edits_label}
     hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
     build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=BUILDER_VERSION, params=params,
                   input_hashes=hashes, manifest_name=MANIFEST_FILE)
@@ -110,10 +118,10 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         publish_build("spin-taxonomy", summary)
         return summary
 
-    taxonomy, counts, scores = _ask(catalog, rules, provider, edits_label, edits_sha)
+    taxonomy, counts, scores, not_visible = _ask(catalog, rules, provider, edits_label, edits_sha)
     previous_path = out_dir / TAXONOMY_FILE
     diff = taxonomy_diff(load_taxonomy(previous_path) if previous_path.is_file() else None, taxonomy)
-    diff.proposer = scores
+    diff.proposer, diff.not_visible = scores, not_visible
     if counts["unused_rule_names"]:
         logger.warning("edit rules that changed nothing: %s", ", ".join(counts["unused_rule_names"]))
     built = Built(counts=counts, extras={"paths": paths, "diff": diff_json(diff), "diff_markdown": diff_markdown(diff),
@@ -126,24 +134,30 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
 
 
 def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
-         ) -> tuple[Taxonomy, dict[str, Any], list[st.ProposerScore] | None]:
-    """Ask the provider for subparts, apply the edit rules, and count what came of it (with the
-    proposer's recall and precision against the edit file's reference, when it has one)."""
+         ) -> tuple[Taxonomy, dict[str, Any], list[se.ProposerScore] | None, dict[str, list[str]]]:
+    """Ask the provider for subparts and whether each is visible, apply the edit rules to the visible
+    ones, and count what came of it (with the proposer's recall and precision against the edit file's
+    reference, when it has one). Also returns the proposals dropped as not visible, per part."""
     questions = st.subpart_questions(catalog)
     answers = ask_subparts(provider, questions)
     proposals = st.proposals_from_answers(catalog, answers)
-    outcome = st.apply_edits(catalog, proposals, f"{provider.name}:{provider.model}", rules)
+    visibility = ask_visibility(provider, st.visibility_questions(catalog, proposals))
+    visible, not_visible = st.split_visible(catalog, proposals, visibility)
+    outcome = se.apply_edits(catalog, visible, f"{provider.name}:{provider.model}", rules, not_visible)
     taxonomy = st.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
                                  edits_file=edits_label, edits_sha256=edits_sha)
     counts = {"parts": len(taxonomy.parts), "questions": len(questions),
               "proposed": sum(len(v) for v in proposals.values()),
+              "not_visible": sum(len(v) for v in not_visible.values()),
               "subparts": sum(len(p.subparts) for p in taxonomy.parts),
               "removed": sum(len(p.removed) for p in taxonomy.parts),
               "object_specific": sum(1 for p in taxonomy.parts for s in p.subparts if s.objects is not None),
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
     if outcome.scores is not None:
-        total = st.total_score(outcome.scores)
+        total = se.total_score(outcome.scores)
+        before = se.total_score(se.proposer_scores(catalog, proposals, rules.reference or {}))
         # Whole numbers: the manifest writes floats rounded, and an up-to-date run reads its counts back.
         counts |= {"reference_subparts": total.reference, "proposer_matched_reference": total.matched_reference,
-                   "proposer_matched_proposals": total.matched_proposals}
-    return taxonomy, counts, outcome.scores
+                   "proposer_matched_proposals": total.matched_proposals,
+                   "proposer_matched_reference_before_visibility": before.matched_reference}
+    return taxonomy, counts, outcome.scores, not_visible

@@ -6,44 +6,39 @@ images (a turtle's shell). Here the proposals come from any language provider (`
 questions; WordNet offline, see ``wordnet.py``) and the edits from ``taxonomy_edits.yaml``. Every
 subpart records its provenance: who proposed it, and which rule kept, renamed or added it.
 
-Pure functions only: the flow asks the provider and writes files. Also here: the catalogue of
-PartImageNet parts with SPIN's names, the YAML form of the taxonomy and the diff between two builds.
+Pure functions only: the flow asks the provider and writes files. Here: the catalogue of PartImageNet
+parts with SPIN's names, the questions (subparts, visibility) and the proposals, and the YAML form of
+the taxonomy; the edits live in ``taxonomy_edits.py``, the diff between two builds in ``taxonomy_diff.py``.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from segbench.core.errors import InputError
-from segbench.core.io import read_bytes, sha256_bytes
 from segbench.providers.base import Question
 from segbench.schemas.spin import (
     SUBPART_NAME,
-    RemovedSubpart,
-    Subpart,
     SubpartProposal,
-    SubpartProvenance,
+    SubpartVisibility,
     Taxonomy,
-    TaxonomyEdits,
     TaxonomyEditsRef,
     TaxonomyPart,
     TaxonomyProvider,
-    read_yaml_mapping,
-    validate_file,
 )
 
 QUESTION_KIND = "spin.subparts"
 QUESTION_VERSION = "1"
+VISIBILITY_KIND = "spin.visibility"
+VISIBILITY_VERSION = "1"
+VISIBILITY_RULE = "not-visible"  # the ``by`` of a proposal the visibility check dropped
 ANIMALS = ("Quadruped", "Biped", "Fish", "Bird", "Snake", "Reptile")
 DEFAULT_EDITS = "taxonomy_edits.yaml"
 EDITS_HINT = "see the comments at the top of the shipped taxonomy_edits.yaml for the format"
@@ -58,6 +53,15 @@ USER = (
     "List the subparts you would expect on the {object}'s {part}, as short singular nouns in Title Case "
     "(e.g. Eye, Ear). Only include subparts visible from outside; leave out internal anatomy and "
     "components hidden inside. Do not list the other parts of the {object} ({others})."
+)
+VISIBILITY_USER = (
+    "Object category: {object} (for example: {examples}).\n"
+    "Part: the {part} of the {object}.\n"
+    "Proposed subpart of the {part}: {subpart}.\n"
+    "Is {subpart} a part of the {object}'s {part} that a person could see and outline in an ordinary photo "
+    "of a {object}? Answer visible = false for internal anatomy (bones, organs, vessels, nerves, muscles), "
+    "components hidden inside, systems made of many scattered components, and anything that is not a "
+    "physical piece of the object (a process, a gear position, a measure)."
 )
 
 
@@ -165,6 +169,36 @@ def match_keys(name: str) -> frozenset[str]:
                      if alt.strip())
 
 
+def visibility_questions(catalog: Catalog, proposals: Mapping[str, Sequence[str]]) -> list[Question]:
+    """One ``spin.visibility`` question per proposed subpart, in catalogue then proposal order."""
+    questions = []
+    for part in catalog.parts:
+        key = f"{part.object}-{part.spin_name}"
+        others = [p.spin_name for p in catalog.parts if p.object == part.object and p.id != part.id]
+        examples = ", ".join(catalog.class_names(part.object)[:6])
+        for name in proposals.get(key, []):
+            inputs = {"object": part.object, "part": part.spin_name, "subpart": name, "animal": part.object in ANIMALS,
+                      "wnids": catalog.wnids(part.object), "other_parts": others}
+            questions.append(Question(
+                kind=VISIBILITY_KIND, version=VISIBILITY_VERSION, inputs=inputs, system=SYSTEM,
+                user=VISIBILITY_USER.format(object=part.object, part=part.spin_name, subpart=name, examples=examples)))
+    return questions
+
+
+def split_visible(catalog: Catalog, proposals: Mapping[str, Sequence[str]], answers: Sequence[SubpartVisibility]
+                  ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The proposals the visibility check kept, and those it dropped, per part.
+
+    ``answers`` are in the order of :func:`visibility_questions` (their ``subpart`` echo is not trusted).
+    """
+    kept: dict[str, list[str]] = {}
+    dropped: dict[str, list[str]] = {}
+    asked = [(key, name) for key in catalog.part_keys() for name in proposals.get(key, [])]
+    for (key, name), answer in zip(asked, answers, strict=True):
+        (kept if answer.visible else dropped).setdefault(key, []).append(name)
+    return kept, dropped
+
+
 def proposals_from_answers(catalog: Catalog, answers: Sequence[SubpartProposal]) -> dict[str, list[str]]:
     """``<Super>-<Part>`` → normalised, distinct, sorted proposed names (answers in catalogue order).
 
@@ -175,219 +209,6 @@ def proposals_from_answers(catalog: Catalog, answers: Sequence[SubpartProposal])
         names = {n for n in (normalise_name(s) for s in answer.subparts) if n is not None}
         out[key] = sorted(names, key=str.lower)
     return out
-
-
-# --- edits ----------------------------------------------------------------------------------------------
-
-def default_edits_path() -> Path:
-    return Path(str(resources.files("segbench.resources").joinpath("spin", DEFAULT_EDITS)))
-
-
-def load_edits(path: str | Path, catalog: Catalog) -> tuple[TaxonomyEdits, str]:
-    """Read and check an edit file; return it with its sha256.
-
-    Raises:
-        InputError: bad YAML, a field the format does not have, a part pattern that matches no
-            PartImageNet part, an object class that is not one of the part's ImageNet classes, or a
-            subpart name the taxonomy cannot hold (each names the rule).
-    """
-    path = Path(path)
-    edits = validate_file(TaxonomyEdits, read_yaml_mapping(path, "taxonomy edits", hint=EDITS_HINT), path,
-                          hint=EDITS_HINT)
-    for rule in edits.rules():
-        for pattern in rule.parts:
-            if not matching_parts(catalog, pattern):
-                raise InputError(f"rule {rule.id!r}: part {pattern!r} matches no PartImageNet part", path=path,
-                                 item=rule.id, hint=f"parts are <Super>-<SPIN part>: {', '.join(catalog.part_keys())}")
-    for rule in [*edits.add, *edits.rename]:
-        names = rule.subparts if hasattr(rule, "subparts") else [rule.to]
-        for name in names:
-            if normalise_name(name) != name:
-                raise InputError(f"rule {rule.id!r}: subpart name {name!r} is not in display form", path=path,
-                                 item=rule.id, hint=f"write it as {normalise_name(name)!r} (Title Case, letters, "
-                                 "digits, spaces)" if normalise_name(name) else "use letters, digits and spaces")
-    _check_reference(edits.reference, catalog, path)
-    for rule in edits.add:
-        objects = {p.split("-", 1)[0] for pattern in rule.parts for p in matching_parts(catalog, pattern)}
-        for value in rule.objects or []:
-            known = catalog.class_key(value)
-            if known is None or known[1] not in objects:
-                raise InputError(f"rule {rule.id!r}: object class {value!r} is not an ImageNet class of "
-                                 f"{', '.join(sorted(objects))}", path=path, item=rule.id,
-                                 hint="use a class name (box turtle) or wnid (n01669191) of those super-categories")
-    return edits, sha256_bytes(read_bytes(path))
-
-
-def _check_reference(reference: Mapping[str, Sequence[str]] | None, catalog: Catalog, path: Path) -> None:
-    """Every reference key is a part and every name is in display form, once per part."""
-    keys = catalog.part_keys()
-    for key, names in (reference or {}).items():
-        if key not in keys:
-            raise InputError(f"reference: {key!r} is not a PartImageNet part", path=path, item=key,
-                             hint=f"keys are <Super>-<SPIN part>: {', '.join(keys)}")
-        for name in names:
-            if normalise_name(name) != name:
-                raise InputError(f"reference {key}: subpart name {name!r} is not in display form", path=path,
-                                 item=key, hint=f"write it as {normalise_name(name)!r}" if normalise_name(name)
-                                 else "use letters, digits, spaces and '/' between alternatives")
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise InputError(f"reference {key}: {twice[0]!r} is listed twice", path=path, item=key,
-                             hint="list each subpart once")
-
-
-def matching_parts(catalog: Catalog, pattern: str) -> list[str]:
-    """The ``<Super>-<Part>`` keys a pattern names (``*`` is a wildcard; case-sensitive)."""
-    if pattern == "*":
-        return catalog.part_keys()
-    if "-" not in pattern:
-        return []
-    return [key for key in catalog.part_keys() if fnmatch.fnmatchcase(key, pattern)]
-
-
-@dataclass
-class _Entry:
-    name: str
-    provenance: SubpartProvenance
-    objects: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class ProposerScore:
-    """How the proposals for one part compare with the reference, before any edit."""
-
-    part: str  # <Super>-<Part>
-    proposed: int
-    reference: int
-    matched_reference: int  # reference subparts some proposal matches (recall's numerator)
-    matched_proposals: int  # proposals that match a reference subpart (precision's numerator)
-
-    @property
-    def recall(self) -> float | None:
-        return self.matched_reference / self.reference if self.reference else None
-
-    @property
-    def precision(self) -> float | None:
-        return self.matched_proposals / self.proposed if self.proposed else None
-
-
-def proposer_scores(catalog: Catalog, proposals: Mapping[str, Sequence[str]],
-                    reference: Mapping[str, Sequence[str]]) -> list[ProposerScore]:
-    """Recall and precision of the proposals against the reference, per part (names matched by :func:`match_keys`)."""
-    out = []
-    for key in catalog.part_keys():
-        proposed = [match_keys(n) for n in proposals.get(key, [])]
-        wanted = [match_keys(n) for n in reference.get(key, [])]
-        out.append(ProposerScore(
-            part=key, proposed=len(proposed), reference=len(wanted),
-            matched_reference=sum(1 for w in wanted if any(w & p for p in proposed)),
-            matched_proposals=sum(1 for p in proposed if any(w & p for w in wanted))))
-    return out
-
-
-def total_score(scores: Sequence[ProposerScore]) -> ProposerScore:
-    """All parts pooled: micro recall and precision."""
-    return ProposerScore(part="all", proposed=sum(s.proposed for s in scores),
-                         reference=sum(s.reference for s in scores),
-                         matched_reference=sum(s.matched_reference for s in scores),
-                         matched_proposals=sum(s.matched_proposals for s in scores))
-
-
-@dataclass
-class EditOutcome:
-    parts: list[TaxonomyPart]
-    unused_rules: list[str] = field(default_factory=list)  # rules that changed nothing: stale or misspelt
-    scores: list[ProposerScore] | None = None  # the proposer against the reference (None without one)
-
-
-def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], proposed_by: str,
-                edits: TaxonomyEdits) -> EditOutcome:
-    """Apply ``edits`` to the proposed names of every part: exclude, then rename, then add.
-
-    Exclusions and renames match names case-insensitively. A rename onto a name already present
-    merges the two (the renamed one is recorded as removed by the rule); an addition of a name already
-    present changes nothing. Subparts are sorted by name.
-
-    Args:
-        proposals: ``<Super>-<Part>`` → proposed display names (parts without proposals have none).
-        proposed_by: ``<provider>:<model>``.
-    """
-    used: set[str] = set()
-    parts = []
-    for cpart in catalog.parts:
-        key = f"{cpart.object}-{cpart.spin_name}"
-        entries = {n.lower(): _Entry(n, SubpartProvenance(proposed_by=proposed_by, edit="kept", by=None))
-                   for n in proposals.get(key, [])}
-        removed: list[RemovedSubpart] = []
-        for rule in edits.exclude:
-            if _applies(catalog, rule.parts, key):
-                for name in rule.subparts:
-                    gone = entries.pop((normalise_name(name) or name).lower(), None)
-                    if gone is not None:
-                        removed.append(RemovedSubpart(name=gone.name, by=rule.id))
-                        used.add(rule.id)
-        for rule in edits.rename:
-            source = entries.get((normalise_name(rule.from_) or rule.from_).lower())
-            if source is None or not _applies(catalog, rule.parts, key):
-                continue
-            used.add(rule.id)
-            del entries[source.name.lower()]
-            if rule.to.lower() in entries:
-                removed.append(RemovedSubpart(name=source.name, by=rule.id))
-                continue
-            entries[rule.to.lower()] = _Entry(rule.to, SubpartProvenance(
-                proposed_by=source.provenance.proposed_by, edit="renamed", by=rule.id, renamed_from=source.name))
-        for rule in edits.add:
-            if not _applies(catalog, rule.parts, key):
-                continue
-            for name in rule.subparts:
-                if name.lower() not in entries:
-                    entries[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=rule.id),
-                                                   objects=list(rule.objects) if rule.objects else None)
-                    used.add(rule.id)
-        if edits.reference is not None:
-            entries = _apply_reference(entries, edits.reference.get(key, []), removed)
-        subparts = [Subpart(name=e.name, category=f"{key}-{e.name}", objects=e.objects, provenance=e.provenance)
-                    for e in sorted(entries.values(), key=lambda e: e.name.lower())]
-        parts.append(TaxonomyPart(object=cpart.object, part=cpart.spin_name, partimagenet_id=cpart.id,
-                                  subparts=subparts, removed=sorted(removed, key=lambda r: (r.name.lower(), r.by))))
-    unused = sorted(rule.id for rule in edits.rules() if rule.id not in used)
-    scores = proposer_scores(catalog, proposals, edits.reference) if edits.reference is not None else None
-    return EditOutcome(parts=parts, unused_rules=unused, scores=scores)
-
-
-REFERENCE_RULE = "reference"
-
-
-def _apply_reference(entries: dict[str, _Entry], reference: Sequence[str], removed: list[RemovedSubpart]
-                     ) -> dict[str, _Entry]:
-    """The part's entries replaced by its reference list (``removed`` gains what is dropped).
-
-    An entry matching a reference name keeps its provenance under that name (renamed by the reference
-    when the names differ); a second entry matching the same name, and every entry matching none, is
-    removed; reference names nobody matched are added.
-    """
-    out: dict[str, _Entry] = {}
-    for entry in sorted(entries.values(), key=lambda e: e.name.lower()):
-        keys = match_keys(entry.name)
-        target = next((n for n in reference if n.lower() == entry.name.lower()), None) or next(
-            (n for n in reference if match_keys(n) & keys), None)
-        if target is None or target.lower() in out:
-            removed.append(RemovedSubpart(name=entry.name, by=REFERENCE_RULE))
-            continue
-        provenance = entry.provenance
-        if target != entry.name:
-            provenance = SubpartProvenance(proposed_by=provenance.proposed_by, edit="renamed", by=REFERENCE_RULE,
-                                           renamed_from=provenance.renamed_from or entry.name)
-        out[target.lower()] = _Entry(target, provenance, entry.objects)
-    for name in reference:
-        if name.lower() not in out:
-            out[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=REFERENCE_RULE))
-    return out
-
-
-def _applies(catalog: Catalog, patterns: Sequence[str], key: str) -> bool:
-    return any(key in matching_parts(catalog, pattern) for pattern in patterns)
 
 
 def build_taxonomy(parts: list[TaxonomyPart], *, provider: str, model: str, edits_file: str,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segbench.schemas.spin import Subpart, Taxonomy, TaxonomyPart
-from segbench.tasks.spin.taxonomy import ProposerScore, total_score
+from segbench.tasks.spin.taxonomy_edits import ProposerScore, total_score
 
 
 @dataclass
@@ -34,6 +34,7 @@ class TaxonomyDiff:
     parts: list[PartDiff] = field(default_factory=list)  # only parts with a change
     first_build: bool = False
     proposer: list[ProposerScore] | None = None  # the proposals against the reference, before the edits
+    not_visible: dict[str, list[str]] | None = None  # part → proposals the visibility check dropped
 
     def empty(self) -> bool:
         return not (self.header or self.parts_added or self.parts_removed or self.parts)
@@ -141,6 +142,14 @@ def proposer_markdown(scores: list[ProposerScore]) -> list[str]:
     return [*lines, ""]
 
 
+def not_visible_markdown(not_visible: dict[str, list[str]]) -> list[str]:
+    """The proposals the visibility check dropped before anyone saw them, per part."""
+    total = sum(len(names) for names in not_visible.values())
+    lines = ["## Proposals dropped as not visible (before the edits)", "", f"{total} proposals dropped.", ""]
+    lines += [f"- {part}: {', '.join(names)}" for part, names in not_visible.items() if names]
+    return [*lines, ""] if total else lines
+
+
 def _score_row(score: ProposerScore) -> dict[str, Any]:
     return {"part": score.part, "reference": score.reference, "proposed": score.proposed,
             "matched_reference": score.matched_reference, "matched_proposals": score.matched_proposals,
@@ -154,6 +163,8 @@ def proposer_json(scores: list[ProposerScore]) -> dict[str, Any]:
 def diff_markdown(diff: TaxonomyDiff, *, title: str = "SPIN taxonomy changes") -> str:
     """The diff as Markdown (also readable as plain text on a terminal)."""
     lines = [f"# {title}", ""]
+    if diff.not_visible is not None:
+        lines += not_visible_markdown(diff.not_visible)
     if diff.proposer is not None:
         lines += proposer_markdown(diff.proposer)
     if diff.first_build:
@@ -177,7 +188,8 @@ def diff_markdown(diff: TaxonomyDiff, *, title: str = "SPIN taxonomy changes") -
 
 def diff_json(diff: TaxonomyDiff) -> dict[str, Any]:
     return {"first_build": diff.first_build, "header": diff.header,
-            "proposer": proposer_json(diff.proposer) if diff.proposer is not None else None, "parts_added": diff.parts_added,
+            "proposer": proposer_json(diff.proposer) if diff.proposer is not None else None,
+            "not_visible": diff.not_visible, "parts_added": diff.parts_added,
             "parts_removed": diff.parts_removed, "counts": diff.counts(),
             "parts": [{"part": p.part, "added": p.added, "removed": p.removed,
                        "renamed": [list(r) for r in p.renamed], "changed": [list(c) for c in p.changed]}

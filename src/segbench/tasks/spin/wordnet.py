@@ -17,7 +17,10 @@ The rule, per (object, part):
    sense of its own: the object's own direct part meronyms stand in for its subparts;
 4. the subparts are the direct part meronyms of the chosen senses, as Title Case names.
 
-WordNet lists anatomy nobody can see (skull, veins); the people's edit file removes those.
+WordNet lists anatomy nobody can see (skull, veins) and machinery nobody can outline (a brake system,
+first gear). :func:`wordnet_visible` answers the ``spin.visibility`` question from WordNet's own
+hypernyms (:data:`VISIBILITY_ANSWER`): a proposal is visible when one of its senses is a physical
+entity and under none of :data:`HIDDEN`. The people's edit file removes what is left.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from segbench.core.errors import ProviderError
 from segbench.providers.base import OfflineAnswer
-from segbench.tasks.spin.taxonomy import QUESTION_KIND
+from segbench.tasks.spin.taxonomy import QUESTION_KIND, VISIBILITY_KIND, normalise_name
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,17 @@ MERONYM_DEPTH = 3
 MIN_INHERIT_DEPTH = 6
 ANIMAL_LEXNAME = "noun.body"
 WHOLE_PART = "body"  # the PartImageNet part that is "the rest of the object" for vehicles and bottles
+VISIBILITY_RULE_VERSION = "1"  # bumped when wordnet_visible changes its answers (in their cache keys)
+PHYSICAL = "physical_entity.n.01"
+# What a person cannot see or outline in a photo, as WordNet classes: body systems (the skeleton, the
+# diaphragm's muscular structure), internal anatomy, and gears (first gear, reverse: inside the gearbox).
+# Abstractions and processes are not physical entities, so they fail the PHYSICAL test already.
+HIDDEN = ("system.n.06", "bone.n.01", "blood_vessel.n.01", "nerve.n.01", "muscle.n.01", "neural_structure.n.01",
+          "internal_organ.n.01", "gear.n.03")
+# Artefact systems of scattered components (brake, cooling, electrical, fuel system) sit under equipment
+# or devices in WordNet, not under system.n.01 (which also holds a bicycle's suspension, a visible part),
+# so they are recognised by their main WordNet name instead.
+SYSTEM_SUFFIX = "_system"
 
 
 def subpart_name(lemma: str) -> str:
@@ -86,6 +100,12 @@ def wordnet_subparts(wn: Any, *, part: str, wnids: Sequence[str], animal: bool,
     Returns:
         Sorted, distinct Title Case names (possibly empty).
     """
+    excluded = {subpart_name(p.replace(" ", "_")) for p in [*other_parts, part]}
+    return sorted(set(_proposed_senses(wn, part, wnids, animal)) - excluded)
+
+
+def _proposed_senses(wn: Any, part: str, wnids: Sequence[str], animal: bool) -> dict[str, set[Any]]:
+    """Name → the synsets behind it, for every subpart the rule proposes for ``part`` (steps 1-4)."""
     wholes = _wholes(wn, wnids)
     lemma = part.strip().lower().replace(" ", "_")
     lemma = wn.morphy(lemma, "n") or lemma
@@ -95,9 +115,32 @@ def wordnet_subparts(wn: Any, *, part: str, wnids: Sequence[str], animal: bool,
         senses = [s for s in wn.synsets(lemma, pos="n") if s.lexname() == ANIMAL_LEXNAME]
     if not senses and not animal and lemma == WHOLE_PART:
         senses = list(wholes)
-    names = {subpart_name(m.lemmas()[0].name()) for s in senses for m in s.part_meronyms()}
-    excluded = {subpart_name(p.replace(" ", "_")) for p in [*other_parts, part]}
-    return sorted(names - excluded)
+    out: dict[str, set[Any]] = {}
+    for meronym in (m for s in senses for m in s.part_meronyms()):
+        out.setdefault(subpart_name(meronym.lemmas()[0].name()), set()).add(meronym)
+    return out
+
+
+def wordnet_visible(wn: Any, *, subpart: str, part: str, wnids: Sequence[str], animal: bool) -> bool:
+    """Whether ``subpart`` of ``part`` is something a person can see and outline (rule in the module doc).
+
+    The senses judged are those the proposal rule found for this part; a name it did not propose (another
+    proposer's) is judged by all its noun senses; a name WordNet does not know is kept (people decide).
+    """
+    proposed = _proposed_senses(wn, part, wnids, animal)
+    senses = next((v for k, v in proposed.items() if normalise_name(k) == subpart), None)  # the asked form
+    if senses is None:
+        lemma = subpart.strip().lower().replace(" ", "_")
+        senses = set(wn.synsets(lemma, pos="n"))
+    if not senses:
+        return True
+    physical, hidden = wn.synset(PHYSICAL), {wn.synset(name) for name in HIDDEN}
+    for sense in senses:
+        ancestors = {sense, *sense.closure(_hypernyms)}
+        system = sense.lemmas()[0].name().endswith(SYSTEM_SUFFIX)  # its main name: "suspension" is also "suspension system"
+        if physical in ancestors and not ancestors & hidden and not system:
+            return True
+    return False
 
 
 def answer_subparts(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -124,3 +167,23 @@ def answer_subparts(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 # keeping them keeps every cached answer replayable.
 SUBPARTS_ANSWER = OfflineAnswer(kind=QUESTION_KIND, params={"spin_subparts_rule": RULE_VERSION},
                                 answer=answer_subparts, with_provider_params=True)
+
+
+def answer_visibility(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Answer a ``spin.visibility`` question from WordNet (a ``SubpartVisibility`` as a dict).
+
+    Raises:
+        ProviderError: the inputs lack a field or have one of the wrong type.
+    """
+    subpart, part, wnids = inputs.get("subpart"), inputs.get("part"), inputs.get("wnids")
+    if not (isinstance(subpart, str) and isinstance(part, str) and isinstance(wnids, list)
+            and all(isinstance(w, str) for w in wnids)):
+        raise ProviderError(f"{VISIBILITY_KIND} needs inputs {{'subpart': str, 'part': str, 'wnids': [str, ...], "
+                            "'animal': bool}", item=VISIBILITY_KIND,
+                            hint="ask with segbench.tasks.spin.taxonomy.visibility_questions")
+    visible = wordnet_visible(wn, subpart=subpart, part=part, wnids=wnids, animal=bool(inputs.get("animal")))
+    return {"subpart": subpart, "visible": visible}
+
+
+VISIBILITY_ANSWER = OfflineAnswer(kind=VISIBILITY_KIND, params={"spin_visibility_rule": VISIBILITY_RULE_VERSION},
+                                  answer=answer_visibility)
