@@ -76,6 +76,8 @@ class Round(BaseModel):
     ingested_at: str | None = None
     closed_at: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    aggregation: str = Field("majority", description="how the last ingest aggregated choices: majority, "
+                                                     "dawid-skene or glad (segbench.core.aggregation.METHODS)")
 
 
 class Polygon(BaseModel):
