@@ -68,8 +68,9 @@ def _fit_posteriors(rows: list[tuple[str, str, str]], method: str) -> dict[str, 
     data = pd.DataFrame(rows, columns=["task", "worker", "label"])
     model = (DawidSkene(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE) if method == DAWID_SKENE
              else GladModel(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE, silent=True))
-    with warnings.catch_warnings():  # GLAD's log(0) on certain workers is handled inside crowd-kit
-        warnings.simplefilter("ignore", RuntimeWarning)
+    # crowd-kit's own noise: GLAD's log(0) for certain workers (handled inside), pandas deprecations.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         probas = model.fit_predict_proba(data)
     return {str(task): {str(label): float(p) for label, p in row.items()} for task, row in probas.iterrows()}
 
@@ -113,7 +114,7 @@ def aggregate_masks(masks: Mapping[str, np.ndarray], method: str = "em") -> np.n
     data = pd.DataFrame([("item", worker, np.asarray(masks[worker]) != 0) for worker in sorted(masks)],
                         columns=["task", "worker", "segmentation"])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore")
         out = model.fit_predict(data)
     return np.asarray(out.iloc[0], dtype=np.uint8)
 
