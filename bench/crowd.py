@@ -12,7 +12,8 @@ items are gold (their answer is known), used only to score workers, never in the
   items whose aggregated label is the true one, for majority vote (a tie recovers nothing), majority
   vote without the workers whose gold accuracy is below ``GOLD_THRESHOLD``
   (:func:`segbench.core.aggregation.workers_below`), Dawid–Skene with and without those workers, and
-  GLAD (all through ``segbench.core.agreement.aggregate``).
+  GLAD (all through ``segbench.core.agreement.aggregate``); and, as the ceiling, an oracle that
+  knows who spams and each honest worker's accuracy (maximum likelihood): no aggregation can beat it.
 * Polygons (SPIN-like): each item has a true mask (a random star-shaped polygon); an honest worker
   traces it with Gaussian noise on every vertex (σ drawn from ``HONEST_SIGMA`` pixels), a spammer
   draws a random polygon anywhere. Reported: mean IoU with the true mask for the SPIN stated rule
@@ -47,7 +48,7 @@ GOLD_THRESHOLD = 0.6
 SIZE = 64  # polygon items: SIZE × SIZE images
 HONEST_SIGMA = (0.5, 2.5)
 GOLD_IOU = 0.5
-CATEGORICAL = ("majority", "gold-filtered majority", "dawid-skene", "gold-filtered dawid-skene", "glad")
+CATEGORICAL = ("majority", "gold-filtered majority", "dawid-skene", "gold-filtered dawid-skene", "glad", "oracle")
 POLYGON = ("stated rule (medoid)", "gold-filtered medoid", "pixel majority", "segmentation EM", "RASA")
 
 
@@ -94,8 +95,26 @@ def categorical(items: int, spam: float, seed: int, methods: Sequence[str] = CAT
             result = aggregate(answers, ["label"], method=method)
         labels = {i.item_id: i.majority.get("label") for i in result}
         out[method] = sum(labels.get(item) == truth[item] for item in scored) / len(scored)
+    ceiling = _oracle(votes, spammers, accuracy)
+    out["oracle"] = sum(ceiling.get(item) == truth[item] for item in scored) / len(scored)
     out["dropped"] = len(drop)
     out["dropped spammers"] = len(set(drop) & spammers)
+    return out
+
+
+def _oracle(votes: dict[str, dict[str, str]], spammers: set[str], accuracy: dict[str, float]) -> dict[str, str | None]:
+    """The best any aggregation can do: the maximum-likelihood label knowing who spams and every
+    honest worker's true accuracy (spammers' answers carry no information). None on a tie."""
+    out: dict[str, str | None] = {}
+    labels = [f"c{k}" for k in range(CLASSES)]
+    for item, by_worker in votes.items():
+        score = np.zeros(CLASSES)
+        for worker, said in by_worker.items():
+            if worker not in spammers:
+                p = accuracy[worker]
+                score += [np.log(p) if said == c else np.log((1 - p) / (CLASSES - 1)) for c in labels]
+        best = np.flatnonzero(np.isclose(score, score.max()))
+        out[item] = labels[best[0]] if len(best) == 1 else None
     return out
 
 
@@ -169,7 +188,7 @@ def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_A
         "overlap": OVERLAP, "classes": CLASSES, "gold_share": GOLD_SHARE, "honest_accuracy": list(accuracy)}}
     for spam in SPAM_SHARES:
         key = f"{round(spam * 100)}%"
-        row = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m != "glad"], accuracy)
+        row = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m not in ("glad", "oracle")], accuracy)
         row["glad"] = categorical(glad_items, spam, seed, ["glad"], accuracy)["glad"]  # crowd-kit's GLAD is slow
         tables["categorical"][key] = row
         if polygons:
