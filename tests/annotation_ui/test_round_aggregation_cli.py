@@ -90,3 +90,12 @@ def test_an_unknown_aggregation_is_refused_before_any_work(crowd_round):
     refused = run(project, "rounds", "ingest", KEY, "--aggregation", "mean", code=2)
     assert "mean" in refused.output and "dawid-skene" in refused.output
     assert snapshot(project / "data") == before
+
+
+def test_a_hand_edited_unknown_aggregation_is_named_with_the_file(crowd_round):
+    project, _ = crowd_round
+    path = project / "data" / "rounds" / f"{KEY}.json"
+    path.write_text(path.read_text().replace('"aggregation": "majority"', '"aggregation": "vote"'))
+    refused = run(project, "rounds", "ingest", KEY, code=1)
+    assert "vote" in str(refused.exception) and "dawid-skene" in str(refused.exception)
+    assert f"{KEY}.json" in str(getattr(refused.exception, "path", ""))
