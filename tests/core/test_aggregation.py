@@ -9,7 +9,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from segbench.core.aggregation import aggregate_masks, gold_accuracy, mask_iou, model_labels, workers_below
+from segbench.core.aggregation import (
+    aggregate_masks,
+    aggregate_polygons,
+    gold_accuracy,
+    mask_iou,
+    model_labels,
+    workers_below,
+)
 from segbench.core.agreement import aggregate, agreement_summary, cohen_kappa, fleiss_kappa, krippendorff_alpha
 from segbench.schemas.rounds import Answer
 
@@ -191,3 +198,18 @@ def test_alpha_is_reported_where_kappa_is_not():
     assert summary["kappa"] is None and "different numbers" in summary["reason"]
     assert summary["alpha"] == pytest.approx(krippendorff_alpha([["x", "x"], ["y", "y", "y"], ["x", "y"]]))
     assert 0 < summary["alpha"] < 1
+
+
+def test_polygons_are_merged_like_the_spin_kind_then_aggregated():
+    from segbench.schemas.rounds import Polygon
+    from segbench.tasks.spin.crowd import merge_polygons
+
+    outer = Polygon(label="Rim", points=[(5, 5), (35, 5), (35, 35), (5, 35)])
+    hole = Polygon(label="Rim", points=[(15, 15), (25, 15), (25, 25), (15, 25)])
+    ring = merge_polygons([outer, hole], 40, 40)
+    assert ring[20, 20] == 0 and ring[8, 8] == 1  # the inner polygon is a hole
+    stray = Polygon(label="Rim", points=[(0, 0), (4, 0), (4, 4)])
+    drawn = {"a": [outer, hole], "b": [outer, hole], "c": [stray], "d": []}
+    assert np.array_equal(aggregate_polygons(drawn, 40, 40, "majority"), ring)
+    with pytest.raises(ValueError, match="no masks"):
+        aggregate_polygons({"d": []}, 40, 40)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -117,6 +118,36 @@ def aggregate_masks(masks: Mapping[str, np.ndarray], method: str = "em") -> np.n
         warnings.simplefilter("ignore")
         out = model.fit_predict(data)
     return np.asarray(out.iloc[0], dtype=np.uint8)
+
+
+def aggregate_polygons(polygons: Mapping[str, Sequence[Any]], height: int, width: int,
+                       method: str = "em") -> np.ndarray:
+    """One mask from several workers' polygons of one object (an item's ``polygons[control]``).
+
+    Each worker's polygons are rasterised at the item's size and merged by the even-odd rule, as the
+    SPIN kind merges them (a polygon drawn inside another is a hole, separate ones are a union); the
+    workers' masks then go to :func:`aggregate_masks`. Workers who drew nothing are left out.
+
+    Args:
+        polygons: worker id → that worker's :class:`~segbench.schemas.rounds.Polygon` list.
+        height, width: the item's image size.
+        method: see :func:`aggregate_masks`.
+
+    Raises:
+        ValueError: nobody drew a polygon, a polygon is malformed or outside the image, or an unknown method.
+    """
+    from segbench.core.masks import rle_to_bitmap, segmentation_to_rle  # pycocotools: only when rasterising
+
+    masks = {}
+    for worker, shapes in polygons.items():
+        if not shapes:
+            continue
+        mask = np.zeros((height, width), dtype=np.uint8)
+        for shape in shapes:
+            flat = [float(v) for point in shape.points for v in point]
+            mask ^= rle_to_bitmap(segmentation_to_rle([flat], height, width))
+        masks[worker] = mask
+    return aggregate_masks(masks, method)
 
 
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
