@@ -99,3 +99,10 @@ def test_a_hand_edited_unknown_aggregation_is_named_with_the_file(crowd_round):
     refused = run(project, "rounds", "ingest", KEY, code=1)
     assert "vote" in str(refused.exception) and "dawid-skene" in str(refused.exception)
     assert f"{KEY}.json" in str(getattr(refused.exception, "path", ""))
+
+
+def test_the_command_offers_exactly_the_methods_aggregate_knows():
+    from segbench.cli.rounds import Aggregation
+    from segbench.core.aggregation import METHODS
+
+    assert tuple(choice.value for choice in Aggregation) == METHODS
