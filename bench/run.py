@@ -10,7 +10,8 @@ of SAM3's evaluator and CAFE's script),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
 must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead (a
 command's cost beyond its flow's work, with `segbench server` up), status (`rounds status` against
-`segbench --version`).
+`segbench --version`), crowd (a simulated crowd with 0/20/40% spammers: true labels and masks
+recovered by gold filtering and Dawid-Skene against plain majority vote; ``bench/crowd.py``).
 
 Every row runs in its own child process (fresh imports, its own peak memory) and checks that segbench
 and the baseline give the same output; a row whose outputs differ fails whatever its ratio. Writes
@@ -31,7 +32,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "status")
+ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "status", "crowd")
 HEADER = ("row", "measured", "baseline", "ratio", "target", "result")
 
 

@@ -23,4 +23,4 @@ def round_progress(data_root: Path, key: str, label_studio_url: str | None = Non
     """Tasks done / total and answers per annotator, read from the backend (no state changes)."""
     round_ = RoundStore(Path(data_root) / "rounds").load(key)
     progress = backend_for(round_, data_root, label_studio_url=label_studio_url).progress(round_)
-    return {"round": key, "status": round_.status.value, **progress}
+    return {"round": key, "status": round_.status.value, "aggregation": round_.aggregation, **progress}

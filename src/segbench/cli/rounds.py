@@ -25,6 +25,15 @@ class Backend(str, enum.Enum):
     files = "files"
 
 
+class Aggregation(str, enum.Enum):
+    """The choices of ``rounds ingest --aggregation`` (segbench.core.aggregation.METHODS, not imported here:
+    the command line stays light)."""
+
+    majority = "majority"
+    dawid_skene = "dawid-skene"
+    glad = "glad"
+
+
 def _round_key(key: str) -> str:
     """Refuse a key that is no file-safe name when the command line is read, before any work starts."""
     from segbench.annotation_ui.rounds import check_round_key
@@ -54,7 +63,7 @@ def print_round(round_: Any, title: str) -> None:
     console.out.print(console.key_values(title, {
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
         "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
-        "dataset": f"{round_.dataset} ({round_.dataset_version[:12]})",
+        "dataset": f"{round_.dataset} ({round_.dataset_version[:12]})", "aggregation": round_.aggregation,
         **{k.replace("_", " "): v for k, v in round_.counts.items()},
     }))
 
@@ -84,7 +93,7 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
     console.set_summary(progress)
     console.out.print(console.key_values(f"Round {key}", {
         "status": progress["status"], "tasks done": f"{progress['done']} / {progress['tasks']}",
-        "answers": progress["annotations"],
+        "answers": progress["annotations"], "aggregation": progress["aggregation"],
     }))
     rows = sorted(progress["by_annotator"].items())
     if rows:
@@ -95,6 +104,10 @@ def ingest(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The round."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad answers: fail, or skip and report them."),
+    aggregation: Aggregation | None = typer.Option(
+        None, "--aggregation", show_default=False,
+        help="How choices are aggregated: majority vote, or a model of each worker's reliability "
+             "(Dawid-Skene, GLAD). Default: the method the round used last (majority at first)."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
     from segbench.annotation_ui.rounds import RoundStore
@@ -108,7 +121,8 @@ def ingest(
     from segbench.flows.rounds import ingest_round
 
     with command_lock(ctx):
-        result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error)
+        result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error,
+                              aggregation.value if aggregation else None)
     print_ingest(result)
 
 
@@ -118,7 +132,8 @@ def print_ingest(result: dict[str, Any]) -> None:
     counts = result["counts"]
     console.out.print(console.key_values(f"Round {result['round'].key} ingested", {
         "answers": counts["answers"], "items answered": f"{counts['items_answered']} / {counts['items']}",
-        "annotators": counts["annotators"], "skipped": counts["skipped"], "answers file": result["answers"],
+        "annotators": counts["annotators"], "skipped": counts["skipped"],
+        "aggregation": result["round"].aggregation, "answers file": result["answers"],
     }))
     if not counts["answers"]:
         console.err.print(f"[yellow]No answers yet[/] for round {result['round'].key}: ingest again once "
@@ -128,6 +143,7 @@ def print_ingest(result: dict[str, Any]) -> None:
             "mean agreement rate": summary.get("mean_agreement"),
             _kappa_label(summary["method"]): summary["kappa"] if summary["kappa"] is not None
             else f"n/a ({summary['reason']})",
+            "Krippendorff's α": summary["alpha"] if summary.get("alpha") is not None else "n/a",
         }))
     for name, path in result["reports"].items():
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")

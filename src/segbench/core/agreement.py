@@ -1,4 +1,4 @@
-"""Aggregation of annotators' answers and inter-annotator agreement (Cohen's and Fleiss' kappa).
+"""Aggregation of annotators' answers and inter-annotator agreement (Cohen's and Fleiss' κ, Krippendorff's α).
 
 Pure functions over :class:`~segbench.schemas.rounds.Answer` records: no files, no backend, no
 Prefect. Reading answers and writing reports belong to the round flows; converting backend exports
@@ -10,6 +10,12 @@ Conventions shared by every function here:
   Studio annotations by the same user), the latest ``updated_at`` counts (then the largest
   ``source_id``), so duplicates never weigh twice.
 * A choice answer with several labels counts as one category, the sorted labels joined by ``|``.
+* The aggregation method is majority vote by default, or a worker-aware model (Dawid–Skene, GLAD:
+  :mod:`segbench.core.aggregation`); workers can be left out (``exclude_workers``, e.g. the ones who
+  failed gold items).
+* Cohen's κ is scikit-learn's, Krippendorff's α the ``krippendorff`` package's; Fleiss' κ is the
+  formula below (no maintained library in the project's dependencies computes it; the tests check it
+  against the ``krippendorff`` package through the identity that links the two).
 * Undefined statistics are ``None``, never NaN (canonical JSON has no NaN, and a NaN compares
   unequal to itself in tests).
 """
@@ -24,32 +30,50 @@ from typing import Any
 
 import numpy as np
 
+from segbench.core.aggregation import MAJORITY, check_method, model_labels
 from segbench.schemas.rounds import Answer, ItemAnswer, Polygon
 
 # Chance agreement this close to 1 makes kappa 0/0: every rating used the same category.
 _DEGENERATE = 1e-12
 
 
-def aggregate(answers: Iterable[Answer], controls: Sequence[str]) -> list[ItemAnswer]:
-    """Majority label per item and choice control; polygons kept per annotator.
+def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str = MAJORITY,
+              exclude_workers: Iterable[str] = ()) -> list[ItemAnswer]:
+    """The aggregated label per item and choice control; polygons kept per annotator.
 
-    Tie rule: when two or more labels share the highest number of votes, there is no majority
-    (``None``); the agreement is still the top share. A control nobody answered on an item is
-    absent from that item's ``majority`` and ``agreement``.
+    Majority vote (the default): the label most of the item's annotators chose. Tie rule: when two
+    or more labels share the highest number of votes, there is no majority (``None``); the agreement
+    is still the top share. ``dawid-skene`` and ``glad`` instead take, per control, the label with the
+    highest posterior of that model fitted on the whole round (:func:`~segbench.core.aggregation.model_labels`;
+    a tie of posteriors is ``None`` too). The result is stored in ``majority`` either way. A control
+    nobody answered on an item is absent from that item's ``majority`` and ``agreement``.
 
     Agreement is the share of the item's annotators (everyone who answered the item, on any
-    control) who chose the majority label; an annotator who left the control empty counts as not
-    agreeing.
+    control) who chose the aggregated label (the top share on a tie); an annotator who left the
+    control empty counts as not agreeing.
 
     Args:
         answers: answers of one round, any order.
         controls: the choice controls to aggregate.
+        method: ``majority``, ``dawid-skene`` or ``glad``.
+        exclude_workers: annotators whose answers are not counted (their answers stay in the
+            answers file); an item only they answered is left out.
 
     Returns:
         One ItemAnswer per answered item, sorted by item id; annotators sorted.
+
+    Raises:
+        ValueError: an unknown method.
     """
+    check_method(method)
+    excluded = set(exclude_workers)
+    by_item = {item: {ann: a for ann, a in by_annotator.items() if ann not in excluded}
+               for item, by_annotator in _votes_by_item(answers).items()}
+    by_item = {item: by_annotator for item, by_annotator in by_item.items() if by_annotator}
+    modelled = {} if method == MAJORITY else {control: model_labels(_choice_votes(by_item, control), method)
+                                               for control in controls}
     out = []
-    for item_id, by_annotator in sorted(_votes_by_item(answers).items()):
+    for item_id, by_annotator in sorted(by_item.items()):
         annotators = sorted(by_annotator)
         majority: dict[str, str | None] = {}
         agreement: dict[str, float] = {}
@@ -58,6 +82,9 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str]) -> list[ItemAn
             if not labels:
                 continue
             label, top = _majority(labels)
+            if control in modelled:
+                label = modelled[control].get(item_id)
+                top = labels.count(label) if label is not None else top
             majority[control] = label
             agreement[control] = top / len(annotators)
         polygons: dict[str, dict[str, list[Polygon]]] = {}
@@ -69,11 +96,18 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str]) -> list[ItemAn
     return out
 
 
+def _choice_votes(by_item: dict[str, dict[str, Answer]], control: str) -> dict[str, dict[str, str]]:
+    """item → annotator → category on ``control``, for the annotators who answered it."""
+    return {item: {ann: _category(a.choices[control]) for ann, a in by_annotator.items() if a.choices.get(control)}
+            for item, by_annotator in by_item.items()}
+
+
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
     """Cohen's kappa of two raters who labelled the same items (``a[i]`` and ``b[i]`` rate item i).
 
     κ = (p_o − p_e) / (1 − p_e), with p_o the share of items where they agree and p_e the chance
-    agreement Σ_k p_a(k)·p_b(k) from each rater's own label frequencies.
+    agreement Σ_k p_a(k)·p_b(k) from each rater's own label frequencies (scikit-learn's
+    ``cohen_kappa_score``).
 
     Returns:
         κ, or None when undefined: no items, or p_e = 1 (both raters used one and the same label).
@@ -85,11 +119,12 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
         raise ValueError(f"Cohen's kappa needs the same items for both raters; got {len(a)} and {len(b)} ratings")
     if not a:
         return None
-    n = len(a)
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    count_a, count_b = Counter(a), Counter(b)
-    expected = sum(count_a[k] * count_b[k] for k in count_a) / (n * n)
-    return _kappa(observed, expected)
+    if len(set(a) | set(b)) == 1:  # p_e = 1; scikit-learn would return NaN with a warning
+        return None
+    from sklearn.metrics import cohen_kappa_score  # ~1 s to import: only when a kappa is asked for
+
+    value = float(cohen_kappa_score(list(a), list(b)))
+    return value if math.isfinite(value) else None
 
 
 def fleiss_kappa(ratings: Sequence[Sequence[str]]) -> float | None:
@@ -123,6 +158,31 @@ def fleiss_kappa(ratings: Sequence[Sequence[str]]) -> float | None:
     return _kappa(float(per_item.mean()), float((shares**2).sum()))
 
 
+def krippendorff_alpha(ratings: Sequence[Sequence[str]]) -> float | None:
+    """Krippendorff's α (nominal) of items × ratings, with the ``krippendorff`` package.
+
+    Items may have any number of ratings: α uses every pair of ratings of an item, so items rated by
+    different numbers of people, or by one (no pair: left out), are fine, where kappa is not.
+
+    Returns:
+        α, or None when undefined: no item with two ratings, or a single label in the data (no
+        disagreement is expected, α is 0/0).
+    """
+    ratings = [item for item in ratings if len(item) >= 2]  # a lone rating has no pair: α ignores it
+    categories = sorted({label for item in ratings for label in item})
+    if len(categories) < 2:
+        return None
+    import krippendorff
+
+    index = {label: j for j, label in enumerate(categories)}
+    counts = np.zeros((len(ratings), len(categories)), dtype=np.int64)  # (N items, k categories)
+    for i, item in enumerate(ratings):
+        for label in item:
+            counts[i, index[label]] += 1
+    value = float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
+    return value if math.isfinite(value) else None
+
+
 def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]:
     """Agreement on one choice control, with the kappa that fits how the round was rated.
 
@@ -135,9 +195,13 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
     * Otherwise no kappa, with the reason (items rated by different numbers of people, or by
       one person only).
 
+    Krippendorff's α (nominal) is computed whatever the design: it handles items with different
+    numbers of ratings, so it is defined where kappa is not.
+
     Returns:
         ``control``, ``method`` ("cohen", "fleiss" or None), ``kappa`` (None when not computed or
-        undefined), ``reason`` (why there is no kappa, else None), ``items`` (rated items),
+        undefined), ``reason`` (why there is no kappa, else None), ``alpha`` (Krippendorff's α, None
+        when undefined: see :func:`krippendorff_alpha`), ``items`` (rated items),
         ``annotators`` (distinct), ``raters`` (the two ids, Cohen only), ``mean_agreement``
         (mean share of an item's ratings that chose its most frequent label, over items with at
         least two ratings; None if there are none) and ``items_by_ratings`` (number of ratings →
@@ -155,6 +219,7 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
         "method": None,
         "kappa": None,
         "reason": None,
+        "alpha": krippendorff_alpha([sorted(rated[i].values()) for i in sorted(rated)]),
         "items": len(rated),
         "annotators": len({ann for votes in rated.values() for ann in votes}),
         "raters": None,

@@ -93,8 +93,11 @@ def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: Impor
 
 @flow(name="round-ingest", flow_run_name=run_name("round-ingest", ("key",)))
 def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
-                 on_error: OnError = OnError.FAIL) -> dict[str, Any]:
+                 on_error: OnError = OnError.FAIL, aggregation: str | None = None) -> dict[str, Any]:
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
+
+    ``aggregation`` (majority, dawid-skene, glad) defaults to the round's recorded method and is
+    recorded in the round and the answers file.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
     more answers arrived, converges to one answer set without duplicates. The kind's reports (its
@@ -109,16 +112,18 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
     answers = merge_answers(previous, fetched)
     controls = sorted({control for a in answers for control in a.choices})
-    items = aggregate(answers, controls)
+    method = aggregation or round_.aggregation
+    items = aggregate(answers, controls, method=method)
     agreement = {control: agreement_summary(answers, control) for control in controls}
     counts = {"answers": len(answers), "items": len(round_.items), "items_answered": len(items),
               "annotators": len({a.annotator for a in answers}), "skipped": len(policy.report)}
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
-        "answers": [a.model_dump(mode="json") for a in answers],
+        "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
         "agreement": agreement, "skipped": policy.report.to_json()}, indent=1)
-    ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now())
+    ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
+        update={"aggregation": method})
     store.save(ingested)
     reports = {name: str(path) for name, path in kind.write_reports(ingested, items, Path(data_root)).items()}
     get_run_logger().info("round %s ingested: %s", key, plain(counts))

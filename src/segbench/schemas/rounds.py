@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from segbench.core.aggregation import METHODS
+
 
 class RoundStatus(str, enum.Enum):
     """created → launched → ingested → closed; any but closed → cancelled. Ingest may repeat."""
@@ -76,6 +78,15 @@ class Round(BaseModel):
     ingested_at: str | None = None
     closed_at: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    aggregation: str = Field("majority", description="how the last ingest aggregated choices: majority, "
+                                                     "dawid-skene or glad (segbench.core.aggregation.METHODS)")
+
+    @field_validator("aggregation")
+    @classmethod
+    def _known_aggregation(cls, method: str) -> str:
+        if method not in METHODS:
+            raise ValueError(f"unknown aggregation {method!r}; choose one of {', '.join(METHODS)}")
+        return method
 
 
 class Polygon(BaseModel):

@@ -1,0 +1,230 @@
+"""A simulated crowd: how much of the truth each aggregation recovers when some workers are spammers.
+
+    .venv/bin/python bench/crowd.py [--quick]     # prints the tables (Markdown)
+    .venv/bin/python bench/run.py --only crowd    # the benchmark row
+
+Workers of known quality answer rounds; spammers (0%, 20%, 40% of the workers) answer uniformly at
+random. Every item is answered by ``OVERLAP`` distinct workers drawn at random; ``GOLD_SHARE`` of the
+items are gold (their answer is known), used only to score workers, never in the accuracy.
+
+* Categorical: ``CLASSES`` labels; an honest worker is right with a probability drawn from
+  ``HONEST_ACCURACY`` and otherwise picks another label at random. Reported: the share of (non-gold)
+  items whose aggregated label is the true one, for majority vote (a tie recovers nothing), majority
+  vote without the workers whose gold accuracy is below ``GOLD_THRESHOLD``
+  (:func:`segbench.core.aggregation.workers_below`), Dawid–Skene with and without those workers, and
+  GLAD (all through ``segbench.core.agreement.aggregate``); and, as the ceiling, an oracle that
+  knows who spams and each honest worker's accuracy (maximum likelihood): no aggregation can beat it.
+* Polygons (SPIN-like): each item has a true mask (a random star-shaped polygon); an honest worker
+  traces it with Gaussian noise on every vertex (σ drawn from ``HONEST_SIGMA`` pixels), a spammer
+  draws a random polygon anywhere. Reported: mean IoU with the true mask for the SPIN stated rule
+  (the medoid mask, the one with the highest mean IoU with the others), the medoid among workers
+  whose mean gold IoU is at least ``GOLD_IOU``, and crowd-kit's SegmentationMajorityVote,
+  SegmentationEM and SegmentationRASA (:func:`segbench.core.aggregation.aggregate_masks`).
+
+Everything is seeded: the same arguments give the same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from segbench.core.aggregation import aggregate_masks, gold_accuracy, mask_iou, workers_below
+from segbench.core.agreement import aggregate
+from segbench.core.masks import rle_to_bitmap, segmentation_to_rle
+from segbench.schemas.rounds import Answer
+
+SPAM_SHARES = (0.0, 0.2, 0.4)
+WORKERS = 20
+OVERLAP = 5
+GOLD_SHARE = 0.1
+CLASSES = 3
+HONEST_ACCURACY = (0.8, 0.95)
+GOLD_THRESHOLD = 0.6
+SIZE = 64  # polygon items: SIZE × SIZE images
+HONEST_SIGMA = (0.5, 2.5)
+GOLD_IOU = 0.5
+CATEGORICAL = ("majority", "gold-filtered majority", "dawid-skene", "gold-filtered dawid-skene", "glad", "oracle")
+POLYGON = ("stated rule (medoid)", "gold-filtered medoid", "pixel majority", "segmentation EM", "RASA")
+
+
+def _crowd(rng: np.random.Generator, spam: float) -> tuple[list[str], set[str]]:
+    workers = [f"w{n:02d}" for n in range(WORKERS)]
+    spammers = set(rng.choice(workers, size=round(spam * WORKERS), replace=False).tolist())
+    return workers, spammers
+
+
+def _assignments(rng: np.random.Generator, items: int, workers: list[str]) -> list[list[str]]:
+    return [sorted(rng.choice(workers, size=OVERLAP, replace=False).tolist()) for _ in range(items)]
+
+
+# --- categorical -----------------------------------------------------------------------------------------
+
+def categorical(items: int, spam: float, seed: int, methods: Sequence[str] = CATEGORICAL,
+                accuracy: tuple[float, float] = HONEST_ACCURACY) -> dict[str, float]:
+    """Share of non-gold items each method labels right; honest workers' accuracy is drawn from ``accuracy``."""
+    rng = np.random.default_rng(seed)
+    workers, spammers = _crowd(rng, spam)
+    accuracy = {w: float(rng.uniform(*accuracy)) for w in workers}
+    truth = {f"i{n:05d}": f"c{int(rng.integers(CLASSES))}" for n in range(items)}
+    gold = dict(list(truth.items())[: round(GOLD_SHARE * items)])
+    answers, votes = [], {}
+    for (item, label), who in zip(truth.items(), _assignments(rng, items, workers), strict=True):
+        for worker in who:
+            if worker in spammers:
+                said = f"c{int(rng.integers(CLASSES))}"
+            elif rng.random() < accuracy[worker]:
+                said = label
+            else:
+                said = f"c{int(rng.choice([k for k in range(CLASSES) if f'c{k}' != label]))}"
+            answers.append(Answer(item_id=item, annotator=worker, source_id=f"{worker}/{item}",
+                                  choices={"label": [said]}))
+            votes.setdefault(item, {})[worker] = said
+    drop = workers_below(gold_accuracy(votes, gold), GOLD_THRESHOLD)
+    scored = [item for item in truth if item not in gold]
+    out = {}
+    for method in methods:
+        if method.startswith("gold-filtered "):
+            model = method.removeprefix("gold-filtered ")
+            result = aggregate(answers, ["label"], method=model, exclude_workers=drop)
+        else:
+            result = aggregate(answers, ["label"], method=method)
+        labels = {i.item_id: i.majority.get("label") for i in result}
+        out[method] = sum(labels.get(item) == truth[item] for item in scored) / len(scored)
+    ceiling = _oracle(votes, spammers, accuracy)
+    out["oracle"] = sum(ceiling.get(item) == truth[item] for item in scored) / len(scored)
+    out["dropped"] = len(drop)
+    out["dropped spammers"] = len(set(drop) & spammers)
+    return out
+
+
+def _oracle(votes: dict[str, dict[str, str]], spammers: set[str], accuracy: dict[str, float]) -> dict[str, str | None]:
+    """The best any aggregation can do: the maximum-likelihood label knowing who spams and every
+    honest worker's true accuracy (spammers' answers carry no information). None on a tie."""
+    out: dict[str, str | None] = {}
+    labels = [f"c{k}" for k in range(CLASSES)]
+    for item, by_worker in votes.items():
+        score = np.zeros(CLASSES)
+        for worker, said in by_worker.items():
+            if worker not in spammers:
+                p = accuracy[worker]
+                score += [np.log(p) if said == c else np.log((1 - p) / (CLASSES - 1)) for c in labels]
+        best = np.flatnonzero(np.isclose(score, score.max()))
+        out[item] = labels[best[0]] if len(best) == 1 else None
+    return out
+
+
+# --- polygons --------------------------------------------------------------------------------------------
+
+def _star(rng: np.random.Generator, cx: float, cy: float, radius: float, vertices: int = 12) -> np.ndarray:
+    angles = np.sort(rng.uniform(0, 2 * np.pi, vertices))
+    radii = radius * rng.uniform(0.6, 1.0, vertices)
+    return np.stack([cx + radii * np.cos(angles), cy + radii * np.sin(angles)], axis=1)  # (V, 2) x, y
+
+
+def _raster(points: np.ndarray) -> np.ndarray:
+    clipped = np.clip(points, 0, SIZE)
+    return rle_to_bitmap(segmentation_to_rle([clipped.ravel().tolist()], SIZE, SIZE))
+
+
+def _medoid(masks: dict[str, np.ndarray]) -> np.ndarray:
+    """The SPIN stated rule's mask choice: the highest mean IoU with the others, smallest id on ties."""
+    names = sorted(masks)
+    if len(names) == 1:
+        return masks[names[0]]
+    scores = [np.mean([mask_iou(masks[a], masks[b]) for b in names if b != a]) for a in names]
+    return masks[names[int(np.argmax(np.round(scores, 9)))]]
+
+
+def polygon_round(items: int, spam: float, seed: int) -> dict[str, float]:
+    """Mean IoU with the true mask over non-gold items, per method."""
+    rng = np.random.default_rng(seed)
+    workers, spammers = _crowd(rng, spam)
+    sigma = {w: float(rng.uniform(*HONEST_SIGMA)) for w in workers}
+    n_gold = round(GOLD_SHARE * items)
+    truths, drawn = [], []
+    for who in _assignments(rng, items, workers):
+        reference = _star(rng, *rng.uniform(0.35 * SIZE, 0.65 * SIZE, 2), rng.uniform(0.15 * SIZE, 0.3 * SIZE))
+        masks = {}
+        for worker in who:
+            if worker in spammers:
+                shape = _star(rng, *rng.uniform(0, SIZE, 2), rng.uniform(0.05 * SIZE, 0.3 * SIZE))
+            else:
+                shape = reference + rng.normal(0, sigma[worker], reference.shape)
+            masks[worker] = _raster(shape)
+        truths.append(_raster(reference))
+        drawn.append(masks)
+    gold_iou: dict[str, list[float]] = {}
+    for truth, masks in zip(truths[:n_gold], drawn[:n_gold], strict=True):
+        for worker, mask in masks.items():
+            gold_iou.setdefault(worker, []).append(mask_iou(mask, truth))
+    drop = set(workers_below({w: float(np.mean(v)) for w, v in gold_iou.items()}, GOLD_IOU))
+    methods = {
+        "stated rule (medoid)": _medoid,
+        "gold-filtered medoid": lambda m: _medoid({w: x for w, x in m.items() if w not in drop} or m),
+        "pixel majority": lambda m: aggregate_masks(m, "majority"),
+        "segmentation EM": lambda m: aggregate_masks(m, "em"),
+        "RASA": lambda m: aggregate_masks(m, "rasa"),
+    }
+    out = {name: float(np.mean([mask_iou(fn(masks), truth) for truth, masks in
+                                zip(truths[n_gold:], drawn[n_gold:], strict=True)]))
+           for name, fn in methods.items()}
+    out["dropped"] = len(drop)
+    out["dropped spammers"] = len(drop & spammers)
+    return out
+
+
+# --- tables ----------------------------------------------------------------------------------------------
+
+def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_ACCURACY,
+            polygons: bool = True) -> dict[str, Any]:
+    cat_items, glad_items, poly_items = (600, 300, 60) if quick else (2000, 600, 200)
+    tables: dict[str, Any] = {"categorical": {}, "polygons": {}, "sizes": {
+        "categorical_items": cat_items, "glad_items": glad_items, "polygon_items": poly_items, "workers": WORKERS,
+        "overlap": OVERLAP, "classes": CLASSES, "gold_share": GOLD_SHARE, "honest_accuracy": list(accuracy)}}
+    for spam in SPAM_SHARES:
+        key = f"{round(spam * 100)}%"
+        row = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m not in ("glad", "oracle")], accuracy)
+        row["glad"] = categorical(glad_items, spam, seed, ["glad"], accuracy)["glad"]  # crowd-kit's GLAD is slow
+        tables["categorical"][key] = row
+        if polygons:
+            tables["polygons"][key] = polygon_round(poly_items, spam, seed)
+    return tables
+
+
+def markdown(tables: dict[str, Any]) -> str:
+    sizes = tables["sizes"]
+    lines = [f"Categorical: share of true labels recovered ({sizes['categorical_items']} items, GLAD on "
+             f"{sizes['glad_items']}; {sizes['classes']} classes, {sizes['workers']} workers, overlap "
+             f"{sizes['overlap']}, {round(sizes['gold_share'] * 100)}% gold, honest workers right "
+             f"{sizes['honest_accuracy'][0]:.2f}–{sizes['honest_accuracy'][1]:.2f} of the time)", "",
+             "| spammers | " + " | ".join(CATEGORICAL) + " |", "|---" * (len(CATEGORICAL) + 1) + "|"]
+    lines += [f"| {k} | " + " | ".join(f"{row[m]:.3f}" for m in CATEGORICAL) + " |"
+              for k, row in tables["categorical"].items()]
+    if not tables["polygons"]:
+        return "\n".join(lines) + "\n"
+    lines += ["", f"Polygons: mean IoU with the true mask ({sizes['polygon_items']} items)", "",
+              "| spammers | " + " | ".join(POLYGON) + " |", "|---" * (len(POLYGON) + 1) + "|"]
+    lines += [f"| {k} | " + " | ".join(f"{row[m]:.3f}" for m in POLYGON) + " |"
+              for k, row in tables["polygons"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer items")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--accuracy", type=float, nargs=2, default=HONEST_ACCURACY, metavar=("LOW", "HIGH"),
+                        help="range of honest workers' accuracy (categorical)")
+    parser.add_argument("--categorical-only", action="store_true", help="skip the polygons")
+    args = parser.parse_args(argv)
+    print(markdown(run_all(args.quick, args.seed, tuple(args.accuracy), polygons=not args.categorical_only)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""``segbench rounds ingest --aggregation``: the method is a choice of the command, recorded in the round
+and the answers file, shown by ingest and status, and a re-ingest with it changes no byte."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.cli import run
+from support.hostile import snapshot
+
+from segbench.core.io import read_json
+from segbench.demo.crowd import write_results_csv
+from segbench.schemas.rounds import RoundConfig, RoundItem
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+KEY = "s-car-tire"
+SUBPARTS = ["Hubcap", "Rim"]
+ITEMS = 8
+
+
+@pytest.fixture
+def crowd_round(tmp_path, monkeypatch):
+    """(project, truth of ``has_rim`` per item): a launched files-backend SPIN round with its results.
+
+    Two careful workers answer right; three lazy ones answer "no" to everything, outvoting them on
+    every item that has a rim. The items carry no part masks, so ingest saves the answers and leaves
+    the SPIN import for later, which is all this test needs.
+    """
+    from segbench.annotation_ui.rounds import RoundStore, mark_launched, new_round
+    from segbench.tasks.spin import crowd
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # round records carry the time of the ingest
+    items = [RoundItem(item_id=f"img{i}-41", image=f"spin/tasks/img{i}-41.png", width=100, height=80,
+                       data={"image_id": i, "part_ann_id": 41, "object": "Car", "object_class": "cab", "part": "Tire",
+                             "subparts": SUBPARTS})
+             for i in range(ITEMS)]
+    config = RoundConfig(label_config=crowd.LABEL_CONFIG, overlap=5,
+                         params={"object": "Car", "part": "Tire", "subparts": SUBPARTS})
+    now = "2026-01-01T00:00:00+00:00"
+    round_ = new_round(KEY, crowd.KIND, crowd.DATASET, "0" * 64, config, items, "files", now)
+    RoundStore(tmp_path / "data" / "rounds").save(mark_launched(round_, None, now))
+    truth = {item.item_id: "yes" if n % 2 else "no" for n, item in enumerate(items)}
+    rim = [{"label": "Rim", "points": [[10.0, 10.0], [40.0, 12.5], [25.0, 30.0]]}]
+    rows = []
+    for item_id, has_rim in truth.items():
+        for worker in ("good1", "good2", "lazy1", "lazy2", "lazy3"):
+            answer = has_rim if worker.startswith("good") else "no"
+            rows.append({"WorkerId": worker, "AssignmentId": f"{worker}-{item_id}", "Input.item_id": item_id,
+                         "Answer.part_visible": "yes", "Answer.has_rim": answer, "Answer.has_hubcap": "no",
+                         "Answer.polygons": json.dumps(rim if answer == "yes" else [])})
+    write_results_csv(rows, tmp_path / "data" / "rounds" / KEY / "results" / "batch-1.csv")
+    return tmp_path, truth
+
+
+def _saved(project):
+    rounds = project / "data" / "rounds"
+    return read_json(rounds / f"{KEY}.json"), read_json(rounds / f"{KEY}.answers.json")
+
+
+def test_the_aggregation_is_chosen_recorded_and_stable(crowd_round):
+    project, truth = crowd_round
+    help_text = run(project, "rounds", "ingest", "--help").output
+    assert all(choice in help_text for choice in ("majority", "dawid-skene", "glad"))
+
+    first = run(project, "rounds", "ingest", KEY)
+    assert "majority" in first.output and "Krippendorff" in first.output
+    round_, answers = _saved(project)
+    assert round_["aggregation"] == answers["aggregation"] == "majority"
+    assert {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]} == dict.fromkeys(truth, "no")
+
+    modelled = run(project, "rounds", "ingest", KEY, "--aggregation", "dawid-skene")
+    assert "dawid-skene" in modelled.output
+    round_, answers = _saved(project)
+    assert round_["aggregation"] == answers["aggregation"] == "dawid-skene"
+    assert {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]} == truth
+    assert answers["agreement"]["has_rim"]["alpha"] is not None
+
+    before = snapshot(project / "data")
+    again = run(project, "rounds", "ingest", KEY)  # no option: the round's recorded method
+    assert "dawid-skene" in again.output
+    assert snapshot(project / "data") == before
+    assert "dawid-skene" in run(project, "rounds", "status", KEY).output
+
+
+def test_an_unknown_aggregation_is_refused_before_any_work(crowd_round):
+    project, _ = crowd_round
+    before = snapshot(project / "data")
+    refused = run(project, "rounds", "ingest", KEY, "--aggregation", "mean", code=2)
+    assert "mean" in refused.output and "dawid-skene" in refused.output
+    assert snapshot(project / "data") == before
+
+
+def test_a_hand_edited_unknown_aggregation_is_named_with_the_file(crowd_round):
+    project, _ = crowd_round
+    path = project / "data" / "rounds" / f"{KEY}.json"
+    path.write_text(path.read_text().replace('"aggregation": "majority"', '"aggregation": "vote"'))
+    refused = run(project, "rounds", "ingest", KEY, code=1)
+    assert "vote" in str(refused.exception) and "dawid-skene" in str(refused.exception)
+    assert f"{KEY}.json" in str(getattr(refused.exception, "path", ""))
+
+
+def test_the_command_offers_exactly_the_methods_aggregate_knows():
+    from segbench.cli.rounds import Aggregation
+    from segbench.core.aggregation import METHODS
+
+    assert tuple(choice.value for choice in Aggregation) == METHODS
