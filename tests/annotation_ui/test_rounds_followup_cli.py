@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run
+from support.hostile import assert_clean_failure, run_main, snapshot
 
 from segbench.annotation_ui.batches import BatchError
 from segbench.annotation_ui.followups import ConditionError
@@ -156,3 +157,12 @@ def test_hostile_follow_up_and_batch_inputs_are_refused_with_typed_errors(projec
     assert isinstance(ahead.exception, RoundStateError) and "created" in str(ahead.exception)
     bad_key = run(project, "rounds", "follow-up", KEY, "../x", "--where", "tie", code=1)
     assert isinstance(bad_key.exception, InputError) and "invalid round key" in str(bad_key.exception)
+
+
+def test_the_console_entry_prints_a_bad_where_and_a_bad_batch_cleanly(project):
+    before = snapshot(project / "data")
+    bad_where = run_main(project, "rounds", "follow-up", KEY, FOLLOW, "--where", "agreement<<0.5")
+    assert_clean_failure(bad_where, "agreement<<0.5", "votes<N", "tie")
+    bad_batch = run_main(project, "rounds", "launch", KEY, "--batch", "Fish")
+    assert_clean_failure(bad_batch, "Fish", "Bird, Car")
+    assert snapshot(project / "data") == before
