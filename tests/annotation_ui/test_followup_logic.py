@@ -138,3 +138,21 @@ def test_batch_launches_add_batches_and_a_full_launch_ends_them():
         plan_launch(round_, "OC")
     with pytest.raises(BatchError, match="its items carry no batch"):
         plan_launch(_round(), "SM")
+
+
+def test_the_final_answers_are_those_of_the_deepest_ingested_follow_up(tmp_path):
+    from segbench.annotation_ui.followups import chain, final_key, report_round
+
+    store = RoundStore(tmp_path)
+    done = mark_ingested(mark_launched(_round(), None, T0), {}, T0)
+    store.save(done)
+    middle = store.save(mark_ingested(mark_launched(_round("r2", {"b": None}), None, T0), {}, T0)
+                        .model_copy(update={"follow_up_of": "r1"}))
+    leaf = store.save(_round("r3", {"b": None}).model_copy(update={"follow_up_of": "r2"}))  # created only
+    assert [final_key(store, k) for k in ("r1", "r2", "r3")] == ["r2", "r2", "r3"]
+    assert [r.key for r in chain(store, leaf)] == ["r1", "r2", "r3"]
+    assert [i.item_id for i in report_round(store, middle).items] == ["a", "b", "c"]  # the whole chain
+    assert report_round(store, done) is done
+    store.save(done.model_copy(update={"follow_up_of": "r3"}))  # a hand-edited record that loops
+    with pytest.raises(InputError, match="loop"):
+        chain(store, leaf)
