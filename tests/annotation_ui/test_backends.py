@@ -49,12 +49,13 @@ def test_files_backend_writes_tasks_and_reads_results(tmp_path):
     assert backend.launch(round_) == (None, {"tasks_written": 3})
     folder = files_dir(tmp_path, "audit-1")
     assert (folder / "tasks.csv").read_text().splitlines()[0] == "item_id,image,width,height,group"
-    assert backend.progress(round_) == {"tasks": 3, "done": 0, "annotations": 0, "by_annotator": {}}
+    assert backend.progress(round_) == {"tasks": 3, "done": 0, "annotations": 0, "by_annotator": {},
+                                        "done_items": []}
 
     write_results_csv([_row("WA", i, "indoor") for i in ("1", "2")], folder / "results" / "a.csv")
     write_results_csv([_row("WB", "1", "outdoor")], folder / "results" / "b.csv")
     assert backend.progress(round_) == {"tasks": 3, "done": 2, "annotations": 3,
-                                        "by_annotator": {"worker:WA": 2, "worker:WB": 1}}
+                                        "by_annotator": {"worker:WA": 2, "worker:WB": 1}, "done_items": ["1", "2"]}
     answers = backend.fetch_answers(round_, ImportPolicy(on_error=OnError.FAIL))
     assert sorted((a.annotator, a.item_id, a.choices["context"][0]) for a in answers) == [
         ("worker:WA", "1", "indoor"), ("worker:WA", "2", "indoor"), ("worker:WB", "1", "outdoor")]

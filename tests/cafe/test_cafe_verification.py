@@ -63,6 +63,8 @@ def test_round_items_show_the_review_image_and_the_prompts():
     assert [i.item_id for i in items] == ["1", "2", "3"]
     assert items[0].image == "cafe_candidates/review/coco_1_10_SM.jpg" and (items[0].width, items[0].height) == (30, 20)
     assert items[2].data == {"q_pos": "gold figurine", "q_neg": "vase", "edit_type": EditType.OC.value}
+    assert [i.batch for i in items] == [c.plan.edit_type.abbr for c in CANDIDATES]  # launched per subset
+    assert {i.batch for i in items} <= {"SM", "CC", "OC"} and items[0].batch == "SM"
 
 
 def test_outline_is_drawn_outside_the_mask_only():

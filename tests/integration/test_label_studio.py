@@ -134,6 +134,7 @@ def test_two_annotators_progress_and_export(label_studio, files_folder):
         "done": 2,
         "annotations": 3,
         "by_annotator": {f"labelstudio:{alice}": 1, f"labelstudio:{bob}": 2},
+        "done_items": ["a", "b"],
     }
     exported = {task["id"]: task for task in client.export(project_id)}
     assert set(exported) == set(task_ids)

@@ -145,3 +145,16 @@ def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, m
     result = ingest_round(data_root, "audit-ls")
     assert result["counts"]["answers"] == 4
     assert read_json(Path(result["reports"]["audit_json"]))["overall"]["agree"] == 4
+
+
+def test_an_audit_round_can_launch_group_by_group(data_root):
+    from support.cli import run
+
+    project = data_root.parent
+    run(project, "rounds", "create", "audit-groups", "--backend", "files", "--per-group", "2", "--batch-by-group")
+    run(project, "rounds", "launch", "audit-groups", "--batch", "cat-indoors")
+    tasks = (data_root / "rounds" / "audit-groups" / "tasks.csv").read_text().splitlines()[1:]
+    assert len(tasks) == 2
+    status = json.loads(run(project, "--json", "rounds", "status", "audit-groups").stdout)
+    assert {b["batch"]: (b["items"], b["launched"]) for b in status["batches"]} == {
+        "cat-indoors": (2, 2), "cat-outdoors": (2, 0), "dog-indoors": (2, 0), "dog-outdoors": (2, 0)}

@@ -125,3 +125,49 @@ def test_the_command_line_finds_the_server_the_script_started(data_root, label_s
     assert label_studio.url in launched.output
     assert "0 / 4" in run(data_root.parent, "rounds", "status", key).output
     assert label_studio.token not in launched.output
+
+
+def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_root, label_studio, monkeypatch):
+    from segbench.annotation_ui.followups import create_follow_up, parse_condition
+    from segbench.annotation_ui.rounds import RoundStore
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+    from segbench.flows.rounds import ingest_round, launch_round, round_progress
+
+    client = label_studio.client
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", label_studio.token)
+    key = f"phased-{data_root.parent.name}"[:40]
+    create_coco_cd_audit(data_root, key, per_group=1, seed=3, backend="labelstudio", overlap=3, batch_by_group=True)
+    first = launch_round(data_root, key, label_studio.url, label_studio.files, batch="cat-indoors")
+    assert len(client.task_item_ids(first.project_id)) == 1 and first.launched_batches == ["cat-indoors"]
+    rest = launch_round(data_root, key, label_studio.url, label_studio.files)
+    tasks = client.task_item_ids(rest.project_id)
+    assert rest.project_id == first.project_id and len(tasks) == 4 and rest.launched_batches is None
+
+    alice, bob, carol = (client.create_user(f"{name}-{key}@example.com") for name in ("alice", "bob", "carol"))
+    task_ids = sorted(tasks)
+    for task_id in task_ids:
+        client.annotate(task_id, _choice("indoor"), completed_by=alice)
+    for task_id in task_ids[:2]:
+        client.annotate(task_id, _choice("outdoor"), completed_by=bob)  # 1 vs 1: ties
+    progress = round_progress(data_root, key, label_studio.url)
+    assert sum(b["answered"] for b in progress["batches"]) == 4 and all(b["launched"] == 1 for b in progress["batches"])
+    ingest_round(data_root, key, label_studio.url)
+
+    store = RoundStore(data_root / "rounds")
+    follow, matched = create_follow_up(store, key, f"{key}-f", [parse_condition("tie")], "2026-01-01T00:00:00+00:00")
+    assert sorted(matched) == sorted(tasks[t] for t in task_ids[:2])
+    launched = launch_round(data_root, follow.key, label_studio.url, label_studio.files)
+    follow_tasks = client.task_item_ids(launched.project_id)
+    assert launched.project_id != rest.project_id and sorted(follow_tasks.values()) == sorted(matched)
+    for task_id in follow_tasks:
+        client.annotate(task_id, _choice("indoor"), completed_by=carol)
+
+    merged = ingest_round(data_root, follow.key, label_studio.url)
+    answers_file = Path(merged["answers"])
+    items = {i["item_id"]: i for i in read_json(answers_file)["items"]}
+    assert {k: i["decided_by"] for k, i in items.items()} == {
+        tasks[t]: (follow.key if tasks[t] in matched else key) for t in task_ids}
+    assert all(items[i]["majority"] == {"context": "indoor"} for i in matched)
+    before = answers_file.read_bytes()
+    ingest_round(data_root, follow.key, label_studio.url)
+    assert answers_file.read_bytes() == before

@@ -138,6 +138,7 @@ def test_one_round_per_part_with_subparts_per_class():
     assert round_.key == "spin-reptile-torso" and round_.config.label_config == "spin_subparts"
     assert round_.config.params == {"object": "Reptile", "part": "Torso", "subparts": ["Back", "Shell"]}
     assert [i.data["subparts"] for i in round_.items] == [["Back", "Shell"], ["Back"]]
+    assert [i.batch for i in round_.items] == ["Reptile", "Reptile"]  # phased rollout: one super-category
 
 
 def _paper_taxonomy() -> Taxonomy:

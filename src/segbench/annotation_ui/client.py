@@ -263,20 +263,23 @@ class LabelStudioClient:
 
     def progress(self, project_id: int) -> dict[str, Any]:
         """How far the project is: ``tasks``, ``done`` (tasks with ≥1 answer that was not
-        cancelled), ``annotations`` (answers not cancelled) and ``by_annotator``
-        (``labelstudio:<user id>`` → answers)."""
+        cancelled), ``annotations`` (answers not cancelled), ``by_annotator``
+        (``labelstudio:<user id>`` → answers) and ``done_items`` (item ids of the done tasks)."""
         tasks = self.export(project_id)
         by_annotator: Counter[str] = Counter()
-        done = 0
+        done, done_items = 0, set()
         for task in tasks:
             answers = [a for a in task.get("annotations", []) if not a.get("was_cancelled")]
             done += bool(answers)
+            if answers and "item_id" in task.get("data", {}):
+                done_items.add(str(task["data"]["item_id"]))
             by_annotator.update(f"labelstudio:{a.get('completed_by')}" for a in answers)
         return {
             "tasks": len(tasks),
             "done": done,
             "annotations": sum(by_annotator.values()),
             "by_annotator": dict(sorted(by_annotator.items())),
+            "done_items": sorted(done_items),
         }
 
     # -- users and annotations (tests, simulated crowds) -----------------------------------

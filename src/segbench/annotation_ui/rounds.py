@@ -108,7 +108,7 @@ class RoundStore:
         return sorted(
             p.name[: -len(".json")]
             for p in self.root.glob("*.json")
-            if p.is_file() and not p.name.endswith(f"{_ANSWERS_SUFFIX}.json")
+            if p.is_file() and not p.name.endswith((f"{_ANSWERS_SUFFIX}.json", ".workers.json"))  # beside records
         )
 
     def exists(self, key: str) -> bool:

@@ -132,13 +132,15 @@ def create_audit_command(
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),
     overwrite: bool = rounds.OVERWRITE,
+    batch_by_group: bool = typer.Option(False, "--batch-by-group", help="Give each item its group as batch "
+                                        "(cat-indoors, ...), to launch group by group with `rounds launch --batch`."),
 ) -> None:
     """Create a round record (data/rounds/KEY.json) with its selected items: the COCO-CD context audit."""
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
 
     with command_lock(ctx):
         round_ = create_coco_cd_audit(settings_of(ctx).data_root, key, per_group=per_group, seed=seed, backend=backend.value,
-                                      overlap=overlap, overwrite=overwrite)
+                                      overlap=overlap, overwrite=overwrite, batch_by_group=batch_by_group)
     print_round(round_, "Round created")
     console.out.print(f"Next: segbench rounds launch {key}")
 

@@ -51,6 +51,7 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Type
     """Add launch … list to the ``rounds`` group, after the create commands the datasets added."""
     for command in (launch, status, ingest, close, list_):
         app.command(command.__name__.rstrip("_"))(command)
+    app.command("follow-up")(follow_up)
 
 
 def _data_root(ctx: typer.Context) -> Path:
@@ -64,6 +65,8 @@ def print_round(round_: Any, title: str) -> None:
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
         "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
         "dataset": f"{round_.dataset} ({round_.dataset_version[:12]})", "aggregation": round_.aggregation,
+        **({"follows up": round_.follow_up_of} if round_.follow_up_of else {}),
+        **({"batches out": ", ".join(round_.launched_batches)} if round_.launched_batches is not None else {}),
         **{k.replace("_", " "): v for k, v in round_.counts.items()},
     }))
 
@@ -71,14 +74,24 @@ def print_round(round_: Any, title: str) -> None:
 def launch(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The round."),
+    batch: str | None = typer.Option(None, "--batch", help="Launch only this batch's items (SPIN: a "
+                                     "super-category; CAFE: SM, CC or OC); later launches add other batches."),
 ) -> None:
-    """Create the Label Studio project and import the tasks (or write the crowd's task files)."""
+    """Create the Label Studio project and import the tasks (or write the crowd's task files).
+
+    Safe to repeat. With --batch, only that batch's tasks go out (a phased rollout); launching
+    another batch later adds its tasks, also after an ingest; without --batch every item goes out."""
     from segbench.annotation_ui.backends import backend_for
-    from segbench.flows.rounds import launch_round
+    from segbench.annotation_ui.batches import plan_launch
+    from segbench.annotation_ui.rounds import RoundStore
 
     settings = ctx.obj["settings"]
+    plan_launch(RoundStore(settings.data_root / "rounds").load(key), batch)  # a bad batch fails before Prefect starts
+
+    from segbench.flows.rounds import launch_round
+
     with command_lock(ctx):
-        round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files)
+        round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files, batch)
     print_round(round_, "Round launched")
     backend = backend_for(round_, settings.data_root, label_studio_url=settings.label_studio_url)
     console.out.print(backend.launch_hint(round_))
@@ -94,10 +107,15 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
     console.out.print(console.key_values(f"Round {key}", {
         "status": progress["status"], "tasks done": f"{progress['done']} / {progress['tasks']}",
         "answers": progress["annotations"], "aggregation": progress["aggregation"],
+        **({"follows up": progress["follow_up_of"]} if progress["follow_up_of"] else {}),
     }))
     rows = sorted(progress["by_annotator"].items())
     if rows:
         console.out.print(console.table("Answers per annotator", ["annotator", "answers"], rows))
+    if progress["batches"]:
+        console.out.print(console.table("Batches", ["batch", "items", "launched", "answered"],
+                                        [[b["batch"], b["items"], b["launched"], b["answered"]]
+                                         for b in progress["batches"]]))
 
 
 def ingest(
@@ -181,3 +199,38 @@ def list_(ctx: typer.Context) -> None:
     rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in rounds]
     console.out.print(console.table("Rounds", ["key", "kind", "status", "backend", "items", "updated"], rows)
                       if rows else "No rounds yet: segbench rounds create KEY")
+
+
+def follow_up(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="The ingested round to follow up."),
+    new_key: str = typer.Argument(..., help="Name of the follow-up round.", callback=_round_key),
+    where: list[str] = typer.Option(..., "--where", help="Which items to ask again: agreement<X, "
+                                    "agreement:CONTROL<X, votes<N, suspicious or tie (repeat: any of them)."),
+) -> None:
+    """Create a follow-up round for the items of KEY that need more answers.
+
+    Same kind, questions and backend as KEY; launch and ingest it as any round. Its ingest merges
+    the answers of KEY's chain, and records per item the round that decided it. When no item
+    matches, nothing is created and the command still succeeds (exit code 0)."""
+    from segbench.annotation_ui.followups import create_follow_up, parse_condition
+    from segbench.annotation_ui.rounds import RoundStore
+    from segbench.core import clock
+
+    conditions = [parse_condition(text) for text in where]
+    store = RoundStore(_data_root(ctx) / "rounds")
+    with command_lock(ctx):
+        round_, matched = create_follow_up(store, key, new_key, conditions, clock.timestamp())
+    if round_ is None:
+        console.set_summary({"round": None, "follows_up": key, "matched": {}})
+        console.out.print(f"No item of round {key} matches {' or '.join(c.text for c in conditions)}: "
+                          "no follow-up round created.")
+        return
+    print_round(round_, f"Follow-up of {key} created")
+    console.set_summary({"round": round_, "follows_up": key, "matched": matched})
+    reasons: dict[str, int] = {}
+    for hits in matched.values():
+        for hit in hits:
+            reasons[hit] = reasons.get(hit, 0) + 1
+    console.out.print(console.table("Items per condition", ["condition", "items"], sorted(reasons.items())))
+    console.out.print(f"Next: segbench rounds launch {new_key}")

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.annotation_ui import rounds
+from segbench.annotation_ui import batches, followups, rounds
 from segbench.annotation_ui.backends import RoundBackend, backend_for
 from segbench.annotation_ui.backends.files import files_dir
 from segbench.annotation_ui.convert import merge_answers
@@ -60,19 +60,20 @@ def _backend(round_: Round, data_root: Path, url: str | None = None, files: Path
 
 @flow(name="round-launch", flow_run_name=run_name("round-launch", ("key",)))
 def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
-                 label_studio_files: Path | None = None) -> Round:
-    """Launch a created round (or relaunch it: nothing is created twice).
+                 label_studio_files: Path | None = None, batch: str | None = None) -> Round:
+    """Launch a created round (or relaunch it: nothing is created twice), or only its ``batch``.
 
     Label Studio: create (or reuse) the round's project, copy its images under the server's files
     root, import one task per item carrying the item id. Files backend: write ``tasks.csv`` and
-    ``tasks.json`` under ``data/rounds/<key>/`` for an external crowd.
+    ``tasks.json`` under ``data/rounds/<key>/`` for an external crowd. With ``batch``, only the
+    items of the batches launched so far go out (see :mod:`segbench.annotation_ui.batches`).
     """
     store = _store(data_root)
     round_ = store.load(key)
-    rounds.check_step(round_, rounds.RoundStatus.LAUNCHED, "launch")  # before any server call
+    launching, out = batches.plan_launch(round_, batch)  # status and batch checked before any server call
     round_kind(round_.kind)  # an unknown kind fails here, not after its tasks are out
-    project_id, counts = _backend(round_, data_root, label_studio_url, label_studio_files).launch(round_)
-    launched = rounds.mark_launched(round_, project_id, _now())
+    project_id, counts = _backend(round_, data_root, label_studio_url, label_studio_files).launch(launching)
+    launched = batches.mark_batches_launched(round_, project_id, out, _now())
     launched = launched.model_copy(update={"counts": {**launched.counts, **counts}})
     store.save(launched)
     get_run_logger().info("round %s launched (%s)", key, plain(counts))
@@ -110,12 +111,13 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     policy = ImportPolicy(on_error=on_error)
     previous = store.load_answers(key)  # a damaged answers file is named before any fetch
     fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
-    answers = merge_answers(previous, fetched)
+    chain = followups.merge_chain(store, round_, merge_answers(previous, fetched))  # a follow-up's chain too
+    answers = chain.answers
     controls = sorted({control for a in answers for control in a.choices})
     method = aggregation or round_.aggregation
-    items = aggregate(answers, controls, method=method)
+    items = chain.decide(aggregate(answers, controls, method=method))
     agreement = {control: agreement_summary(answers, control) for control in controls}
-    counts = {"answers": len(answers), "items": len(round_.items), "items_answered": len(items),
+    counts = {"answers": len(answers), "items": len(round_.items), "items_answered": chain.items_answered(),
               "annotators": len({a.annotator for a in answers}), "skipped": len(policy.report)}
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
@@ -125,7 +127,8 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
-    reports = {name: str(path) for name, path in kind.write_reports(ingested, items, Path(data_root)).items()}
+    reports = {name: str(path) for name, path in
+               kind.write_reports(followups.report_round(store, ingested), items, Path(data_root)).items()}
     get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
             "reports": reports}

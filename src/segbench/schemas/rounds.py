@@ -42,6 +42,8 @@ class RoundItem(BaseModel):
     width: int = Field(gt=0)
     height: int = Field(gt=0)
     data: dict[str, Any] = Field(default_factory=dict, description="extra task fields shown to people")
+    batch: str | None = Field(None, min_length=1, description="the launch phase the item belongs to (SPIN: "
+                              "super-category; CAFE: subset SM/CC/OC); None: launched with every batch")
 
     @field_validator("image")
     @classmethod
@@ -78,6 +80,9 @@ class Round(BaseModel):
     ingested_at: str | None = None
     closed_at: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    follow_up_of: str | None = Field(None, description="key of the round this one follows up (its answers merge in)")
+    launched_batches: list[str] | None = Field(
+        None, description="batches whose tasks are out after batch launches; None: every item (or none yet)")
     aggregation: str = Field("majority", description="how the last ingest aggregated choices: majority, "
                                                      "dawid-skene or glad (segbench.core.aggregation.METHODS)")
 
@@ -121,6 +126,8 @@ class ItemAnswer(BaseModel):
     polygons: dict[str, dict[str, list[Polygon]]] = Field(
         default_factory=dict, description="control → annotator → polygons (kept per annotator)"
     )
+    decided_by: str | None = Field(None, description="key of the round whose answers last decided the item "
+                                                     "(a follow-up's, or the round's own)")
 
 
 def slugify(label: str) -> str:

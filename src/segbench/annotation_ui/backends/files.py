@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
+from segbench.annotation_ui.batches import launched_ids
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results, write_file_tasks
 from segbench.annotation_ui.kinds import answer_checks
@@ -46,14 +47,17 @@ class FilesBackend:
     def launch(self, round: Round) -> tuple[None, dict[str, int]]:
         """Write the task files (again on a relaunch: the same round gives the same files)."""
         write_file_tasks(round, self.folder(round))
-        return None, {"tasks_written": len(round.items)}
+        return None, {"tasks_written": len(round.items)}  # the launched items (see batches.plan_launch)
 
     def progress(self, round: Round) -> dict[str, Any]:
         rows = self._rows(round)
         by_worker = Counter(f"worker:{row.get('WorkerId')}" for row in rows)
         done = {row.get("Input.item_id") for row in rows}
-        return {"tasks": len(round.items), "done": sum(1 for item in round.items if item.item_id in done),
-                "annotations": len(rows), "by_annotator": dict(sorted(by_worker.items()))}
+        # A round launched in batches has tasks for those batches only.
+        tasks = len(round.items) if round.launched_batches is None else len(launched_ids(round))
+        return {"tasks": tasks, "done": sum(1 for item in round.items if item.item_id in done),
+                "annotations": len(rows), "by_annotator": dict(sorted(by_worker.items())),
+                "done_items": sorted(item.item_id for item in round.items if item.item_id in done)}
 
     def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
         checks = answer_checks(round)

@@ -131,24 +131,29 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
             created, or an exported file fails the schema check.
         RoundStateError: the round has not been ingested yet.
     """
+    from segbench.annotation_ui.followups import final_key
     from segbench.annotation_ui.rounds import RoundStore
 
     data_root = Path(data_root)
     store = RoundStore(data_root / "rounds")
     round_ = _ingested_round(store.load(round_key))
+    # The merged answers of the round's follow-ups, when one is ingested (see annotation_ui.followups).
+    answers_path = store.answers_path(final_key(store, round_key))
     candidates_path = data_root / round_.dataset
     out = Path(out or data_root / "cafe")
     # The round's record is left out: it holds creation and ingest times; its key and the candidates'
     # version are params, and the answers file holds everything the export reads from the round. The
     # candidates count by the hashes their manifest lists (not its bytes, which hold a build time).
-    hashes = hash_inputs({"answers": store.answers_path(round_key)}, hint=f"segbench rounds ingest {round_key}")
+    hashes = hash_inputs({"answers": answers_path}, hint=f"segbench rounds ingest {round_key}")
     hashes["candidates_outputs"] = candidates_version(candidates_path)
     params = {"round": round_.key, "candidates": round_.dataset, "candidates_version": round_.dataset_version,
               "verified_rule": VERIFIED_RULE}
+    if answers_path != store.answers_path(round_key):
+        params["answers_of"] = answers_path.name[: -len(".answers.json")]
     build = Build(out=out, dataset="cafe", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
     files = {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}
     summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, *verdicts, round_),
-                        force=force, prepare=lambda: _verdicts(round_, candidates_path, store.answers_path(round_key)),
+                        force=force, prepare=lambda: _verdicts(round_, candidates_path, answers_path),
                         logger=get_run_logger())
     if not summary["up_to_date"]:
         get_run_logger().info("exported %d of %d candidates", summary["counts"]["samples"],

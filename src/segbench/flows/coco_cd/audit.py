@@ -44,8 +44,10 @@ def create_coco_cd_audit(
     overlap: int = 2,
     overwrite: bool = False,
     dataset_dir: str = "coco_cd",
+    batch_by_group: bool = False,
 ) -> Round:
-    """Create an audit round on a stratified sample of the COCO-CD validation split.
+    """Create an audit round on a stratified sample of the COCO-CD validation split (``batch_by_group``:
+    each item's batch is its group, for a launch group by group).
 
     Raises:
         InputError: the dataset is not built. InsufficientDataError: a group is too small.
@@ -57,7 +59,7 @@ def create_coco_cd_audit(
         raise InputError("this build has no images (built with --no-images); people need to see them",
                          path=dataset, hint="rebuild COCO-CD with images, then create the round")
     items = audit.sample_audit_items(_val_split(dataset), per_group=per_group, seed=seed, dataset_dir=dataset_dir,
-                                     size=int(manifest.params["size"]))
+                                     size=int(manifest.params["size"]), batch_by_group=batch_by_group)
     round_ = new_round(
         key=key, kind=CONTEXT_AUDIT.name, dataset=dataset_dir, dataset_version=dataset_version(dataset),
         config=RoundConfig(label_config=CONTEXT_AUDIT.label_config.name, overlap=overlap), items=items,

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results
+from segbench.annotation_ui.followups import chain, final_key
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core import clock
@@ -123,7 +124,9 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
     if results is not None:
         answers = answers_from_results(round_, Path(results), policy)
     elif store.answers_path(key).is_file():
-        answers = store.load_answers(key)
+        # The merged answers of the round's follow-ups when one is ingested, about this round's items.
+        asked = {item.item_id for item in round_.items}
+        answers = [a for a in store.load_answers(final_key(store, key)) if a.item_id in asked]
     else:
         raise InputError(f"round {key!r} has no ingested answers", item=key,
                          hint=f"run `segbench rounds ingest {key}` first, or pass --results FILE")
@@ -166,5 +169,8 @@ def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path
         logger.warning("round %s: items carry no part masks; run `segbench spin import --round %s --parts FILE`",
                        round_.key, round_.key)
         return {}
-    result = import_spin_round(data_root, round_.key)
+    # A follow-up re-imports its chain's root with the merged answers: resolved.json then says the same
+    # whichever round of the chain is ingested last.
+    root = chain(RoundStore(Path(data_root) / "rounds"), round_)[0].key
+    result = import_spin_round(data_root, root)
     return {name: Path(path) for name, path in result["paths"].items()}

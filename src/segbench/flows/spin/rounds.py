@@ -70,7 +70,7 @@ def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: s
     A part's subparts are split over pages of at most ``crowd.SUBPARTS_PER_PAGE`` (one round each,
     keyed ``<prefix>-<super>-<part>-p<k>`` when there are several), so that its polygon labels stay
     beside the image. Keys start with the super-category: its rounds form one batch, released before
-    the next super-category's (the paper's phased rollout). Each item's ``data`` (``image_id``,
+    the next super-category's (the paper's phased rollout); each item's ``batch`` is its super-category. Each item's ``data`` (``image_id``,
     ``part_ann_id``, ``object``, ``object_class``, ``part``; an optional ``part_rle`` is kept) gains
     ``subparts``: the page's subparts asked for its object class (an item with none on a page is
     not in that page's round).
@@ -100,7 +100,7 @@ def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: s
             for item in members:
                 names = [s.name for s in entry.subparts if s.name in page and s.applies_to(item.data["object_class"])]
                 if names:
-                    ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}}))
+                    ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}, "batch": obj}))
             if not ready:
                 continue
             config = RoundConfig(label_config=crowd.LABEL_CONFIG, overlap=overlap,

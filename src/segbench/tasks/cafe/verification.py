@@ -48,9 +48,10 @@ def outline(image: Image.Image, mask: np.ndarray, *, width: int = OUTLINE_WIDTH,
 
 
 def round_items(candidates: Iterable[Candidate], candidates_dir: str) -> list[RoundItem]:
-    """One item per candidate: its review image (under the data root) with q+, q- and the edit type."""
+    """One item per candidate: its review image (under the data root) with q+, q- and the edit type;
+    its batch is the subset (SM, CC or OC), so a round can be launched one subset at a time."""
     return [RoundItem(item_id=str(c.id), image=f"{candidates_dir}/{c.review_image}", width=c.target.width,
-                      height=c.target.height,
+                      height=c.target.height, batch=c.plan.edit_type.abbr,
                       data={"q_pos": c.plan.q_pos, "q_neg": c.plan.q_neg, "edit_type": c.plan.edit_type.value})
             for c in sorted(candidates, key=lambda c: c.id)]
 

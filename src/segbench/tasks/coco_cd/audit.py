@@ -23,12 +23,14 @@ GROUP_NAMES = ("cat indoors", "cat outdoors", "dog indoors", "dog outdoors")  # 
 
 
 def sample_audit_items(
-    val_split: Mapping[str, Any], *, per_group: int, seed: int, dataset_dir: str, size: int
+    val_split: Mapping[str, Any], *, per_group: int, seed: int, dataset_dir: str, size: int,
+    batch_by_group: bool = False,
 ) -> list[RoundItem]:
     """``per_group`` images from each group of a COCO-CD val split, as round items.
 
     Items show the dataset's resized images (``size`` × ``size``, the build's ``size`` param) and
-    carry no automatic label (people must not see it); the audit reads it from the split.
+    carry no automatic label (people must not see it); the audit reads it from the split. With
+    ``batch_by_group`` each item's batch is its group (``cat-indoors`` ...), to launch group by group.
 
     Raises:
         InsufficientDataError: a group has fewer than ``per_group`` images.
@@ -46,7 +48,8 @@ def sample_audit_items(
             )
         for image in rng.sample(sorted(images, key=lambda i: i["id"]), per_group):
             items.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
-                                   width=size, height=size))
+                                   width=size, height=size,
+                                   batch=GROUP_NAMES[group].replace(" ", "-") if batch_by_group else None))
     return sorted(items, key=lambda item: int(item.item_id))
 
 
