@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
-from scipy.optimize import linear_sum_assignment
 
 from segbench.core.errors import InputError
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions, visible_predictions
@@ -77,6 +76,9 @@ def _tps_of_matrix(ious: np.ndarray) -> np.ndarray:
         # A single match: its IoU is the maximum whichever tied cell the solver would pick.
         scores = np.array([ious.max()])
     else:
+        # Imported here: scipy.optimize costs ~0.3 s of start-up and most evaluations never need it.
+        from scipy.optimize import linear_sum_assignment
+
         rows, cols = linear_sum_assignment(-ious)
         scores = ious[rows, cols]
     return np.count_nonzero(scores[:, None] >= IOU_THRESHOLDS[None, :], axis=0)
