@@ -35,7 +35,8 @@ from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
 from segbench.core.io import read_json
-from segbench.tasks.cafe.rle_checks import check_compressed_rles
+from segbench.tasks.cafe.prediction_columns import usual_columns
+from segbench.tasks.cafe.rle_checks import check_compressed_counts, check_compressed_rles
 
 PREDICTION_KEYS = ("image_id", "category_id", "segmentation", "score")
 _PREDICTION_KEY_SET = frozenset(PREDICTION_KEYS)
@@ -314,6 +315,16 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
     if not isinstance(data, list):
         raise InputError(f"predictions must be a JSON list of results, got {type(data).__name__}", path=path,
                          hint="write [{image_id, category_id, segmentation, score}, ...] (COCO results format)")
+    columns = usual_columns(data, gt.images, known_image_ids)
+    if columns is not None:
+        by_image_, cats_, scores_, counts, size, kept, ignored_ = columns
+        sizes = size.tolist()
+        check_compressed_counts(counts, size[:, 0] * size[:, 1], path,
+                                lambda k: f"prediction {kept[k]} (image {data[kept[k]]['image_id']})")
+        return Predictions(path=path, by_image=by_image_, category_id=np.asarray(cats_, dtype=np.int64),
+                           score=np.asarray(scores_, dtype=np.float64),
+                           rles=[{"size": hw, "counts": c} for hw, c in zip(sizes, counts, strict=True)],
+                           ignored=dict(sorted(ignored_.items())))
     by_image: dict[int, list[int]] = defaultdict(list)
     ignored: Counter[int] = Counter()
     cats, scores, rles = [], [], []

@@ -1,0 +1,62 @@
+"""The usual COCO results file, validated column by column instead of item by item.
+
+:func:`segbench.tasks.cafe.cgf1_inputs.load_predictions` checks every prediction in a Python loop
+that names the first broken item. Almost every file breaks no rule, and most of that loop's time is
+per-item bookkeeping, so :func:`usual_columns` first tries the whole file at once: one pass per
+field, type tests on sets of types, sizes compared as arrays. It accepts only files in which every
+item takes the loop's fast path (plain JSON types, compressed RLEs of the image's size), and returns
+``None`` for anything else, so that the loop runs and names what is wrong: both give the same result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+_INT = frozenset({int})
+_NUMBER = frozenset({int, float})
+
+
+def usual_columns(data: list[Any], images: Mapping[int, Mapping[str, Any]], known_image_ids: set[int] | None,
+                  ) -> tuple[dict[int, list[int]], list[int], list[float], list[bytes], np.ndarray, list[int],
+                             Counter[int]] | None:
+    """``(by_image, category ids, scores, counts, (n, 2) sizes, kept item indices, ignored)`` of the
+    predictions whose image is in ``images``, or ``None`` when some item needs the per-item checks."""
+    try:
+        image_ids = [p["image_id"] for p in data]
+        categories = [p["category_id"] for p in data]
+        scores = [p["score"] for p in data]
+        if not (set(map(type, image_ids)) <= _INT and set(map(type, categories)) <= _INT
+                and set(map(type, scores)) <= _NUMBER and all(map(math.isfinite, scores))):
+            return None
+        segmentations = [p["segmentation"] for p in data]
+    except (KeyError, TypeError, OverflowError):  # not an object, a missing key, an int beyond floats
+        return None
+    if known_image_ids is not None and not known_image_ids.issuperset(image_ids):
+        return None
+    kept = [j for j, image_id in enumerate(image_ids) if image_id in images]
+    ignored = Counter(i for i in image_ids if i not in images) if len(kept) < len(data) else Counter()
+    segs = [segmentations[j] for j in kept]
+    if not set(map(type, segs)) <= {dict}:
+        return None
+    counts = [s.get("counts") for s in segs]
+    sizes = [s.get("size") for s in segs]
+    if not (set(map(type, counts)) <= {str} and set(map(type, sizes)) <= {list} and all(len(s) == 2 for s in sizes)):
+        return None
+    size = np.asarray(sizes, dtype=object)
+    if size.shape != (len(kept), 2) or not set(map(type, size.ravel().tolist())) <= _INT:
+        return None
+    size = size.astype(np.int64)
+    expected = np.asarray([(images[image_ids[j]]["height"], images[image_ids[j]]["width"]) for j in kept],
+                          dtype=np.int64).reshape(-1, 2)
+    if not np.array_equal(size, expected):
+        return None
+    by_image: dict[int, list[int]] = {}
+    for index, j in enumerate(kept):
+        by_image.setdefault(image_ids[j], []).append(index)
+    return (by_image, [categories[j] for j in kept], [float(scores[j]) for j in kept],
+            [c.encode("utf-8", "replace") for c in counts], size, kept, ignored)
