@@ -92,6 +92,11 @@ class GroundTruth:
                 for _ in range(self.multiplicity[cat])]
 
     @property
+    def multiplicity_repeats(self) -> bool:
+        """Whether a category is listed more than once (COCOeval then sees its annotations again)."""
+        return len(self.multiplicity) != len(self.cat_ids)
+
+    @property
     def multiplicity(self) -> dict[Any, int]:
         if self._multiplicity is None:
             self._multiplicity = dict(Counter(self.cat_ids))
