@@ -107,17 +107,19 @@ def image_tps(ious: np.ndarray, scores: np.ndarray, thresholds: np.ndarray) -> t
 
 
 def _single_masks(gt: GroundTruth) -> dict[int, list[dict[str, Any]]] | None:
-    """Each image's non-crowd annotations, when COCOeval sees every annotation of the file once under
-    its own image (categories listed once, every annotation's category listed, unique annotation ids);
-    ``None`` otherwise. Order within an image does not matter to the images that use it (at most one)."""
-    if gt.multiplicity_repeats or any(a["category_id"] not in gt.multiplicity for a in gt.ann_index.values()):
-        return None
-    if len(gt.ann_index) != sum(map(len, gt.ann_ids_by_image.values())):
+    """Each image's non-crowd annotations that COCOeval sees, when it sees each annotation of the file
+    once under its own image (no category listed twice, unique annotation ids); ``None`` otherwise.
+    Annotations of unlisted categories are never seen. Order within an image does not matter to the
+    images that use this (at most one annotation)."""
+    if gt.multiplicity_repeats or len(gt.ann_index) != sum(map(len, gt.ann_ids_by_image.values())):
         return None
     out: dict[int, list[dict[str, Any]]] = {}
-    for ann in gt.ann_index.values():
-        if not ann["iscrowd"]:
-            out.setdefault(ann["image_id"], []).append(ann)
+    try:
+        for ann in gt.ann_index.values():
+            if not ann["iscrowd"] and ann["category_id"] in gt.multiplicity:
+                out.setdefault(ann["image_id"], []).append(ann)
+    except TypeError:  # an unhashable category id: left to the image-by-image path
+        return None
     return out
 
 
