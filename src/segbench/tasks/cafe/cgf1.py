@@ -28,6 +28,7 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
+from segbench.core.gc_pause import collection_paused
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions, visible_predictions
 from segbench.tasks.cafe.mask_ious import grouped_ious
 
@@ -245,6 +246,7 @@ def select_oracle(per_gt: Sequence[ImageCounts]) -> ImageCounts:
                        pick([c.ngt for c in per_gt]))
 
 
+@collection_paused()
 def evaluate_counts(gts: Sequence[GroundTruth], preds: Predictions, thresholds: Sequence[float],
                     image_ids: Sequence[int] | None = None, target_ious: TargetIous | None = None) -> ImageCounts:
     """Counts of every evaluated image (:func:`evaluation_image_ids`, or ``image_ids``) at each

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from segbench.core.errors import InputError
+from segbench.core.gc_pause import collection_paused
 from segbench.schemas.cafe import TAU_SWEEP
 from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.cgf1 import TargetIous, accumulate, evaluate_counts, evaluation_image_ids, summarize
@@ -216,6 +217,7 @@ def tau_sweep(pairs: CafePairs, score_threshold: float, taus: Sequence[float]) -
     return {"tau": list(taus), **tables}
 
 
+@collection_paused()
 def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float = 0.5, iou_threshold: float = 0.3,
                   taus: Sequence[float] = TAU_SWEEP, image_ids: set[int] | None = None) -> dict[str, Any]:
     """The CAFE table per subset and Overall (target-aware counts, rates, cgF1 family) and the τ sweep.
@@ -240,6 +242,7 @@ def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float
     return out
 
 
+@collection_paused()
 def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CALIBRATION_GRID,
               image_ids: set[int] | None = None) -> dict[str, Any]:
     """The score threshold maximising Overall cgF1 on ``image_ids`` (all images by default).

@@ -1,4 +1,4 @@
-"""The usual COCO results file, validated column by column instead of item by item.
+"""The usual COCO results and ground-truth files, validated column by column instead of item by item.
 
 :func:`segbench.tasks.cafe.cgf1_inputs.load_predictions` checks every prediction in a Python loop
 that names the first broken item. Almost every file breaks no rule, and most of that loop's time is
@@ -6,6 +6,8 @@ per-item bookkeeping, so :func:`usual_columns` first tries the whole file at onc
 field, type tests on sets of types, sizes compared as arrays. It accepts only files in which every
 item takes the loop's fast path (plain JSON types, compressed RLEs of the image's size), and returns
 ``None`` for anything else, so that the loop runs and names what is wrong: both give the same result.
+The ground truth's images and annotations are tried the same way (:func:`usual_images`,
+:func:`usual_annotations`, :func:`usual_compressed`).
 """
 
 from __future__ import annotations
@@ -60,3 +62,54 @@ def usual_columns(data: list[Any], images: Mapping[int, Mapping[str, Any]], know
         by_image.setdefault(image_ids[j], []).append(index)
     return (by_image, [categories[j] for j in kept], [float(scores[j]) for j in kept],
             [c.encode("utf-8", "replace") for c in counts], size, kept, ignored)
+
+
+def usual_images(entries: list[Any]) -> dict[int, Any] | None:
+    """``id -> entry`` (the last entry winning) when every entry has an integer ``id``, positive integer
+    ``height`` and ``width`` and an ``is_instance_exhaustive``; else ``None``."""
+    try:
+        ids = [img["id"] for img in entries]
+        heights = [img["height"] for img in entries]
+        widths = [img["width"] for img in entries]
+        for img in entries:
+            img["is_instance_exhaustive"]  # noqa: B018 -- a KeyError sends the file to the checks that name it
+    except (KeyError, TypeError):
+        return None
+    if not (set(map(type, ids)) <= _INT and set(map(type, heights)) <= _INT and set(map(type, widths)) <= _INT):
+        return None
+    if entries and (min(heights) <= 0 or min(widths) <= 0):
+        return None
+    return dict(zip(ids, entries, strict=True))
+
+
+def usual_annotations(annotations: list[Any], images: Mapping[int, Any]) -> bool:
+    """Whether every annotation is an object with ``id``, ``image_id`` (of a listed image),
+    ``category_id``, ``segmentation`` and ``iscrowd``."""
+    try:
+        for key in ("id", "category_id", "segmentation", "iscrowd"):
+            for ann in annotations:
+                ann[key]  # noqa: B018 -- a KeyError sends the file to the checks that name it
+        return images.keys() >= {ann["image_id"] for ann in annotations}
+    except (KeyError, TypeError):  # not an object, a missing key, an unhashable image_id
+        return False
+
+
+def usual_compressed(annotations: list[Any], images: Mapping[int, Mapping[str, Any]],
+                     ) -> tuple[list[bytes], np.ndarray] | None:
+    """``(counts, pixels)`` of every annotation when each segmentation is a compressed RLE (``counts`` a
+    string) of its image's size; else ``None``."""
+    segs = [ann["segmentation"] for ann in annotations]
+    if not set(map(type, segs)) <= {dict}:
+        return None
+    counts = [seg.get("counts") for seg in segs]
+    sizes = [seg.get("size") for seg in segs]
+    if not (set(map(type, counts)) <= {str} and set(map(type, sizes)) <= {list} and all(len(s) == 2 for s in sizes)):
+        return None
+    size = np.asarray(sizes, dtype=object).reshape(-1, 2)
+    if not set(map(type, size.ravel().tolist())) <= _INT:
+        return None
+    expected = [(images[ann["image_id"]]["height"], images[ann["image_id"]]["width"]) for ann in annotations]
+    size = size.astype(np.int64)
+    if not np.array_equal(size, np.asarray(expected, dtype=np.int64).reshape(-1, 2)):
+        return None
+    return [c.encode("utf-8", "replace") for c in counts], size[:, 0] * size[:, 1]
