@@ -317,6 +317,12 @@ def command_overhead(quick: bool) -> list[Row]:
     return commands.command_overhead(quick, result)
 
 
+def evaluate_commands(quick: bool) -> list[Row]:
+    import commands
+
+    return commands.evaluate_commands(quick, result)
+
+
 def rounds_status(quick: bool) -> list[Row]:
     import commands
 
@@ -325,7 +331,8 @@ def rounds_status(quick: bool) -> list[Row]:
 
 ROWS: dict[str, Callable[[bool], list[Row]]] = {
     "coco_cd": coco_cd, "nouns": noun_mining, "cafe": cafe, "llm": llm_stage, "noop": noop_rebuild,
-    "dask": dask_scale_out, "overhead": command_overhead, "status": rounds_status,
+    "dask": dask_scale_out, "overhead": command_overhead, "eval_commands": evaluate_commands,
+    "status": rounds_status,
 }
 
 
