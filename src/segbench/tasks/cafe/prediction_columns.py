@@ -49,14 +49,9 @@ def usual_columns(data: list[Any], images: Mapping[int, Mapping[str, Any]], know
     sizes = [s.get("size") for s in segs]
     if not (set(map(type, counts)) <= {str} and set(map(type, sizes)) <= {list} and all(len(s) == 2 for s in sizes)):
         return None
-    size = np.asarray(sizes, dtype=object)
-    if size.shape != (len(kept), 2) or not set(map(type, size.ravel().tolist())) <= _INT:
+    if not _same_sizes(sizes, [image_ids[j] for j in kept], images):
         return None
-    size = size.astype(np.int64)
-    expected = np.asarray([(images[image_ids[j]]["height"], images[image_ids[j]]["width"]) for j in kept],
-                          dtype=np.int64).reshape(-1, 2)
-    if not np.array_equal(size, expected):
-        return None
+    size = np.asarray(sizes, dtype=np.int64).reshape(-1, 2)
     by_image: dict[int, list[int]] = {}
     for index, j in enumerate(kept):
         by_image.setdefault(image_ids[j], []).append(index)
@@ -105,11 +100,15 @@ def usual_compressed(annotations: list[Any], images: Mapping[int, Mapping[str, A
     sizes = [seg.get("size") for seg in segs]
     if not (set(map(type, counts)) <= {str} and set(map(type, sizes)) <= {list} and all(len(s) == 2 for s in sizes)):
         return None
-    size = np.asarray(sizes, dtype=object).reshape(-1, 2)
-    if not set(map(type, size.ravel().tolist())) <= _INT:
+    if not _same_sizes(sizes, [ann["image_id"] for ann in annotations], images):
         return None
-    expected = [(images[ann["image_id"]]["height"], images[ann["image_id"]]["width"]) for ann in annotations]
-    size = size.astype(np.int64)
-    if not np.array_equal(size, np.asarray(expected, dtype=np.int64).reshape(-1, 2)):
-        return None
+    size = np.asarray(sizes, dtype=np.int64).reshape(-1, 2)
     return [c.encode("utf-8", "replace") for c in counts], size[:, 0] * size[:, 1]
+
+
+def _same_sizes(sizes: list[list[Any]], image_ids: list[int], images: Mapping[int, Mapping[str, Any]]) -> bool:
+    """Whether every ``size`` (a 2-list) holds plain ints equal to its image's ``[height, width]``."""
+    if not set(map(type, (v for size in sizes for v in size))) <= _INT:
+        return False
+    shapes = {i: [img["height"], img["width"]] for i, img in images.items()}
+    return sizes == [shapes[i] for i in image_ids]  # one comparison in C; the types are checked above
