@@ -1,18 +1,13 @@
-"""CAFE evaluation speed: the vectorised evaluator against a straightforward per-image loop.
+"""CAFE evaluation speed: the data, segbench's side and the output checks of ``bench/run.py --only cafe``.
 
-Generates a seeded CAFE-like export (default 10k pairs = 20k images of 256-640 px, one target mask
-per positive, 0-4 predictions per image: jittered copies of the target, other blobs, scores around
-the 0.5 threshold) and scores it twice from the same parsed JSON:
+Generates a seeded CAFE-like export (10k pairs = 20k images of 256-640 px, one target mask per
+positive, 0-4 predictions per image: jittered copies of the target, other blobs, scores around the
+0.5 threshold). The rows themselves are ``bench/rows.py``'s ``cafe``: cgF1 against SAM3's evaluator's
+algorithm and the CAFE table against CAFE's script's algorithm (``segbench.tasks.cafe.reference``),
+each with its output check. Run standalone, this prints those rows:
 
-- fast: ``segbench.tasks.cafe.metrics.evaluate_cafe`` (validation and indexing included);
-- reference: ``segbench.tasks.cafe.reference.reference_cafe``: one pycocotools ``COCOeval`` per
-  image with ``COCO.loadRes``, and a Python loop over pairs, as SAM3's and CAFE's scripts do.
-
-Asserts identical numbers (1e-9) and prints both times and the ratio. ``bench/run.py --only cafe`` has the
-rows: cgF1 and the CAFE table against the algorithms of SAM3's evaluator and CAFE's script.
-
-    .venv/bin/python bench/cafe_eval.py               # 10k pairs
-    .venv/bin/python bench/cafe_eval.py --pairs 1000  # a quick check
+    .venv/bin/python bench/cafe_eval.py                    # 2k and 10k pairs, as bench/run.py
+    .venv/bin/python bench/cafe_eval.py --pairs 1000       # a quick check
 """
 
 from __future__ import annotations
@@ -29,7 +24,6 @@ from segbench.schemas.cafe import TAU_SWEEP
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS, build_pairs, cgf1_by_subset, evaluate_cafe, tau_sweep
-from segbench.tasks.cafe.reference import reference_cafe
 
 EDIT_TYPES = ("Superficial Mimicry", "Context Conflict", "Ontological Conflict")
 TABLE_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP", "AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR",
@@ -123,32 +117,14 @@ def compare_cgf1(ours: dict[str, Any], ref: dict[str, Any]) -> None:
         assert math.isclose(ours[key], ref[ref_key], abs_tol=1e-9), key
 
 
-def compare(ours: dict[str, Any], ref: dict[str, Any]) -> None:
-    compare_table(ours, ref)
-    for subset in (*SUBSETS, OVERALL):
-        for key, ref_key in CGF1_KEYS.items():
-            assert math.isclose(ours[subset][key], ref[subset]["cgF1_summary"][ref_key], abs_tol=1e-9), (subset, key)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pairs", type=int, nargs="+", default=[2000, 10_000])
     args = parser.parse_args()
+    import rows
+    import run
 
-    start = time.perf_counter()
-    gt, predictions = generate(args.pairs, args.seed)
-    print(f"generated {args.pairs} pairs, {len(predictions)} predictions in {time.perf_counter() - start:.1f} s")
-    start = time.perf_counter()
-    ours = fast(gt, predictions)
-    t_fast = time.perf_counter() - start
-    start = time.perf_counter()
-    ref = reference_cafe(gt, predictions)
-    t_ref = time.perf_counter() - start
-    compare(ours, ref)
-    overall = ours[OVERALL]
-    print(f"Overall: N {overall['N']}, cgF1 {overall['cgF1']:.4f}, AFPR {overall['AFPR']:.4f} (identical in both)")
-    print(f"fast {t_fast:.2f} s, reference {t_ref:.2f} s, ratio {t_ref / t_fast:.1f}x (target >= 3x)")
+    print(run.text_table(rows.cafe(False, tuple(args.pairs))))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 * ``overhead``: ``segbench evaluate cgf1`` on a tiny input with ``segbench server`` up, minus the
   same flow run in a warm process on the same server: what a command costs beyond its work
   (interpreter, imports, settings, the flow run's API calls). Target <= 1.5 s.
+* ``eval_commands``: ``segbench evaluate cgf1`` and ``segbench evaluate cafe`` on 10k CAFE pairs
+  (``bench/cafe_eval.py``'s data) with ``segbench server`` up, against the public evaluators'
+  algorithms run as commands on the same files (``bench/public_baselines.py``); outputs compared.
 * ``status``: ``segbench rounds status`` on a round of the demo's size (files backend, answers
   in the results folder), against ``segbench --version``, the floor of any command. Target <= 1 s.
 
@@ -82,6 +85,57 @@ def command_overhead(quick: bool, result: Any) -> list[dict[str, Any]]:
                    baseline=flow_s, ratio=overhead / flow_s, target="<= 1.5 s", passed=overhead <= 1.5,
                    detail={"command_wall_s": round(process_s, 3), "command_cpu_s": round(process_cpu, 3),
                            "flow_in_warm_process_s": round(flow_s, 3), "runs": REPEAT})]
+
+
+def evaluate_commands(quick: bool, result: Any) -> list[dict[str, Any]]:
+    from cafe_eval import compare_cgf1, compare_table, generate
+
+    from segbench import prefect_server
+    from segbench.core.io import FLOAT_DIGITS, canonical_json
+
+    pairs = 2000 if quick else 10_000
+    repeat = 1 if quick else REPEAT
+    gt, predictions = generate(pairs, 0)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-eval-commands-") as tmp:
+        root = Path(tmp)
+        (root / "gt.json").write_text(json.dumps(gt))
+        (root / "preds.json").write_text(json.dumps(predictions))
+        work = root / "work"
+        prefect_server.start_server(work, tied=True)
+        try:
+            env = _user_env(work)
+            for name, compare, target in (("cgf1", compare_cgf1, 3.0), ("cafe", compare_table, 2.0)):
+                out = root / "data" / name
+                command = [*SEGBENCH, "--work-dir", str(work), "--data-root", str(root / "data"), "evaluate", name,
+                           "--gt", str(root / "gt.json"), "--predictions", str(root / "preds.json"),
+                           "--out", str(out), "--force"]
+                ours_s, ours_cpu = _wall(command, env, root, repeat)
+                baseline = [sys.executable, str(Path(__file__).with_name("public_baselines.py")), name,
+                            str(root / "gt.json"), str(root / "preds.json"), str(root / f"{name}-baseline.json")]
+                base_s, base_cpu = _wall(baseline, env, root, repeat)
+                ours = json.loads((out / "metrics.json").read_text())["metrics"]
+                # metrics.json holds floats rounded to FLOAT_DIGITS: the baseline's numbers, rounded alike
+                ref = json.loads(canonical_json(json.loads((root / f"{name}-baseline.json").read_text())))
+                rows.append(result(f"segbench evaluate {name} / public algorithm, both as processes ({pairs} pairs)",
+                                   measured=ours_s, baseline=base_s, ratio=base_s / ours_s,
+                                   target=f">= {target:g}x faster", passed=base_s / ours_s >= target,
+                                   checks={f"identical numbers ({FLOAT_DIGITS} decimals, as in metrics.json)": _agrees(compare, ours, ref)},
+                                   detail={"pairs": pairs, "runs": repeat, "segbench_cpu_s": round(ours_cpu, 3),
+                                           "baseline_cpu_s": round(base_cpu, 3),
+                                           "segbench_also_computes": "report, plots" + (
+                                               ", per-subset cgF1, tau sweep" if name == "cafe" else "")}))
+        finally:
+            prefect_server.stop_server(work)
+    return rows
+
+
+def _agrees(compare: Any, ours: Any, ref: Any) -> bool:
+    try:
+        compare(ours, ref)
+    except (AssertionError, KeyError, TypeError):
+        return False
+    return True
 
 
 def _in_process_flow(root: Path, work: Path, api_url: str) -> float:

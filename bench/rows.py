@@ -150,21 +150,22 @@ def _agrees(check: Callable[[Any, Any], None], ours: Any, ref: Any) -> bool:
     return True
 
 
-def cafe(quick: bool) -> list[Row]:
+def cafe(quick: bool, pair_counts: tuple[int, ...] | None = None) -> list[Row]:
     """cgF1 and the CAFE table against faithful reimplementations of the public evaluators.
 
     cgF1: SAM3's ``CGF1Evaluator`` algorithm (one ``COCOeval`` per image, results through ``loadRes``).
     CAFE table: CAFE's ``eval_cafe_metrics.py`` algorithm (a Python loop over pairs, pycocotools IoUs
     with the target) — it computes the target-aware table only, while segbench's time includes the
     per-subset cgF1 and the τ sweep. Both sides start from the same parsed JSON; segbench's time
-    includes validating and indexing it.
+    includes validating and indexing it (the reference validates nothing). ``pair_counts`` overrides
+    the scales (``bench/cafe_eval.py --pairs``).
     """
     from cafe_eval import compare_cgf1, compare_table, fast, fast_cgf1, fast_steps, generate
 
     from segbench.tasks.cafe.reference import reference_cgf1, reference_target_aware
 
     rows = []
-    for pairs in ((500, 2000) if quick else (2000, 10_000)):
+    for pairs in pair_counts or ((500, 2000) if quick else (2000, 10_000)):
         gt, predictions = generate(pairs, 0)
         detail = {"pairs": pairs, "images": len(gt["images"]), "predictions": len(predictions)}
         ours, t_ours = _timed(fast_cgf1, gt, predictions)
@@ -316,6 +317,12 @@ def command_overhead(quick: bool) -> list[Row]:
     return commands.command_overhead(quick, result)
 
 
+def evaluate_commands(quick: bool) -> list[Row]:
+    import commands
+
+    return commands.evaluate_commands(quick, result)
+
+
 def rounds_status(quick: bool) -> list[Row]:
     import commands
 
@@ -350,8 +357,8 @@ def crowd(quick: bool) -> list[Row]:
 
 ROWS: dict[str, Callable[[bool], list[Row]]] = {
     "coco_cd": coco_cd, "nouns": noun_mining, "cafe": cafe, "llm": llm_stage, "noop": noop_rebuild,
-    "dask": dask_scale_out, "overhead": command_overhead, "status": rounds_status,
-    "crowd": crowd,
+    "dask": dask_scale_out, "overhead": command_overhead, "eval_commands": evaluate_commands,
+    "status": rounds_status, "crowd": crowd,
 }
 
 

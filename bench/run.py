@@ -9,7 +9,8 @@ nouns (noun mining vs spaCy's full pipeline), cafe (cgF1 and the CAFE table at 2
 of SAM3's evaluator and CAFE's script),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
 must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead (a
-command's cost beyond its flow's work, with `segbench server` up), status (`rounds status` against
+command's cost beyond its flow's work, with `segbench server` up), eval_commands (`segbench evaluate
+cgf1|cafe` on 10k pairs as processes vs the public algorithms as processes), status (`rounds status` against
 `segbench --version`), crowd (a simulated crowd with 0/20/40% spammers: true labels and masks
 recovered by gold filtering and Dawid-Skene against plain majority vote; ``bench/crowd.py``).
 
@@ -32,7 +33,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "status", "crowd")
+ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "eval_commands", "status", "crowd")
 HEADER = ("row", "measured", "baseline", "ratio", "target", "result")
 
 

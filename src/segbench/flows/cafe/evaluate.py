@@ -27,6 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.gc_pause import collection_paused
 from segbench.core.io import read_json
 from segbench.core.reports import cell
 from segbench.core.versioning import DatasetSource
@@ -186,7 +187,8 @@ def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold:
     """Read the ground truths and predictions and compute the cgF1 summary (oracle over ``gts``), or
     with ``each`` one summary per ground truth: ``{"files": [{"ground_truth", "ignored", ...summary}]}``."""
     truths = [read_ground_truth(path) for path in gts]
-    data = read_json(predictions)
+    with collection_paused():  # parsing creates a container per JSON object; none forms a cycle
+        data = read_json(predictions)
     known = {i for truth in truths for i in truth.images} if len(truths) > 1 else None
     if not each:
         preds = load_predictions(data, predictions, truths[0], known)

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
-from scipy.optimize import linear_sum_assignment
 
 from segbench.core.errors import InputError
+from segbench.core.gc_pause import collection_paused
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions, visible_predictions
+from segbench.tasks.cafe.mask_ious import grouped_ious
 
 # Built exactly as pycocotools' Params builds them: cgF1@0.75 is looked up by float equality.
 IOU_THRESHOLDS = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
@@ -77,6 +78,9 @@ def _tps_of_matrix(ious: np.ndarray) -> np.ndarray:
         # A single match: its IoU is the maximum whichever tied cell the solver would pick.
         scores = np.array([ious.max()])
     else:
+        # Imported here: scipy.optimize costs ~0.3 s of start-up and most evaluations never need it.
+        from scipy.optimize import linear_sum_assignment
+
         rows, cols = linear_sum_assignment(-ious)
         scores = ious[rows, cols]
     return np.count_nonzero(scores[:, None] >= IOU_THRESHOLDS[None, :], axis=0)
@@ -103,9 +107,29 @@ def image_tps(ious: np.ndarray, scores: np.ndarray, thresholds: np.ndarray) -> t
     return tps, ndt
 
 
+def _single_masks(gt: GroundTruth) -> dict[int, list[dict[str, Any]]] | None:
+    """Each image's non-crowd annotations that COCOeval sees, when it sees each annotation of the file
+    once under its own image (no category listed twice, unique annotation ids); ``None`` otherwise.
+    Annotations of unlisted categories are never seen. Order within an image does not matter to the
+    images that use this (at most one annotation)."""
+    if gt.multiplicity_repeats or len(gt.ann_index) != sum(map(len, gt.ann_ids_by_image.values())):
+        return None
+    out: dict[int, list[dict[str, Any]]] = {}
+    try:
+        for ann in gt.ann_index.values():
+            if not ann["iscrowd"] and ann["category_id"] in gt.multiplicity:
+                out.setdefault(ann["image_id"], []).append(ann)
+    except TypeError:  # an unhashable category id: left to the image-by-image path
+        return None
+    return out
+
+
 def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], thresholds: np.ndarray,
                  target_ious: TargetIous | None = None) -> ImageCounts:
     """Evaluate each image of ``image_ids`` against one ground-truth file at every score threshold.
+
+    Images with at most one non-crowd ground truth (CAFE's, and most of SA-Co's) are counted all at
+    once (:func:`_count_single`); the others one by one, with the optimal matching.
 
     Raises:
         InputError: an image with predictions is not in this ground truth (``loadRes`` refuses it),
@@ -115,15 +139,21 @@ def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], 
     tps = np.zeros((n_t, n_img, N_IOU), dtype=np.int64)
     ndt = np.zeros((n_t, n_img), dtype=np.int64)
     ngt = np.zeros((n_t, n_img), dtype=np.int64)
-    # One ground truth, one score threshold (the usual CAFE image): the best kept IoU decides the TPs,
-    # whichever cell the solver would pick; they are compared with the IoU thresholds all at once.
-    single_at, single_best = [], []
+    singles = _single_masks(gt)
+    single_at: list[int] = []  # images counted by _count_single, and their one annotation (or None)
+    single_ann: list[dict[str, Any] | None] = []
     for j, image_id in enumerate(image_ids):
         if preds.by_image.get(image_id) and image_id not in gt.images:
             raise InputError(f"image {image_id} has predictions but is not in this ground truth", path=gt.path,
                              item=f"image {image_id}", hint="every ground-truth file must list the evaluated images")
         if image_id not in gt.ann_ids_by_image and not preds.by_image.get(image_id):
             continue  # IL_TN: nothing to look at
+        if singles is not None and len(anns := singles.get(image_id, ())) <= 1:
+            if anns:
+                gt.rle(anns[0])  # checks the segmentation, as the matching below would
+            single_at.append(j)
+            single_ann.append(anns[0] if anns else None)
+            continue
         anns = [a for a in gt.visible_annotations(image_id) if not a["iscrowd"]]
         gt_rles = [gt.rle(a) for a in anns]
         ngt[:, j] = len(gt_rles)
@@ -131,26 +161,54 @@ def count_images(gt: GroundTruth, preds: Predictions, image_ids: Sequence[int], 
         if not len(dt_index):
             continue
         scores = preds.score[dt_index]
-        if len(anns) == 1 and target_ious is not None and target_ious.target.get(image_id) is anns[0]:
-            ious = target_ious.iou[dt_index][:, None]
-        elif gt_rles:
-            ious = np.asarray(mask_utils.iou([preds.rles[i] for i in dt_index], gt_rles, [0] * len(gt_rles)))
-        else:
-            ious = np.zeros((len(dt_index), 0))
         if not gt_rles:  # IL_FP: no match to make
             ndt[:, j] = np.count_nonzero(scores[None, :] >= thresholds[:, None], axis=1)
             continue
-        if n_t == 1 and len(gt_rles) == 1:
-            kept = scores >= thresholds[0]
-            ndt[0, j] = int(kept.sum())
-            if ndt[0, j]:
-                single_at.append(j)
-                single_best.append(ious[kept, 0].max())
-            continue
+        ious = np.asarray(mask_utils.iou([preds.rles[i] for i in dt_index], gt_rles, [0] * len(gt_rles)))
         tps[:, j], ndt[:, j] = image_tps(ious, scores, thresholds)
     if single_at:
-        tps[0, single_at] = np.asarray(single_best)[:, None] >= IOU_THRESHOLDS[None, :]
+        at = np.asarray(single_at, dtype=np.int64)
+        tps[:, at], ndt[:, at], ngt[:, at] = _count_single(gt, preds, [image_ids[j] for j in single_at], single_ann,
+                                                           thresholds, target_ious)
     return ImageCounts(np.asarray(image_ids, dtype=np.int64), tps, ndt, ngt)
+
+
+def _count_single(gt: GroundTruth, preds: Predictions, image_ids: list[int], anns: list[dict[str, Any] | None],
+                  thresholds: np.ndarray, target_ious: TargetIous | None,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``tps``, ``ndt``, ``ngt`` of images with at most one non-crowd ground truth (``anns``), at once.
+
+    With one ground truth the matching keeps the best kept IoU, whichever tied cell the solver would
+    pick; predictions of categories COCOeval does not see are dropped (each seen category is listed once).
+    """
+    n_t, n = len(thresholds), len(image_ids)
+    members = [[i for i in preds.by_image.get(image_id, ()) if preds.category_id[i] in gt.multiplicity]
+               if preds.by_image.get(image_id) else [] for image_id in image_ids]
+    sizes = np.fromiter(map(len, members), dtype=np.int64, count=n)
+    index = np.asarray([i for m in members for i in m], dtype=np.int64)
+    owner = np.repeat(np.arange(n), sizes)
+    ngt = np.asarray([0 if a is None else 1 for a in anns], dtype=np.int64)
+    iou = np.zeros(len(index))
+    known = np.zeros(n, dtype=bool) if target_ious is None else np.asarray(
+        [a is not None and target_ious.target.get(image_id) is a for image_id, a in zip(image_ids, anns, strict=True)])
+    from_target = known[owner]
+    if from_target.any():
+        iou[from_target] = target_ious.iou[index[from_target]]
+    ask = [k for k in range(n) if anns[k] is not None and sizes[k] and not known[k]]
+    if ask:
+        asked = np.isin(owner, ask)
+        iou[asked] = grouped_ious(preds.rles, [members[k] for k in ask], [gt.rle(anns[k]) for k in ask])
+    kept = preds.score[index][None, :] >= thresholds[:, None]  # (n_t, n_preds), grouped by image
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    has = sizes > 0
+    ndt = np.zeros((n_t, n), dtype=np.int64)
+    best = np.full((n_t, n), -1.0)
+    if len(index):
+        ndt[:, has] = np.add.reduceat(kept, starts[has], axis=1, dtype=np.int64)
+        best[:, has] = np.maximum.reduceat(np.where(kept, iou[None, :], -1.0), starts[has], axis=1)
+    matched = (ngt > 0)[None, :] & (ndt > 0)
+    tps = np.where(matched[..., None], best[..., None] >= IOU_THRESHOLDS, False).astype(np.int64)
+    return tps, ndt, np.broadcast_to(ngt, (n_t, n))
 
 
 def local_f1(tps: np.ndarray, ndt: np.ndarray, ngt: np.ndarray) -> np.ndarray:
@@ -188,6 +246,7 @@ def select_oracle(per_gt: Sequence[ImageCounts]) -> ImageCounts:
                        pick([c.ngt for c in per_gt]))
 
 
+@collection_paused()
 def evaluate_counts(gts: Sequence[GroundTruth], preds: Predictions, thresholds: Sequence[float],
                     image_ids: Sequence[int] | None = None, target_ious: TargetIous | None = None) -> ImageCounts:
     """Counts of every evaluated image (:func:`evaluation_image_ids`, or ``image_ids``) at each

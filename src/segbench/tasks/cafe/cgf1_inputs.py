@@ -34,8 +34,10 @@ import orjson
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
+from segbench.core.gc_pause import collection_paused
 from segbench.core.io import read_json
-from segbench.tasks.cafe.rle_checks import check_compressed_rles
+from segbench.tasks.cafe.prediction_columns import usual_annotations, usual_columns, usual_compressed, usual_images
+from segbench.tasks.cafe.rle_checks import check_compressed_counts, check_compressed_rles
 
 PREDICTION_KEYS = ("image_id", "category_id", "segmentation", "score")
 _PREDICTION_KEY_SET = frozenset(PREDICTION_KEYS)
@@ -89,6 +91,11 @@ class GroundTruth:
         often as it appears there (COCOeval loops ``for cId in p.catIds``)."""
         return [cat for cat in sorted(c for c in set(cats) if c in self.multiplicity)
                 for _ in range(self.multiplicity[cat])]
+
+    @property
+    def multiplicity_repeats(self) -> bool:
+        """Whether a category is listed more than once (COCOeval then sees its annotations again)."""
+        return len(self.multiplicity) != len(self.cat_ids)
 
     @property
     def multiplicity(self) -> dict[Any, int]:
@@ -180,6 +187,7 @@ def _compressed_counts(seg: Any, image: dict[str, Any]) -> bytes | None:
     return counts if isinstance(counts, bytes) else None
 
 
+@collection_paused()
 def load_ground_truth(data: Any, path: str) -> GroundTruth:
     """Index a parsed SA-Co-format ground-truth file.
 
@@ -197,10 +205,12 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
     annotations = data.get("annotations", [])
     if not isinstance(annotations, list):
         raise InputError("'annotations' is not a list", path=path, hint="fix the file")
-    images = {}
-    for img in data["images"]:
-        _check_image(img, path)
-        images[img["id"]] = img
+    images = usual_images(data["images"])
+    if images is None:  # some image breaks a rule: the loop names it
+        images = {}
+        for img in data["images"]:
+            _check_image(img, path)
+            images[img["id"]] = img
     cat_ids = []
     for cat in data["categories"]:
         if not isinstance(cat, dict) or not _is_int(cat.get("id")):
@@ -209,8 +219,10 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
     ann_index: dict[Any, dict[str, Any]] = {}
     ann_ids_by_image: dict[int, list[Any]] = defaultdict(list)
     first_annotation: dict[int, dict[str, Any]] = {}
+    usual = usual_annotations(annotations, images)
     for ann in annotations:
-        _check_annotation(ann, path)
+        if not usual:
+            _check_annotation(ann, path)
         if ann["image_id"] not in images:
             # pycocotools would drop it silently and score its positive image as a negative.
             raise InputError(f"annotation {ann['id']} refers to image {ann['image_id']!r}, which is not in "
@@ -219,13 +231,17 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         ann_index[ann["id"]] = ann
         ann_ids_by_image[ann["image_id"]].append(ann["id"])
         first_annotation.setdefault(ann["image_id"], ann)
-    to_check = []
-    for ann in annotations:
-        image = images[ann["image_id"]]
-        counts = _compressed_counts(ann["segmentation"], image)
-        if counts is not None:
-            to_check.append((counts, image["height"] * image["width"], f"annotation {ann['id']}"))
-    check_compressed_rles(to_check, path)
+    compressed = usual_compressed(annotations, images) if usual else None
+    if compressed is not None:  # every segmentation a compressed RLE of its image's size
+        check_compressed_counts(*compressed, path, lambda k: f"annotation {annotations[k]['id']}")
+    else:
+        to_check = []
+        for ann in annotations:
+            image = images[ann["image_id"]]
+            counts = _compressed_counts(ann["segmentation"], image)
+            if counts is not None:
+                to_check.append((counts, image["height"] * image["width"], f"annotation {ann['id']}"))
+        check_compressed_rles(to_check, path)
     return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
                        ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
                        first_annotation=first_annotation, counts_checked=True)
@@ -298,6 +314,7 @@ def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -
     return {"predictions": count, "images": images, "expected": expected, "reason": reason}
 
 
+@collection_paused()
 def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
     """Validate and index COCO segmentation results against a ground truth.
 
@@ -314,6 +331,16 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
     if not isinstance(data, list):
         raise InputError(f"predictions must be a JSON list of results, got {type(data).__name__}", path=path,
                          hint="write [{image_id, category_id, segmentation, score}, ...] (COCO results format)")
+    columns = usual_columns(data, gt.images, known_image_ids)
+    if columns is not None:
+        by_image_, cats_, scores_, counts, size, kept, ignored_ = columns
+        sizes = size.tolist()
+        check_compressed_counts(counts, size[:, 0] * size[:, 1], path,
+                                lambda k: f"prediction {kept[k]} (image {data[kept[k]]['image_id']})")
+        return Predictions(path=path, by_image=by_image_, category_id=np.asarray(cats_, dtype=np.int64),
+                           score=np.asarray(scores_, dtype=np.float64),
+                           rles=[{"size": hw, "counts": c} for hw, c in zip(sizes, counts, strict=True)],
+                           ignored=dict(sorted(ignored_.items())))
     by_image: dict[int, list[int]] = defaultdict(list)
     ignored: Counter[int] = Counter()
     cats, scores, rles = [], [], []
@@ -373,11 +400,13 @@ def _parse(data: bytes, path: str) -> Any:
         raise InputError(f"not valid JSON ({exc})", path=path, hint="re-export or regenerate the file") from None
 
 
+@collection_paused()
 def read_ground_truth(path: str | Path, data: bytes | None = None) -> GroundTruth:
     """Read and index a ground-truth file (``data``: its bytes when read from a dataset version)."""
     return load_ground_truth(read_json(path) if data is None else _parse(data, str(path)), str(path))
 
 
+@collection_paused()
 def read_predictions(path: str | Path, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
     """Read and validate a COCO results file against ``gt`` (see :func:`load_predictions`)."""
     return load_predictions(read_json(path), str(path), gt, known_image_ids)

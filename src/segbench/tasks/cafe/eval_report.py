@@ -11,9 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
@@ -29,6 +27,9 @@ from segbench.tasks.cafe.published import (
     summary_rows,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 log = logging.getLogger(__name__)
 
 ROWS = (*SUBSETS, OVERALL)
@@ -38,6 +39,13 @@ CGF1_COLUMNS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
 CGF1_SUMMARY_NAMES = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1", "IL_FPR",
                       "IL_precision", "IL_recall", "IL_F1", "precision", "recall", "F1")
 
+
+def _figure(**kwargs: Any) -> Figure:
+    """A matplotlib figure; matplotlib is imported on the first plot, not with this module (~0.4 s of
+    start-up that a command pays before any work otherwise)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 def _cell(value: Any) -> str:
     return fmt(value) if value is None or isinstance(value, float) else str(value)
@@ -145,7 +153,7 @@ def _published_cell(value: float | None) -> str:
 
 def plot_standing(standing: list[dict[str, Any]], subset: str) -> bytes:
     """PNG bytes: the published models' cgF1 (×100) on one subset as bars, the model highlighted."""
-    fig = Figure(figsize=(7, 0.45 * len(standing) + 1.2))
+    fig = _figure(figsize=(7, 0.45 * len(standing) + 1.2))
     ax = fig.add_subplot()
     names = [row["model"] for row in standing][::-1]
     values = [row["cgF1"] for row in standing][::-1]
@@ -167,7 +175,7 @@ def _bar_value(value: float | None) -> float:
 
 def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: grouped bars of cgF1, IL_MCC and pmF1 per subset."""
-    fig = Figure(figsize=(8, 4.5))
+    fig = _figure(figsize=(8, 4.5))
     ax = fig.add_subplot()
     width = 0.27
     for k, (name, color) in enumerate((("cgF1", "#4c72b0"), ("IL_MCC", "#dd8452"), ("pmF1", "#55a868"))):
@@ -186,7 +194,7 @@ def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
 
 def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: AFPR and UFPR stacked per subset (their sum is IL-FPR)."""
-    fig = Figure(figsize=(7, 4.5))
+    fig = _figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     afpr = [_bar_value(metrics[r]["AFPR"]) for r in ROWS]
     ufpr = [_bar_value(metrics[r]["UFPR"]) for r in ROWS]
@@ -204,7 +212,7 @@ def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
 def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: TA-TP rate, AFPR, UFPR, ACSR against τ, one line per subset."""
     sweep = metrics["tau_sweep"]
-    fig = Figure(figsize=(10, 6))
+    fig = _figure(figsize=(10, 6))
     panels = (("TA-TP rate", lambda row: row["TA-TP"] / row["N"] if row["N"] else None),
               ("AFPR", lambda row: row["AFPR"]), ("UFPR", lambda row: row["UFPR"]), ("ACSR", lambda row: row["ACSR"]))
     for k, (title, value) in enumerate(panels):
@@ -270,7 +278,7 @@ def render_cgf1_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any
 def plot_cgf1_by_iou(summary: Mapping[str, Any]) -> bytes:
     """PNG bytes: cgF1 and pmF1 against the IoU threshold."""
     per_iou = summary["per_iou"]
-    fig = Figure(figsize=(7, 4))
+    fig = _figure(figsize=(7, 4))
     ax = fig.add_subplot()
     for name, label in (("cgF1", "cgF1"), ("positive_micro_F1", "pmF1")):
         ax.plot(per_iou["iou_thresholds"], per_iou[name], marker="o", label=label)
@@ -317,7 +325,7 @@ def render_cgf1_each_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str
 
 def plot_cgf1_each_by_iou(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: cgF1 against the IoU threshold, one line per ground-truth file."""
-    fig = Figure(figsize=(7, 4))
+    fig = _figure(figsize=(7, 4))
     ax = fig.add_subplot()
     low = 0.0
     for f in metrics["files"]:

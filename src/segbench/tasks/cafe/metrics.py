@@ -24,19 +24,19 @@ file. Rates of an empty subset are ``None``.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
+from segbench.core.gc_pause import collection_paused
 from segbench.schemas.cafe import TAU_SWEEP
 from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.cgf1 import TargetIous, accumulate, evaluate_counts, evaluation_image_ids, summarize
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
+from segbench.tasks.cafe.mask_ious import grouped_ious
 
 SUBSETS = tuple(e.abbr for e in EditType)
 OVERALL = "Overall"
@@ -106,47 +106,18 @@ def _pair_columns(gt: GroundTruth, image_ids: set[int] | None) -> tuple[list[int
     return pos_ids, neg_ids, subsets, targets
 
 
-_PAIRS_PER_CALL = 32
-
-
-def _distinct_size_batches(targets: list[dict[str, Any]]) -> list[list[int]]:
-    """Pair indices in batches of at most ``_PAIRS_PER_CALL`` whose targets all differ in size.
-
-    pycocotools compares every mask of a call with every target, but masks and targets of different
-    sizes cost it only a bounding-box test; batching distinct sizes saves the per-call cost (most of
-    the time on small matrices) without adding mask comparisons.
-    """
-    by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for k, target in enumerate(targets):
-        by_size[tuple(target["size"])].append(k)
-    groups = list(by_size.values())
-    batches = []
-    for depth in range(max(map(len, groups), default=0)):
-        layer = [group[depth] for group in groups if depth < len(group)]  # one pair per size
-        batches += [layer[i:i + _PAIRS_PER_CALL] for i in range(0, len(layer), _PAIRS_PER_CALL)]
-    return batches
-
-
 def _target_ious(preds: Predictions, pos_ids: list[int], neg_ids: list[int],
                  targets: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(pair index, prediction index, on the positive, IoU with the pair's target)`` of every
-    prediction of both images of each pair (pycocotools' numbers, batched by :func:`_distinct_size_batches`)."""
-    pair, index, positive, ious = [], [], [], []
-    for batch in _distinct_size_batches(targets):
-        rows, column = [], []
-        for j, k in enumerate(batch):
-            pos, neg = preds.by_image.get(pos_ids[k], []), preds.by_image.get(neg_ids[k], [])
-            rows += pos + neg
-            column += [j] * (len(pos) + len(neg))
-            pair += [k] * (len(pos) + len(neg))
-            positive += [True] * len(pos) + [False] * len(neg)
-        if rows:
-            matrix = np.asarray(mask_utils.iou([preds.rles[i] for i in rows], [targets[k] for k in batch],
-                                               [0] * len(batch)))
-            ious.append(matrix[np.arange(len(rows)), column])
-            index += rows
-    return (np.asarray(pair, dtype=np.int64), np.asarray(index, dtype=np.int64), np.asarray(positive, dtype=bool),
-            np.concatenate(ious) if ious else np.zeros(0))
+    prediction of both images of each pair (pycocotools' numbers, :func:`grouped_ious`)."""
+    pos = [preds.by_image.get(i, []) for i in pos_ids]
+    neg = [preds.by_image.get(i, []) for i in neg_ids]
+    members = [p + n for p, n in zip(pos, neg, strict=True)]
+    sizes = np.fromiter(map(len, members), dtype=np.int64, count=len(members))
+    positive = [flag for p, n in zip(pos, neg, strict=True) for flag in ([True] * len(p) + [False] * len(n))]
+    return (np.repeat(np.arange(len(members), dtype=np.int64), sizes),
+            np.asarray([i for m in members for i in m], dtype=np.int64), np.asarray(positive, dtype=bool),
+            grouped_ious(preds.rles, members, targets))
 
 
 def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None = None) -> CafePairs:
@@ -246,6 +217,7 @@ def tau_sweep(pairs: CafePairs, score_threshold: float, taus: Sequence[float]) -
     return {"tau": list(taus), **tables}
 
 
+@collection_paused()
 def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float = 0.5, iou_threshold: float = 0.3,
                   taus: Sequence[float] = TAU_SWEEP, image_ids: set[int] | None = None) -> dict[str, Any]:
     """The CAFE table per subset and Overall (target-aware counts, rates, cgF1 family) and the τ sweep.
@@ -270,6 +242,7 @@ def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float
     return out
 
 
+@collection_paused()
 def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CALIBRATION_GRID,
               image_ids: set[int] | None = None) -> dict[str, Any]:
     """The score threshold maximising Overall cgF1 on ``image_ids`` (all images by default).
