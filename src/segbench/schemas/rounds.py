@@ -40,6 +40,9 @@ class RoundItem(BaseModel):
     width: int = Field(gt=0)
     height: int = Field(gt=0)
     data: dict[str, Any] = Field(default_factory=dict, description="extra task fields shown to people")
+    gold: dict[str, Any] | None = Field(
+        None, description="the known answer of a gold item (choice control → label; 'polygons' → reference "
+                          "polygons); never shown to people, kept out of the aggregated answers")
 
     @field_validator("image")
     @classmethod
@@ -76,6 +79,10 @@ class Round(BaseModel):
     ingested_at: str | None = None
     closed_at: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    purpose: Literal["work", "qualification"] = Field(
+        "work", description="qualification: every item is gold, and ingest writes the pass list")
+    pass_threshold: float | None = Field(None, ge=0, le=1, description="qualification: gold accuracy to pass")
+    requires: str | None = Field(None, description="key of the qualification round whose pass list gates this round")
 
 
 class Polygon(BaseModel):
@@ -96,6 +103,9 @@ class Answer(BaseModel):
     updated_at: str | None = None
     choices: dict[str, list[str]] = Field(default_factory=dict, description="control name → chosen labels")
     polygons: dict[str, list[Polygon]] = Field(default_factory=dict, description="control name → polygons")
+    seconds: float | None = Field(None, exclude_if=lambda v: v is None,
+                                  description="time spent on the task (Label Studio lead_time, the "
+                                                    "crowd's WorkTimeInSeconds)")
 
 
 class ItemAnswer(BaseModel):
