@@ -122,18 +122,19 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
                              item=clash[0], hint="give gold items ids of their own (the same form as the others)")
         gold += extra
     if options.purpose == "qualification":
-        if not gold:
+        items = [i for i in [*work, *gold] if i.gold]
+        if not items:
             raise InputError("a qualification round needs gold items", item=f"round {round_.key}",
                              hint="pass --gold N and/or --gold-file PATH")
-        items = gold
     else:
-        items = _mix(work, gold, options.seed)
+        items = mix(work, gold, options.seed)
     return Round.model_validate({**round_.model_dump(), "items": [i.model_dump() for i in items],
                                  "purpose": options.purpose, "pass_threshold": options.pass_threshold,
                                  "requires": options.requires})
 
 
-def _mix(work: list[RoundItem], gold: list[RoundItem], seed: int) -> list[RoundItem]:
+def mix(work: Sequence[RoundItem], gold: Sequence[RoundItem], seed: int) -> list[RoundItem]:
+    """``gold`` inserted at seeded positions among ``work`` (so neither order nor place gives them away)."""
     rng = random.Random(f"mix:{seed}")
     items = list(work)
     for item in gold:
