@@ -46,8 +46,9 @@ def answer_rows(round_: dict, worker: str, labels: dict[str, str], seconds: floa
 
 
 def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(project):
-    run(project, "rounds", "create", "g1", "--backend", "files", "--per-group", "1", "--overlap", "3",
-        "--gold", "3", "--seed", "5")
+    created = run(project, "rounds", "create", "g1", "--backend", "files", "--per-group", "1", "--overlap", "3",
+                  "--gold", "3", "--seed", "5")
+    assert "gold items" in created.output
     record = read_json(project / "data" / "rounds" / "g1.json")
     gold_ids = [i["item_id"] for i in record["items"] if i["gold"]]
     assert len(gold_ids) == 3 and len(record["items"]) == 7
@@ -95,6 +96,7 @@ def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(
     assert set(before) == {"g1.answers.json", "g1.workers.json", "g1.workers.md", "g1.workers.png"}
     run(project, "rounds", "ingest", "g1")
     assert outputs() == before
+    assert "Round closed" in run(project, "rounds", "close", "g1").output  # every work item has its answers
 
 
 def test_a_qualification_round_gates_a_later_round(project):
@@ -168,3 +170,36 @@ def test_a_gold_file_adds_gold_items_and_a_bad_one_is_named(project, tmp_path):
         "--gold-file", str(good))
     record = read_json(project / "data" / "rounds" / "gf.json")
     assert [i["item_id"] for i in record["items"] if i["gold"]] == [free] and len(record["items"]) == 5
+
+
+def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp_path, monkeypatch):
+    """A Label Studio round against the in-memory stand-in for the server."""
+    from support.label_studio_stand_in import StandInClient
+
+    from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+    from segbench.flows.rounds import ingest_round, launch_round
+
+    client = StandInClient()
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    data = project / "data"
+    round_ = create_coco_cd_audit(data, "ls-audit", per_group=1, seed=6, backend="labelstudio", overlap=2, gold=2)
+    gold_ids = {i.item_id for i in round_.items if i.gold}
+    launched = launch_round(data, "ls-audit", "http://stand-in", tmp_path / "files")
+    tasks = client.export(launched.project_id)
+    assert len(tasks) == 6 and {t["data"]["item_id"] for t in tasks} >= gold_ids
+    assert len({tuple(sorted(t["data"])) for t in tasks}) == 1 and "gold" not in json.dumps(tasks)
+
+    labels = truth(project)
+    for task in tasks:
+        item = task["data"]["item_id"]
+        for user, label, seconds in ((1, labels[item], 12.0), (2, WRONG[labels[item]], 1.5)):
+            client.annotate(task["id"], [{"from_name": "context", "to_name": "image", "type": "choices",
+                                          "value": {"choices": [label]}}], completed_by=user)
+            task["annotations"][-1]["lead_time"] = seconds
+    result = ingest_round(data, "ls-audit")
+    assert result["workers"]["suspicious"] == 1
+    report = read_json(data / "rounds" / "ls-audit.workers.json")
+    by = {w["worker"]: w for w in report["workers"]}
+    assert (by["labelstudio:1"]["median_seconds"], by["labelstudio:2"]["median_seconds"]) == (12.0, 1.5)
+    assert report["suspicious"][0]["worker"] == "labelstudio:2"

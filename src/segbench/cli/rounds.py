@@ -70,6 +70,10 @@ def print_round(round_: Any, title: str) -> None:
     console.out.print(console.key_values(title, {
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
         "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
+        **({"gold items": sum(1 for i in round_.items if i.gold)} if any(i.gold for i in round_.items) else {}),
+        **({"purpose": f"qualification (pass at gold accuracy ≥ {round_.pass_threshold})"}
+           if round_.purpose == "qualification" else {}),
+        **({"requires": f"pass list of {round_.requires}"} if round_.requires else {}),
         "dataset": f"{round_.dataset} ({round_.dataset_version[:12]})",
         **{k.replace("_", " "): v for k, v in round_.counts.items()},
     }))

@@ -143,9 +143,10 @@ def close_round(data_root: Path, key: str, *, cancel: bool = False, force: bool 
     """
     store = _store(data_root)
     round_ = store.load(key)
-    unanswered = len(round_.items) - round_.counts.get("items_answered", 0)
+    work_items = len(gold.without_gold(round_).items)  # gold items are not in the aggregated answers
+    unanswered = work_items - round_.counts.get("items_answered", 0)
     if not cancel and not force and round_.status is rounds.RoundStatus.INGESTED and unanswered > 0:
-        raise RoundStateError(f"{unanswered} of {len(round_.items)} items have no answer yet", path=store.path(key),
+        raise RoundStateError(f"{unanswered} of {work_items} items have no answer yet", path=store.path(key),
                               item=key, hint=f"wait for the answers and run `segbench rounds ingest {key}` again, "
                                              "or close with --force to keep them unanswered")
     changed = rounds.mark_cancelled(round_, _now()) if cancel else rounds.mark_closed(round_, _now())
