@@ -58,3 +58,26 @@ def test_known_bad_pairs_are_gold_in_the_verification_round(tmp_path):
     saved = read_json(data / "rounds" / "v1.answers.json")
     assert {i["item_id"] for i in saved["items"]} == {str(c.id) for c in candidates}
     assert "samples (pairs)" in run(tmp_path, "build", "cafe", "--round", "v1").output  # the export ignores gold
+
+
+def test_unedited_source_images_are_gold_too(tmp_path):
+    sources = generate_demo_cafe(tmp_path / "sources", seed=0, sizes={"coco": 6, "lvis": 4})
+    data = tmp_path / "data"
+    options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
+    run(tmp_path, "build", "cafe-candidates", *options)
+    given = [arg for spec in sources for arg in ("--gold-source", f"{spec.name}={spec.images}")]
+    run(tmp_path, "build", "cafe-verification", "v2", "--backend", "files", "--gold", "4", *given)
+    round_ = Round.model_validate(read_json(data / "rounds" / "v2.json"))
+    kinds = sorted(str(i.gold) for i in round_.items if i.gold)
+    assert kinds == sorted([str({"mask_fits": "no"})] * 2 + [str({"negative_invalid": "no"})] * 2)
+    candidates = {str(c.id): c for c in read_candidates(data / "cafe_candidates")}
+    for item in (i for i in round_.items if i.gold == {"negative_invalid": "no"}):
+        source = next(c for c in candidates.values() if c.review_image in item.image).target
+        spec = next(s for s in sources if s.name == source.source)
+        shown = np.asarray(Image.open(data / item.image).convert("L"), dtype=float)
+        original = np.asarray(Image.open(spec.images / source.file_name).convert("L"), dtype=float)
+        assert np.median(np.abs(shown - original)) < 8  # the unedited picture, outline aside
+
+    bad = run(tmp_path, "build", "cafe-verification", "v3", "--backend", "files", "--gold", "2", "--gold-source",
+              "coco", code=1)
+    assert "--gold-source" in bad.exception.item and bad.exception.hint

@@ -22,14 +22,14 @@ from segbench.annotation_ui.gold import QualityOptions, with_quality
 from segbench.core import clock
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
-from segbench.core.io import atomic_write_bytes, atomic_write_text, fingerprint, open_image, read_json, write_json
+from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest, verify_outputs
 from segbench.core.resume import hash_inputs
+from segbench.flows.cafe.gold import known_bad_items
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate
-from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundItem, RoundStatus
+from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
-from segbench.tasks.cafe import gold as cafe_gold
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import verification
 
@@ -68,12 +68,13 @@ def read_candidates(candidates: Path) -> list[Candidate]:
 @flow(name="cafe-verification-create", flow_run_name=run_name("cafe-verification-create", ("key",)))
 def create_cafe_verification(data_root: Path, key: str, backend: Literal["labelstudio", "files"] = "labelstudio",
                              overlap: int = 3, overwrite: bool = False,
-                             candidates_dir: str = CANDIDATES_DIR, quality: QualityOptions = QualityOptions()) -> Round:
+                             candidates_dir: str = CANDIDATES_DIR, quality: QualityOptions = QualityOptions(),
+                             gold_sources: dict[str, Path] | None = None) -> Round:
     """Create a verification round over every candidate (``data/rounds/<key>.json``).
 
-    ``quality.gold`` known-bad pairs (a candidate's outline moved off its object, see
-    :mod:`segbench.tasks.cafe.gold`) are mixed in, their review images written under
-    ``data/rounds/<key>/review/``; a gold file adds more.
+    ``quality.gold`` known-bad pairs (see :func:`segbench.flows.cafe.gold.known_bad_items`; with
+    ``gold_sources``, source name → images folder, half are unedited images) are mixed in, their
+    review images written under ``data/rounds/<key>/review/``; a gold file adds more.
 
     Raises:
         InputError: the candidates are not built, bad gold options. RoundStateError: the key exists
@@ -89,43 +90,10 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
         items=verification.round_items(candidates, candidates_dir), backend=backend,
         now=clock.timestamp())
     store = RoundStore(Path(data_root) / "rounds")
-    gold = mask_off_items(Path(data_root), key, candidates_path, candidates, quality) if quality.gold else []
+    gold = known_bad_items(Path(data_root), key, candidates_path, candidates, quality, gold_sources or {})
     round_ = with_quality(round_, gold, quality, store)
     store.create(round_, overwrite=overwrite)
     return round_
-
-
-def mask_off_items(data_root: Path, key: str, candidates_path: Path, candidates: list[Candidate],
-                   quality: QualityOptions) -> list[RoundItem]:
-    """``quality.gold`` known-bad items, seeded: candidates shown with the outline moved off the object,
-    under new ids after the candidates' (the same form), with the same q+, q- and edit type."""
-    from segbench.annotation_ui.gold import choose_gold
-    from segbench.core.masks import rle_to_bitmap
-
-    usable = {}
-    for candidate in candidates:
-        moved = cafe_gold.shifted_off(rle_to_bitmap(candidate.target.segmentation))
-        if moved is not None:
-            usable[str(candidate.id)] = (candidate, moved)
-    pool = verification.round_items([c for c, _ in usable.values()], candidates_path.name)
-    chosen = choose_gold(pool, quality.gold, quality.seed, taken=set())
-    first = max((c.id for c in candidates), default=0) + 1
-    out = []
-    for number, item in enumerate(chosen, start=first):
-        candidate, moved = usable[item.item_id]
-        edited = open_image(candidates_path / candidate.image, mode="RGB", item=f"candidate {candidate.id}")
-        relative = f"rounds/{key}/{candidate.review_image}"
-        atomic_write_bytes(Path(data_root) / relative, _jpeg(verification.outline(edited, moved)))
-        out.append(item.model_copy(update={"item_id": str(number), "image": relative, "gold": dict(cafe_gold.MASK_OFF)}))
-    return out
-
-
-def _jpeg(image: Any) -> bytes:
-    import io
-
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=95)
-    return buffer.getvalue()
 
 
 def _check_version(round_: Round, candidates_path: Path) -> None:

@@ -1,5 +1,8 @@
 """Gold items of the CAFE verification round: known-bad pairs, whose answer is certain.
 
+"Unedited": the candidate's source image with M outlined: q- is really present there, so the known
+answer to ``negative_invalid`` is ``no``.
+
 "Mask off the object": a candidate's edited image with its mask M moved beside the object (the
 outline then surrounds background), so the known answer to ``mask_fits`` is ``no``. The shifted mask
 must not touch M and must keep at least ``keep`` of its area inside the image; candidates where no
@@ -13,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 MASK_OFF = {"mask_fits": "no"}
+UNEDITED = {"negative_invalid": "no"}
 MARGIN = 4  # pixels between the object and the moved outline
 
 
