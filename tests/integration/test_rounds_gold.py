@@ -121,7 +121,8 @@ def test_a_qualification_round_gates_a_later_round(project):
     run(project, "rounds", "launch", "q1")
     write_results_csv(answer_rows(qual, "A", labels, 20) + answer_rows(qual, "B", labels, 25)
                       + answer_rows(qual, "SPAM1", spam, 3), project / "data" / "rounds" / "q1" / "results" / "q.csv")
-    run(project, "rounds", "ingest", "q1")
+    ingested = run(project, "rounds", "ingest", "q1").output
+    assert "(2 passed)" in ingested and "qualification.csv" in ingested
     passed = read_json(project / "data" / "rounds" / "q1.qualified.json")
     assert [p["worker"] for p in passed["passed"]] == ["worker:A", "worker:B"]
     upload = (project / "data" / "rounds" / "q1" / "qualification.csv").read_text().splitlines()

@@ -14,7 +14,7 @@ from typing import Any
 
 from segbench.annotation_ui import gold
 from segbench.annotation_ui.rounds import RoundStore
-from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
 from segbench.core.reports import cell, figure_png, markdown_table
 from segbench.core.worker_quality import score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer, Round
@@ -32,7 +32,7 @@ def write_worker_report(store: RoundStore, round_: Round, answers: Sequence[Answ
     """Score the round's workers and write the report (and a qualification round's pass list).
 
     Returns:
-        ``{"paths": {name: path}, "suspicious": n}``.
+        ``{"paths": {name: path}, "suspicious": n}``, and ``"passed": n`` for a qualification round.
     """
     scored = score_workers(answers, items, gold.gold_index(round_), qualified=qualified)
     report = {"round": round_.key, "purpose": round_.purpose, "requires": round_.requires, **scored}
@@ -40,9 +40,11 @@ def write_worker_report(store: RoundStore, round_: Round, answers: Sequence[Answ
     written = {"workers_json": write_json(paths["json"], report, indent=1),
                "workers_markdown": atomic_write_text(paths["md"], worker_markdown(report)),
                "workers_plot": atomic_write_bytes(paths["png"], worker_plot(report))}
+    out: dict[str, Any] = {"paths": written, "suspicious": len(report["suspicious"])}
     if round_.purpose == "qualification":
         written.update(gold.write_pass_list(store, round_, report, files_folder))
-    return {"paths": written, "suspicious": len(report["suspicious"])}
+        out["passed"] = len(read_json(written["pass_list"])["passed"])
+    return out
 
 
 def worker_markdown(report: dict[str, Any]) -> str:

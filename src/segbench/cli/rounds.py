@@ -156,6 +156,10 @@ def print_ingest(result: dict[str, Any]) -> None:
     if workers:
         console.out.print(f"worker report: [bold]{workers['paths']['workers_markdown']}[/] "
                           f"({workers['suspicious']} suspicious)")
+    if workers and "passed" in workers:
+        console.out.print(f"pass list: [bold]{workers['paths']['pass_list']}[/] ({workers['passed']} passed)"
+                          + (f"; MTurk qualification upload: {workers['paths']['qualification_csv']}"
+                             if "qualification_csv" in workers["paths"] else ""))
 
 
 def _kappa_label(method: str | None) -> str:
