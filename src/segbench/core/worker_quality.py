@@ -23,7 +23,6 @@ Rules (:class:`QualityRules`, defaults shown), each a reason to call a worker su
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -209,4 +208,4 @@ def passed(report: Mapping[str, Any], threshold: float) -> list[dict[str, Any]]:
     """The workers of a qualification round's report whose gold accuracy reaches ``threshold``."""
     return [{"worker": w["worker"], "gold_accuracy": w["gold_accuracy"], "gold_answers": w["gold_answers"]}
             for w in report["workers"]
-            if w["gold_accuracy"] is not None and w["gold_accuracy"] >= threshold and not math.isnan(threshold)]
+            if w["gold_accuracy"] is not None and w["gold_accuracy"] >= threshold]
