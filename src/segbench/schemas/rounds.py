@@ -103,9 +103,10 @@ class Answer(BaseModel):
     updated_at: str | None = None
     choices: dict[str, list[str]] = Field(default_factory=dict, description="control name → chosen labels")
     polygons: dict[str, list[Polygon]] = Field(default_factory=dict, description="control name → polygons")
+    # Left out of the dump when unknown, so answers files written before it existed keep their bytes.
     seconds: float | None = Field(None, exclude_if=lambda v: v is None,
-                                  description="time spent on the task (Label Studio lead_time, the "
-                                                    "crowd's WorkTimeInSeconds)")
+                                  description="time spent on the task (Label Studio lead_time, the crowd's "
+                                              "WorkTimeInSeconds)")
 
 
 class ItemAnswer(BaseModel):
