@@ -32,7 +32,8 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
     assert references
     stem, ann = source.item_id.rsplit("-", 1)
     gold_id = f"{stem}-{int(ann) + 90000}"  # the same form as every other item id
-    gold_data = {k: v for k, v in source.data.items() if k != "subparts"}
+    gold_part = source.data["part_ann_id"] + 90000  # a part of its own, so that a leak would show
+    gold_data = {**{k: v for k, v in source.data.items() if k != "subparts"}, "part_ann_id": gold_part}
     gold_file = write_json(tmp_path / "gold.json", [{"item_id": gold_id, "image": source.image, "width": source.width,
                                                      "height": source.height, "data": gold_data,
                                                      "gold": {"polygons": references}}])
@@ -47,7 +48,7 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
     assert "gold" not in (folder / "tasks.csv").read_text() + (folder / "tasks.json").read_text()
 
     taxonomy = load_taxonomy(data / "spin" / "taxonomy.yaml")
-    truth_with_gold = truth + [{**row, "part_ann_id": int(ann) + 90000} for row in truth
+    truth_with_gold = truth + [{**row, "part_ann_id": gold_part} for row in truth
                                if row["part_ann_id"] == source.data["part_ann_id"]]
     rows = simulate_crowd_rows(round_.items, truth_with_gold, taxonomy, noise=CrowdNoise(flip=0, too_few_points=0,
                                                                                          outside_image=0, outside_part=0))
@@ -66,3 +67,10 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
     assert suspect["worker"] == "worker:LAZY" and any("absent" in r for r in suspect["reasons"])
     saved = read_json(data / "rounds" / "g-car-tire.answers.json")
     assert gold_id not in json.dumps(saved["answers"]) and gold_id in json.dumps(saved["gold_answers"])
+
+    results = write_json(tmp_path / "results.json", rows + lazy)  # the gold rows too
+    for source_args in ([], ["--results", str(results)]):
+        run(tmp_path, "spin", "import", "--round", "g-car-tire", *source_args)
+        resolved = read_json(data / "spin" / "crowd" / "resolved.json")
+        parts = {r["part_ann_id"] for r in resolved}
+        assert gold_part not in parts and source.data["part_ann_id"] in parts

@@ -24,7 +24,16 @@ from typing import Any, Literal
 
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results
-from segbench.annotation_ui.gold import QualityOptions, mix, read_gold_file, with_quality
+from segbench.annotation_ui.gold import (
+    QualityOptions,
+    counted,
+    mix,
+    pass_list,
+    read_gold_file,
+    split_answers,
+    with_quality,
+    without_gold,
+)
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core import clock
@@ -139,6 +148,9 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
     else:
         raise InputError(f"round {key!r} has no ingested answers", item=key,
                          hint=f"run `segbench rounds ingest {key}` first, or pass --results FILE")
+    # Gold parts never enter the dataset, and a gated round counts only its qualified workers.
+    answers = counted(split_answers(round_, answers)[0], pass_list(store, round_))
+    round_ = without_gold(round_)
     contexts = contexts_from_coco(Path(parts), round_) if parts is not None else contexts_from_items(round_)
     if contexts is None:
         raise InputError(f"the items of round {key!r} carry no part masks", item=key,
