@@ -50,3 +50,11 @@ def test_side_files_of_a_round_are_not_taken_for_rounds(tmp_path):
         (store.root / name).write_text("{}")
     assert store.keys() == ["work"]
     assert_clean_failure(run_main(tmp_path, "rounds", "create", "x.workers", "--backend", "files"), "x.workers")
+
+
+def test_a_damaged_gold_answer_in_the_answers_file_is_named_with_the_fix(tmp_path):
+    store = RoundStore(tmp_path / "data" / "rounds")
+    _round(store, "work")
+    store.answers_path("work").write_text('{"answers": [], "gold_answers": [{"item_id": 3}]}')
+    outcome = run_main(tmp_path, "rounds", "ingest", "work")
+    assert_clean_failure(outcome, "gold_answers[0]", "work.answers.json")

@@ -186,7 +186,17 @@ def saved_gold_answers(store: RoundStore, key: str) -> list[Answer]:
     if not path.exists():
         return []
     saved = read_json(path)
-    return [Answer.model_validate(a) for a in saved.get("gold_answers", [])] if isinstance(saved, dict) else []
+    records = saved.get("gold_answers", []) if isinstance(saved, dict) else []
+    out = []
+    for index, record in enumerate(records if isinstance(records, list) else [records]):
+        try:
+            out.append(Answer.model_validate(record))
+        except ValidationError as exc:
+            raise InputError(f"saved gold answer is malformed ({exc.errors()[0]['msg']})", path=path,
+                             item=f"gold_answers[{index}]",
+                             hint=f"delete {path} and run `segbench rounds ingest {key}` again: every answer is "
+                                  "fetched again from the backend") from None
+    return out
 
 
 def counted(answers: Sequence[Answer], qualified: set[str] | None) -> list[Answer]:
