@@ -43,6 +43,11 @@ def test_known_bad_pairs_are_gold_in_the_verification_round(tmp_path):
     run(tmp_path, "rounds", "launch", "v1")
     tasks = (data / "rounds" / "v1" / "tasks.csv").read_text()
     assert "gold" not in tasks.lower() and "mask_fits" not in tasks
+    shown = [row.split(",")[1] for row in tasks.splitlines()[1:]]
+    assert all(path == f"rounds/v1/review/{row.split(',')[0]}.jpg" for path, row in zip(shown, tasks.splitlines()[1:]))
+    work = next(i for i in round_.items if not i.gold)
+    original = data / "cafe_candidates" / next(c for c in candidates if str(c.id) == work.item_id).review_image
+    assert (data / work.image).read_bytes() == original.read_bytes()
 
     truth = simulated_truth(candidates, seed=0) | {i.item_id: {"positive_valid": "yes", "negative_invalid": "yes",
                                                              "edit_clean": "yes", "mask_fits": "no"} for i in gold}
@@ -71,8 +76,12 @@ def test_unedited_source_images_are_gold_too(tmp_path):
     kinds = sorted(str(i.gold) for i in round_.items if i.gold)
     assert kinds == sorted([str({"mask_fits": "no"})] * 2 + [str({"negative_invalid": "no"})] * 2)
     candidates = {str(c.id): c for c in read_candidates(data / "cafe_candidates")}
+    by_order = sorted(candidates.values(), key=lambda c: c.id)
     for item in (i for i in round_.items if i.gold == {"negative_invalid": "no"}):
-        source = next(c for c in candidates.values() if c.review_image in item.image).target
+        same = [c for c in by_order if (c.plan.q_pos, c.plan.q_neg, c.plan.edit_type.value)
+                == (item.data["q_pos"], item.data["q_neg"], item.data["edit_type"])]
+        assert len(same) == 1
+        source = same[0].target
         spec = next(s for s in sources if s.name == source.source)
         shown = np.asarray(Image.open(data / item.image).convert("L"), dtype=float)
         original = np.asarray(Image.open(spec.images / source.file_name).convert("L"), dtype=float)

@@ -8,8 +8,9 @@ Two kinds, with answers that are certain (rules in :mod:`segbench.tasks.cafe.gol
   answer to ``mask_fits`` is ``no``.
 
 Gold items take new ids after the candidates' (the same form), keep the candidate's q+, q- and edit
-type, and their review images go to ``data/rounds/<key>/review/`` (the candidates folder stays as
-its manifest lists it).
+type, and their review images go to ``data/rounds/<key>/review/<item id>.jpg`` (the candidates
+folder stays as its manifest lists it); the work items' review images are copied beside them
+(:func:`alike`), so every task shows the same kind of path.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from PIL import Image
 
 from segbench.annotation_ui.gold import QualityOptions
 from segbench.core.errors import InputError
-from segbench.core.io import atomic_write_bytes, open_image, source_path
+from segbench.core.io import atomic_write_bytes, open_image, read_bytes, source_path
 from segbench.core.masks import rle_to_bitmap
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import RoundItem
@@ -64,10 +65,27 @@ def known_bad_items(data_root: Path, key: str, candidates_path: Path, candidates
         else:
             image = verification.outline(_source(sources[candidate.target.source], candidate), mask)
             known = cafe_gold.UNEDITED
-        relative = f"rounds/{key}/{candidate.review_image}"
+        relative = review_path(key, str(number), Path(candidate.review_image).suffix)
         atomic_write_bytes(Path(data_root) / relative, _jpeg(image))
         item = verification.round_items([candidate], candidates_path.name)[0]
         out.append(item.model_copy(update={"item_id": str(number), "image": relative, "gold": dict(known)}))
+    return out
+
+
+def review_path(key: str, item_id: str, suffix: str) -> str:
+    """Where a gold round shows an item's review image, relative to the data root."""
+    return f"rounds/{key}/review/{item_id}{suffix}"
+
+
+def alike(data_root: Path, key: str, items: Sequence[RoundItem]) -> list[RoundItem]:
+    """The items of a round with gold, every review image copied to :func:`review_path`, so that the
+    crowd's task files show one folder and one naming for all (a gold image's place would give it away)."""
+    out = []
+    for item in items:
+        relative = review_path(key, item.item_id, Path(item.image).suffix)
+        if not item.gold:
+            atomic_write_bytes(Path(data_root) / relative, read_bytes(Path(data_root) / item.image))
+        out.append(item.model_copy(update={"image": relative}) if item.image != relative else item)
     return out
 
 

@@ -25,7 +25,7 @@ from segbench.core.errors import InputError, RoundStateError, SkipReport
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest, verify_outputs
 from segbench.core.resume import hash_inputs
-from segbench.flows.cafe.gold import known_bad_items
+from segbench.flows.cafe.gold import alike, known_bad_items
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
@@ -74,7 +74,8 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
 
     ``quality.gold`` known-bad pairs (see :func:`segbench.flows.cafe.gold.known_bad_items`; with
     ``gold_sources``, source name → images folder, half are unedited images) are mixed in, their
-    review images written under ``data/rounds/<key>/review/``; a gold file adds more.
+    review images written under ``data/rounds/<key>/review/`` beside copies of the others'; a gold
+    file adds more.
 
     Raises:
         InputError: the candidates are not built, bad gold options. RoundStateError: the key exists
@@ -92,6 +93,8 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
     store = RoundStore(Path(data_root) / "rounds")
     gold = known_bad_items(Path(data_root), key, candidates_path, candidates, quality, gold_sources or {})
     round_ = with_quality(round_, gold, quality, store)
+    if gold:
+        round_ = round_.model_copy(update={"items": alike(Path(data_root), key, round_.items)})
     store.create(round_, overwrite=overwrite)
     return round_
 
