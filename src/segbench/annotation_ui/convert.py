@@ -54,7 +54,8 @@ def answers_from_labelstudio(
     """One Answer per non-cancelled annotation of a Label Studio JSON export.
 
     Choices come from ``choices`` results (``value.choices``), polygons from ``polygonlabels``
-    results, converted from percent to pixels of the round item's width and height.
+    results, converted from percent to pixels of the round item's width and height; the
+    annotation's ``lead_time`` becomes ``seconds``.
 
     Args:
         export: the export (a list of tasks, each with ``data.item_id`` and ``annotations``).
@@ -130,6 +131,7 @@ def _labelstudio_answer(task, annotation, items, allowed, where, source, check_p
         updated_at=annotation.get("updated_at") or annotation.get("created_at"),
         choices=dict(sorted(choices.items())),
         polygons=dict(sorted(polygons.items())),
+        seconds=_seconds(annotation.get("lead_time")),
     )
 
 
@@ -187,7 +189,7 @@ def answers_from_files(
     A row has ``WorkerId``, ``AssignmentId``, ``Input.item_id`` and ``Answer.<control>`` columns
     holding a label (several separated by ``|``; empty = no answer for that control). Rows whose
     ``AssignmentStatus`` is ``Rejected`` were refused by the requester and are left out (counted
-    in a warning). ``SubmitTime`` becomes ``updated_at``.
+    in a warning). ``SubmitTime`` becomes ``updated_at``, ``WorkTimeInSeconds`` becomes ``seconds``.
 
     A polygon control (``Answer.polygons``, see :data:`POLYGON_CONTROLS`) holds JSON, in pixels of
     the item's image: ``[{"label": "Eye", "points": [[x, y], ...]}, ...]`` (empty cell or ``[]`` = none).
@@ -253,7 +255,18 @@ def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: All
         updated_at=_cell(row.get("SubmitTime")) or None,
         choices=dict(sorted(choices.items())),
         polygons=dict(sorted(polygons.items())),
+        seconds=_seconds(row.get("WorkTimeInSeconds")),
     )
+
+
+def _seconds(value: Any) -> float | None:
+    """Time on task in seconds (LS ``lead_time``, AMT ``WorkTimeInSeconds``); None when absent or not a
+    finite, non-negative number: the time is a quality signal, never a reason to refuse an answer."""
+    try:
+        seconds = float(_cell(value)) if not isinstance(value, (int, float)) else float(value)
+    except ValueError:
+        return None
+    return round(seconds, FLOAT_DIGITS) if math.isfinite(seconds) and seconds >= 0 else None
 
 
 # Answer columns that hold polygons (JSON) rather than labels.

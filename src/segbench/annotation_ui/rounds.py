@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the same rule as Round.key
 _ANSWERS_SUFFIX = ".answers"
+# Files beside a round record that are not rounds: its worker report and a qualification's pass list.
+_SIDE_SUFFIXES = (_ANSWERS_SUFFIX, ".workers", ".qualified")
 
 # Which status each status may move to. Launch and ingest may repeat (a relaunch imports what is
 # missing, a re-ingest converges); cancelling twice is harmless; closed and cancelled are final.
@@ -108,7 +110,7 @@ class RoundStore:
         return sorted(
             p.name[: -len(".json")]
             for p in self.root.glob("*.json")
-            if p.is_file() and not p.name.endswith((f"{_ANSWERS_SUFFIX}.json", ".workers.json"))  # beside records
+            if p.is_file() and not p.name[: -len(".json")].endswith(_SIDE_SUFFIXES)
         )
 
     def exists(self, key: str) -> bool:
@@ -290,10 +292,10 @@ def check_round_key(key: str) -> str:
 
 
 def _check_key(key: str) -> str:
-    if not isinstance(key, str) or not _KEY.match(key) or key.endswith(_ANSWERS_SUFFIX):
+    if not isinstance(key, str) or not _KEY.match(key) or key.endswith(_SIDE_SUFFIXES):
         raise InputError(
             f"invalid round key {key!r}: use letters, digits, '_', '.', '-', starting with a letter or digit, "
-            f"not ending in {_ANSWERS_SUFFIX!r}",
+            f"not ending in {', '.join(map(repr, _SIDE_SUFFIXES))}",
             hint="pick a key such as audit-2026-01",
         )
     return key

@@ -112,19 +112,48 @@ def create_verification_command(
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per sample (the majority decides)."),
     overwrite: bool = rounds.OVERWRITE,
+    gold: int = typer.Option(0, "--gold", help="Mix in N known-bad pairs (a candidate with its outline moved off "
+                                               "the object), chosen by --seed, scored per worker."),
+    gold_source: list[str] = typer.Option(None, "--gold-source", metavar="NAME=IMAGES_DIR",
+                                          help="A source's images folder (repeatable): half the --gold pairs are "
+                                               "then its unedited images, where q- is really present."),
+    gold_file: Path = rounds.GOLD_FILE,
+    qualification: bool = rounds.QUALIFICATION,
+    pass_threshold: float = rounds.PASS_THRESHOLD,
+    requires: str = rounds.REQUIRES,
+    seed: int = seed_option(0, "Seed of the gold items."),
 ) -> None:
     """Create the verification round of the CAFE candidates: people check q+, q-, the edit and the mask."""
+    from segbench.annotation_ui.gold import QualityOptions
     from segbench.flows.cafe.verify import create_cafe_verification
     from segbench.locking import command_lock
 
+    quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires),
+                             seed=seed)
     with command_lock(ctx):
         round_ = create_cafe_verification(ctx.obj["settings"].data_root, key, backend=backend.value, overlap=overlap,
-                                          overwrite=overwrite)
+                                          overwrite=overwrite, quality=quality,
+                                          gold_sources=_gold_sources(gold_source or []))
     console.out.print(console.key_values("Round created", {
         "key": round_.key, "kind": round_.kind, "backend": round_.backend, "items": len(round_.items),
         "overlap": round_.config.overlap, "candidates": f"{round_.dataset} ({round_.dataset_version[:12]})"}))
     console.out.print(f"Next: segbench rounds launch {key}, then segbench rounds ingest {key}, "
                       f"then segbench build cafe --round {key}")
+
+
+def _gold_sources(values: list[str]) -> dict[str, Path]:
+    """``NAME=IMAGES_DIR`` values as a mapping; a value without ``=`` or a missing folder is refused."""
+    out = {}
+    for value in values:
+        name, sep, folder = value.partition("=")
+        if not sep or not name or not folder:
+            raise InputError(f"--gold-source {value!r} is not NAME=IMAGES_DIR", item="--gold-source",
+                             hint="name the source as in build cafe-candidates --source, e.g. coco=/data/coco/val2017")
+        if not Path(folder).is_dir():
+            raise InputError("images folder not found", path=folder, item=f"--gold-source {name}",
+                             hint="pass the folder the source's images are in")
+        out[name] = Path(folder)
+    return out
 
 
 def export_command(

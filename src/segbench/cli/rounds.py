@@ -45,6 +45,22 @@ def _round_key(key: str) -> str:
 ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).", callback=_round_key)
 BACKEND = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing round with this key.")
+GOLD = typer.Option(0, "--gold", help="Mix in N gold items (known answers, scored per worker), chosen by --seed.")
+GOLD_FILE = typer.Option(None, "--gold-file", help="More gold items from a JSON list of items with a 'gold' answer.")
+QUALIFICATION = typer.Option(False, "--qualification", help="A qualification round: only gold items; its "
+                                                            "ingest writes the pass list that --requires reads.")
+PASS_THRESHOLD = typer.Option(None, "--pass-threshold", help="Qualification: gold accuracy (0-1] to pass.")
+REQUIRES = typer.Option(None, "--requires", help="Count only answers of workers who passed this qualification round.")
+
+
+def quality_kwargs(gold: int, gold_file: Path | None, qualification: bool, pass_threshold: float | None,
+                   requires: str | None) -> dict[str, Any]:
+    """The gold and qualification options of a create command, as keyword arguments of its create flow."""
+    from segbench.annotation_ui.gold import check_gold_count
+
+    return {"gold": check_gold_count(gold), "gold_file": gold_file,
+            "purpose": "qualification" if qualification else "work", "pass_threshold": pass_threshold,
+            "requires": _round_key(requires) if requires else None}
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
@@ -64,6 +80,10 @@ def print_round(round_: Any, title: str) -> None:
     console.out.print(console.key_values(title, {
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
         "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
+        **({"gold items": sum(1 for i in round_.items if i.gold)} if any(i.gold for i in round_.items) else {}),
+        **({"purpose": f"qualification (pass at gold accuracy ≥ {round_.pass_threshold})"}
+           if round_.purpose == "qualification" else {}),
+        **({"requires": f"pass list of {round_.requires}"} if round_.requires else {}),
         "dataset": f"{round_.dataset} ({round_.dataset_version[:12]})", "aggregation": round_.aggregation,
         **({"follows up": round_.follow_up_of} if round_.follow_up_of else {}),
         **({"batches out": ", ".join(round_.launched_batches)} if round_.launched_batches is not None else {}),
@@ -128,12 +148,13 @@ def ingest(
              "(Dawid-Skene, GLAD). Default: the method the round used last (majority at first)."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
+    from segbench.annotation_ui.gold import pass_list
     from segbench.annotation_ui.rounds import RoundStore
 
     settings = ctx.obj["settings"]
     store = RoundStore(settings.data_root / "rounds")
-    # A missing round or a damaged answers file fails here, before Prefect starts.
-    store.load(key)
+    # A missing round, a damaged answers file or a gate not yet passable fails here, before Prefect starts.
+    pass_list(store, store.load(key))
     store.load_answers(key)
 
     from segbench.flows.rounds import ingest_round
@@ -165,6 +186,14 @@ def print_ingest(result: dict[str, Any]) -> None:
         }))
     for name, path in result["reports"].items():
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
+    workers = result.get("workers")
+    if workers:
+        console.out.print(f"worker report: [bold]{workers['paths']['workers_markdown']}[/] "
+                          f"({workers['suspicious']} suspicious)")
+    if workers and "passed" in workers:
+        console.out.print(f"pass list: [bold]{workers['paths']['pass_list']}[/] ({workers['passed']} passed)"
+                          + (f"; MTurk qualification upload: {workers['paths']['qualification_csv']}"
+                             if "qualification_csv" in workers["paths"] else ""))
 
 
 def _kappa_label(method: str | None) -> str:

@@ -105,11 +105,17 @@ def rounds_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
     supercategory: list[str] = typer.Option(None, "--supercategory", help="Only this super-category's rounds "
                                             "(repeatable): one batch at a time, as the paper's phased rollout."),
+    gold_file: Path = typer.Option(None, "--gold-file", help="Gold items: parts with reference polygons of their "
+                                   "subparts (the items' data fields plus gold.polygons), scored by polygon IoU."),
+    qualification: bool = rounds.QUALIFICATION,
+    pass_threshold: float = rounds.PASS_THRESHOLD,
+    requires: str = rounds.REQUIRES,
 ) -> None:
     """Create the annotation rounds: per (super-category, part), one task per image–object–part showing
     the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first). A part with
     more than 8 subparts gets several rounds (pages, keyed -p1, -p2, ...) so its labels stay beside the
     image."""
+    from segbench.annotation_ui.gold import QualityOptions
     from segbench.flows.spin.build import source_version, spin_paths, spin_round_items
     from segbench.flows.spin.crowd import create_spin_rounds
     from segbench.locking import command_lock
@@ -123,11 +129,13 @@ def rounds_command(
         chosen = _supercategories(supercategory, {obj for obj, _ in groups})
         items = [item for (obj, _), group in groups.items() if obj in chosen for item in group]
         version = source_version(partimagenet, spin_paths(data_root)["taxonomy"])
-        rounds = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
-                                    overlap=overlap, overwrite=overwrite)
+        quality = QualityOptions(**rounds.quality_kwargs(0, gold_file, qualification, pass_threshold, requires),
+                                 seed=params.seed)
+        created = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
+                                     overlap=overlap, overwrite=overwrite, quality=quality)
     console.out.print(console.table("SPIN rounds", ["round", "object-part", "tasks", "subparts asked"], [
         [r.key, f"{r.config.params['object']}-{r.config.params['part']}", len(r.items),
-         len(r.config.params["subparts"])] for r in rounds]))
+         len(r.config.params["subparts"])] for r in created]))
     console.out.print(f"Task overlays: {display_path(data_root / 'spin' / 'tasks')}")
     console.out.print("Next: segbench rounds launch KEY for each round, then segbench rounds ingest KEY "
                       "(ingest imports the subpart answers).")

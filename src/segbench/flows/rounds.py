@@ -19,12 +19,13 @@ from typing import Any, TypeVar
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from segbench.annotation_ui import batches, followups, rounds
+from segbench.annotation_ui import batches, followups, gold, rounds
 from segbench.annotation_ui.backends import RoundBackend, backend_for
 from segbench.annotation_ui.backends.files import files_dir
 from segbench.annotation_ui.convert import merge_answers
 from segbench.annotation_ui.kinds import round_kind
 from segbench.annotation_ui.views import list_rounds, round_progress
+from segbench.annotation_ui.worker_report import write_worker_report
 from segbench.core import clock
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
@@ -109,29 +110,35 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     rounds.check_step(round_, rounds.RoundStatus.INGESTED, "ingest")  # before any network call
     kind = round_kind(round_.kind)
     policy = ImportPolicy(on_error=on_error)
-    previous = store.load_answers(key)  # a damaged answers file is named before any fetch
+    previous = store.load_answers(key) + gold.saved_gold_answers(store, key)  # damage is named before any fetch
+    qualified = gold.pass_list(store, round_)  # a gate whose qualification is not ingested fails here
     fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
-    chain = followups.merge_chain(store, round_, merge_answers(previous, fetched))  # a follow-up's chain too
+    own, gold_answers = gold.split_answers(round_, merge_answers(previous, fetched))
+    chain = followups.merge_chain(store, round_, own)  # a follow-up's chain too
     answers = chain.answers
+    counted = gold.counted(answers, qualified)
     controls = sorted({control for a in answers for control in a.choices})
     method = aggregation or round_.aggregation
-    items = chain.decide(aggregate(answers, controls, method=method))
-    agreement = {control: agreement_summary(answers, control) for control in controls}
-    counts = {"answers": len(answers), "items": len(round_.items), "items_answered": chain.items_answered(),
-              "annotators": len({a.annotator for a in answers}), "skipped": len(policy.report)}
+    items = chain.decide(aggregate(counted, controls, method=method))
+    agreement = {control: agreement_summary(counted, control) for control in controls}
+    counts = {"answers": len(answers), "items": len(gold.without_gold(round_).items),
+              "items_answered": chain.items_answered(), "annotators": len({a.annotator for a in answers}),
+              "skipped": len(policy.report), **gold.gold_counts(round_, gold_answers, answers, counted)}
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
-        "agreement": agreement, "skipped": policy.report.to_json()}, indent=1)
+        "agreement": agreement, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified)},
+        indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
-    reports = {name: str(path) for name, path in
-               kind.write_reports(followups.report_round(store, ingested), items, Path(data_root)).items()}
+    reports = {name: str(path) for name, path in kind.write_reports(
+        gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root)).items()}
+    workers = write_worker_report(store, ingested, answers + gold_answers, items, qualified, files_dir(data_root, key))
     get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
-            "reports": reports}
+            "reports": reports, "workers": workers}
 
 
 # --- close / cancel / list -----------------------------------------------------------------------
@@ -144,9 +151,10 @@ def close_round(data_root: Path, key: str, *, cancel: bool = False, force: bool 
     """
     store = _store(data_root)
     round_ = store.load(key)
-    unanswered = len(round_.items) - round_.counts.get("items_answered", 0)
+    work_items = len(gold.without_gold(round_).items)  # gold items are not in the aggregated answers
+    unanswered = work_items - round_.counts.get("items_answered", 0)
     if not cancel and not force and round_.status is rounds.RoundStatus.INGESTED and unanswered > 0:
-        raise RoundStateError(f"{unanswered} of {len(round_.items)} items have no answer yet", path=store.path(key),
+        raise RoundStateError(f"{unanswered} of {work_items} items have no answer yet", path=store.path(key),
                               item=key, hint=f"wait for the answers and run `segbench rounds ingest {key}` again, "
                                              "or close with --force to keep them unanswered")
     changed = rounds.mark_cancelled(round_, _now()) if cancel else rounds.mark_closed(round_, _now())

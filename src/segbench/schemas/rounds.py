@@ -44,6 +44,9 @@ class RoundItem(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict, description="extra task fields shown to people")
     batch: str | None = Field(None, min_length=1, description="the launch phase the item belongs to (SPIN: "
                               "super-category; CAFE: subset SM/CC/OC); None: launched with every batch")
+    gold: dict[str, Any] | None = Field(
+        None, description="the known answer of a gold item (choice control → label; 'polygons' → reference "
+                          "polygons); never shown to people, kept out of the aggregated answers")
 
     @field_validator("image")
     @classmethod
@@ -92,6 +95,10 @@ class Round(BaseModel):
         if method not in METHODS:
             raise ValueError(f"unknown aggregation {method!r}; choose one of {', '.join(METHODS)}")
         return method
+    purpose: Literal["work", "qualification"] = Field(
+        "work", description="qualification: every item is gold, and ingest writes the pass list")
+    pass_threshold: float | None = Field(None, ge=0, le=1, description="qualification: gold accuracy to pass")
+    requires: str | None = Field(None, description="key of the qualification round whose pass list gates this round")
 
 
 class Polygon(BaseModel):
@@ -112,6 +119,10 @@ class Answer(BaseModel):
     updated_at: str | None = None
     choices: dict[str, list[str]] = Field(default_factory=dict, description="control name → chosen labels")
     polygons: dict[str, list[Polygon]] = Field(default_factory=dict, description="control name → polygons")
+    # Left out of the dump when unknown, so answers files written before it existed keep their bytes.
+    seconds: float | None = Field(None, exclude_if=lambda v: v is None,
+                                  description="time spent on the task (Label Studio lead_time, the crowd's "
+                                              "WorkTimeInSeconds)")
 
 
 class ItemAnswer(BaseModel):

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from prefect import flow, get_run_logger
 
+from segbench.annotation_ui.gold import QualityOptions, with_quality
 from segbench.core import clock
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
 from segbench.core.manifest import read_manifest, verify_outputs
 from segbench.core.resume import hash_inputs
+from segbench.flows.cafe.gold import alike, known_bad_items
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
@@ -66,11 +68,18 @@ def read_candidates(candidates: Path) -> list[Candidate]:
 @flow(name="cafe-verification-create", flow_run_name=run_name("cafe-verification-create", ("key",)))
 def create_cafe_verification(data_root: Path, key: str, backend: Literal["labelstudio", "files"] = "labelstudio",
                              overlap: int = 3, overwrite: bool = False,
-                             candidates_dir: str = CANDIDATES_DIR) -> Round:
+                             candidates_dir: str = CANDIDATES_DIR, quality: QualityOptions = QualityOptions(),
+                             gold_sources: dict[str, Path] | None = None) -> Round:
     """Create a verification round over every candidate (``data/rounds/<key>.json``).
 
+    ``quality.gold`` known-bad pairs (see :func:`segbench.flows.cafe.gold.known_bad_items`; with
+    ``gold_sources``, source name → images folder, half are unedited images) are mixed in, their
+    review images written under ``data/rounds/<key>/review/`` beside copies of the others'; a gold
+    file adds more.
+
     Raises:
-        InputError: the candidates are not built. RoundStateError: the key exists (unless ``overwrite``).
+        InputError: the candidates are not built, bad gold options. RoundStateError: the key exists
+            (unless ``overwrite``).
     """
     from segbench.annotation_ui.rounds import RoundStore, new_round
 
@@ -81,7 +90,12 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
         config=RoundConfig(label_config=verification.LABEL_CONFIG, overlap=overlap),
         items=verification.round_items(candidates, candidates_dir), backend=backend,
         now=clock.timestamp())
-    RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)
+    store = RoundStore(Path(data_root) / "rounds")
+    gold = known_bad_items(Path(data_root), key, candidates_path, candidates, quality, gold_sources or {})
+    round_ = with_quality(round_, gold, quality, store)
+    if gold:
+        round_ = round_.model_copy(update={"items": alike(Path(data_root), key, round_.items)})
+    store.create(round_, overwrite=overwrite)
     return round_
 
 

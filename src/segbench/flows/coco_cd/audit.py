@@ -3,20 +3,23 @@ write the agreement table after each ingest (``<data root>/coco_cd_audit/<key>.{
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow
 
+from segbench.annotation_ui.gold import QualityOptions, with_quality
 from segbench.annotation_ui.rounds import RoundStore, new_round
 from segbench.core import clock
 from segbench.core.errors import InputError
-from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.core.io import atomic_write_text, fingerprint, read_json, read_text, write_json
 from segbench.core.manifest import read_manifest
 from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT
 from segbench.flows.prefect_ui import run_name
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig
 from segbench.tasks.coco_cd import audit
+from segbench.tasks.coco_cd import gold as coco_gold
 
 
 def dataset_version(dataset: Path) -> str:
@@ -45,20 +48,29 @@ def create_coco_cd_audit(
     overwrite: bool = False,
     dataset_dir: str = "coco_cd",
     batch_by_group: bool = False,
+    gold: int = 0,
+    gold_file: Path | None = None,
+    purpose: Literal["work", "qualification"] = "work",
+    pass_threshold: float | None = None,
+    requires: str | None = None,
 ) -> Round:
     """Create an audit round on a stratified sample of the COCO-CD validation split (``batch_by_group``:
     each item's batch is its group, for a launch group by group).
 
+    ``gold`` more validation images whose context is unambiguous by the evidence shares are mixed in
+    as gold items (seeded), plus those of ``gold_file``; a qualification round keeps only the gold.
+
     Raises:
-        InputError: the dataset is not built. InsufficientDataError: a group is too small.
-        RoundStateError: the key exists (unless ``overwrite``).
+        InputError: the dataset is not built, bad gold or qualification options.
+        InsufficientDataError: a group is too small. RoundStateError: the key exists (unless ``overwrite``).
     """
     dataset = Path(data_root) / dataset_dir
     manifest = read_manifest(dataset)
     if not manifest.params.get("write_images", True):
         raise InputError("this build has no images (built with --no-images); people need to see them",
                          path=dataset, hint="rebuild COCO-CD with images, then create the round")
-    items = audit.sample_audit_items(_val_split(dataset), per_group=per_group, seed=seed, dataset_dir=dataset_dir,
+    val = _val_split(dataset)
+    items = audit.sample_audit_items(val, per_group=per_group, seed=seed, dataset_dir=dataset_dir,
                                      size=int(manifest.params["size"]), batch_by_group=batch_by_group)
     round_ = new_round(
         key=key, kind=CONTEXT_AUDIT.name, dataset=dataset_dir, dataset_version=dataset_version(dataset),
@@ -66,8 +78,20 @@ def create_coco_cd_audit(
         backend=backend,
         now=clock.timestamp(),
     )
-    RoundStore(Path(data_root) / "rounds").create(round_, overwrite=overwrite)
+    store = RoundStore(Path(data_root) / "rounds")
+    candidates = coco_gold.gold_candidates(val, _context_rows(dataset), dataset_dir=dataset_dir,
+                                           size=int(manifest.params["size"])) if gold else []
+    round_ = with_quality(round_, candidates, QualityOptions(gold=gold, gold_file=gold_file, purpose=purpose,
+                                                             pass_threshold=pass_threshold, requires=requires,
+                                                             seed=seed), store)
+    store.create(round_, overwrite=overwrite)
     return round_
+
+
+def _context_rows(dataset: Path) -> list[dict[str, Any]]:
+    """The evidence behind each image's context (``context.jsonl`` of the build)."""
+    path = dataset / "context.jsonl"
+    return [json.loads(line) for line in read_text(path, hint="rebuild COCO-CD").splitlines() if line.strip()]
 
 
 def write_audit_report(round_: Round, answers: list[ItemAnswer], data_root: Path) -> dict[str, Path]:

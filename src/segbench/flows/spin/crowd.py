@@ -18,12 +18,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results
 from segbench.annotation_ui.followups import chain, final_key
+from segbench.annotation_ui.gold import (
+    QualityOptions,
+    counted,
+    mix,
+    pass_list,
+    read_gold_file,
+    split_answers,
+    with_quality,
+    without_gold,
+)
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core import clock
@@ -33,6 +44,7 @@ from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import Answer, Round, RoundItem
 from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
 from segbench.tasks.spin import crowd as sc
+from segbench.tasks.spin.gold import page_gold
 
 logger = logging.getLogger(__name__)
 
@@ -46,19 +58,28 @@ def default_taxonomy(data_root: Path) -> Path:
 
 def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: str, dataset_version: str,
                        backend: Literal["labelstudio", "files"] = "labelstudio", overlap: int = 3,
-                       taxonomy: Path | None = None, overwrite: bool = False) -> list[Round]:
+                       taxonomy: Path | None = None, overwrite: bool = False,
+                       quality: QualityOptions = QualityOptions()) -> list[Round]:
     """Create and save one round per (super-category, part) among ``items`` (see ``spin_rounds``).
 
     ``overwrite`` replaces existing records of the same keys (their answers files are kept).
+    ``quality``: gold items of its gold file (parts with reference polygons, carrying the same data
+    fields as the other items) join the rounds of their part, at seeded places; its purpose and gate
+    apply to every round.
 
     Raises:
-        InputError: bad items or taxonomy. RoundStateError: a key exists (unless ``overwrite``).
+        InputError: bad items, gold file or taxonomy. RoundStateError: a key exists (unless ``overwrite``).
     """
     tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
     now = clock.timestamp()
-    rounds = spin_rounds(items, tax, key_prefix=key_prefix, dataset_version=dataset_version, backend=backend,
-                            now=now, overlap=overlap)
+    gold = read_gold_file(quality.gold_file) if quality.gold_file else []
+    rounds = spin_rounds(mix(items, gold, quality.seed), tax, key_prefix=key_prefix, dataset_version=dataset_version,
+                         backend=backend, now=now, overlap=overlap)
     store = RoundStore(Path(data_root) / "rounds")
+    rounds = [r.model_copy(update={"items": page_gold(r.items)}) for r in rounds]
+    if quality.purpose == "qualification":  # a qualification asks only about parts it has references for
+        rounds = [r for r in rounds if any(i.gold for i in r.items)] or rounds[:1]
+    rounds = [with_quality(r, [], replace(quality, gold=0, gold_file=None), store) for r in rounds]
     return [store.create(r, overwrite=overwrite) for r in rounds]
 
 
@@ -130,6 +151,9 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
     else:
         raise InputError(f"round {key!r} has no ingested answers", item=key,
                          hint=f"run `segbench rounds ingest {key}` first, or pass --results FILE")
+    # Gold parts never enter the dataset, and a gated round counts only its qualified workers.
+    answers = counted(split_answers(round_, answers)[0], pass_list(store, round_))
+    round_ = without_gold(round_)
     contexts = contexts_from_coco(Path(parts), round_) if parts is not None else contexts_from_items(round_)
     if contexts is None:
         raise InputError(f"the items of round {key!r} carry no part masks", item=key,

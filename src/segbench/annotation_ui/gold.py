@@ -1,0 +1,272 @@
+"""Gold items and qualification rounds: what a round knows the answer to, and who may count.
+
+A gold item is a :class:`RoundItem` with ``gold`` set (its known answer). It is mixed among the
+round's items at a seeded position, with an id of the same form as the others, and only ``data`` is
+ever shown, so annotators cannot tell it apart. Ingest keeps gold answers out of the answers and
+items that dataset builds read (:func:`split_answers`) and scores them per worker
+(:mod:`segbench.core.worker_quality`).
+
+A qualification round (``purpose="qualification"``) holds only gold items; its ingest writes the
+pass list ``data/rounds/<key>.qualified.json`` (workers whose gold accuracy reaches
+``pass_threshold``), and for the files backend also ``data/rounds/<key>/qualification.csv``, the pass
+list as an MTurk worker qualification upload (``Worker ID`` and ``UPDATE-<qualification>`` score
+columns, as the requester site's "Upload CSV" of Manage Workers expects). A round created with
+``requires=<key>`` counts only the answers of workers on that list.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from segbench.annotation_ui.rounds import RoundStore
+from segbench.core.errors import InputError, RoundStateError
+from segbench.core.io import atomic_write_text, read_json, write_json
+from segbench.core.worker_quality import passed
+from segbench.schemas.rounds import Answer, Round, RoundItem
+
+QUALIFIED_SUFFIX = ".qualified.json"
+GOLD_FILE_FORMAT = ('a JSON list of items: {"item_id", "image", "width", "height", "data": {...}, '
+                    '"gold": {<control>: <label>} or {"polygons": [{"label", "points": [[x, y], ...]}]}}')
+
+
+@dataclass(frozen=True)
+class QualityOptions:
+    """What a create command adds to a round: gold items, qualification, a gate."""
+
+    gold: int = 0
+    gold_file: Path | None = None
+    purpose: Literal["work", "qualification"] = "work"
+    pass_threshold: float | None = None
+    requires: str | None = None
+    seed: int = 0
+
+
+def check_gold_count(value: int | None) -> int:
+    """``--gold N``: a count of gold items, 0 or more.
+
+    Raises:
+        InputError: negative.
+    """
+    if value is None:
+        return 0
+    if value < 0:
+        raise InputError(f"--gold {value}: the number of gold items cannot be negative", item="--gold",
+                         hint="pass --gold 0 (no gold) or a positive count, e.g. --gold 10")
+    return value
+
+
+def read_gold_file(path: Path) -> list[RoundItem]:
+    """Gold items from a JSON file (see :data:`GOLD_FILE_FORMAT`).
+
+    Raises:
+        InputError: unreadable, not a list, an entry that is no valid item or has no ``gold``.
+    """
+    entries = read_json(path)
+    if not isinstance(entries, list):
+        raise InputError("a gold file is a JSON list of items", path=path, hint=f"write {GOLD_FILE_FORMAT}")
+    items = []
+    for index, entry in enumerate(entries):
+        where = f"entry {index}" + (f" ({entry.get('item_id')})" if isinstance(entry, dict) else "")
+        try:
+            item = RoundItem.model_validate(entry)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise InputError(f"not a gold item ({'.'.join(map(str, error['loc']))}: {error['msg']})", path=path,
+                             item=where, hint=f"write {GOLD_FILE_FORMAT}") from None
+        if not item.gold:
+            raise InputError("item has no 'gold' answer", path=path, item=where, hint=f"write {GOLD_FILE_FORMAT}")
+        items.append(item)
+    return items
+
+
+def choose_gold(candidates: Sequence[RoundItem], count: int, seed: int, *, taken: set[str]) -> list[RoundItem]:
+    """``count`` gold items drawn (seeded) from ``candidates`` whose ids are not ``taken``.
+
+    Raises:
+        InputError: fewer candidates than asked.
+    """
+    pool = sorted((c for c in candidates if c.item_id not in taken), key=lambda c: c.item_id)
+    if count > len(pool):
+        raise InputError(f"--gold {count}: only {len(pool)} items with a known answer are available",
+                         item="--gold", hint=f"pass --gold {len(pool)} or less, or add items with --gold-file")
+    return sorted(random.Random(f"gold:{seed}").sample(pool, count), key=lambda c: c.item_id)
+
+
+def with_quality(round_: Round, candidates: Sequence[RoundItem], options: QualityOptions, store: RoundStore) -> Round:
+    """The round with its gold items mixed in and its purpose, pass threshold and gate set.
+
+    Gold items are inserted at seeded positions among the work items; a qualification round keeps
+    only the gold items.
+
+    Raises:
+        InputError: bad options (the message names the option and the fix), an unknown ``requires``
+            round or one that is no qualification round, a gold item id that is also a work item.
+    """
+    _check_options(options, store)
+    work = list(round_.items)
+    taken = set() if options.purpose == "qualification" else {i.item_id for i in work}
+    gold = choose_gold(candidates, options.gold, options.seed, taken=taken) if options.gold else []
+    if options.gold_file is not None:
+        extra = read_gold_file(options.gold_file)
+        clash = sorted({i.item_id for i in extra} & (taken | {g.item_id for g in gold}))
+        if clash:
+            raise InputError(f"gold item {clash[0]!r} is also an item of the round", path=options.gold_file,
+                             item=clash[0], hint="give gold items ids of their own (the same form as the others)")
+        gold += extra
+    if options.purpose == "qualification":
+        items = [i for i in [*work, *gold] if i.gold]
+        if not items:
+            raise InputError("a qualification round needs gold items", item=f"round {round_.key}",
+                             hint="pass --gold N and/or --gold-file PATH")
+    else:
+        items = mix(work, gold, options.seed)
+    return Round.model_validate({**round_.model_dump(), "items": [i.model_dump() for i in items],
+                                 "purpose": options.purpose, "pass_threshold": options.pass_threshold,
+                                 "requires": options.requires})
+
+
+def mix(work: Sequence[RoundItem], gold: Sequence[RoundItem], seed: int) -> list[RoundItem]:
+    """``gold`` inserted at seeded positions among ``work`` (so neither order nor place gives them away)."""
+    rng = random.Random(f"mix:{seed}")
+    items = list(work)
+    for item in gold:
+        items.insert(rng.randint(0, len(items)), item)
+    return items
+
+
+def _check_options(options: QualityOptions, store: RoundStore) -> None:
+    if options.purpose == "qualification":
+        if options.pass_threshold is None or not 0 < options.pass_threshold <= 1:
+            raise InputError(f"--pass-threshold {options.pass_threshold}: a qualification round needs a gold "
+                             "accuracy to pass, above 0 and at most 1", item="--pass-threshold",
+                             hint="pass e.g. --pass-threshold 0.8")
+        if options.requires:
+            raise InputError("a qualification round cannot itself require one", item="--requires",
+                             hint="drop --requires, or create a work round")
+    elif options.pass_threshold is not None:
+        raise InputError("--pass-threshold applies to qualification rounds only", item="--pass-threshold",
+                         hint="add --qualification, or drop --pass-threshold")
+    if options.requires:
+        required = store.load(options.requires)  # names the existing rounds when unknown
+        if required.purpose != "qualification":
+            raise InputError(f"round {options.requires!r} is not a qualification round", item="--requires",
+                             path=store.path(options.requires),
+                             hint="pass the key of a round created with --qualification")
+
+
+# --- ingest -----------------------------------------------------------------------------------------------
+
+def gold_index(round_: Round) -> dict[str, tuple[dict[str, Any], tuple[int, int]]]:
+    """Gold item id → (known answer, (height, width))."""
+    return {i.item_id: (i.gold, (i.height, i.width)) for i in round_.items if i.gold}
+
+
+def without_gold(round_: Round) -> Round:
+    """The round as dataset reports see it: its work items only."""
+    return round_.model_copy(update={"items": [i for i in round_.items if not i.gold]})
+
+
+def split_answers(round_: Round, answers: Sequence[Answer]) -> tuple[list[Answer], list[Answer]]:
+    """(answers on work items, answers on gold items)."""
+    gold = set(gold_index(round_))
+    return [a for a in answers if a.item_id not in gold], [a for a in answers if a.item_id in gold]
+
+
+def saved_gold_answers(store: RoundStore, key: str) -> list[Answer]:
+    """The gold answers the last ingest saved (under ``gold_answers`` in the answers file)."""
+    path = store.answers_path(key)
+    if not path.exists():
+        return []
+    saved = read_json(path)
+    records = saved.get("gold_answers", []) if isinstance(saved, dict) else []
+    out = []
+    for index, record in enumerate(records if isinstance(records, list) else [records]):
+        try:
+            out.append(Answer.model_validate(record))
+        except ValidationError as exc:
+            raise InputError(f"saved gold answer is malformed ({exc.errors()[0]['msg']})", path=path,
+                             item=f"gold_answers[{index}]",
+                             hint=f"delete {path} and run `segbench rounds ingest {key}` again: every answer is "
+                                  "fetched again from the backend") from None
+    return out
+
+
+def counted(answers: Sequence[Answer], qualified: set[str] | None) -> list[Answer]:
+    """The answers that count in aggregation: all, or those of qualified workers in a gated round."""
+    return list(answers) if qualified is None else [a for a in answers if a.annotator in qualified]
+
+
+def gold_counts(round_: Round, gold_answers: Sequence[Answer], answers: Sequence[Answer],
+                counted_answers: Sequence[Answer]) -> dict[str, int]:
+    """Counts an ingest adds for gold and gates (none for a round without either, so its counts stay)."""
+    out = {}
+    if gold_index(round_):
+        out |= {"gold_items": len(gold_index(round_)), "gold_answers": len(gold_answers)}
+    if round_.requires:
+        out["answers_not_counted"] = len(answers) - len(counted_answers)
+    return out
+
+
+def answers_fields(gold_answers: Sequence[Answer], qualified: set[str] | None) -> dict[str, Any]:
+    """What the answers file gains: the gold answers (kept apart from ``answers`` and ``items``, which
+    builds read) and, in a gated round, who was not counted."""
+    out: dict[str, Any] = {}
+    if gold_answers:
+        out["gold_answers"] = [a.model_dump(mode="json") for a in gold_answers]
+    if qualified is not None:
+        out["qualified_workers"] = sorted(qualified)
+    return out
+
+
+def qualified_path(store: RoundStore, key: str) -> Path:
+    return store.root / f"{key}{QUALIFIED_SUFFIX}"
+
+
+def pass_list(store: RoundStore, round_: Round) -> set[str] | None:
+    """The workers whose answers count in ``round_`` (None: the round is not gated).
+
+    Raises:
+        RoundStateError: the qualification round has no pass list yet (not ingested).
+    """
+    if not round_.requires:
+        return None
+    path = qualified_path(store, round_.requires)
+    if not path.is_file():
+        store.load(round_.requires)  # an unknown key names the existing rounds
+        raise RoundStateError(f"round {round_.key!r} requires qualification round {round_.requires!r}, "
+                              "which has no pass list yet", path=path, item=round_.requires,
+                              hint=f"ingest the qualification first: segbench rounds ingest {round_.requires}")
+    return {w["worker"] for w in read_json(path)["passed"]}
+
+
+def write_pass_list(store: RoundStore, round_: Round, report: dict[str, Any], files_folder: Path) -> dict[str, Path]:
+    """A qualification round's pass list (and, for the files backend, its MTurk qualification CSV)."""
+    threshold = round_.pass_threshold if round_.pass_threshold is not None else 1.0
+    winners = passed(report, threshold)
+    paths = {"pass_list": write_json(qualified_path(store, round_.key),
+                                     {"round": round_.key, "pass_threshold": threshold, "passed": winners}, indent=1)}
+    if round_.backend == "files":
+        paths["qualification_csv"] = atomic_write_text(files_folder / "qualification.csv",
+                                                        mturk_qualification_csv(round_.key, winners))
+    return paths
+
+
+def mturk_qualification_csv(key: str, winners: Sequence[dict[str, Any]]) -> str:
+    """Workers who passed as MTurk's worker CSV upload: ``Worker ID`` and ``UPDATE-<qualification>``
+    (the score to assign, 0–100: gold accuracy in percent). Only crowd workers (``worker:<id>``)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    column = f"UPDATE-segbench-{key}"
+    writer.writerow(["Worker ID", column])
+    for winner in winners:
+        if winner["worker"].startswith("worker:"):
+            writer.writerow([winner["worker"][len("worker:"):], round(100 * winner["gold_accuracy"])])
+    return buffer.getvalue()

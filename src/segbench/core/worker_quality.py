@@ -1,0 +1,211 @@
+"""How well each worker of a round did: gold accuracy, agreement with the aggregate, time per task and
+the SPIN paper's signals of careless work (seed 001, Sec. 9.2), ending in a list of suspicious workers.
+
+Pure functions over :class:`~segbench.schemas.rounds.Answer` records: no files, no backend. Writing
+the report belongs to :mod:`segbench.annotation_ui.worker_report`.
+
+Rules (:class:`QualityRules`, defaults shown), each a reason to call a worker suspicious:
+
+* gold accuracy below 0.7: a gold judgment is one (gold item, choice control) pair, right when the
+  worker's label equals the known one, or one reference polygon label, right when the worker's
+  polygons of that label reach IoU 0.5 with the reference (see :func:`polygon_iou`);
+* agreement with the aggregate below 0.5, over at least 5 judgments (work items whose majority is
+  defined);
+* many parts marked absent: more than 75% of the worker's ``has_*`` answers are "no", over at least
+  5 of them;
+* missing segmentations: more than half of the worker's ``has_<subpart>`` "yes" answers come without
+  a polygon of that subpart, over at least 5 of them;
+* outlying task time: the robust z-score of the worker's median seconds per task among the round's
+  workers (0.6745 · (x − median) / MAD, Iglewicz and Hoaglin) beyond ±3.5; undefined (never raised)
+  with fewer than 3 timed workers or a MAD of 0;
+* not qualified: the round is gated by a qualification round and the worker is not on its pass list.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pycocotools import mask as mask_utils
+from scipy.stats import median_abs_deviation
+
+from segbench.schemas.rounds import Answer, ItemAnswer, Polygon, slugify
+
+POLYGONS = "polygons"  # the gold key (and answer control) of reference polygons
+PRESENCE_PREFIX = "has_"
+
+
+@dataclass(frozen=True)
+class QualityRules:
+    min_gold_accuracy: float = 0.7
+    gold_iou: float = 0.5
+    min_agreement: float = 0.5
+    min_judgments: int = 5
+    max_absent_rate: float = 0.75
+    max_missing_rate: float = 0.5
+    max_time_z: float = 3.5
+
+
+def category(labels: Sequence[str]) -> str:
+    """Several labels count as one category, sorted and joined by ``|`` (as aggregation counts them)."""
+    return "|".join(sorted(labels))
+
+
+def latest_per_worker(answers: Iterable[Answer]) -> list[Answer]:
+    """One answer per (item, worker): the latest ``updated_at``, then the largest source id."""
+    best: dict[tuple[str, str], Answer] = {}
+    for answer in sorted(answers, key=lambda a: (a.updated_at or "", a.source_id)):
+        best[(answer.item_id, answer.annotator)] = answer
+    return [best[k] for k in sorted(best)]
+
+
+def polygon_iou(drawn: Sequence[Polygon], reference: Sequence[Polygon], height: int, width: int) -> float:
+    """IoU of the union of ``drawn`` with the union of ``reference`` (pixels, pycocotools rasterising).
+
+    Polygons with fewer than 3 points cover nothing. Both empty: 1.0 (nothing to draw, nothing drawn).
+    """
+    a, b = _union(drawn, height, width), _union(reference, height, width)
+    union = int(np.logical_or(a, b).sum())
+    return 1.0 if union == 0 else float(np.logical_and(a, b).sum()) / union
+
+
+def _union(polygons: Sequence[Polygon], height: int, width: int) -> np.ndarray:
+    flat = [[float(v) for point in p.points for v in point] for p in polygons if len(p.points) >= 3]
+    if not flat:
+        return np.zeros((height, width), dtype=bool)
+    rle = mask_utils.merge(mask_utils.frPyObjects(flat, height, width))
+    return mask_utils.decode(rle).astype(bool)
+
+
+def gold_judgments(answer: Answer, gold: Mapping[str, Any], size: tuple[int, int], rules: QualityRules) -> list[bool]:
+    """Right or wrong, per judgment of one answer on a gold item (``size`` is its (height, width))."""
+    out = []
+    for control, known in sorted(gold.items()):
+        if control == POLYGONS:
+            references: dict[str, list[Polygon]] = defaultdict(list)
+            for polygon in known:
+                references[polygon["label"]].append(Polygon.model_validate(polygon))
+            drawn = answer.polygons.get(POLYGONS, [])
+            for label, reference in sorted(references.items()):
+                mine = [p for p in drawn if p.label == label]
+                out.append(polygon_iou(mine, reference, *size) >= rules.gold_iou)
+        else:
+            expected = category(known) if isinstance(known, list) else str(known)
+            out.append(category(answer.choices.get(control, [])) == expected)
+    return out
+
+
+def robust_z(values: Mapping[str, float]) -> dict[str, float | None]:
+    """Modified z-score of each value (0.6745 · (x − median) / MAD); None when it is undefined."""
+    if len(values) < 3:
+        return {key: None for key in values}
+    data = np.array(list(values.values()), dtype=float)
+    mad = float(median_abs_deviation(data))
+    if mad == 0:
+        return {key: None for key in values}
+    centre = float(np.median(data))
+    return {key: round(0.6745 * (value - centre) / mad, 4) for key, value in values.items()}
+
+
+def presence_signals(answers: Sequence[Answer]) -> tuple[int, int, int, int]:
+    """(``has_*`` answers, of them "no", "yes" answers, of them without a polygon of that subpart)."""
+    asked = absent = said_yes = missing = 0
+    for answer in answers:
+        drawn = {slugify(p.label) for shapes in answer.polygons.values() for p in shapes}
+        for control, labels in answer.choices.items():
+            if not control.startswith(PRESENCE_PREFIX) or not labels:
+                continue
+            asked += 1
+            absent += labels == ["no"]
+            if labels == ["yes"]:
+                said_yes += 1
+                missing += control[len(PRESENCE_PREFIX):] not in drawn
+    return asked, absent, said_yes, missing
+
+
+def score_workers(
+    answers: Iterable[Answer],
+    items: Sequence[ItemAnswer],
+    gold: Mapping[str, tuple[Mapping[str, Any], tuple[int, int]]],
+    *,
+    qualified: set[str] | None = None,
+    rules: QualityRules = QualityRules(),
+) -> dict[str, Any]:
+    """The worker report of a round: one row per worker and the suspicious workers with their reasons.
+
+    Args:
+        answers: every answer of the round (gold items included, unqualified workers included).
+        items: the aggregated answers of the work items.
+        gold: gold item id → (known answer, (height, width) of its image).
+        qualified: the pass list of the qualification round gating this round (None: not gated).
+
+    Returns:
+        ``{"workers": [...], "suspicious": [{"worker", "reasons"}], "rules": {...}}``, workers sorted.
+    """
+    latest = latest_per_worker(answers)
+    majority = {i.item_id: i.majority for i in items}
+    by_worker: dict[str, list[Answer]] = defaultdict(list)
+    for answer in latest:
+        by_worker[answer.annotator].append(answer)
+    medians = {w: statistics.median(s) for w, mine in by_worker.items()
+               if (s := [a.seconds for a in mine if a.seconds is not None])}
+    time_z = robust_z(medians)
+    workers, suspicious = [], []
+    for worker, mine in sorted(by_worker.items()):
+        right = [ok for a in mine if a.item_id in gold for ok in gold_judgments(a, *gold[a.item_id], rules)]
+        agree = [category(labels) == majority[a.item_id][control] for a in mine if a.item_id in majority
+                 for control, labels in a.choices.items()
+                 if labels and majority[a.item_id].get(control) is not None]
+        asked, absent, said_yes, missing = presence_signals(mine)
+        row = {"worker": worker, "answers": len(mine), "gold_answers": len(right),
+               "gold_accuracy": _share(sum(right), len(right)), "agreement_judgments": len(agree),
+               "agreement_with_aggregate": _share(sum(agree), len(agree)),
+               "median_seconds": None if worker not in medians else round(medians[worker], 4),
+               "flags": {"absent_rate": _share(absent, asked), "missing_segmentation_rate": _share(missing, said_yes),
+                         "time_z": time_z.get(worker), "qualified": None if qualified is None else worker in qualified}}
+        reasons = _reasons(row, asked, said_yes, rules)
+        row["flags"]["raised"] = [name for name, _ in reasons]
+        workers.append(row)
+        if reasons:
+            suspicious.append({"worker": worker, "reasons": [text for _, text in reasons]})
+    return {"workers": workers, "suspicious": suspicious, "rules": rules.__dict__.copy()}
+
+
+def _reasons(row: Mapping[str, Any], asked: int, said_yes: int, rules: QualityRules) -> list[tuple[str, str]]:
+    flags, out = row["flags"], []
+    gold = row["gold_accuracy"]
+    if gold is not None and gold < rules.min_gold_accuracy:
+        out.append(("low_gold_accuracy", f"gold accuracy {gold:.2f} < {rules.min_gold_accuracy:.2f} "
+                                         f"over {row['gold_answers']} gold judgments"))
+    agreement = row["agreement_with_aggregate"]
+    if agreement is not None and row["agreement_judgments"] >= rules.min_judgments and agreement < rules.min_agreement:
+        out.append(("low_agreement", f"agreement with the aggregate {agreement:.2f} < {rules.min_agreement:.2f} "
+                                     f"over {row['agreement_judgments']} judgments"))
+    if asked >= rules.min_judgments and flags["absent_rate"] > rules.max_absent_rate:
+        out.append(("many_absent", f"marked {flags['absent_rate']:.0%} of {asked} parts absent "
+                                   f"(> {rules.max_absent_rate:.0%})"))
+    if said_yes >= rules.min_judgments and flags["missing_segmentation_rate"] > rules.max_missing_rate:
+        out.append(("missing_segmentations", f"no polygon for {flags['missing_segmentation_rate']:.0%} of {said_yes} "
+                                             f"parts marked present (> {rules.max_missing_rate:.0%})"))
+    z = flags["time_z"]
+    if z is not None and abs(z) > rules.max_time_z:
+        out.append(("outlying_time", f"median {row['median_seconds']:.1f} s per task, robust z {z:+.1f} "
+                                     f"(|z| > {rules.max_time_z})"))
+    if flags["qualified"] is False:
+        out.append(("not_qualified", "not on the qualification pass list: answers recorded, not counted"))
+    return out
+
+
+def _share(part: int, whole: int) -> float | None:
+    return None if whole == 0 else round(part / whole, 4)
+
+
+def passed(report: Mapping[str, Any], threshold: float) -> list[dict[str, Any]]:
+    """The workers of a qualification round's report whose gold accuracy reaches ``threshold``."""
+    return [{"worker": w["worker"], "gold_accuracy": w["gold_accuracy"], "gold_answers": w["gold_answers"]}
+            for w in report["workers"]
+            if w["gold_accuracy"] is not None and w["gold_accuracy"] >= threshold]

@@ -1,0 +1,110 @@
+"""Known-bad pairs for the CAFE verification round (gold items), rendered like every review image.
+
+Two kinds, with answers that are certain (rules in :mod:`segbench.tasks.cafe.gold`):
+
+* unedited: the candidate's *source* image (no edit made) with M outlined, so q- is really present
+  and the known answer to ``negative_invalid`` is ``no``; needs the source's images folder;
+* mask off the object: the edited image with M's outline moved beside the object, so the known
+  answer to ``mask_fits`` is ``no``.
+
+Gold items take new ids after the candidates' (the same form), keep the candidate's q+, q- and edit
+type, and their review images go to ``data/rounds/<key>/review/<item id>.jpg`` (the candidates
+folder stays as its manifest lists it); the work items' review images are copied beside them
+(:func:`alike`), so every task shows the same kind of path.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from segbench.annotation_ui.gold import QualityOptions
+from segbench.core.errors import InputError
+from segbench.core.io import atomic_write_bytes, open_image, read_bytes, source_path
+from segbench.core.masks import rle_to_bitmap
+from segbench.schemas.cafe import Candidate
+from segbench.schemas.rounds import RoundItem
+from segbench.tasks.cafe import gold as cafe_gold
+from segbench.tasks.cafe import verification
+
+
+def known_bad_items(data_root: Path, key: str, candidates_path: Path, candidates: Sequence[Candidate],
+                    quality: QualityOptions, sources: Mapping[str, Path]) -> list[RoundItem]:
+    """``quality.gold`` known-bad items drawn with ``quality.seed``: half unedited when ``sources`` has
+    the images of their source, the rest (or all) with the outline off the object.
+
+    Raises:
+        InputError: fewer usable candidates than asked (the message says how many), an unreadable image.
+    """
+    if not quality.gold:
+        return []
+    rng = random.Random(f"cafe-gold:{quality.seed}")
+    ordered = sorted(candidates, key=lambda c: c.id)
+    unedited_pool = [c for c in ordered if c.target.source in sources]
+    unedited = rng.sample(unedited_pool, min(len(unedited_pool), quality.gold // 2)) if sources else []
+    moved = {c.id: m for c in ordered if c not in unedited
+             and (m := cafe_gold.shifted_off(rle_to_bitmap(c.target.segmentation))) is not None}
+    need = quality.gold - len(unedited)
+    if need > len(moved):
+        raise InputError(f"--gold {quality.gold}: only {len(moved) + len(unedited)} known-bad pairs can be made from "
+                         f"{len(candidates)} candidates", item="--gold",
+                         hint=f"pass --gold {len(moved) + len(unedited)} or less, or --gold-source NAME=IMAGES_DIR")
+    off = rng.sample([c for c in ordered if c.id in moved], need)
+    first = max((c.id for c in candidates), default=0) + 1
+    out = []
+    for number, candidate in enumerate(sorted([*unedited, *off], key=lambda c: c.id), start=first):
+        mask = rle_to_bitmap(candidate.target.segmentation)
+        if candidate.id in moved and candidate not in unedited:
+            image = verification.outline(_edited(candidates_path, candidate), moved[candidate.id])
+            known = cafe_gold.MASK_OFF
+        else:
+            image = verification.outline(_source(sources[candidate.target.source], candidate), mask)
+            known = cafe_gold.UNEDITED
+        relative = review_path(key, str(number), Path(candidate.review_image).suffix)
+        atomic_write_bytes(Path(data_root) / relative, _jpeg(image))
+        item = verification.round_items([candidate], candidates_path.name)[0]
+        out.append(item.model_copy(update={"item_id": str(number), "image": relative, "gold": dict(known)}))
+    return out
+
+
+def review_path(key: str, item_id: str, suffix: str) -> str:
+    """Where a gold round shows an item's review image, relative to the data root."""
+    return f"rounds/{key}/review/{item_id}{suffix}"
+
+
+def alike(data_root: Path, key: str, items: Sequence[RoundItem]) -> list[RoundItem]:
+    """The items of a round with gold, every review image copied to :func:`review_path`, so that the
+    crowd's task files show one folder and one naming for all (a gold image's place would give it away)."""
+    out = []
+    for item in items:
+        relative = review_path(key, item.item_id, Path(item.image).suffix)
+        if not item.gold:
+            atomic_write_bytes(Path(data_root) / relative, read_bytes(Path(data_root) / item.image))
+        out.append(item.model_copy(update={"image": relative}) if item.image != relative else item)
+    return out
+
+
+def _edited(candidates_path: Path, candidate: Candidate) -> Image.Image:
+    return open_image(candidates_path / candidate.image, mode="RGB", item=f"candidate {candidate.id}")
+
+
+def _source(images: Path, candidate: Candidate) -> Image.Image:
+    target = candidate.target
+    path = source_path(images, target.file_name, item=f"candidate {candidate.id} (file_name {target.file_name!r})")
+    image = open_image(path, mode="RGB", item=f"candidate {candidate.id}", hint="pass the source's images folder")
+    if image.size != (target.width, target.height):
+        raise InputError(f"source image is {image.size[0]}x{image.size[1]}, the candidate's target "
+                         f"{target.width}x{target.height}", path=path, item=f"candidate {candidate.id}",
+                         hint=f"pass the images folder of source {target.source!r} with --gold-source")
+    return image
+
+
+def _jpeg(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(np.asarray(image)).save(buffer, format="JPEG", quality=95)
+    return buffer.getvalue()

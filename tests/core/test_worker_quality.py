@@ -1,0 +1,120 @@
+"""Worker scoring: gold accuracy (labels and polygons), agreement with the aggregate, the SPIN signals,
+outlying task times, and the reasons a worker is called suspicious."""
+
+from __future__ import annotations
+
+import pytest
+
+from segbench.core.agreement import aggregate
+from segbench.core.worker_quality import QualityRules, polygon_iou, robust_z, score_workers
+from segbench.schemas.rounds import Answer, Polygon
+
+SQUARE = [(2.0, 2.0), (12.0, 2.0), (12.0, 12.0), (2.0, 12.0)]
+
+
+def choice(item: str, worker: str, label: str, seconds: float | None = None) -> Answer:
+    return Answer(item_id=item, annotator=worker, source_id=f"{worker}-{item}", choices={"context": [label]},
+                  seconds=seconds)
+
+
+def scored(answers, gold=None, **kwargs):
+    work = [a for a in answers if a.item_id not in (gold or {})]
+    return score_workers(answers, aggregate(work, ["context"]), gold or {}, **kwargs)
+
+
+def rows(report):
+    return {w["worker"]: w for w in report["workers"]}
+
+
+def test_gold_accuracy_and_agreement_name_the_spammer():
+    gold = {"g1": ({"context": "indoor"}, (16, 16)), "g2": ({"context": "outdoor"}, (16, 16))}
+    answers = []
+    for worker in ("a", "b", "c"):
+        answers += [choice(f"w{i}", worker, "indoor") for i in range(6)]
+        answers += [choice("g1", worker, "indoor"), choice("g2", worker, "outdoor")]
+    answers += [choice(f"w{i}", "spam", "outdoor") for i in range(6)]
+    answers += [choice("g1", "spam", "outdoor"), choice("g2", "spam", "outdoor")]
+    report = scored(answers, gold)
+    by = rows(report)
+    assert (by["a"]["gold_accuracy"], by["a"]["agreement_with_aggregate"]) == (1.0, 1.0)
+    assert (by["spam"]["gold_accuracy"], by["spam"]["agreement_with_aggregate"]) == (0.5, 0.0)
+    assert by["spam"]["answers"] == 8 and by["spam"]["gold_answers"] == 2
+    assert report["suspicious"] == [{"worker": "spam", "reasons": [
+        "gold accuracy 0.50 < 0.70 over 2 gold judgments", "agreement with the aggregate 0.00 < 0.50 over 6 judgments"]}]
+    assert by["spam"]["flags"]["raised"] == ["low_gold_accuracy", "low_agreement"]
+
+
+def test_agreement_needs_enough_judgments_before_it_flags():
+    answers = [choice("w1", w, "indoor") for w in ("a", "b")] + [choice("w1", "c", "outdoor")]
+    report = scored(answers)
+    assert rows(report)["c"]["agreement_with_aggregate"] == 0.0 and report["suspicious"] == []
+
+
+def test_an_outlying_median_time_is_flagged_by_robust_z():
+    answers = [choice(f"w{i}", w, "indoor", seconds) for i in range(3)
+               for w, seconds in (("a", 30), ("b", 34), ("c", 28), ("d", 31), ("fast", 1))]
+    report = scored(answers)
+    by = rows(report)
+    assert by["fast"]["median_seconds"] == 1.0 and by["fast"]["flags"]["time_z"] < -3.5
+    assert abs(by["a"]["flags"]["time_z"]) < 3.5
+    assert [s["worker"] for s in report["suspicious"]] == ["fast"]
+    assert "robust z" in report["suspicious"][0]["reasons"][0]
+
+
+def test_robust_z_is_undefined_without_spread_or_with_few_workers():
+    assert robust_z({"a": 1.0, "b": 50.0}) == {"a": None, "b": None}
+    assert robust_z({"a": 5.0, "b": 5.0, "c": 5.0, "d": 80.0})["d"] is None  # MAD 0: no scale to judge by
+    assert robust_z({"a": 1.0, "b": 2.0, "c": 3.0})["b"] == 0.0
+
+
+def test_many_parts_absent_and_missing_segmentations_are_the_spin_signals():
+    def spin(item: str, worker: str, has: dict[str, str], drawn: list[str]) -> Answer:
+        return Answer(item_id=item, annotator=worker, source_id=f"{worker}-{item}",
+                      choices={f"has_{k}": [v] for k, v in has.items()},
+                      polygons={"polygons": [Polygon(label=name, points=SQUARE) for name in drawn]})
+
+    answers = []
+    for i in range(6):
+        answers.append(spin(f"p{i}", "careful", {"eye": "yes", "ear": "no"}, ["Eye"]))
+        answers.append(spin(f"p{i}", "lazy", {"eye": "no", "ear": "no"}, []))
+        answers.append(spin(f"p{i}", "sloppy", {"eye": "yes", "ear": "yes"}, []))
+    report = score_workers(answers, [], {})
+    by = rows(report)
+    assert by["careful"]["flags"]["absent_rate"] == 0.5 and by["careful"]["flags"]["missing_segmentation_rate"] == 0.0
+    assert by["lazy"]["flags"]["absent_rate"] == 1.0
+    assert by["sloppy"]["flags"]["missing_segmentation_rate"] == 1.0
+    reasons = {s["worker"]: s["reasons"] for s in report["suspicious"]}
+    assert set(reasons) == {"lazy", "sloppy"}
+    assert reasons["lazy"] == ["marked 100% of 12 parts absent (> 75%)"]
+    assert reasons["sloppy"] == ["no polygon for 100% of 12 parts marked present (> 50%)"]
+
+
+def test_polygon_gold_is_scored_by_iou():
+    reference = [{"label": "Eye", "points": SQUARE}]
+    gold = {"g": ({"polygons": reference}, (16, 16))}
+    near = [(3.0, 2.0), (12.0, 2.0), (12.0, 12.0), (3.0, 12.0)]
+    far = [(12.0, 12.0), (15.0, 12.0), (15.0, 15.0), (12.0, 15.0)]
+    answers = [Answer(item_id="g", annotator=w, source_id=w, polygons={"polygons": [Polygon(label="Eye", points=pts)]})
+               for w, pts in (("near", near), ("far", far))]
+    by = rows(score_workers(answers, [], gold))
+    assert (by["near"]["gold_accuracy"], by["far"]["gold_accuracy"]) == (1.0, 0.0)
+    assert polygon_iou([Polygon(label="Eye", points=near)], [Polygon(label="Eye", points=SQUARE)], 16, 16) == \
+        pytest.approx(0.9, abs=0.05)
+    assert polygon_iou([], [], 16, 16) == 1.0
+
+
+def test_workers_off_the_pass_list_are_named_and_rules_are_reported():
+    answers = [choice("w1", "a", "indoor"), choice("w1", "b", "indoor")]
+    report = scored(answers, qualified={"a"}, rules=QualityRules(min_gold_accuracy=0.9))
+    assert rows(report)["a"]["flags"]["qualified"] is True and rows(report)["b"]["flags"]["qualified"] is False
+    assert report["suspicious"] == [{"worker": "b", "reasons": [
+        "not on the qualification pass list: answers recorded, not counted"]}]
+    assert report["rules"]["min_gold_accuracy"] == 0.9
+
+
+def test_a_repeated_answer_counts_once_the_latest():
+    first = Answer(item_id="g", annotator="a", source_id="1", updated_at="2026-01-01T00:00:00", choices={"context": ["x"]})
+    latest = Answer(item_id="g", annotator="a", source_id="2", updated_at="2026-01-02T00:00:00",
+                    choices={"context": ["indoor"]})
+    by = rows(score_workers([latest, first], [], {"g": ({"context": "indoor"}, (4, 4))}))
+    assert by["a"]["answers"] == 1 and by["a"]["gold_accuracy"] == 1.0

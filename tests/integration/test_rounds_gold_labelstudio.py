@@ -1,0 +1,62 @@
+"""Gold items on the real Label Studio server: a COCO-CD audit round with gold images, an honest
+annotator and a spammer account; the gold never reaches the server's tasks, and the worker report
+names the spammer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from segbench.core.io import read_json
+from segbench.demo.world import generate_demo_world
+from segbench.schemas.coco_cd import CocoCdParams
+
+pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
+
+SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
+WRONG = {"indoor": "outdoor", "outdoor": "indoor"}
+
+
+def _choice(label: str) -> list[dict]:
+    return [{"from_name": "context", "to_name": "image", "type": "choices", "value": {"choices": [label]}}]
+
+
+def test_a_spammer_on_label_studio_is_named_by_the_worker_report(tmp_path, label_studio, monkeypatch):
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+    from segbench.flows.coco_cd.build import build_coco_cd
+    from segbench.flows.rounds import ingest_round, launch_round
+
+    generate_demo_world(tmp_path / "world", seed=4, group_sizes=SIZES)
+    data = tmp_path / "data"
+    build_coco_cd(tmp_path / "world", tmp_path / "world", data / "coco_cd",
+                  CocoCdParams(val_per_group=3, test_per_group=2, size=64))
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", label_studio.token)
+    client = label_studio.client
+    key = f"gold-{tmp_path.name}"[:60]
+    round_ = create_coco_cd_audit(data, key, per_group=1, seed=3, backend="labelstudio", overlap=2, gold=3)
+    gold_ids = {i.item_id for i in round_.items if i.gold}
+    launched = launch_round(data, key, label_studio.url, label_studio.files)
+
+    export = client.export(launched.project_id)
+    assert len(export) == 7 and "gold" not in json.dumps([task["data"] for task in export]).replace(key, "")
+    tasks = client.task_item_ids(launched.project_id)
+    assert gold_ids <= set(tasks.values())
+
+    val = read_json(data / "coco_cd" / "splits" / "rho_0.5" / "val.json")
+    auto = {str(image["id"]): image["context"] for image in val["images"]}
+    honest, spammer = (client.create_user(f"{name}-{key}@example.com") for name in ("honest", "spammer"))
+    for task_id, item_id in sorted(tasks.items()):
+        client.annotate(task_id, _choice(auto[item_id]), completed_by=honest)
+        client.annotate(task_id, _choice(WRONG[auto[item_id]]), completed_by=spammer)
+
+    result = ingest_round(data, key, label_studio.url)
+    assert result["counts"]["gold_items"] == 3 and result["counts"]["answers"] == 8  # 4 work items × 2
+    report = read_json(data / "rounds" / f"{key}.workers.json")
+    by = {w["worker"]: w for w in report["workers"]}
+    assert by[f"labelstudio:{honest}"]["gold_accuracy"] == 1.0
+    assert by[f"labelstudio:{spammer}"]["gold_accuracy"] == 0.0
+    assert [s["worker"] for s in report["suspicious"]] == [f"labelstudio:{spammer}"]
+    before = (data / "rounds" / f"{key}.workers.json").read_bytes()
+    ingest_round(data, key, label_studio.url)
+    assert (data / "rounds" / f"{key}.workers.json").read_bytes() == before
