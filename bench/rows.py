@@ -92,6 +92,9 @@ def coco_cd(quick: bool) -> list[Row]:
     json_mb = _json_mb(root)
     detail = {"scale": scale, "build_peak_rss_mb": build["peak_rss_mb"], "load_peak_rss_mb": base["peak_rss_mb"],
               "json_mb": round(json_mb, 1), "peak_rss_ratio": round(build["peak_rss_mb"] / base["peak_rss_mb"], 2),
+              # CPU seconds move less than wall seconds when other work shares the cores.
+              "build_cpu_s": build["cpu_seconds"], "load_cpu_s": base["cpu_seconds"],
+              "cpu_ratio": round(build["cpu_seconds"] / base["cpu_seconds"], 2),
               "prefect_api_start_s": build["api_start_seconds"], "counts": build["counts"]}
     rss_ratio = build["peak_rss_mb"] / json_mb
     return [result(f"COCO-CD build / pycocotools load (scale {scale:g})", measured=build["seconds"],

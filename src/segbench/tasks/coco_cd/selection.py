@@ -18,7 +18,7 @@ from PIL import Image
 from segbench.core.coco import CocoIndex, annotation_rle
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import image_size, open_image, source_path
-from segbench.core.masks import resize_nearest, rle_to_bitmap, union_rle
+from segbench.core.masks import resize_nearest, resized_fraction, rle_to_bitmap, union_rle
 from segbench.core.splits import group_id
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, indoor_share
@@ -76,7 +76,7 @@ def class_annotations(
 def foreground_ratio(image: dict[str, Any], anns: Iterable[dict], size: int, *, path: str) -> float:
     """Fraction of the union foreground after a nearest-neighbour resize to ``size × size``."""
     union = union_rle([annotation_rle(ann, image, path=path) for ann in anns])
-    return float(resize_nearest(rle_to_bitmap(union), (size, size)).astype(bool).mean())
+    return resized_fraction(rle_to_bitmap(union), (size, size))
 
 
 def select_candidates(
