@@ -57,30 +57,79 @@ def warm_up_prefect() -> float:
 
 # --- COCO-CD at COCO scale, and the no-op rebuild ---------------------------------------------------
 
-def _coco_tree(quick: bool) -> tuple[Path, float, dict[str, Any]]:
+def _coco_tree(quick: bool, scale: float | None = None) -> tuple[Path, float, dict[str, Any]]:
     from coco_cd_scale import build_params
     from gen_coco_scale import Spec, ensure_tree
 
-    scale = 0.05 if quick else 1.0
+    scale = scale if scale is not None else (0.05 if quick else 1.0)
     root, _, _ = ensure_tree(Spec(scale, 0))
     return root, scale, build_params(scale)
 
 
-def coco_cd(quick: bool) -> list[Row]:
+def _json_mb(root: Path) -> float:
+    return sum(path.stat().st_size for path in (root / "annotations").glob("*.json")) / 2**20
+
+
+def _build_at(quick: bool, scale: float | None = None) -> tuple[dict[str, Any], Path, float]:
+    """One COCO-CD build (no images) in its own process: its step result, the tree and the scale."""
     from coco_cd_scale import run_step
 
-    root, scale, params = _coco_tree(quick)
+    root, scale, params = _coco_tree(quick, scale)
     with tempfile.TemporaryDirectory(prefix="bench-coco-cd-", dir=OUT) as work:
-        base = run_step("baseline", root)
         build = run_step("flow", root, "--out", str(Path(work) / "coco_cd"), "--params", json.dumps(params))
+    return build, root, scale
+
+
+def coco_cd(quick: bool) -> list[Row]:
+    """The build against pycocotools' bare load, its peak RSS against the JSON size, and how RSS grows with scale."""
+    from coco_cd_scale import run_step
+
+    root, scale, _ = _coco_tree(quick)
+    base = run_step("baseline", root)
+    build, _, _ = _build_at(quick)
     ratio = build["seconds"] / base["seconds"]
     checks = {"built (not up to date)": build["up_to_date"] is False, "rendered masks": build["counts"]["rendered"] > 0}
+    json_mb = _json_mb(root)
     detail = {"scale": scale, "build_peak_rss_mb": build["peak_rss_mb"], "load_peak_rss_mb": base["peak_rss_mb"],
-              "peak_rss_ratio": round(build["peak_rss_mb"] / base["peak_rss_mb"], 2),
+              "json_mb": round(json_mb, 1), "peak_rss_ratio": round(build["peak_rss_mb"] / base["peak_rss_mb"], 2),
+              # CPU seconds move less than wall seconds when other work shares the cores.
+              "build_cpu_s": build["cpu_seconds"], "load_cpu_s": base["cpu_seconds"],
+              "cpu_ratio": round(build["cpu_seconds"] / base["cpu_seconds"], 2),
               "prefect_api_start_s": build["api_start_seconds"], "counts": build["counts"]}
+    rss_ratio = build["peak_rss_mb"] / json_mb
     return [result(f"COCO-CD build / pycocotools load (scale {scale:g})", measured=build["seconds"],
-                   baseline=base["seconds"], ratio=ratio, target="<= 1.5x", passed=ratio <= 1.5, checks=checks,
-                   detail=detail)]
+                   baseline=base["seconds"], ratio=ratio, target="< 1.0x", passed=ratio < 1.0, checks=checks,
+                   detail=detail),
+            result(f"COCO-CD build peak RSS / JSON size (scale {scale:g})", measured=build["peak_rss_mb"],
+                   baseline=json_mb, ratio=rss_ratio, unit="MB", target="<= 2x", passed=quick or rss_ratio <= 2,
+                   detail={"pycocotools_load_peak_rss_mb": base["peak_rss_mb"]}),
+            _memory_growth(quick, scale, json_mb, build)]
+
+
+def _memory_growth(quick: bool, scale: float, json_mb: float, build: dict[str, Any]) -> Row:
+    """Peak RSS of the build at 10%, 50% and 100% of the scale (each its own process): slope and linearity."""
+    import numpy as np
+
+    points = {scale: (json_mb, build["peak_rss_mb"], build["counts"]["source_images"])}
+    for fraction in (0.1, 0.5):
+        smaller, root, at = _build_at(quick, round(scale * fraction, 4))
+        points[at] = (_json_mb(root), smaller["peak_rss_mb"], smaller["counts"]["source_images"])
+    scales = sorted(points)
+    mb, rss, images = (np.array([points[s][i] for s in scales], dtype=float) for i in range(3))
+    slope, intercept = np.polyfit(mb, rss, 1)
+    per_1k_images = np.polyfit(images / 1000, rss, 1)[0]
+    # Linear: the middle point lies within 5% of the line through the ends, and the fit explains the points.
+    through_ends = rss[0] + (rss[-1] - rss[0]) * (mb[1] - mb[0]) / (mb[-1] - mb[0])
+    off_line = abs(rss[1] - through_ends) / rss[1]
+    r_squared = 1 - np.sum((rss - (slope * mb + intercept)) ** 2) / np.sum((rss - rss.mean()) ** 2)
+    checks = {"linear (middle point within 5% of the line)": bool(off_line <= 0.05), "r_squared": round(float(r_squared), 4)}
+    detail = {"points": [{"scale": s, "json_mb": round(points[s][0], 1), "peak_rss_mb": points[s][1],
+                          "images": points[s][2]} for s in scales],
+              "slope_mb_per_100mb_json": round(float(slope) * 100, 1), "intercept_mb": round(float(intercept), 1),
+              "slope_mb_per_1k_images": round(float(per_1k_images), 2), "middle_point_off_line": round(float(off_line), 3)}
+    return result(f"COCO-CD build peak RSS growth, MB per 100 MB of JSON (scales {', '.join(f'{s:g}' for s in scales)})",
+                  measured=float(slope) * 100, baseline=100.0, ratio=float(slope), unit="MB", target="linear",
+                  passed=True, checks=checks, detail=detail)
 
 
 def noop_rebuild(quick: bool) -> list[Row]:

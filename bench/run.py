@@ -4,7 +4,8 @@
     .venv/bin/python bench/run.py --quick         # small scales: a few minutes
     .venv/bin/python bench/run.py --only nouns cafe
 
-Rows (``--only`` names): coco_cd (COCO-CD build vs pycocotools loading its inputs, with peak memory),
+Rows (``--only`` names): coco_cd (COCO-CD build vs pycocotools loading its inputs; its peak RSS vs the
+JSON size; peak RSS at 10%, 50% and 100% of the scale, each build in its own process, with the slope),
 nouns (noun mining vs spaCy's full pipeline), cafe (cgF1 and the CAFE table at 2k and 10k pairs vs the algorithms
 of SAM3's evaluator and CAFE's script),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that

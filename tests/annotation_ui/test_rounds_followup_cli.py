@@ -146,6 +146,7 @@ def test_hostile_follow_up_and_batch_inputs_are_refused_with_typed_errors(projec
     run(project, "rounds", "launch", KEY)
     _results(project, KEY, "all", [("W1", item, "yes") for item in BATCHES])
     run(project, "rounds", "ingest", KEY)
+    (rounds / f"{KEY}.workers.json").unlink()  # as a round ingested before worker reports existed
     missing = run(project, "rounds", "follow-up", KEY, FOLLOW, "--where", "suspicious", code=1)
     assert isinstance(missing.exception, RoundStateError) and "ingest it first" in missing.exception.hint
     control = run(project, "rounds", "follow-up", KEY, FOLLOW, "--where", "agreement:nope<0.5", code=1)

@@ -6,6 +6,7 @@ import pytest
 from segbench.core.masks import (
     bitmap_to_rle,
     resize_nearest,
+    resized_fraction,
     rle_area,
     rle_iou,
     rle_runs,
@@ -58,6 +59,20 @@ def test_resize_nearest_keeps_label_values():
     assert out.shape == (4, 4) and set(np.unique(out)) == {0, 1, 2}
     assert out[:2, 2:].tolist() == [[1, 1], [1, 1]]
     assert resize_nearest(labels.astype(bool), (4, 4)).dtype == bool
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_resized_fraction_is_the_mean_of_the_resized_mask_to_the_last_bit(seed):
+    rng = np.random.default_rng(seed)
+    for case in range(60):
+        height, width = (int(n) for n in rng.integers(1, 700, 2))
+        size = (512, 512) if case % 3 == 0 else tuple(int(n) for n in rng.integers(1, 900, 2))
+        mask = (rng.random((height, width)) < rng.random()).astype(np.uint8)
+        mask = np.asfortranarray(mask) if case % 2 else mask  # pycocotools decodes column-major
+        if case == 1:
+            mask[:] = 1
+        expected = float(resize_nearest(mask, size).astype(bool).mean())
+        assert resized_fraction(mask, size) == expected, (height, width, size)
 
 
 @pytest.mark.parametrize(

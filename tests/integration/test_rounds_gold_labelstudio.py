@@ -1,6 +1,6 @@
-"""Gold items on the real Label Studio server: a COCO-CD audit round with gold images, an honest
-annotator and a spammer account; the gold never reaches the server's tasks, and the worker report
-names the spammer."""
+"""Gold items on the real Label Studio server, end to end: a COCO-CD audit round with gold images, an
+honest annotator and a spammer account; the gold never reaches the server's tasks, the worker report
+names the spammer, and a follow-up round on the spammer's items settles them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def _choice(label: str) -> list[dict]:
     return [{"from_name": "context", "to_name": "image", "type": "choices", "value": {"choices": [label]}}]
 
 
-def test_a_spammer_on_label_studio_is_named_by_the_worker_report(tmp_path, label_studio, monkeypatch):
+def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up(tmp_path, label_studio, monkeypatch):
+    from segbench.annotation_ui.followups import create_follow_up, parse_condition
+    from segbench.annotation_ui.rounds import RoundStore
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.coco_cd.build import build_coco_cd
     from segbench.flows.rounds import ingest_round, launch_round
@@ -60,3 +62,22 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report(tmp_path, label
     before = (data / "rounds" / f"{key}.workers.json").read_bytes()
     ingest_round(data, key, label_studio.url)
     assert (data / "rounds" / f"{key}.workers.json").read_bytes() == before
+
+    # The honest and the spammer's votes tie on every work item; a reviewer settles the spammer's items.
+    assert all(item["majority"]["context"] is None for item in read_json(data / "rounds" / f"{key}.answers.json")["items"])
+    follow_key = f"{key[:56]}-fu"
+    follow, matched = create_follow_up(RoundStore(data / "rounds"), key, follow_key, [parse_condition("suspicious")],
+                                       "2024-01-01T00:00:00+00:00")
+    work = {i.item_id for i in round_.items if not i.gold}
+    assert follow is not None and set(matched) == work
+    project = launch_round(data, follow_key, label_studio.url, label_studio.files).project_id
+    reviewer = client.create_user(f"reviewer-{key}@example.com")
+    for task_id, item_id in sorted(client.task_item_ids(project).items()):
+        client.annotate(task_id, _choice(auto[item_id]), completed_by=reviewer)
+    ingest_round(data, follow_key, label_studio.url)
+    merged = read_json(data / "rounds" / f"{follow_key}.answers.json")
+    assert {i["item_id"]: (i["majority"]["context"], i["decided_by"]) for i in merged["items"]} == \
+        {item_id: (auto[item_id], follow_key) for item_id in work}
+    before = (data / "rounds" / f"{follow_key}.answers.json").read_bytes()
+    ingest_round(data, follow_key, label_studio.url)
+    assert (data / "rounds" / f"{follow_key}.answers.json").read_bytes() == before

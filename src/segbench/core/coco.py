@@ -90,7 +90,7 @@ def _check_top_level(data: Any, path: Path) -> None:
             )
 
 
-def _load_categories(raw: list[Any], path: Path) -> dict[int, dict[str, Any]]:
+def load_categories(raw: list[Any], path: Path) -> dict[int, dict[str, Any]]:
     categories: dict[int, dict[str, Any]] = {}
     for cat in raw:
         if not isinstance(cat, dict) or not _is_int(cat.get("id")) or not isinstance(cat.get("name"), str):
@@ -101,7 +101,7 @@ def _load_categories(raw: list[Any], path: Path) -> dict[int, dict[str, Any]]:
     return categories
 
 
-def _image_problem(img: Any) -> str | None:
+def image_problem(img: Any) -> str | None:
     if not isinstance(img, dict) or not _is_int(img.get("id")):
         return "image record has no integer 'id'"
     for key in ("width", "height"):
@@ -112,7 +112,7 @@ def _image_problem(img: Any) -> str | None:
     return None
 
 
-def _annotation_problem(ann: Any, images: dict, categories: dict) -> str | None:
+def annotation_problem(ann: Any, images: dict, categories: dict) -> str | None:
     if not isinstance(ann, dict) or not _is_int(ann.get("id")):
         return "annotation has no integer 'id'"
     if ann.get("image_id") not in images:
@@ -139,11 +139,11 @@ def load_coco(path: str | Path, *, policy: ImportPolicy) -> CocoIndex:
     path = Path(path)
     data = read_json(path)
     _check_top_level(data, path)
-    categories = _load_categories(data["categories"], path)
+    categories = load_categories(data["categories"], path)
 
     images: dict[int, dict[str, Any]] = {}
     for img in data["images"]:
-        problem = _image_problem(img)
+        problem = image_problem(img)
         if problem is None and img["id"] in images:
             problem = f"image id {img['id']} appears twice"
         if problem:
@@ -168,7 +168,7 @@ def load_coco(path: str | Path, *, policy: ImportPolicy) -> CocoIndex:
             seen.add(ann["id"])
             annotations.append(ann)
             continue
-        problem = _annotation_problem(ann, images, categories) or "annotation id appears twice"
+        problem = annotation_problem(ann, images, categories) or "annotation id appears twice"
         if problem:
             item = f"annotation {ann.get('id')}" if isinstance(ann, dict) else "annotation"
             policy.handle(AnnotationError(problem, path=path, item=item, hint="fix or remove the annotation"))

@@ -11,6 +11,7 @@ Shapes: a bitmap is ``uint8`` or ``bool`` of shape ``(H, W)``; an RLE is a dict
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -152,3 +153,25 @@ def resize_nearest(bitmap: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     image = Image.fromarray(np.ascontiguousarray(bitmap, dtype=np.uint8))
     out = np.asarray(image.resize(size, resample=Image.Resampling.NEAREST))
     return out.astype(bool) if as_bool else out
+
+
+def resized_fraction(bitmap: np.ndarray, size: tuple[int, int]) -> float:
+    """The nonzero fraction of ``resize_nearest(bitmap, size)``, to the last bit, without resizing.
+
+    PIL's nearest neighbour takes, per axis, one source row (column) for each output row (column),
+    so the resized mask counts source pixel (r, c) once per pair of output row and column that took
+    it: the count is ``rows_weight @ mask @ cols_weight``, exact in float64 (integers below 2**53).
+    """
+    height, width = bitmap.shape
+    rows = np.bincount(_nearest_sources(height, size[1]), minlength=height).astype(np.float64)
+    cols = np.bincount(_nearest_sources(width, size[0]), minlength=width).astype(np.float64)
+    count = rows @ np.not_equal(bitmap, 0).astype(np.float64) @ cols
+    return float(count) / (size[0] * size[1])
+
+
+@functools.lru_cache(maxsize=1024)
+def _nearest_sources(length: int, new_length: int) -> np.ndarray:
+    """The source index PIL's NEAREST resize takes for each of ``new_length`` outputs (asked of PIL itself)."""
+    indices = np.arange(length, dtype=np.int32).reshape(1, length)
+    picked = Image.fromarray(indices, mode="I").resize((new_length, 1), resample=Image.Resampling.NEAREST)
+    return np.asarray(picked)[0].astype(np.intp)

@@ -27,7 +27,7 @@ from prefect.utilities.annotations import quote
 
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
-from segbench.core.coco import CocoIndex, load_coco, merge_splits
+from segbench.core.coco import CocoIndex
 from segbench.core.errors import ImportPolicy
 from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs, source_hashes
@@ -36,7 +36,7 @@ from segbench.flows.prefect_ui import from_params, publish_build, run_name, shar
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.coco_cd import CocoCdParams, CocoCdStep, ContextRecord
-from segbench.tasks.coco_cd import outputs
+from segbench.tasks.coco_cd import outputs, sources
 from segbench.tasks.coco_cd import selection as cd
 
 if TYPE_CHECKING:
@@ -46,28 +46,24 @@ DEFAULT_SHARD_SIZE = 200
 
 
 @task(**task_name("load-instances"), cache_policy=NO_CACHE)
-def load_instances(files: dict[str, Path], policy: ImportPolicy) -> CocoIndex:
+def load_instances(files: dict[str, Path], params: CocoCdParams, policy: ImportPolicy) -> sources.Instances:
     with progress.step("Loading COCO instances", len(cd.SOURCE_SPLITS)) as current:
-        loaded = []
-        for split in cd.SOURCE_SPLITS:
-            loaded.append((split, load_coco(files[f"instances_{split}"], policy=policy)))
-            current.advance()
-    return merge_splits(loaded)
+        return sources.load_instances(files, cd.SOURCE_SPLITS, params, policy, each_file=current.advance)
 
 
 @task(**task_name("label-contexts"), **UNIT)
-def label_contexts(unit_key: str, instances: CocoIndex, files: dict[str, Path], params: CocoCdParams
+def label_contexts(unit_key: str, instances: sources.Instances, files: dict[str, Path], params: CocoCdParams
                    ) -> tuple[list[ContextRecord], dict[str, int], list[dict[str, Any]]]:
-    """Load COCO-Stuff, select the candidates and label their context: the records, selection counts and skips.
+    """Read COCO-Stuff's evidence, select the candidates and label their context: the records, selection counts and skips.
 
-    One unit, so a resumed build neither reloads COCO-Stuff nor redoes the selection. Items skipped
+    One unit, so a resumed build neither rereads COCO-Stuff nor redoes the selection. Items skipped
     here are returned (not recorded on the flow's policy) so that a replayed unit reports them too.
     """
     policy = ImportPolicy(on_error=params.on_error)
     with progress.step("Loading COCO-Stuff and labelling contexts", len(cd.SOURCE_SPLITS) + 1) as current:
         stuff = []
         for split in cd.SOURCE_SPLITS:
-            stuff.append(load_coco(files[f"stuff_{split}"], policy=policy))
+            stuff.append(sources.stuff_evidence(files[f"stuff_{split}"], instances.images, params, policy))
             current.advance()
         candidates, selection = cd.select_candidates(instances, params, policy)
         records = cd.context_records(cd.Sources(instances, stuff, files), candidates, params)
@@ -190,7 +186,7 @@ def build_coco_cd(
 def _build(stage: Stage, coco_root: Path, files: dict[str, Path], params: CocoCdParams, shard_size: int) -> Built:
     """Write the whole dataset into ``stage``; the counts, coverage table, skips and units."""
     policy = ImportPolicy(on_error=params.on_error)
-    instances = load_instances(files, policy)
+    instances = load_instances(files, params, policy)
     context = label_contexts(stage.unit_key("context"), instances, files, params, return_state=True)
     records, selection, skipped = context.result()
     policy.report.skipped.extend(skipped)
@@ -201,7 +197,7 @@ def _build(stage: Stage, coco_root: Path, files: dict[str, Path], params: CocoCd
     tables = write_records(stage.path, instances, quote(records), quote(usable), plan, params, policy)
     futures = _render_all(stage, instances, coco_root, plan, params, shard_size)
     counts = {
-        "source_images": len(instances.images),
+        "source_images": instances.source_images,
         **selection,
         "context": {c: sum(r.context == c for r in records) for c in (*cd.CONTEXTS, cd.UNKNOWN)},
         "usable": len(usable),

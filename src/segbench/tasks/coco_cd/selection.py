@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from segbench.core.coco import CocoIndex, annotation_rle, areas_by_image
+from segbench.core.coco import CocoIndex, annotation_rle
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import image_size, open_image, source_path
-from segbench.core.masks import resize_nearest, rle_to_bitmap, union_rle
+from segbench.core.masks import resize_nearest, resized_fraction, rle_to_bitmap, union_rle
 from segbench.core.splits import group_id
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
-from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, evidence_slots, indoor_share
+from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, indoor_share
+from segbench.tasks.coco_cd.sources import Evidence, Instances
 
 BUILDER_VERSION = "2"  # 2: groups named "cat indoors" (was "cat·indoor")
 SOURCE_SPLITS = ("train2017", "val2017")
@@ -29,9 +30,9 @@ CONTEXTS = ("indoor", "outdoor")
 
 
 class Sources:
-    """The merged instances and the COCO-Stuff files, with the paths they came from."""
+    """The reduced instances and the context evidence of each COCO-Stuff file, with the paths they came from."""
 
-    def __init__(self, instances: CocoIndex, stuff: list[CocoIndex], files: dict[str, Path]) -> None:
+    def __init__(self, instances: Instances, stuff: list[Evidence], files: dict[str, Path]) -> None:
         self.instances = instances
         self.stuff = stuff
         self.files = files
@@ -75,7 +76,7 @@ def class_annotations(
 def foreground_ratio(image: dict[str, Any], anns: Iterable[dict], size: int, *, path: str) -> float:
     """Fraction of the union foreground after a nearest-neighbour resize to ``size × size``."""
     union = union_rle([annotation_rle(ann, image, path=path) for ann in anns])
-    return float(resize_nearest(rle_to_bitmap(union), (size, size)).astype(bool).mean())
+    return resized_fraction(rle_to_bitmap(union), (size, size))
 
 
 def select_candidates(
@@ -112,17 +113,14 @@ def select_candidates(
     return kept, counts
 
 
-def context_evidence(sources: Sources, image_ids: Iterable[int], params: CocoCdParams) -> dict[int, list[float]]:
-    """image id → [indoor area, outdoor area] from COCO-Stuff and the curated thing classes."""
-    wanted = set(image_ids)
-    lists = {"indoor": params.indoor, "outdoor": params.outdoor, "neutral": params.neutral}
-    totals = {image_id: [0.0, 0.0] for image_id in wanted}
-    for index in [sources.instances, *sources.stuff]:
-        slots = evidence_slots(index.category_names(), exclude=params.classes, **lists)
-        relevant = (ann for ann in index.annotations if ann["image_id"] in wanted)
-        for image_id, (indoor, outdoor) in areas_by_image(relevant, slots).items():
-            totals[image_id][0] += indoor
-            totals[image_id][1] += outdoor
+def context_evidence(sources: Sources, image_ids: Iterable[int]) -> dict[int, list[float]]:
+    """image id → [indoor area, outdoor area] from the curated thing classes and COCO-Stuff, summed in that order."""
+    totals = {image_id: [0.0, 0.0] for image_id in image_ids}
+    for evidence in [sources.instances.evidence, *sources.stuff]:
+        for image_id, (indoor, outdoor) in evidence.items():
+            if image_id in totals:
+                totals[image_id][0] += indoor
+                totals[image_id][1] += outdoor
     return totals
 
 
@@ -130,7 +128,7 @@ def context_records(
     sources: Sources, candidates: dict[int, tuple[str, float]], params: CocoCdParams
 ) -> list[ContextRecord]:
     """One :class:`ContextRecord` per candidate image, sorted by image id."""
-    evidence = context_evidence(sources, candidates, params)
+    evidence = context_evidence(sources, candidates)
     records = []
     for image_id in sorted(candidates):
         image = sources.instances.images[image_id]
