@@ -58,14 +58,14 @@ def _crowd(rng: np.random.Generator, spam: float) -> tuple[list[str], set[str]]:
     return workers, spammers
 
 
-def _assignments(rng: np.random.Generator, items: int, workers: list[str]) -> list[list[str]]:
-    return [sorted(rng.choice(workers, size=OVERLAP, replace=False).tolist()) for _ in range(items)]
+def _assignments(rng: np.random.Generator, items: int, workers: list[str], overlap: int = OVERLAP) -> list[list[str]]:
+    return [sorted(rng.choice(workers, size=overlap, replace=False).tolist()) for _ in range(items)]
 
 
 # --- categorical -----------------------------------------------------------------------------------------
 
 def categorical(items: int, spam: float, seed: int, methods: Sequence[str] = CATEGORICAL,
-                accuracy: tuple[float, float] = HONEST_ACCURACY) -> dict[str, float]:
+                accuracy: tuple[float, float] = HONEST_ACCURACY, overlap: int = OVERLAP) -> dict[str, float]:
     """Share of non-gold items each method labels right; honest workers' accuracy is drawn from ``accuracy``."""
     rng = np.random.default_rng(seed)
     workers, spammers = _crowd(rng, spam)
@@ -73,7 +73,7 @@ def categorical(items: int, spam: float, seed: int, methods: Sequence[str] = CAT
     truth = {f"i{n:05d}": f"c{int(rng.integers(CLASSES))}" for n in range(items)}
     gold = dict(list(truth.items())[: round(GOLD_SHARE * items)])
     answers, votes = [], {}
-    for (item, label), who in zip(truth.items(), _assignments(rng, items, workers), strict=True):
+    for (item, label), who in zip(truth.items(), _assignments(rng, items, workers, overlap), strict=True):
         for worker in who:
             if worker in spammers:
                 said = f"c{int(rng.integers(CLASSES))}"
@@ -181,15 +181,16 @@ def polygon_round(items: int, spam: float, seed: int) -> dict[str, float]:
 # --- tables ----------------------------------------------------------------------------------------------
 
 def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_ACCURACY,
-            polygons: bool = True) -> dict[str, Any]:
+            polygons: bool = True, overlap: int = OVERLAP) -> dict[str, Any]:
     cat_items, glad_items, poly_items = (600, 300, 60) if quick else (2000, 600, 200)
     tables: dict[str, Any] = {"categorical": {}, "polygons": {}, "sizes": {
         "categorical_items": cat_items, "glad_items": glad_items, "polygon_items": poly_items, "workers": WORKERS,
-        "overlap": OVERLAP, "classes": CLASSES, "gold_share": GOLD_SHARE, "honest_accuracy": list(accuracy)}}
+        "overlap": overlap, "classes": CLASSES, "gold_share": GOLD_SHARE, "honest_accuracy": list(accuracy)}}
     for spam in SPAM_SHARES:
         key = f"{round(spam * 100)}%"
-        row = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m not in ("glad", "oracle")], accuracy)
-        row["glad"] = categorical(glad_items, spam, seed, ["glad"], accuracy)["glad"]  # crowd-kit's GLAD is slow
+        row = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m not in ("glad", "oracle")], accuracy,
+                          overlap)
+        row["glad"] = categorical(glad_items, spam, seed, ["glad"], accuracy, overlap)["glad"]  # crowd-kit's GLAD is slow
         tables["categorical"][key] = row
         if polygons:
             tables["polygons"][key] = polygon_round(poly_items, spam, seed)
@@ -220,9 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--accuracy", type=float, nargs=2, default=HONEST_ACCURACY, metavar=("LOW", "HIGH"),
                         help="range of honest workers' accuracy (categorical)")
+    parser.add_argument("--overlap", type=int, default=OVERLAP, help="workers per item (categorical)")
     parser.add_argument("--categorical-only", action="store_true", help="skip the polygons")
     args = parser.parse_args(argv)
-    print(markdown(run_all(args.quick, args.seed, tuple(args.accuracy), polygons=not args.categorical_only)))
+    print(markdown(run_all(args.quick, args.seed, tuple(args.accuracy), polygons=not args.categorical_only,
+                           overlap=args.overlap)))
     return 0
 
 
