@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from support.cli import run
 
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.io import read_json
 from segbench.core.masks import bitmap_to_rle, rle_to_bitmap
+from segbench.demo.crowd import write_results_csv
 from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import Taxonomy
@@ -119,3 +121,18 @@ def test_an_unknown_method_is_refused_before_any_work(tmp_path):
     assert "median" in refused.output and not crowd.exists()
     help_text = run(tmp_path, "spin", "import", "--help").output
     assert all(choice in help_text for choice in ("stated", "em", "majority", "rasa"))
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("prefect_harness")
+def test_an_ingest_re_imports_with_the_method_of_the_last_import(tmp_path):
+    key, results, crowd = _project(tmp_path)
+    run(tmp_path, "rounds", "launch", key)
+    write_results_csv(json.loads(results.read_text()), tmp_path / "data" / "rounds" / key / "results" / "batch.csv")
+    run(tmp_path, "rounds", "ingest", key)
+    assert _shell(crowd)[0]["area"] == 100  # the hook's first import: the stated rule
+
+    run(tmp_path, "spin", "import", "--round", key, "--mask-aggregation", "em")
+    run(tmp_path, "rounds", "ingest", key)
+    shell, _ = _shell(crowd)
+    assert (shell["area"], shell["rule"]) == (120, "majority-yes-of-visible/crowdkit-segmentation-em/v1")
