@@ -32,6 +32,16 @@ class YesRule(str, Enum):
     WORD = "word"
 
 
+class MaskAggregation(str, Enum):
+    """The choices of ``spin import --mask-aggregation`` (segbench.tasks.spin.crowd.MASK_AGGREGATIONS, not
+    imported here: the command line stays light)."""
+
+    stated = "stated"
+    em = "em"
+    majority = "majority"
+    rasa = "rasa"
+
+
 spin_app = typer.Typer(help="SPIN crowd annotation: create the rounds, import answers into resolved subpart masks.",
                        no_args_is_help=True)
 
@@ -167,6 +177,11 @@ def import_command(
                                       help="Share of a subpart mask that must lie inside its part."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad results row, or skip and "
                                                                       "report it."),
+    mask_aggregation: MaskAggregation = typer.Option(
+        MaskAggregation.stated, "--mask-aggregation",
+        help="How a present subpart's mask is resolved: stated (the yes-mask with the highest mean IoU with the "
+             "others), or crowd-kit's aggregate of the yes-masks: em (SegmentationEM), majority "
+             "(SegmentationMajorityVote), rasa (SegmentationRASA)."),
 ) -> None:
     """Validate and resolve a SPIN round's answers into data/spin/crowd/ (raw, report, resolved.json)."""
     from segbench.flows.spin.crowd import import_spin_round
@@ -175,11 +190,15 @@ def import_command(
     settings = ctx.obj["settings"]
     with command_lock(ctx):
         result = import_spin_round(settings.data_root, round_key, results=results, parts=parts, taxonomy=taxonomy,
-                                   containment=containment, on_error=on_error)
+                                   containment=containment, on_error=on_error,
+                                   mask_aggregation=mask_aggregation.value)
     report = result["report"]
     console.out.print(console.key_values(f"SPIN round {round_key}", {
         "answers": report["answers"], "items answered": report["items_answered"],
         "subparts resolved": report["resolved"], "absent / no voters": f"{report['absent']} / {report['no_voters']}",
+        "mask rule": report["rule"],
+        **({"empty aggregate masks (not resolved)": len(report["empty_aggregate"])}
+           if "empty_aggregate" in report else {}),
         **{f"flag {k}": v for k, v in report["flags"].items()},
         "skipped rows": report["skipped"]["count"], "resolved": result["paths"]["resolved"]}))
 

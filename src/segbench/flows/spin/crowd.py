@@ -11,7 +11,10 @@ the items' ``part_ann_id``). Outputs, each written atomically:
 * ``crowd/resolved.json`` — resolved subparts of every imported round (this round's records replace
   its previous ones), sorted by (image_id, part_ann_id, subpart).
 
-Re-importing the same answers gives byte-identical files.
+Re-importing the same answers gives byte-identical files. ``mask_aggregation`` chooses how a present
+subpart's mask is resolved (``stated``, the default: the medoid mask; or crowd-kit's ``em``, ``majority``,
+``rasa``; see :mod:`segbench.tasks.spin.crowd`); the report and every resolved record name the rule, and a
+round's report keeps the method so that the ingest hook re-imports with it.
 """
 
 from __future__ import annotations
@@ -125,17 +128,22 @@ def answers_from_results(round_: Round, results: Path, policy: ImportPolicy) -> 
 
 def import_spin_round(data_root: Path, key: str, *, results: Path | None = None, parts: Path | None = None,
                       taxonomy: Path | None = None, containment: float = sc.DEFAULT_CONTAINMENT,
-                      on_error: OnError = OnError.FAIL) -> dict[str, Any]:
+                      on_error: OnError = OnError.FAIL, mask_aggregation: str = sc.STATED) -> dict[str, Any]:
     """Validate and resolve the answers of SPIN round ``key``; write the crowd files.
 
     Args:
         results: read answers from this AMT-style results file instead of the round's ingested answers.
         parts: COCO parts file for the part masks (needed when the items carry no ``part_rle``).
         containment: share of a subpart mask that must lie inside its part (else flagged).
+        mask_aggregation: one of ``sc.MASK_AGGREGATIONS``: the stated medoid rule or a crowd-kit model.
 
     Raises:
-        InputError: not a SPIN round, no answers, no part masks, bad results rows (under a fail policy).
+        InputError: an unknown mask aggregation, not a SPIN round, no answers, no part masks, bad results
+            rows (under a fail policy).
     """
+    if mask_aggregation not in sc.MASK_AGGREGATIONS:
+        raise InputError(f"unknown mask aggregation {mask_aggregation!r}", item=key,
+                         hint=f"choose one of {', '.join(sc.MASK_AGGREGATIONS)}")
     data_root = Path(data_root)
     store = RoundStore(data_root / "rounds")
     round_ = store.load(key)
@@ -160,7 +168,8 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
                          hint="pass --parts with the PartImageNet annotation file the round was built from")
     params = {item.item_id: item.data for item in round_.items}
     tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
-    raw, resolved, report = sc.resolve_subparts(answers, contexts, tax, params, sc.ResolvePolicy(containment))
+    raw, resolved, report = sc.resolve_subparts(answers, contexts, tax, params,
+                                                sc.ResolvePolicy(containment, mask_aggregation))
     return write_crowd_files(data_root, round_, contexts, raw, resolved,
                              {**report.to_json(), "skipped": policy.report.to_json(), "round": key,
                               "containment": containment})
@@ -196,5 +205,15 @@ def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path
     # A follow-up re-imports its chain's root with the merged answers: resolved.json then says the same
     # whichever round of the chain is ingested last.
     root = chain(RoundStore(Path(data_root) / "rounds"), round_)[0].key
-    result = import_spin_round(data_root, root)
+    result = import_spin_round(data_root, root, mask_aggregation=last_mask_aggregation(data_root, root))
     return {name: Path(path) for name, path in result["paths"].items()}
+
+
+def last_mask_aggregation(data_root: Path, key: str) -> str:
+    """The mask aggregation of round ``key``'s last import (its report), ``stated`` if none: an ingest
+    re-imports with the method the user chose rather than silently going back to the stated rule."""
+    from segbench.core.io import read_json
+
+    path = Path(data_root) / CROWD_DIR / f"{key}.report.json"
+    method = read_json(path).get("mask_aggregation", sc.STATED) if path.is_file() else sc.STATED
+    return method if method in sc.MASK_AGGREGATIONS else sc.STATED

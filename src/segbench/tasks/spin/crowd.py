@@ -24,6 +24,16 @@ visible and whose answer on that subpart is not flagged; the subpart is present 
 the voters said yes. Its mask is the valid mask of the "yes" annotator with the highest mean IoU with
 the other "yes" masks (a single one is chosen as is), ties broken by the smaller annotator id.
 ``agreement`` = yes voters / voters. Pure functions: no files, no Prefect.
+
+Mask aggregation (``ResolvePolicy.mask_aggregation``): ``stated`` is the rule above. ``em``,
+``majority`` and ``rasa`` replace the medoid by crowd-kit's segmentation aggregate
+(:func:`segbench.core.aggregation.aggregate_masks`) of the valid masks of the "yes" voters, the same
+annotators the medoid is chosen among (a "no" voter drew nothing to aggregate); presence and
+``agreement`` are decided as above. The aggregate's RLE and area come from its pixels as a chosen
+mask's do; its ``polygons`` is its number of 8-connected regions. An aggregate that covers no pixel
+(the "yes" masks share too little) resolves nothing: the subpart is left out of ``resolved.json`` and
+listed in the report's ``empty_aggregate``. The rule recorded on every record and in the report
+names the method.
 """
 
 from __future__ import annotations
@@ -45,6 +55,9 @@ KIND = "spin_subparts"
 LABEL_CONFIG = "spin_subparts"
 DATASET = "spin"
 RESOLUTION_RULE = "majority-yes-of-visible/medoid-mask/v1"
+STATED = "stated"
+MASK_AGGREGATIONS = (STATED, "em", "majority", "rasa")
+"""How a present subpart's mask is resolved: the stated medoid rule, or a crowd-kit segmentation model."""
 DEFAULT_CONTAINMENT = 0.8
 PIXEL_TOLERANCE = 0.5
 ITEM_FIELDS = ("image_id", "part_ann_id", "object", "object_class", "part")
@@ -148,9 +161,19 @@ def subpart_answer(answer: Answer, subpart: str, ctx: PartContext, part_bitmap: 
 
 # --- resolution ----------------------------------------------------------------------------------------
 
+def resolution_rule(mask_aggregation: str = STATED) -> str:
+    """The rule string recorded for a mask aggregation (the stated rule's is ``RESOLUTION_RULE``)."""
+    if mask_aggregation not in MASK_AGGREGATIONS:
+        raise ValueError(f"unknown mask aggregation {mask_aggregation!r}; choose one of {', '.join(MASK_AGGREGATIONS)}")
+    if mask_aggregation == STATED:
+        return RESOLUTION_RULE
+    return f"majority-yes-of-visible/crowdkit-segmentation-{mask_aggregation}/v1"
+
+
 @dataclass(frozen=True)
 class ResolvePolicy:
     containment: float = DEFAULT_CONTAINMENT  # share of a subpart mask that must lie inside its part
+    mask_aggregation: str = STATED  # one of MASK_AGGREGATIONS
 
 
 @dataclass
@@ -161,11 +184,18 @@ class ResolveReport:
     resolved: int = 0
     absent: int = 0  # (item, subpart) pairs voted absent or without a majority
     no_voters: int = 0
+    mask_aggregation: str = STATED
+    empty_aggregate: list[dict[str, Any]] = field(default_factory=list)  # present subparts whose aggregate is empty
 
     def to_json(self) -> dict[str, Any]:
-        return {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
-                "absent": self.absent, "no_voters": self.no_voters, "flags": dict(sorted(self.flags.items())),
-                "rule": RESOLUTION_RULE}
+        out = {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
+               "absent": self.absent, "no_voters": self.no_voters, "flags": dict(sorted(self.flags.items())),
+               "rule": resolution_rule(self.mask_aggregation)}
+        if self.mask_aggregation != STATED:  # keys of a crowd-kit method only: the stated rule's report is unchanged
+            out |= {"mask_aggregation": self.mask_aggregation,
+                    "empty_aggregate": sorted(self.empty_aggregate,
+                                              key=lambda e: (e["image_id"], e["part_ann_id"], e["subpart"]))}
+        return out
 
 
 def item_subparts(item_data: Mapping[str, Any], taxonomy: Taxonomy, ctx: PartContext) -> list[str]:
@@ -194,7 +224,8 @@ def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext]
     Raises:
         InputError: an answer names an item that has no part context.
     """
-    report = ResolveReport(answers=len(answers))
+    report = ResolveReport(answers=len(answers), mask_aggregation=policy.mask_aggregation)
+    resolution_rule(policy.mask_aggregation)  # an unknown method fails before any work
     raw, latest = [], {}
     part_bitmaps: dict[str, np.ndarray] = {}
     ordered = sorted(answers, key=lambda a: (a.item_id, a.annotator, a.updated_at or "", a.source_id))
@@ -256,14 +287,37 @@ def _resolve_one(ctx: PartContext, name: str, records: list[dict[str, Any]],
     if 2 * len(yes) <= len(voters):
         report.absent += 1
         return None
+    chosen = (_medoid(yes, name) if report.mask_aggregation == STATED
+              else _aggregate(yes, name, report.mask_aggregation))
+    if chosen is None:
+        report.empty_aggregate.append({"image_id": ctx.image_id, "part_ann_id": ctx.part_ann_id, "subpart": name,
+                                       "yes": [r["annotator"] for r in yes]})
+        return None
+    return ResolvedSubpart(
+        image_id=ctx.image_id, part_ann_id=ctx.part_ann_id, object=ctx.object, object_class=ctx.object_class,
+        part=ctx.part, subpart=name, category=f"{ctx.object}-{ctx.part}-{name}", segmentation=chosen["segmentation"],
+        area=chosen["area"], polygons=chosen["polygons"], workers=sorted(r["annotator"] for r in voters),
+        agreement=len(yes) / len(voters), rule=resolution_rule(report.mask_aggregation))
+
+
+def _medoid(yes: list[dict[str, Any]], name: str) -> dict[str, Any]:
     masks = [r["subparts"][name]["segmentation"] for r in yes]
     iou = rle_iou(masks, masks)
     # Rounded so that float noise cannot break a tie; max() keeps the first (smallest annotator id) of equals.
     scores = [round(float(np.delete(iou[i], i).mean()), 9) if len(yes) > 1 else 1.0 for i in range(len(yes))]
     best = max(range(len(yes)), key=lambda i: scores[i])
-    chosen = yes[best]["subparts"][name]
-    return ResolvedSubpart(
-        image_id=ctx.image_id, part_ann_id=ctx.part_ann_id, object=ctx.object, object_class=ctx.object_class,
-        part=ctx.part, subpart=name, category=f"{ctx.object}-{ctx.part}-{name}", segmentation=chosen["segmentation"],
-        area=chosen["area"], polygons=chosen["polygons"], workers=sorted(r["annotator"] for r in voters),
-        agreement=len(yes) / len(voters), rule=RESOLUTION_RULE)
+    return yes[best]["subparts"][name]
+
+
+def _aggregate(yes: list[dict[str, Any]], name: str, method: str) -> dict[str, Any] | None:
+    """crowd-kit's aggregate of the "yes" masks as a subpart answer (segmentation, area, polygons); None if empty."""
+    from scipy import ndimage
+
+    from segbench.core.aggregation import aggregate_masks  # crowd-kit loads only when a method asks for it
+
+    mask = aggregate_masks({r["annotator"]: rle_to_bitmap(r["subparts"][name]["segmentation"]) for r in yes}, method)
+    area = int(mask.sum())
+    if area == 0:
+        return None
+    _, regions = ndimage.label(mask, structure=np.ones((3, 3), dtype=int))
+    return {"segmentation": bitmap_to_rle(mask), "area": area, "polygons": int(regions)}
