@@ -298,7 +298,8 @@ class ResolvedSubpart(BaseModel):
     category: str = Field(description="'<Super>-<Part>-<Subpart>'")
     segmentation: Rle
     area: int = Field(gt=0)
-    polygons: int = Field(ge=1, description="polygons the chosen annotator drew for this subpart")
+    polygons: int = Field(ge=1, description="polygons the chosen annotator drew for this subpart (stated rule), or "
+                                            "the separate regions of the crowd-kit aggregate mask")
     workers: list[str] = Field(description="annotators who said the part is visible (the voters)")
     agreement: float = Field(ge=0, le=1, description="share of voters who said the subpart is there")
     rule: str = Field(description="the resolution rule and its version")
