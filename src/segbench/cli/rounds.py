@@ -234,7 +234,7 @@ def follow_up(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The ingested round to follow up."),
     new_key: str = typer.Argument(..., help="Name of the follow-up round.", callback=_round_key),
-    where: list[str] = typer.Option(..., "--where", help="Which items to ask again: agreement<X, "
+    where: list[str] = typer.Option(..., "--where", metavar="CONDITION", help="Which items to ask again: agreement<X, "
                                     "agreement:CONTROL<X, votes<N, suspicious or tie (repeat: any of them)."),
 ) -> None:
     """Create a follow-up round for the items of KEY that need more answers.

@@ -113,7 +113,7 @@ def rounds_command(
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
     seed: int = seed_option(None, "Seed of the capped selection (default: 0, as build spin)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
-    supercategory: list[str] = typer.Option(None, "--supercategory", help="Only this super-category's rounds "
+    supercategory: list[str] = typer.Option(None, "--supercategory", metavar="NAME", help="Only this super-category's rounds "
                                             "(repeatable): one batch at a time, as the paper's phased rollout."),
     gold_file: Path = typer.Option(None, "--gold-file", help="Gold items: parts with reference polygons of their "
                                    "subparts (the items' data fields plus gold.polygons), scored by polygon IoU."),
