@@ -90,3 +90,41 @@ def test_unedited_source_images_are_gold_too(tmp_path):
     bad = run(tmp_path, "build", "cafe-verification", "v3", "--backend", "files", "--gold", "2", "--gold-source",
               "coco", code=1)
     assert "--gold-source" in bad.exception.item and bad.exception.hint
+
+
+def test_a_cafe_qualification_round_gates_the_verification_round(tmp_path):
+    sources = generate_demo_cafe(tmp_path / "sources", seed=0, sizes={"coco": 6, "lvis": 4})
+    data = tmp_path / "data"
+    options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
+    run(tmp_path, "build", "cafe-candidates", *options)
+    run(tmp_path, "build", "cafe-verification", "q1", "--backend", "files", "--gold", "3", "--qualification",
+        "--pass-threshold", "1", "--seed", "4")
+    qual = Round.model_validate(read_json(data / "rounds" / "q1.json"))
+    assert qual.purpose == "qualification" and len(qual.items) == 3 and all(i.gold for i in qual.items)
+    run(tmp_path, "rounds", "launch", "q1")
+    known = {i.item_id: {"positive_valid": "yes", "negative_invalid": "yes", "edit_clean": "yes", **i.gold}
+             for i in qual.items}
+    careless = {item_id: {**answers, "mask_fits": "yes"} for item_id, answers in known.items()}
+    write_results_csv(simulated_rows(qual, known, workers=1, noise=0.0)
+                      + [{**r, "WorkerId": "YES", "AssignmentId": f"{r['AssignmentId']}-yes"}
+                         for r in simulated_rows(qual, careless, workers=1, noise=0.0)],
+                      data / "rounds" / "q1" / "results" / "qualification.csv")
+    assert "(1 passed)" in run(tmp_path, "rounds", "ingest", "q1").output
+    assert (data / "rounds" / "q1" / "qualification.csv").read_text().splitlines() == [
+        "Worker ID,UPDATE-segbench-q1", "SIMWORKER01,100"]
+
+    run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files", "--requires", "q1", "--overlap", "3")
+    round_ = Round.model_validate(read_json(data / "rounds" / "v1.json"))
+    assert round_.requires == "q1"
+    run(tmp_path, "rounds", "launch", "v1")
+    truth = simulated_truth(read_candidates(data / "cafe_candidates"), seed=0)
+    flipped = {item: {control: "no" if label == "yes" else "yes" for control, label in answers.items()}
+               for item, answers in truth.items()}
+    honest = simulated_rows(round_, truth, workers=1, noise=0.0)
+    outvoting = [{**r, "WorkerId": f"YES{n}", "AssignmentId": f"{r['AssignmentId']}-{n}"}
+                 for n in (1, 2) for r in simulated_rows(round_, flipped, workers=1, noise=0.0)]
+    write_results_csv(honest + outvoting, data / "rounds" / "v1" / "results" / "workers.csv")
+    run(tmp_path, "rounds", "ingest", "v1")
+    saved = read_json(data / "rounds" / "v1.answers.json")
+    assert saved["qualified_workers"] == ["worker:SIMWORKER01"] and len(saved["answers"]) == 3 * len(truth)
+    assert all(i["majority"] == truth[i["item_id"]] for i in saved["items"])  # the two unqualified are not counted
