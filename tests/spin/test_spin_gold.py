@@ -17,14 +17,17 @@ from segbench.schemas.spin import load_taxonomy
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
+EXACT = CrowdNoise(flip=0, too_few_points=0, outside_image=0, outside_part=0)
 
-def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
+
+def _gold_part(tmp_path):
+    """The demo world, its taxonomy, and a gold file of one Car-Tire part with its reference polygons
+    (a part id of its own, so that a leak would show)."""
     world = generate_demo_spin(tmp_path / "source", seed=0)
-    data = tmp_path / "data"
     run(tmp_path, "build", "spin-taxonomy")
     run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "plain", "--backend", "files",
         "--supercategory", "Car")
-    plain = Round.model_validate(read_json(data / "rounds" / "plain-car-tire.json"))
+    plain = Round.model_validate(read_json(tmp_path / "data" / "rounds" / "plain-car-tire.json"))
     truth = read_truth(world.truth_path)
     source = plain.items[0]
     references = [{"label": row["subpart"], "points": [flat[i:i + 2] for i in range(0, len(flat), 2)]}
@@ -32,11 +35,26 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
     assert references
     stem, ann = source.item_id.rsplit("-", 1)
     gold_id = f"{stem}-{int(ann) + 90000}"  # the same form as every other item id
-    gold_part = source.data["part_ann_id"] + 90000  # a part of its own, so that a leak would show
+    gold_part = source.data["part_ann_id"] + 90000
     gold_data = {**{k: v for k, v in source.data.items() if k != "subparts"}, "part_ann_id": gold_part}
     gold_file = write_json(tmp_path / "gold.json", [{"item_id": gold_id, "image": source.image, "width": source.width,
                                                      "height": source.height, "data": gold_data,
                                                      "gold": {"polygons": references}}])
+    truth_with_gold = truth + [{**row, "part_ann_id": gold_part} for row in truth
+                               if row["part_ann_id"] == source.data["part_ann_id"]]
+    return world, source, gold_id, gold_part, gold_file, truth_with_gold
+
+
+def _lazy(rows, worker="W1"):
+    """The rows of ``worker`` answered again by LAZY, who marks every part absent and draws nothing."""
+    return [{**row, "WorkerId": "LAZY", "AssignmentId": f"{row['AssignmentId']}-lazy",
+             **{k: "no" for k in row if k.startswith("Answer.has_")}, "Answer.polygons": "[]"}
+            for row in rows if row["WorkerId"] == worker]
+
+
+def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
+    world, source, gold_id, gold_part, gold_file, truth_with_gold = _gold_part(tmp_path)
+    data = tmp_path / "data"
 
     run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "g", "--backend", "files",
         "--supercategory", "Car", "--gold-file", str(gold_file))
@@ -48,13 +66,8 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
     assert "gold" not in (folder / "tasks.csv").read_text() + (folder / "tasks.json").read_text()
 
     taxonomy = load_taxonomy(data / "spin" / "taxonomy.yaml")
-    truth_with_gold = truth + [{**row, "part_ann_id": gold_part} for row in truth
-                               if row["part_ann_id"] == source.data["part_ann_id"]]
-    rows = simulate_crowd_rows(round_.items, truth_with_gold, taxonomy, noise=CrowdNoise(flip=0, too_few_points=0,
-                                                                                         outside_image=0, outside_part=0))
-    lazy = [{**row, "WorkerId": "LAZY", "AssignmentId": f"{row['AssignmentId']}-lazy",
-             **{k: "no" for k in row if k.startswith("Answer.has_")}, "Answer.polygons": "[]"}
-            for row in rows if row["WorkerId"] == "W1"]
+    rows = simulate_crowd_rows(round_.items, truth_with_gold, taxonomy, noise=EXACT)
+    lazy = _lazy(rows)
     write_results_csv([{**r, "Answer.polygons": r.get("Answer.polygons", "[]")} for r in rows + lazy],
                       folder / "results" / "batch.csv")
     ingested = run(tmp_path, "rounds", "ingest", "g-car-tire")
@@ -74,3 +87,34 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
         resolved = read_json(data / "spin" / "crowd" / "resolved.json")
         parts = {r["part_ann_id"] for r in resolved}
         assert gold_part not in parts and source.data["part_ann_id"] in parts
+
+
+def test_a_spin_qualification_round_gates_every_part_round(tmp_path):
+    world, _, gold_id, _, gold_file, truth_with_gold = _gold_part(tmp_path)
+    data = tmp_path / "data"
+    run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "q", "--backend", "files",
+        "--supercategory", "Car", "--gold-file", str(gold_file), "--qualification", "--pass-threshold", "1")
+    qual = Round.model_validate(read_json(data / "rounds" / "q-car-tire.json"))
+    assert qual.purpose == "qualification" and [i.item_id for i in qual.items] == [gold_id]
+    assert sorted(p.name for p in (data / "rounds").glob("q-*.json")) == ["q-car-tire.json"]  # no part without gold
+    run(tmp_path, "rounds", "launch", "q-car-tire")
+    taxonomy = load_taxonomy(data / "spin" / "taxonomy.yaml")
+    rows = simulate_crowd_rows(qual.items, truth_with_gold, taxonomy, noise=EXACT)
+    write_results_csv(rows + _lazy(rows), data / "rounds" / "q-car-tire" / "results" / "q.csv")
+    run(tmp_path, "rounds", "ingest", "q-car-tire")
+    passed = [p["worker"] for p in read_json(data / "rounds" / "q-car-tire.qualified.json")["passed"]]
+    assert "worker:LAZY" not in passed and "worker:W1" in passed
+
+    run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "w", "--backend", "files",
+        "--supercategory", "Car", "--requires", "q-car-tire")
+    keys = sorted(p.name[: -len(".json")] for p in (data / "rounds").glob("w-*.json"))
+    assert keys and all(Round.model_validate(read_json(data / "rounds" / f"{k}.json")).requires == "q-car-tire"
+                        for k in keys)
+    work = Round.model_validate(read_json(data / "rounds" / "w-car-tire.json"))
+    run(tmp_path, "rounds", "launch", "w-car-tire")
+    rows = simulate_crowd_rows(work.items, truth_with_gold, taxonomy, noise=EXACT)
+    write_results_csv(rows + _lazy(rows), data / "rounds" / "w-car-tire" / "results" / "batch.csv")
+    run(tmp_path, "rounds", "ingest", "w-car-tire")
+    saved = read_json(data / "rounds" / "w-car-tire.answers.json")
+    assert "worker:LAZY" in {a["annotator"] for a in saved["answers"]}  # recorded
+    assert all("worker:LAZY" not in item["annotators"] for item in saved["items"])  # not counted
