@@ -17,7 +17,7 @@ from segbench.cli.common import (
     FORCE_BUILD,
     build_status,
     display_path,
-        relative_to_repo,
+    relative_to_repo,
     run_flow,
     seed_option,
     settings_of,

@@ -42,21 +42,13 @@ def usual_columns(data: list[Any], images: Mapping[int, Mapping[str, Any]], know
         return None
     kept = [j for j, image_id in enumerate(image_ids) if image_id in images]
     ignored = Counter(i for i in image_ids if i not in images) if len(kept) < len(data) else Counter()
-    segs = [segmentations[j] for j in kept]
-    if not set(map(type, segs)) <= {dict}:
+    rles = _compressed_rles([segmentations[j] for j in kept], [image_ids[j] for j in kept], images)
+    if rles is None:
         return None
-    counts = [s.get("counts") for s in segs]
-    sizes = [s.get("size") for s in segs]
-    if not (set(map(type, counts)) <= {str} and set(map(type, sizes)) <= {list} and all(len(s) == 2 for s in sizes)):
-        return None
-    if not _same_sizes(sizes, [image_ids[j] for j in kept], images):
-        return None
-    size = np.asarray(sizes, dtype=np.int64).reshape(-1, 2)
     by_image: dict[int, list[int]] = {}
     for index, j in enumerate(kept):
         by_image.setdefault(image_ids[j], []).append(index)
-    return (by_image, [categories[j] for j in kept], [float(scores[j]) for j in kept],
-            [c.encode("utf-8", "replace") for c in counts], size, kept, ignored)
+    return (by_image, [categories[j] for j in kept], [float(scores[j]) for j in kept], *rles, kept, ignored)
 
 
 def usual_images(entries: list[Any]) -> dict[int, Any] | None:
@@ -93,17 +85,27 @@ def usual_compressed(annotations: list[Any], images: Mapping[int, Mapping[str, A
                      ) -> tuple[list[bytes], np.ndarray] | None:
     """``(counts, pixels)`` of every annotation when each segmentation is a compressed RLE (``counts`` a
     string) of its image's size; else ``None``."""
-    segs = [ann["segmentation"] for ann in annotations]
+    rles = _compressed_rles([ann["segmentation"] for ann in annotations], [ann["image_id"] for ann in annotations],
+                            images)
+    if rles is None:
+        return None
+    counts, size = rles
+    return counts, size[:, 0] * size[:, 1]
+
+
+def _compressed_rles(segs: list[Any], image_ids: list[int], images: Mapping[int, Mapping[str, Any]],
+                     ) -> tuple[list[bytes], np.ndarray] | None:
+    """``(counts as bytes, (n, 2) sizes)`` when every segmentation is a compressed RLE (``counts`` a
+    string) of its image's size; else ``None``."""
     if not set(map(type, segs)) <= {dict}:
         return None
     counts = [seg.get("counts") for seg in segs]
     sizes = [seg.get("size") for seg in segs]
     if not (set(map(type, counts)) <= {str} and set(map(type, sizes)) <= {list} and all(len(s) == 2 for s in sizes)):
         return None
-    if not _same_sizes(sizes, [ann["image_id"] for ann in annotations], images):
+    if not _same_sizes(sizes, image_ids, images):
         return None
-    size = np.asarray(sizes, dtype=np.int64).reshape(-1, 2)
-    return [c.encode("utf-8", "replace") for c in counts], size[:, 0] * size[:, 1]
+    return [c.encode("utf-8", "replace") for c in counts], np.asarray(sizes, dtype=np.int64).reshape(-1, 2)
 
 
 def _same_sizes(sizes: list[list[Any]], image_ids: list[int], images: Mapping[int, Mapping[str, Any]]) -> bool:
