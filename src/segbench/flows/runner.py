@@ -77,6 +77,28 @@ def runner_session(spec: RunnerSpec) -> Iterator[RunnerSpec]:
             yield dataclasses.replace(spec, dask_address=cluster.scheduler_address, workers=None)
 
 
+# Settings through which a user asks for heartbeats (the second is Prefect's older name).
+HEARTBEAT_SETTINGS = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+
+
+@contextlib.contextmanager
+def without_heartbeats() -> Iterator[None]:
+    """Run the block's flows without Prefect's heartbeat thread, unless the user configured heartbeats.
+
+    The end of every flow run (subflows too) joins that thread, which sleeps in whole seconds: up
+    to 1 s, 0.5 s on average, added to each run. Heartbeats only let a Prefect automation mark the
+    runs of a vanished worker as crashed; a segbench command runs its flows in its own process, and
+    the next command resumes what a killed one left.
+    """
+    if any(name in os.environ for name in HEARTBEAT_SETTINGS):
+        yield
+        return
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
 @contextlib.contextmanager
 def shared_prefect_api() -> Iterator[str]:
     """Export the URL of the Prefect API this process uses, starting the temporary one if none is set.
