@@ -23,7 +23,16 @@ from pycocotools import mask as mask_utils
 from segbench.schemas.cafe import TAU_SWEEP
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
-from segbench.tasks.cafe.metrics import OVERALL, SUBSETS, build_pairs, cgf1_by_subset, evaluate_cafe, tau_sweep
+from segbench.tasks.cafe.metrics import (
+    OVERALL,
+    SUBSETS,
+    build_pairs,
+    cgf1_by_subset,
+    classify_pairs,
+    evaluate_cafe,
+    target_aware_table,
+    tau_sweep,
+)
 
 EDIT_TYPES = ("Superficial Mimicry", "Context Conflict", "Ontological Conflict")
 TABLE_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP", "AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR",
@@ -74,6 +83,15 @@ def fast(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[str, Any
     """segbench's CAFE table (target-aware counts, per-subset cgF1, τ sweep), validation and indexing included."""
     truth = load_ground_truth(gt, "bench-gt")
     return evaluate_cafe(truth, load_predictions(predictions, "bench-predictions", truth))
+
+
+def fast_table(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """segbench's target-aware table alone (what CAFE's script computes), validation and indexing included."""
+    truth = load_ground_truth(gt, "bench-gt")
+    pairs = build_pairs(truth, load_predictions(predictions, "bench-predictions", truth))
+    flags = classify_pairs(pairs, 0.5, 0.3)
+    return {name: target_aware_table(flags, np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name)
+            for name in (*SUBSETS, OVERALL)}
 
 
 def fast_cgf1(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from support.cli import run
 from segbench.core.errors import InputError, SegbenchError
 from segbench.core.masks import bitmap_to_rle, rle_runs
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth
-from segbench.tasks.cafe.rle_checks import compressed_rle_problem, corrupt_compressed_rles
+from segbench.tasks.cafe.rle_checks import COMPILED_FROM_MASKS, check_compressed_counts, compressed_rle_problem
+from segbench.tasks.cafe.rle_kernels import corrupt_counts
 
 CORRUPT = {"size": [10, 10], "counts": "0" + "O" * 40}
 
@@ -89,7 +90,7 @@ def test_valid_encodings_pass_and_agree_with_the_builders_decoder():
     assert compressed_rle_problem(TARGET["counts"].encode(), 100) is None
 
 
-def test_random_strings_are_judged_like_rle_runs_one_by_one_and_all_at_once():
+def test_random_strings_are_judged_like_rle_runs_one_by_one_and_compiled():
     rng = np.random.default_rng(1)
     alphabet = np.frombuffer(bytes(range(40, 115)), dtype=np.uint8)  # a few characters outside '0'..'o'
     strings, pixels, expected = [], [], []
@@ -104,8 +105,19 @@ def test_random_strings_are_judged_like_rle_runs_one_by_one_and_all_at_once():
         pixels.append(size)
         expected.append(total == size and max(map(len, _numbers(counts)), default=0) <= 7)
         assert (compressed_rle_problem(counts, size) is None) == expected[-1], counts
-    bad = corrupt_compressed_rles(strings, np.asarray(pixels))
+    bad = corrupt_counts(strings, np.asarray(pixels))
     assert (~bad).tolist() == expected and 0 < sum(expected) < len(expected)
+
+
+@pytest.mark.parametrize("masks", [50, COMPILED_FROM_MASKS + 50])
+def test_the_first_corrupt_string_is_named_by_either_pass(masks):
+    """Below and above the size where the compiled pass takes over, the same item and reason."""
+    counts = [b"0T3"] * masks  # a full 10 x 10 mask: 0 background, then 100 foreground
+    counts[masks - 20], counts[masks - 10] = b"0" + b"O" * 40, b"0T4"
+    with pytest.raises(InputError) as raised:
+        check_compressed_counts(counts, np.full(masks, 100), "preds.json", lambda k: f"prediction {k}")
+    assert raised.value.item == f"prediction {masks - 20}"
+    assert raised.value.message == f"corrupt compressed RLE counts: {compressed_rle_problem(b'0' + b'O' * 40, 100)}"
 
 
 def _numbers(counts: bytes) -> list[bytes]:

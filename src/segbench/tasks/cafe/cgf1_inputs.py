@@ -232,8 +232,12 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         ann_ids_by_image[ann["image_id"]].append(ann["id"])
         first_annotation.setdefault(ann["image_id"], ann)
     compressed = usual_compressed(annotations, images) if usual else None
+    rles: dict[int, dict[str, Any]] = {}  # GroundTruth.rle's answers, known already for the usual file
     if compressed is not None:  # every segmentation a compressed RLE of its image's size
-        check_compressed_counts(*compressed, path, lambda k: f"annotation {annotations[k]['id']}")
+        counts, sizes = compressed
+        check_compressed_counts(counts, sizes[:, 0] * sizes[:, 1], path, lambda k: f"annotation {annotations[k]['id']}")
+        rles = {id(ann): {"size": size, "counts": c} for ann, c, size in zip(annotations, counts, sizes.tolist(),
+                                                                             strict=True)}
     else:
         to_check = []
         for ann in annotations:
@@ -244,7 +248,7 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         check_compressed_rles(to_check, path)
     return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
                        ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
-                       first_annotation=first_annotation, counts_checked=True)
+                       first_annotation=first_annotation, counts_checked=True, _rle_cache=rles)
 
 
 def _check_image(img: Any, path: str) -> None:

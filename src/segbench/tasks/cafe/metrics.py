@@ -85,20 +85,22 @@ def _pair_columns(gt: GroundTruth, image_ids: set[int] | None) -> tuple[list[int
     for neg in gt.entries:
         if "fp_source_id" not in neg or (image_ids is not None and neg["id"] not in image_ids):
             continue
-        item, pos_id = f"image {neg['id']}", neg["fp_source_id"]
+        pos_id = neg["fp_source_id"]
         if pos_id not in positives:
-            raise InputError(f"fp_source_id {pos_id!r} is not a positive image", path=gt.path, item=item,
+            raise InputError(f"fp_source_id {pos_id!r} is not a positive image", path=gt.path,
+                             item=f"image {neg['id']}",
                              hint="fp_source_id must be the id of the positive twin (an image without fp_source_id)")
         if pos_id not in gt.first_annotation:
             continue  # no target mask: CAFE's script skips the pair too
         if neg.get("edit_type") not in _ABBR:
-            raise InputError(f"edit_type {neg.get('edit_type')!r} is not a CAFE edit type", path=gt.path, item=item,
+            raise InputError(f"edit_type {neg.get('edit_type')!r} is not a CAFE edit type", path=gt.path,
+                             item=f"image {neg['id']}",
                              hint=f"use one of {', '.join(_ABBR)}")
         target = gt.first_annotation[pos_id]
         size = gt.rle(target)["size"]
         if list(size) != [neg["height"], neg["width"]]:
             raise InputError(f"size {neg['height']}x{neg['width']} differs from its positive's mask "
-                             f"{size}", path=gt.path, item=item, hint="both twins share one image size")
+                             f"{size}", path=gt.path, item=f"image {neg['id']}", hint="both twins share one image size")
         pos_ids.append(pos_id)
         neg_ids.append(neg["id"])
         subsets.append(_ABBR[neg["edit_type"]])

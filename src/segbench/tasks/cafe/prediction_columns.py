@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -83,14 +84,10 @@ def usual_annotations(annotations: list[Any], images: Mapping[int, Any]) -> bool
 
 def usual_compressed(annotations: list[Any], images: Mapping[int, Mapping[str, Any]],
                      ) -> tuple[list[bytes], np.ndarray] | None:
-    """``(counts, pixels)`` of every annotation when each segmentation is a compressed RLE (``counts`` a
-    string) of its image's size; else ``None``."""
-    rles = _compressed_rles([ann["segmentation"] for ann in annotations], [ann["image_id"] for ann in annotations],
+    """``(counts, (n, 2) sizes)`` of every annotation when each segmentation is a compressed RLE
+    (``counts`` a string) of its image's size; else ``None``."""
+    return _compressed_rles([ann["segmentation"] for ann in annotations], [ann["image_id"] for ann in annotations],
                             images)
-    if rles is None:
-        return None
-    counts, size = rles
-    return counts, size[:, 0] * size[:, 1]
 
 
 def _compressed_rles(segs: list[Any], image_ids: list[int], images: Mapping[int, Mapping[str, Any]],
@@ -110,7 +107,7 @@ def _compressed_rles(segs: list[Any], image_ids: list[int], images: Mapping[int,
 
 def _same_sizes(sizes: list[list[Any]], image_ids: list[int], images: Mapping[int, Mapping[str, Any]]) -> bool:
     """Whether every ``size`` (a 2-list) holds plain ints equal to its image's ``[height, width]``."""
-    if not set(map(type, (v for size in sizes for v in size))) <= _INT:
+    if not set(map(type, chain.from_iterable(sizes))) <= _INT:
         return False
     shapes = {i: [img["height"], img["width"]] for i, img in images.items()}
     return sizes == [shapes[i] for i in image_ids]  # one comparison in C; the types are checked above
