@@ -15,7 +15,12 @@ from support.cli import run
 from segbench.core.errors import InputError, SegbenchError
 from segbench.core.masks import bitmap_to_rle, rle_runs
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth
-from segbench.tasks.cafe.rle_checks import COMPILED_FROM_MASKS, check_compressed_counts, compressed_rle_problem
+from segbench.tasks.cafe.rle_checks import (
+    COMPILED_FROM_MASKS,
+    check_compressed_counts,
+    compressed_rle_problem,
+    corrupt_compressed_rles,
+)
 from segbench.tasks.cafe.rle_kernels import corrupt_counts
 
 CORRUPT = {"size": [10, 10], "counts": "0" + "O" * 40}
@@ -90,7 +95,7 @@ def test_valid_encodings_pass_and_agree_with_the_builders_decoder():
     assert compressed_rle_problem(TARGET["counts"].encode(), 100) is None
 
 
-def test_random_strings_are_judged_like_rle_runs_one_by_one_and_compiled():
+def test_random_strings_are_judged_like_rle_runs_one_by_one_all_at_once_and_compiled():
     rng = np.random.default_rng(1)
     alphabet = np.frombuffer(bytes(range(40, 115)), dtype=np.uint8)  # a few characters outside '0'..'o'
     strings, pixels, expected = [], [], []
@@ -105,8 +110,9 @@ def test_random_strings_are_judged_like_rle_runs_one_by_one_and_compiled():
         pixels.append(size)
         expected.append(total == size and max(map(len, _numbers(counts)), default=0) <= 7)
         assert (compressed_rle_problem(counts, size) is None) == expected[-1], counts
-    bad = corrupt_counts(strings, np.asarray(pixels))
-    assert (~bad).tolist() == expected and 0 < sum(expected) < len(expected)
+    for judge in (corrupt_compressed_rles, corrupt_counts):
+        assert (~judge(strings, np.asarray(pixels))).tolist() == expected, judge.__name__
+    assert 0 < sum(expected) < len(expected)
 
 
 @pytest.mark.parametrize("masks", [50, COMPILED_FROM_MASKS + 50])

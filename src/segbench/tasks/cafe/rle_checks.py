@@ -28,20 +28,28 @@ def check_compressed_counts(counts: list[bytes], pixels: np.ndarray, path: str, 
     Raises:
         InputError: the first corrupt one (see :func:`compressed_rle_problem`), naming its item.
     """
+    if not counts:
+        return
     if use_compiled(len(counts)):
         from segbench.tasks.cafe.rle_kernels import corrupt_counts
 
-        first = next(iter(np.flatnonzero(corrupt_counts(counts, pixels)).tolist()), None)
+        bad = corrupt_counts(counts, pixels)
     else:
-        first = next((k for k, c in enumerate(counts) if compressed_rle_problem(c, int(pixels[k]))), None)
+        bad = np.zeros(len(counts), dtype=bool)
+        ends = np.cumsum(np.fromiter(map(len, counts), dtype=np.int64, count=len(counts)))
+        # Chunks keep the temporaries in cache: 64k characters are 2x faster than 1M, 4x faster than all at once.
+        cuts = np.unique(np.searchsorted(ends, np.arange(_CHUNK_CHARS, ends[-1], _CHUNK_CHARS))).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, len(counts)], strict=True):
+            bad[lo:hi] = corrupt_compressed_rles(counts[lo:hi], pixels[lo:hi])
+    first = next(iter(np.flatnonzero(bad)[:1].tolist()), None)
     if first is not None:
         raise InputError(f"corrupt compressed RLE counts: {compressed_rle_problem(counts[first], int(pixels[first]))}",
                          path=path, item=item_of(first),
                          hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
 
 
-# Masks from which the compiled passes (rle_kernels) pay for numba's start-up (~0.5 s once per
-# process): below, numpy's decode of each string and pycocotools' IoUs take less.
+# Masks from which the compiled passes (rle_kernels) pay for numba's start-up (~0.7 s once per
+# process): below, the vectorised numpy pass and pycocotools' IoUs take less.
 COMPILED_FROM_MASKS = 10_000
 
 
@@ -53,6 +61,87 @@ def use_compiled(masks: int) -> bool:
 # A run needs at most 7 characters for any image below 2**34 pixels; longer numbers only come from
 # corrupt strings, and pycocotools would shift them past the width of its integers.
 _MAX_RUN_CHARS = 7
+_CHUNK_CHARS = 1 << 16  # characters per vectorised pass: its temporaries stay in the CPU caches
+
+
+_RUN_SCALE = np.asarray([1 << (5 * d) for d in range(_MAX_RUN_CHARS + 1)], dtype=np.int64)  # 2 ** (5 * digits)
+
+
+def corrupt_compressed_rles(counts: list[bytes], pixels: np.ndarray) -> np.ndarray:
+    """Which compressed RLE ``counts`` strings are corrupt for images of ``pixels`` pixels, ``(n,)`` bool.
+
+    The rules of :func:`compressed_rle_problem`, applied to all strings at once: one concatenated
+    buffer, numbers split on the continuation bit (and at every string's end, so that a corrupt
+    string cannot run into the next), then the runs summed per string. Every step is one pass over
+    the characters or the numbers (no per-string Python work), since this runs on every mask of a
+    predictions file before any IoU.
+    """
+    n = len(counts)
+    lengths = np.fromiter(map(len, counts), dtype=np.int64, count=n)
+    buf = np.frombuffer(b"".join(counts), dtype=np.uint8)
+    last = np.cumsum(lengths) - 1  # each string's last character
+    has_chars = lengths > 0
+    bad = ~has_chars
+    code = buf - np.uint8(48)  # characters outside '0'..'o' wrap to >= 64
+    outside = np.flatnonzero(code > 63)
+    if outside.size:
+        bad[np.searchsorted(last, outside)] = True
+    ended = (code & 0x20) == 0  # the character ends a number
+    tails = last[has_chars]
+    bad[has_chars] |= ~ended[tails]  # the string ends inside a number
+    ended[tails] = True
+    ends = np.flatnonzero(ended)
+    if ends.size == 0:
+        return bad
+    starts = np.empty_like(ends)
+    starts[0], starts[1:] = 0, ends[:-1] + 1
+    digits = ends - starts + 1
+    through = np.searchsorted(ends, last, side="right")  # numbers up to each string's end
+    numbers = np.diff(through, prepend=0)
+    first = through - numbers  # each string's first number
+    values = (code[starts] & 0x1F).astype(np.int64)  # most runs are one character
+    longer = np.flatnonzero(digits > 1)
+    for j in range(1, _MAX_RUN_CHARS):
+        if longer.size == 0:
+            break
+        values[longer] += (code[starts[longer] + j] & 0x1F).astype(np.int64) << (5 * j)
+        longer = longer[digits[longer] > j + 1]
+    if longer.size:  # numbers longer than any image needs
+        bad[np.searchsorted(through, longer, side="right")] = True
+        values[np.flatnonzero(digits > _MAX_RUN_CHARS)] = 0  # judged already; keeps the sums from overflowing
+    # a set sign bit in the last character makes the number negative: minus 2 ** (5 * digits)
+    negative = np.flatnonzero(code[ends] & 0x10)
+    values[negative] -= _RUN_SCALE[np.minimum(digits[negative], _MAX_RUN_CHARS)]
+    # from the fourth run on, a run is stored as the difference to the run two before: cumulative
+    # sums per string over the odd and over the even (from the third) numbers give the runs
+    runs = _runs(values, first, numbers)
+    negative_runs = np.flatnonzero(runs < 0)
+    if negative_runs.size:
+        bad[np.searchsorted(through, negative_runs, side="right")] = True
+    bad[has_chars] |= np.add.reduceat(runs, first[has_chars]) != pixels[has_chars]
+    return bad
+
+
+def _runs(values: np.ndarray, first: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """The runs of the numbers ``values`` of strings starting at ``first`` with ``numbers`` numbers each.
+
+    From the fourth number on, a number is the difference to the run two before, so a run is a sum
+    over the numbers of its parity in its string: the odd ones from the second, the even ones from
+    the third. One cumulative sum per parity of the *global* index (the columns of an ``(n/2, 2)``
+    view) serves both, as a string's local parity is its global one, flipped when the string starts
+    at an odd index; each run then subtracts its class's sum just before its string's first term.
+    """
+    size = values.size
+    padded = np.zeros(size + (size & 1) + 2, dtype=np.int64)  # two leading zeros: "before index 0"
+    padded[2:size + 2] = values
+    sums = np.cumsum(padded.reshape(-1, 2), axis=0).reshape(-1)  # sums[k + 2]: class of k, up to k
+    string_first = np.repeat(first, numbers)
+    local_odd = (np.arange(size) - string_first) & 1
+    # minus the class sum up to two before the string's first term of that class: padded index
+    # first + 1 for the odd terms (from first + 1), first + 2 for the even ones (from first + 2)
+    runs = sums[2:size + 2] - sums[string_first + 2 - local_odd]
+    runs[first[numbers > 0]] = values[first[numbers > 0]]
+    return runs
 
 
 def compressed_rle_problem(counts: bytes, pixels: int) -> str | None:

@@ -2,7 +2,7 @@
 
 A predictions file of tens of thousands of masks holds tens of millions of ``counts`` characters.
 Checked in numpy that takes ~60 ns a character, and pycocotools' IoUs add their per-call cost; the
-loops below, compiled by numba, take ~3 ns. numba's start-up (~0.5 s: its import and the first
+loops below, compiled by numba, take ~3 ns. numba's start-up (~0.7 s: its import and the first
 call, which loads the machine code cached beside this file) is paid once per process, so callers
 use these passes for large inputs only (:func:`segbench.tasks.cafe.rle_checks.use_compiled`).
 
@@ -14,7 +14,7 @@ judges it as :func:`segbench.tasks.cafe.rle_checks.compressed_rle_problem` does;
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 # A run needs at most 7 characters for any image below 2**34 pixels (as rle_checks says).
 _MAX_RUN_CHARS = 7
@@ -76,10 +76,10 @@ def _problem(buf: np.ndarray, start: int, end: int, pixels: int) -> bool:  # pra
     return total != pixels
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _corrupt(buf: np.ndarray, offsets: np.ndarray, pixels: np.ndarray) -> np.ndarray:  # pragma: no cover
     bad = np.zeros(offsets.size - 1, dtype=np.bool_)
-    for i in prange(bad.size):
+    for i in range(bad.size):
         bad[i] = _problem(buf, offsets[i], offsets[i + 1], pixels[i])
     return bad
 
@@ -128,26 +128,21 @@ def _iou(a: np.ndarray, ka: int, b: np.ndarray, kb: int) -> float:  # pragma: no
     return intersection / union if intersection > 0 else 0.0
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _ious(buf: np.ndarray, offsets: np.ndarray, first: np.ndarray,
           second: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """IoU of string ``first[j]`` with string ``second[j]``, ``second`` sorted: each stretch of equal
-    ``second`` decodes that string once, and stretches run in parallel."""
-    starts = np.flatnonzero(np.diff(second)) + 1
-    bounds = np.empty(starts.size + 2, dtype=np.int64)
-    bounds[0], bounds[-1] = 0, second.size
-    bounds[1:-1] = starts
+    """IoU of string ``first[j]`` with string ``second[j]``; ``second`` sorted, so that each string of
+    it is decoded once. One thread: Dask workers already use every core."""
+    longest = 0
+    for i in range(offsets.size - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    a = np.empty(longest, dtype=np.int64)  # a string has at most one run per character
+    b = np.empty(longest, dtype=np.int64)
     out = np.zeros(first.size)
-    for g in prange(bounds.size - 1):
-        lo, hi = bounds[g], bounds[g + 1]
-        if lo == hi:
-            continue
-        t = second[lo]
-        b = np.empty(offsets[t + 1] - offsets[t], dtype=np.int64)  # at most one run per character
-        kb = _decode(buf, offsets[t], offsets[t + 1], b)
-        for j in range(lo, hi):
-            i = first[j]
-            a = np.empty(offsets[i + 1] - offsets[i], dtype=np.int64)
-            ka = _decode(buf, offsets[i], offsets[i + 1], a)
-            out[j] = _iou(a, ka, b, kb)
+    decoded, kb = -1, 0
+    for j in range(first.size):
+        if second[j] != decoded:
+            kb, decoded = _decode(buf, offsets[second[j]], offsets[second[j] + 1], b), second[j]
+        ka = _decode(buf, offsets[first[j]], offsets[first[j] + 1], a)
+        out[j] = _iou(a, ka, b, kb)
     return out
