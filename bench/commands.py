@@ -4,8 +4,10 @@
   same flow run in a warm process on the same server: what a command costs beyond its work
   (interpreter, imports, settings, the flow run's API calls). Target <= 1.5 s.
 * ``eval_commands``: ``segbench evaluate cgf1`` and ``segbench evaluate cafe`` on 10k CAFE pairs
-  (``bench/cafe_eval.py``'s data) with ``segbench server`` up, against the public evaluators'
-  algorithms run as commands on the same files (``bench/public_baselines.py``); outputs compared.
+  (``bench/cafe_eval.py``'s data) with ``segbench server`` up, minus the same flow in a warm
+  process: what the command costs beyond its evaluation (target <= 1.5 s). The detail times the
+  public evaluators' algorithms run as commands on the same files (``bench/public_baselines.py``),
+  whose numbers must match.
 * ``status``: ``segbench rounds status`` on a round of the demo's size (files backend, answers
   in the results folder), against ``segbench --version``, the floor of any command. Target <= 1 s.
 
@@ -102,30 +104,37 @@ def evaluate_commands(quick: bool, result: Any) -> list[dict[str, Any]]:
         (root / "gt.json").write_text(json.dumps(gt))
         (root / "preds.json").write_text(json.dumps(predictions))
         work = root / "work"
-        prefect_server.start_server(work, tied=True)
+        state, _ = prefect_server.start_server(work, tied=True)
         try:
             env = _user_env(work)
-            for name, compare, target in (("cgf1", compare_cgf1, 3.0), ("cafe", compare_table, 2.0)):
+            for name, compare in (("cgf1", compare_cgf1), ("cafe", compare_table)):
                 out = root / "data" / name
                 command = [*SEGBENCH, "--work-dir", str(work), "--data-root", str(root / "data"), "evaluate", name,
                            "--gt", str(root / "gt.json"), "--predictions", str(root / "preds.json"),
                            "--out", str(out), "--force"]
                 ours_s, ours_cpu = _wall(command, env, root, repeat)
+                flow_s = _in_process_flow(root, work, state.api_url, name, repeat)
                 baseline = [sys.executable, str(Path(__file__).with_name("public_baselines.py")), name,
                             str(root / "gt.json"), str(root / "preds.json"), str(root / f"{name}-baseline.json")]
                 base_s, base_cpu = _wall(baseline, env, root, repeat)
                 ours = json.loads((out / "metrics.json").read_text())["metrics"]
                 # metrics.json holds floats rounded to FLOAT_DIGITS: the baseline's numbers, rounded alike
                 ref = json.loads(canonical_json(json.loads((root / f"{name}-baseline.json").read_text())))
-                rows.append(result(f"segbench evaluate {name} / public algorithm, both as processes ({pairs} pairs)",
-                                   measured=ours_s, baseline=base_s, ratio=base_s / ours_s,
-                                   target=f">= {target:g}x faster", passed=base_s / ours_s >= target,
-                                   checks={f"identical numbers ({FLOAT_DIGITS} decimals, as in metrics.json)": _agrees(compare, ours, ref)},
-                                   detail={"pairs": pairs, "runs": repeat, "segbench_cpu_s": round(ours_cpu, 3),
-                                           "baseline_cpu_s": round(base_cpu, 3),
+                overhead = ours_s - flow_s
+                rows.append(result(f"segbench evaluate {name}: command - its flow in a warm process ({pairs} pairs)",
+                                   measured=overhead, baseline=flow_s, ratio=overhead / flow_s, target="<= 1.5 s",
+                                   passed=overhead <= 1.5,
+                                   checks={f"identical numbers ({FLOAT_DIGITS} decimals, as in metrics.json)":
+                                           _agrees(compare, ours, ref)},
+                                   detail={"pairs": pairs, "runs": repeat, "command_wall_s": round(ours_s, 3),
+                                           "command_cpu_s": round(ours_cpu, 3),
+                                           "public_algorithm_command_s": round(base_s, 3),
+                                           "public_algorithm_command_cpu_s": round(base_cpu, 3),
+                                           "command_vs_public_command": round(base_s / ours_s, 3),
                                            "segbench_also_computes": "report, plots" + (
                                                ", per-subset cgF1, tau sweep" if name == "cafe" else "")}))
         finally:
+            prefect_server.drain_prefect_workers()  # this process's flow logs, before the server goes
             prefect_server.stop_server(work)
     return rows
 
@@ -138,24 +147,31 @@ def _agrees(compare: Any, ours: Any, ref: Any) -> bool:
     return True
 
 
-def _in_process_flow(root: Path, work: Path, api_url: str) -> float:
-    """Median seconds of the command's flow in this process, warm, on the same server."""
+def _in_process_flow(root: Path, work: Path, api_url: str, name: str = "cgf1", repeat: int = REPEAT) -> float:
+    """Median seconds of the ``segbench evaluate NAME`` command's flow in this process, warm, on the
+    same server, reading ``root``'s ``gt.json`` and ``preds.json``."""
     from segbench.settings import configure_runtime, load_settings
 
     configure_runtime(load_settings(work_dir=work, data_root=root / "data"))
     os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: it reads it then
-    from segbench.flows.cafe.evaluate import evaluate_cgf1
+    from segbench.flows.cafe.evaluate import evaluate_cafe, evaluate_cgf1
     from segbench.flows.runner import without_heartbeats
+    from segbench.schemas.cafe import CafeEvalParams
+
+    gt, preds, out = root / "gt.json", root / "preds.json", root / "data" / f"in-process-{name}"
 
     def once() -> float:
         start = time.perf_counter()
         with without_heartbeats():  # as the command runs its flow
-            evaluate_cgf1(gts=[root / "gt.json"], predictions=root / "preds.json", out=root / "data" / "in-process",
-                          score_threshold=0.5, force=True)
+            if name == "cgf1":
+                evaluate_cgf1(gts=[gt], predictions=preds, out=out, score_threshold=0.5, force=True)
+            else:
+                evaluate_cafe(repo=root, rev=None, gt=gt, predictions=preds, out=out, params=CafeEvalParams(),
+                              force=True)
         return time.perf_counter() - start
 
     once()  # the first flow run of a process sets up its client
-    return statistics.median(once() for _ in range(REPEAT))
+    return statistics.median(once() for _ in range(repeat))
 
 
 def _files_round(data_root: Path, items: int, workers: int) -> str:

@@ -11,7 +11,8 @@ of SAM3's evaluator and CAFE's script),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
 must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead (a
 command's cost beyond its flow's work, with `segbench server` up), eval_commands (`segbench evaluate
-cgf1|cafe` on 10k pairs as processes vs the public algorithms as processes), status (`rounds status` against
+cgf1|cafe` on 10k pairs as processes vs their flows in a warm process; the public algorithms as processes
+beside them), status (`rounds status` against
 `segbench --version`), crowd (a simulated crowd with 0/20/40% spammers: true labels and masks
 recovered by gold filtering and Dawid-Skene against plain majority vote; ``bench/crowd.py``).
 
