@@ -43,6 +43,13 @@ def prefect_environment(home: Path) -> None:
 
 
 def peak_rss_mb() -> float:
+    """This program's peak resident memory (``VmHWM``). ``ru_maxrss`` would not do: Linux carries the
+    high-water mark across ``exec``, so it counts the spawning process's memory too."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)  # kB
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux reports KiB
 
 
@@ -66,6 +73,7 @@ def flow_build(root: Path, out: Path, params, repeat: bool = False) -> dict[str,
     from prefect import flow
 
     from segbench.flows.coco_cd.build import build_coco_cd
+    from segbench.flows.runner import without_heartbeats
 
     imported = time.perf_counter()
 
@@ -75,7 +83,8 @@ def flow_build(root: Path, out: Path, params, repeat: bool = False) -> dict[str,
 
     warm_up()  # the first flow run of a process starts the ephemeral API; later runs reuse it
     warmed, cpu = time.perf_counter(), time.process_time()
-    result = build_coco_cd(root, root, out, params)
+    with without_heartbeats():  # as segbench's commands run their flows
+        result = build_coco_cd(root, root, out, params)
     done = time.perf_counter()
     # CPU of this process only (the flow's threads included; the ephemeral Prefect API's server too when in-process).
     timing = {"seconds": round(done - warmed, 3), "cpu_seconds": round(time.process_time() - cpu, 3),
@@ -83,7 +92,8 @@ def flow_build(root: Path, out: Path, params, repeat: bool = False) -> dict[str,
               "import_seconds": round(imported - start, 3), "counts": result["counts"],
               "up_to_date": result.get("up_to_date")}
     if repeat:  # the same build again, nothing changed: what a scheduled rebuild costs
-        again = build_coco_cd(root, root, out, params)
+        with without_heartbeats():
+            again = build_coco_cd(root, root, out, params)
         timing["rebuild"] = {"seconds": round(time.perf_counter() - done, 3), "up_to_date": again.get("up_to_date"),
                              "same_counts": again.get("counts") == result["counts"]}
     return timing

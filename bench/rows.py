@@ -8,6 +8,7 @@ both give the same output, and fails when they differ.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -210,14 +211,17 @@ def cafe(quick: bool, pair_counts: tuple[int, ...] | None = None) -> list[Row]:
     parsed JSON, warm: each is run once first, since segbench's first large evaluation in a process
     pays numba's start-up (in the detail; the command rows include it). segbench's time includes
     validating and indexing the inputs (the reference validates nothing). The table times are the
-    median of three runs. ``pair_counts`` overrides the scales (``bench/cafe_eval.py --pairs``).
+    median of three runs, each after a garbage collection. ``pair_counts`` overrides the scales (``bench/cafe_eval.py --pairs``).
     """
     from cafe_eval import compare_cgf1, compare_table, fast, fast_cgf1, fast_steps, fast_table, generate
 
     from segbench.tasks.cafe.reference import reference_cgf1, reference_target_aware
 
     def median_of_3(function: Callable[..., Any]) -> tuple[Any, float]:
-        runs = [_timed(function, gt, predictions) for _ in range(3)]
+        runs = []
+        for _ in range(3):
+            gc.collect()  # neither side pays for the garbage of the runs before it
+            runs.append(_timed(function, gt, predictions))
         return runs[0][0], statistics.median(t for _, t in runs)
 
     rows = []

@@ -122,6 +122,7 @@ def _target_ious(preds: Predictions, pos_ids: list[int], neg_ids: list[int],
             grouped_ious(preds.rles, members, targets))
 
 
+@collection_paused()
 def build_pairs(gt: GroundTruth, preds: Predictions, image_ids: set[int] | None = None) -> CafePairs:
     """Pair every negative (restricted to ``image_ids`` if given) with its positive and target.
 
