@@ -211,7 +211,8 @@ def cafe(quick: bool, pair_counts: tuple[int, ...] | None = None) -> list[Row]:
     parsed JSON, warm: each is run once first, since segbench's first large evaluation in a process
     pays numba's start-up (in the detail; the command rows include it). segbench's time includes
     validating and indexing the inputs (the reference validates nothing). The table times are the
-    median of three runs, each after a garbage collection. ``pair_counts`` overrides the scales (``bench/cafe_eval.py --pairs``).
+    median of three runs, each after a garbage collection. ``pair_counts`` overrides the scales
+    (``bench/cafe_eval.py --pairs``).
     """
     from cafe_eval import compare_cgf1, compare_table, fast, fast_cgf1, fast_steps, fast_table, generate
 

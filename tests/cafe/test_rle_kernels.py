@@ -10,7 +10,7 @@ from pycocotools import mask as mask_utils
 from segbench.tasks.cafe import rle_checks
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 from segbench.tasks.cafe.metrics import evaluate_cafe
-from segbench.tasks.cafe.rle_kernels import target_ious
+from segbench.tasks.cafe.rle_kernels import corrupt_counts, target_ious
 
 EDIT_TYPES = ("Superficial Mimicry", "Context Conflict", "Ontological Conflict")
 
@@ -82,6 +82,4 @@ def test_a_large_evaluation_gives_the_small_paths_numbers(monkeypatch):
 
 @pytest.mark.parametrize("pixels", [99, 101])
 def test_runs_that_miss_the_image_size_are_corrupt_in_the_compiled_pass(pixels):
-    from segbench.tasks.cafe.rle_kernels import corrupt_counts
-
     assert corrupt_counts([b"0T3", b"0T3"], np.asarray([100, pixels])).tolist() == [False, True]
