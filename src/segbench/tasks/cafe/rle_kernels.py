@@ -6,9 +6,10 @@ loops below, compiled by numba, take ~3 ns. numba's start-up (~0.7 s: its import
 call, which loads the machine code cached beside this file) is paid once per process, so callers
 use these passes for large inputs only (:func:`segbench.tasks.cafe.rle_checks.use_compiled`).
 
-The rules are pycocotools' own: :func:`_problem` decodes a string the way ``rleFrString`` does and
-judges it as :func:`segbench.tasks.cafe.rle_checks.compressed_rle_problem` does; :func:`_iou` is
-``rleIou``'s merge of two run lists (``iscrowd`` 0), so the numbers are pycocotools' to the bit.
+The rules are pycocotools' own: :func:`_decode` decodes a string the way ``rleFrString`` does,
+:func:`_corrupt` judges it as :func:`segbench.tasks.cafe.rle_checks.compressed_rle_problem` does, and
+:func:`_iou` is ``rleIou``'s merge of two run lists (``iscrowd`` 0), so the numbers are pycocotools'
+to the bit.
 """
 
 from __future__ import annotations
@@ -45,18 +46,17 @@ def target_ious(masks: list[bytes], index: np.ndarray, targets: list[bytes], tar
 
 
 @njit(cache=True, nogil=True)
-def _problem(buf: np.ndarray, start: int, end: int, pixels: int) -> bool:  # pragma: no cover - compiled
-    """Whether ``buf[start:end]`` is corrupt: empty, a character outside '0'..'o', ending inside a
-    number, a number longer than any image needs, a negative run, or runs not covering ``pixels``."""
-    if start == end:
-        return True
-    p, m, total, before_last, last = start, 0, 0, 0, 0
+def _decode(buf: np.ndarray, start: int, end: int, runs: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Decode ``buf[start:end]`` into ``runs`` the way ``rleFrString`` does: the number of runs, or -1
+    for a character outside '0'..'o', a string ending inside a number or a number longer than any
+    image needs."""
+    p, m = start, 0
     while p < end:
         value, digits = 0, 0
         while True:
             c = np.int64(buf[p]) - 48
             if c < 0 or c > 63:
-                return True
+                return -1
             value |= (c & 0x1F) << (5 * digits)
             p += 1
             digits += 1
@@ -65,45 +65,33 @@ def _problem(buf: np.ndarray, start: int, end: int, pixels: int) -> bool:  # pra
                     value -= np.int64(1) << (5 * digits)
                 break
             if p == end or digits == _MAX_RUN_CHARS:
-                return True
+                return -1
         if m > 2:  # from the fourth run on, the difference to the run two before
-            value += before_last
-        if value < 0:
-            return True
-        total += value
-        before_last, last = last, value
-        m += 1
-    return total != pixels
-
-
-@njit(cache=True, nogil=True)
-def _corrupt(buf: np.ndarray, offsets: np.ndarray, pixels: np.ndarray) -> np.ndarray:  # pragma: no cover
-    bad = np.zeros(offsets.size - 1, dtype=np.bool_)
-    for i in range(bad.size):
-        bad[i] = _problem(buf, offsets[i], offsets[i + 1], pixels[i])
-    return bad
-
-
-@njit(cache=True, nogil=True)
-def _decode(buf: np.ndarray, start: int, end: int, runs: np.ndarray) -> int:  # pragma: no cover - compiled
-    """Decode a checked string into ``runs``; the number of runs."""
-    p, m = start, 0
-    while p < end:
-        value, digits = 0, 0
-        while True:
-            c = np.int64(buf[p]) - 48
-            value |= (c & 0x1F) << (5 * digits)
-            p += 1
-            digits += 1
-            if (c & 0x20) == 0:
-                if c & 0x10:
-                    value -= np.int64(1) << (5 * digits)
-                break
-        if m > 2:
             value += runs[m - 2]
         runs[m] = value
         m += 1
     return m
+
+
+@njit(cache=True, nogil=True)
+def _longest(offsets: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The longest string's length: a string has at most one run per character."""
+    longest = 0
+    for i in range(offsets.size - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    return longest
+
+
+@njit(cache=True, nogil=True)
+def _corrupt(buf: np.ndarray, offsets: np.ndarray, pixels: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """Whether each string is corrupt: empty, undecodable (:func:`_decode`), with a negative run, or
+    with runs not covering its image's pixels."""
+    runs = np.empty(_longest(offsets), dtype=np.int64)
+    bad = np.zeros(offsets.size - 1, dtype=np.bool_)
+    for i in range(bad.size):
+        m = _decode(buf, offsets[i], offsets[i + 1], runs)
+        bad[i] = m <= 0 or runs[:m].min() < 0 or runs[:m].sum() != pixels[i]
+    return bad
 
 
 @njit(cache=True, nogil=True)
@@ -133,11 +121,8 @@ def _ious(buf: np.ndarray, offsets: np.ndarray, first: np.ndarray,
           second: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """IoU of string ``first[j]`` with string ``second[j]``; ``second`` sorted, so that each string of
     it is decoded once. One thread: Dask workers already use every core."""
-    longest = 0
-    for i in range(offsets.size - 1):
-        longest = max(longest, offsets[i + 1] - offsets[i])
-    a = np.empty(longest, dtype=np.int64)  # a string has at most one run per character
-    b = np.empty(longest, dtype=np.int64)
+    a = np.empty(_longest(offsets), dtype=np.int64)
+    b = np.empty_like(a)
     out = np.zeros(first.size)
     decoded, kb = -1, 0
     for j in range(first.size):
