@@ -48,7 +48,9 @@ def test_a_command_runs_its_flow_without_heartbeats_unless_asked(prefect_harness
     """Through the CLI, as a user runs it: Prefect's debug log shows the heartbeat thread only when set."""
     (tmp_path / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
     (tmp_path / "preds.json").write_text(json.dumps(HAND_PREDS))
-    env = {k: v for k, v in os.environ.items() if k not in HEARTBEAT_SETTINGS} | {"PREFECT_LOGGING_LEVEL": "DEBUG"}
+    # An in-process command run earlier in the session may have exported a console level that --verbose keeps.
+    unset = {*HEARTBEAT_SETTINGS, "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"}
+    env = {k: v for k, v in os.environ.items() if k not in unset} | {"PREFECT_LOGGING_LEVEL": "DEBUG"}
     if configured:
         env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] = "60"
     command = [sys.executable, "-m", "segbench", "--verbose", "--work-dir", str(tmp_path / "work"), "--data-root",
