@@ -1,5 +1,5 @@
-# The two set-up commands of the README: `make demo` and `make test`.
-.PHONY: install demo test bench bench-quick clean
+# The set-up commands of the README: `make demo` and `make test` (`make test-fast`: the unit tests only).
+.PHONY: install demo test test-fast bench bench-quick clean
 
 install: .venv/.installed
 
@@ -12,6 +12,11 @@ demo: install
 
 test: install
 	bash scripts/test.sh
+
+# The inner loop: ruff and the unit tests in a random order, no server started (a few minutes).
+test-fast: install
+	.venv/bin/ruff check src tests bench
+	.venv/bin/python -m pytest -m unit -p randomly -q
 
 bench: install
 	.venv/bin/python bench/run.py

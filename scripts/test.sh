@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# Run the whole test suite, Label Studio tests included. A throwaway Label Studio server is
-# installed if needed and started with the public test-only values of scripts/label-studio.test.env
-# (its own port and folder, so a user's server is left alone) on a fresh database, and stopped
-# again however pytest ends. pytest's exit code is kept; exit 5 (no tests collected) is reported,
-# not hidden. SEGBENCH_TEST_LABEL_STUDIO=0 runs without the server (its tests then skip, or fail
-# when CI is set).
+# Run the whole test suite, Label Studio tests included: ruff and the layer contracts first, then
+# the unit tests once in a random order (pytest-randomly prints the seed; rerun an order with
+# -p randomly -p "randomly_seed=N"), then every other test in file order. Arguments replace that
+# plan with one pytest run of their own (e.g. scripts/test.sh tests/core -x).
+#
+# A throwaway Label Studio server is installed if needed and started with the public test-only
+# values of scripts/label-studio.test.env (its own port and folder, so a user's server is left
+# alone) on a fresh database, and stopped again however pytest ends. pytest's exit code is kept;
+# exit 5 (no tests collected) is reported, not hidden. SEGBENCH_TEST_LABEL_STUDIO=0 runs without
+# the server (its tests then skip, or fail when CI is set).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 test_server() { SEGBENCH_LABEL_STUDIO_TEST=1 bash scripts/label-studio.sh "$@"; }
+
+pytest_run() {
+  .venv/bin/python -m pytest "$@"
+  local status=$?
+  if [ "$status" -eq 5 ]; then
+    echo "pytest collected no tests (exit 5): check the selection" >&2
+  fi
+  return "$status"
+}
+
+.venv/bin/ruff check src tests bench || exit 1
+# The layer contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run.
+.venv/bin/lint-imports || exit 1
 
 if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
   trap 'test_server stop >/dev/null || echo "warning: could not stop the Label Studio test server" >&2' EXIT
@@ -20,12 +37,12 @@ if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
   eval "$(test_server env)" || exit 1
 fi
 
-# The layer contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run.
-.venv/bin/lint-imports || exit 1
-
-.venv/bin/python -m pytest "$@"
-status=$?
-if [ "$status" -eq 5 ]; then
-  echo "pytest collected no tests (exit 5): check the selection" >&2
+if [ "$#" -gt 0 ]; then
+  pytest_run "$@"
+  exit $?
 fi
-exit "$status"
+pytest_run -m unit -p randomly
+unit=$?
+pytest_run -m "not unit" -p no:randomly
+rest=$?
+[ "$unit" -eq 0 ] && [ "$rest" -eq 0 ]

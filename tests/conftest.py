@@ -1,6 +1,11 @@
 """Test-session environment: every state directory under one temporary folder, telemetry off.
 
 This runs before any test module imports prefect or dvc, which read these variables at import time.
+
+Markers: a test is ``unit`` unless it is ``integration`` (real Prefect flows, git + DVC, servers),
+``labelstudio`` (the Label Studio test server) or ``browser`` (headless Chromium). Asking for the
+``prefect_harness`` or ``label_studio`` fixture marks a test by itself. A unit test has no Prefect
+API: one that reaches for it fails at once instead of starting a server of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +37,38 @@ os.environ.update(
 )
 for _var in ("SEGBENCH_CONFIG", "PREFECT_API_URL"):
     os.environ.pop(_var, None)
+
+SUITES = ("integration", "labelstudio", "browser")
+# Nothing listens on the discard port: a Prefect client pointed here fails on its first request.
+NO_PREFECT_API = "http://127.0.0.1:9/api"
+FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, mark in FIXTURE_MARKS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(mark)
+        if not any(item.get_closest_marker(name) for name in SUITES):
+            item.add_marker("unit")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_process_state(request: pytest.FixtureRequest):
+    """Each test starts from the session's environment and working directory, and leaves them so.
+
+    Commands run in-process export their settings (``PREFECT_HOME``, log levels, ...); without this
+    they would reach the tests that follow.
+    """
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    if request.node.get_closest_marker("unit") and "PREFECT_API_URL" not in os.environ:
+        os.environ["PREFECT_API_URL"] = NO_PREFECT_API
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,7 @@ def _write(tmp_path, gt: dict, preds: list) -> tuple[str, str]:
     return str(gt_path), str(preds_path)
 
 
+@pytest.mark.usefixtures("prefect_harness")
 def test_corrupt_prediction_rle_exits_2_through_the_console_entry(tmp_path):
     gt, preds = _write(tmp_path, cafe_gt(HAND_PAIRS), [pred(1, CORRUPT, 0.9), *HAND_PREDS])
     proc = subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(tmp_path / "data"),

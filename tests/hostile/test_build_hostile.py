@@ -348,7 +348,7 @@ def test_two_builds_from_different_data_roots_into_one_out_never_crash(case, tmp
     project, src, _ = case
     out = tmp_path / "shared-out"
     env = {**child_env(), "COLUMNS": "200"}
-    for key in ("PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH", "PREFECT_API_URL"):
+    for key in ("PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
         env.pop(key, None)
     procs = [subprocess.Popen([sys.executable, "-m", "segbench", "--data-root", str(tmp_path / f"data-{n}"),
                                "--work-dir", str(tmp_path / f"work-{n}"), *_args("coco_cd", src, "--out", str(out))],

@@ -15,7 +15,8 @@ from segbench.core.io import atomic_write_text
 from segbench.demo.spin.world import generate_demo_spin
 from segbench.schemas.spin import SpinBuildParams
 
-pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.browser,
+              pytest.mark.usefixtures("prefect_harness")]
 
 VIEWPORT = {"width": 1280, "height": 800}
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/debian-packages.txt); playwright's own is not used

@@ -86,9 +86,10 @@ def child_env() -> dict[str, str]:
 
 
 def console_run(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m segbench --data-root … ARGS`` as a user types it (console entry point, own Prefect API)."""
+    """``python -m segbench --data-root … ARGS`` as a user types it (console entry point, its own Prefect
+    home; the API is the session's server, which the test asks for with ``prefect_harness``)."""
     env = {**child_env(), "COLUMNS": "200"}
-    for key in ("PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH", "PREFECT_API_URL"):
+    for key in ("PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
         env.pop(key, None)
     command = [sys.executable, "-m", "segbench", "--data-root", str(project / "data"), "--work-dir",
                str(project / "work"), *args]

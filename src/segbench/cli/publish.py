@@ -28,7 +28,6 @@ def publish_command(
 ) -> None:
     """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
     from segbench.core.versioning import check_new_tag, check_remote, ensure_repo
-    from segbench.flows.publish import publish_data
     from segbench.locking import command_lock
 
     settings = settings_of(ctx)
@@ -36,6 +35,8 @@ def publish_command(
     # A refused tag or remote leaves the repository as it was.
     check_new_tag(repo, tag, commit=commit)
     check_remote(repo, remote, remote_url=remote_url or settings.dvc_remote)
+    from segbench.flows.publish import publish_data  # Prefect, and its server, only past the checks
+
     with command_lock(ctx):
         ensure_repo(repo, init_git=init_git)
         record = publish_data(repo=str(repo), data_dir=relative_to_repo(settings.data_root, repo), remote=remote,
