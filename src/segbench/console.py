@@ -34,6 +34,8 @@ PIPE_WIDTH = 10_000
 out = Console()
 err = Console(stderr=True)
 _json_mode = False
+_verbose = False
+_secrets: set[str] = set()
 _summary: Any = None
 
 
@@ -45,16 +47,22 @@ def _make(stderr: bool) -> Console:
     return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True, no_color=True, highlight=False)
 
 
-def configure(*, json_output: bool = False) -> None:
+def configure(*, json_output: bool = False, verbose: bool = False) -> None:
     """Pick the consoles for where stdout and stderr go now (called by the root command).
 
     With ``json_output`` the human-readable output goes to stderr and :func:`emit_summary`
-    writes the command's summary to stdout.
+    writes the command's summary to stdout. With ``verbose`` an error is shown with its causes.
     """
-    global out, err, _json_mode, _summary
+    global out, err, _json_mode, _verbose, _summary
     err = _make(stderr=True)
     out = err if json_output else _make(stderr=False)
-    _json_mode, _summary = json_output, None
+    _json_mode, _verbose, _summary = json_output, verbose, None
+    _secrets.clear()
+
+
+def hide_secrets(*values: str | None) -> None:
+    """Values (API keys, tokens) that :func:`error` masks wherever they appear in what it prints."""
+    _secrets.update(value for value in values if value)
 
 
 def json_mode() -> bool:
@@ -219,5 +227,20 @@ def key_values(title: str, items: Mapping[str, Any]) -> Table:
     return t
 
 
-def error(message: str) -> None:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True, markup=True)
+def error(message: str, exc: BaseException | None = None) -> None:
+    """``error: MESSAGE`` on stderr; under ``--verbose`` the chain of ``exc``'s causes comes first,
+    with credentials in URLs and the secrets of :func:`hide_secrets` masked."""
+    if _verbose and exc is not None and (exc.__cause__ is not None or exc.__context__ is not None):
+        import traceback
+
+        chain = "".join(traceback.format_exception(exc))
+        err.print(_masked(chain), markup=False, highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(_masked(message))}", highlight=False, soft_wrap=True, markup=True)
+
+
+def _masked(text: str) -> str:
+    from segbench.core.versioning import redact
+
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return redact(text)

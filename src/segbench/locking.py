@@ -76,13 +76,13 @@ def _held(path: Path, *, target: Path, busy: str, command: str, wait: float,
             on_wait(_holder(path))
         try:
             lock.acquire(timeout=max(wait, 0))
-        except Timeout:
+        except Timeout as exc:
             holder = _holder(path) or {}
             raise BusyError(
                 f"{busy} (pid {holder.get('pid', '?')}: {holder.get('command', 'unknown')},"
                 f" since {holder.get('since', '?')})",
                 path=target, hint="wait for it to finish, or pass --wait SECONDS to queue behind it",
-            ) from None
+            ) from exc
     sidecar = path.with_suffix(".lock.json")
     try:
         since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -88,7 +88,7 @@ class Settings(BaseSettings):
             url, token, files = recorded["url"], recorded["token"], recorded["files"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"unreadable Label Studio connection file ({type(exc).__name__})", path=path,
-                             hint="restart the server with scripts/label-studio.sh start, or delete the file") from None
+                             hint="restart the server with scripts/label-studio.sh start, or delete the file") from exc
         if "label_studio_url" not in self.model_fields_set:
             self.label_studio_url = url
         if "label_studio_token" not in self.model_fields_set:
@@ -131,7 +131,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path,
-                         hint="correct the syntax at that line (strings need quotes: data_root = \"data\")") from None
+                         hint="correct the syntax at that line (strings need quotes: data_root = \"data\")") from exc
 
 
 def find_config_file(explicit: str | Path | None = None) -> Path | None:
@@ -161,7 +161,7 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     try:
         settings = cls(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        raise _setting_error(exc.errors()[0], path, overrides) from None
+        raise _setting_error(exc.errors()[0], path, overrides) from exc
     for name in ("data_root", "work_dir"):
         _check_folder(getattr(settings, name), name)
     return settings
@@ -227,7 +227,7 @@ def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
         settings.prefect_home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level
     except OSError as exc:
         raise InputError(f"cannot create the Prefect state folder ({exc.strerror})", path=settings.prefect_home,
-                         hint="choose a --work-dir this user can write to") from None
+                         hint="choose a --work-dir this user can write to") from exc
     # A cold ephemeral Prefect API takes 8-17 s to start here; the 20 s default is too tight.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose:

@@ -8,7 +8,15 @@ import os
 from pathlib import Path
 
 import pytest
-from support.hostile import assert_clean_failure, latin1, run_console, run_main, skip_as_root, snapshot
+from support.hostile import (
+    assert_clean_failure,
+    latin1,
+    project_args,
+    run_console,
+    run_main,
+    skip_as_root,
+    snapshot,
+)
 
 from segbench.core.io import write_json
 
@@ -143,3 +151,36 @@ def test_an_unreadable_file(project, name, text, args, names, fix):
         assert_clean_failure(outcome, *names, fix=fix)
     finally:
         path.chmod(0o644)
+
+
+# --- --verbose shows what caused an error, secrets masked -----------------------------------------
+
+def test_verbose_shows_the_cause_of_an_error_and_plain_output_does_not(project):
+    (project / "segbench.toml").write_text("data_root = [\n")
+    plain = run_main(project, "rounds", "list")
+    assert_clean_failure(plain, "segbench.toml", "not valid TOML")
+    assert "TOMLDecodeError" not in plain.stderr
+    verbose = run_main(project, "rounds", "list", root_args=["--verbose", *project_args(project)])
+    assert verbose.code == 2
+    assert "TOMLDecodeError" in verbose.stderr and "direct cause" in verbose.stderr
+    assert verbose.stderr.rstrip().splitlines()[-2].startswith("error: ")  # the message still ends it
+
+
+def test_verbose_masks_the_secrets_a_cause_carries(capsys):
+    from segbench import console
+    from segbench.core.errors import ServiceError
+
+    console.configure(verbose=True)
+    console.hide_secrets("tok-1234567890")
+    try:
+        try:
+            raise ValueError("server said: Authorization: Token tok-1234567890 via https://user:pw@host/x")
+        except ValueError as cause:
+            raise ServiceError("the server refused the request") from cause
+    except ServiceError as exc:
+        console.error(str(exc), exc)
+    finally:
+        console.configure()
+    shown = capsys.readouterr().err
+    assert "ValueError" in shown and "the server refused the request" in shown
+    assert "tok-1234567890" not in shown and "user:pw" not in shown and "***" in shown

@@ -56,12 +56,12 @@ class LabelStudioClient:
             self._sdk = LabelStudio(
                 base_url=self.url, api_key=token, httpx_client=self._http, timeout=timeout, max_retries=0
             )
-        except ApiError:  # raised offline for a personal access token (JWT) that has expired
+        except ApiError as exc:  # raised offline for a personal access token (JWT) that has expired
             self._http.close()
             raise ServiceError(
                 f"the API token for Label Studio at {self.url} has expired or is not valid",
                 hint="create a new access token in the server's account settings",
-            ) from None
+            ) from exc
 
     def close(self) -> None:
         self._http.close()
@@ -86,19 +86,19 @@ class LabelStudioClient:
         except httpx.TransportError as exc:
             raise ServiceError(
                 f"cannot reach Label Studio at {self.url} ({what}: {type(exc).__name__})", hint=_STATUS_HINT
-            ) from None
+            ) from exc
         except ApiError as exc:
             if exc.status_code in (401, 403):
                 raise ServiceError(
                     f"Label Studio at {self.url} refused the API token (HTTP {exc.status_code}, {what})",
                     hint="check SEGBENCH_LABEL_STUDIO_TOKEN against the token of the server's account",
-                ) from None
+                ) from None  # unchained: its text can carry a secret
             if exc.status_code == 400 and invalid is not None:
-                raise invalid(_summary(exc.body)) from None
+                raise invalid(_summary(exc.body)) from None  # unchained: its text can carry a secret
             raise ServiceError(
                 f"Label Studio at {self.url} answered HTTP {exc.status_code} to {what}: {_summary(exc.body)}",
                 hint=_STATUS_HINT if (exc.status_code or 0) >= 500 else None,
-            ) from None
+            ) from None  # unchained: its text can carry a secret
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self._calling(what):
@@ -244,10 +244,10 @@ class LabelStudioClient:
             raw = b"".join(chunks)
         try:
             tasks = json.loads(raw)
-        except ValueError:
+        except ValueError as exc:
             raise ServiceError(
                 f"Label Studio at {self.url} sent an export of project {project_id} that is not JSON"
-            ) from None
+            ) from exc
         if not isinstance(tasks, list):
             raise ServiceError(f"Label Studio at {self.url} sent an export of project {project_id} that is not a list")
         return tasks

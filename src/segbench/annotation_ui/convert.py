@@ -282,7 +282,7 @@ def _file_polygons(value: Any, item: Any, fail, check: bool) -> list[Polygon]:
         data = json.loads(value) if isinstance(value, str) else value
     except json.JSONDecodeError as exc:
         raise fail(f"Answer.polygons is not JSON ({exc.msg} at character {exc.pos})",
-                   hint=f"write {POLYGON_FORMAT}") from None
+                   hint=f"write {POLYGON_FORMAT}") from exc
     if not isinstance(data, list):
         raise fail("Answer.polygons must be a JSON list", hint=f"write {POLYGON_FORMAT}")
     out = []

@@ -58,7 +58,7 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
             rows.append(dict(row))
         return rows
     except csv.Error as exc:
-        raise InputError(f"malformed CSV at line {reader.line_num}: {exc}", path=path) from None
+        raise InputError(f"malformed CSV at line {reader.line_num}: {exc}", path=path) from exc
 
 
 def _check_columns(columns: Iterable[str], path: Path, where: str) -> None:

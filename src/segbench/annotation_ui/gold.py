@@ -80,7 +80,7 @@ def read_gold_file(path: Path) -> list[RoundItem]:
         except ValidationError as exc:
             error = exc.errors()[0]
             raise InputError(f"not a gold item ({'.'.join(map(str, error['loc']))}: {error['msg']})", path=path,
-                             item=where, hint=f"write {GOLD_FILE_FORMAT}") from None
+                             item=where, hint=f"write {GOLD_FILE_FORMAT}") from exc
         if not item.gold:
             raise InputError("item has no 'gold' answer", path=path, item=where, hint=f"write {GOLD_FILE_FORMAT}")
         items.append(item)
@@ -195,7 +195,7 @@ def saved_gold_answers(store: RoundStore, key: str) -> list[Answer]:
             raise InputError(f"saved gold answer is malformed ({exc.errors()[0]['msg']})", path=path,
                              item=f"gold_answers[{index}]",
                              hint=f"delete {path} and run `segbench rounds ingest {key}` again: every answer is "
-                                  "fetched again from the backend") from None
+                                  "fetched again from the backend") from exc
     return out
 
 

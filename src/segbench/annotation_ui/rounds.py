@@ -97,7 +97,7 @@ class RoundStore:
             except ValidationError as exc:
                 source = record.get("source_id") if isinstance(record, dict) else None
                 raise InputError(f"saved answer is malformed ({_first_error(exc)})", path=path,
-                                 item=f"answers[{index}]" + (f" ({source})" if source else ""), hint=fix) from None
+                                 item=f"answers[{index}]" + (f" ({source})" if source else ""), hint=fix) from exc
         return answers
 
     def keys(self) -> list[str]:
@@ -158,7 +158,7 @@ class RoundStore:
             return Round.model_validate(read_json(path))
         except ValidationError as exc:
             raise InputError(f"not a valid round record ({exc.error_count()} errors: {_first_error(exc)})",
-                             path=path, hint="restore the file from version control") from None
+                             path=path, hint="restore the file from version control") from exc
 
     def save(self, round: Round) -> Round:
         """Write the record atomically (a crash leaves the previous record intact)."""
@@ -201,7 +201,7 @@ def new_round(
         return Round(key=key, kind=kind, dataset=dataset, dataset_version=dataset_version, config=config,
                      items=items, backend=backend, created_at=now, updated_at=now)
     except ValidationError as exc:
-        raise InputError(f"invalid round: {_first_error(exc)}", item=f"round {key}") from None
+        raise InputError(f"invalid round: {_first_error(exc)}", item=f"round {key}") from exc
 
 
 def mark_launched(round: Round, project_id: int | None, now: str) -> Round:

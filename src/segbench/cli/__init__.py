@@ -78,12 +78,15 @@ def _root(
 ) -> None:
     from segbench.flows.runner import RunnerSpec
 
-    console.configure(json_output=json_output)
+    console.configure(json_output=json_output, verbose=verbose)
     try:
         runner_spec = RunnerSpec.from_options(runner.value if runner else None, dask_address, workers)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from None
+        raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from exc
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
+    console.hide_secrets(*(secret.get_secret_value() for secret in (settings.label_studio_token,
+                                                                  settings.openai_api_key) if secret),
+                         os.environ.get("OPENAI_API_KEY"))
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
@@ -120,7 +123,7 @@ def main() -> None:
             console.error(INTERRUPTED_HINT)
         raise
     except SegbenchError as exc:
-        console.error(str(exc))
+        console.error(str(exc), exc)
         sys.exit(2)
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -43,8 +43,8 @@ def _pairs(values: list[str], option: str, convert: Any) -> dict[str, Any]:
             if not sep or not name.strip():
                 raise ValueError("no NAME=")
             out[name.strip()] = convert(value)
-        except ValueError:
-            raise InputError(f"{option} {text!r} is not NAME=VALUE", hint=f"e.g. {option} coco=500") from None
+        except ValueError as exc:
+            raise InputError(f"{option} {text!r} is not NAME=VALUE", hint=f"e.g. {option} coco=500") from exc
     return out
 
 
@@ -82,7 +82,7 @@ def build_candidates_command(
                             **{k: v for k, v in values.items() if v is not None})
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise InputError(str(exc).splitlines()[-1] if "\n" in str(exc) else str(exc),
-                         hint="see segbench build cafe-candidates --help") from None
+                         hint="see segbench build cafe-candidates --help") from exc
     for spec in sources:  # fail before Prefect starts
         if not spec.annotations.is_file() or not spec.images.is_dir():
             raise InputError(f"source {spec.name}: annotations file or images folder not found",

@@ -158,7 +158,7 @@ def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
                     write_json(stage.path / SOURCES_NAME, {"files": dict(built.sources or {})}, indent=1)
                 write_manifest(stage.path, build.manifest(stage.path, built), build.manifest_name)
         except OSError as exc:
-            raise _os_error(exc, build) from None
+            raise _os_error(exc, build) from exc
     return build.summary(built)
 
 

@@ -247,7 +247,7 @@ def annotation_rle(ann: dict[str, Any], image: dict[str, Any], *, path: str) -> 
             path=path,
             item=f"image {image['id']} / annotation {ann['id']}",
             hint="fix or remove the annotation, or build with --on-error skip",
-        ) from None
+        ) from exc
 
 
 def areas_by_image(

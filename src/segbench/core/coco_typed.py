@@ -81,18 +81,18 @@ def read_coco(path: str | Path) -> RawCoco:
     except msgspec.ValidationError as exc:
         key = _TOP_KEY.search(str(exc))
         if key is None:
-            raise InputError("a COCO file must hold a JSON object", path=path) from None
+            raise InputError("a COCO file must hold a JSON object", path=path) from exc
         raise InputError(
             f"missing or non-list key {key.group(1) or key.group(2)!r} ({exc})",
             path=path,
             hint="is this a COCO annotation file (instances_*.json / stuff_*.json)?",
-        ) from None
+        ) from exc
     except msgspec.DecodeError as exc:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as not_text:
-            raise not_utf8(not_text, path) from None
-        raise InputError(f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file") from None
+            raise not_utf8(not_text, path) from not_text
+        raise InputError(f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file") from exc
 
 
 def categories_of(raw: RawCoco, path: str | Path) -> dict[int, dict[str, Any]]:

@@ -71,7 +71,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except (FileExistsError, NotADirectoryError, PermissionError) as exc:  # the user's path, not the disk
-        raise _unwritable(exc, path) from None
+        raise _unwritable(exc, path) from exc
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
         with os.fdopen(fd, "wb") as handle:
@@ -133,7 +133,7 @@ def read_bytes(path: str | Path, *, hint: str | None = None) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise unreadable(exc, path, hint=hint) from None
+        raise unreadable(exc, path, hint=hint) from exc
 
 
 def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = None) -> str:
@@ -146,7 +146,7 @@ def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = N
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise not_utf8(exc, path) from None
+        raise not_utf8(exc, path) from exc
 
 
 def not_utf8(exc: UnicodeDecodeError, path: str | Path) -> InputError:
@@ -164,10 +164,10 @@ def read_json(path: str | Path, *, hint: str | None = None) -> Any:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as not_text:
-            raise not_utf8(not_text, path) from None
+            raise not_utf8(not_text, path) from not_text
         raise InputError(
             f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file"
-        ) from None
+        ) from exc
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -232,7 +232,7 @@ def open_image(
             image.load()
             return image.convert(mode) if mode is not None and image.mode != mode else image.copy()
     except Exception as exc:  # noqa: BLE001 — Pillow's failures have no common base class
-        raise _image_error(exc, where, item, hint, error) from None
+        raise _image_error(exc, where, item, hint, error) from exc
 
 
 def image_size(path: str | Path, *, item: str | None = None, hint: str = "restore or replace the image file",
@@ -246,7 +246,7 @@ def image_size(path: str | Path, *, item: str | None = None, hint: str = "restor
         with Image.open(path) as image:
             return image.size
     except Exception as exc:  # noqa: BLE001 — see open_image
-        raise _image_error(exc, path, item, hint, error) from None
+        raise _image_error(exc, path, item, hint, error) from exc
 
 
 def _image_error(exc: Exception, path: str | Path | None, item: str | None, hint: str,

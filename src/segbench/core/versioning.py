@@ -62,7 +62,7 @@ def _run(args: list[str], *, cwd: Path, hint: str, check: bool = True) -> subpro
             args, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
         )
     except FileNotFoundError as exc:
-        raise VersioningError(f"cannot run `{shown}` ({exc.strerror})", path=cwd, hint="install git") from None
+        raise VersioningError(f"cannot run `{shown}` ({exc.strerror})", path=cwd, hint="install git") from exc
     if check and proc.returncode != 0:
         # DVC ends every error with a support banner; it says nothing about the failure.
         lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip() and "dvc.org/support" not in ln]
@@ -91,7 +91,7 @@ def _dvc_config(repo: Path) -> Any:
         # Loading through DVC resolves relative remote paths against the file that declares them.
         return Config(dvc_dir=str(repo / ".dvc"))
     except ConfigError as exc:
-        raise VersioningError(f"invalid DVC config ({exc})", path=repo / ".dvc", hint="fix it with `dvc config`") from None
+        raise VersioningError(f"invalid DVC config ({exc})", path=repo / ".dvc", hint="fix it with `dvc config`") from None  # unchained: its text can carry a secret
 
 
 def default_remote(repo: str | Path) -> str | None:
@@ -210,7 +210,7 @@ def describe_datasets(data: str | Path) -> list[DatasetEntry]:
             manifest = read_manifest(folder)
         except ValidationError as exc:
             raise InputError(f"invalid manifest ({exc.errors()[0]['msg']})", path=folder / MANIFEST_NAME,
-                             hint="rebuild the dataset") from None
+                             hint="rebuild the dataset") from exc
         entries.append(DatasetEntry(folder=folder.relative_to(data).as_posix(), dataset=manifest.dataset,
                                     builder_version=manifest.builder_version, counts=manifest.counts))
     return entries
@@ -444,7 +444,7 @@ class DatasetSource:
                 f"cannot open revision {self.rev!r} ({redact(str(exc))})",
                 path=self.repo,
                 hint="check the revision with `git log`, and that the folder is a git + DVC repo",
-            ) from None
+            ) from None  # unchained: its text can carry a secret
 
     def close(self) -> None:
         if "_fs" in self.__dict__:
@@ -467,7 +467,7 @@ class DatasetSource:
         except VersioningError:
             raise
         except Exception as exc:
-            raise VersioningError(f"cannot list at revision {self.rev} ({redact(str(exc))})", path=relpath) from None
+            raise VersioningError(f"cannot list at revision {self.rev} ({redact(str(exc))})", path=relpath) from None  # unchained: its text can carry a secret
 
     def read_bytes(self, relpath: str) -> bytes:
         """The bytes of one file.
@@ -497,14 +497,14 @@ class DatasetSource:
                 f"cannot read at revision {self.rev} ({redact(str(exc))})",
                 path=relpath,
                 hint="configure the DVC remote that holds this version (configure_remote), or `dvc pull`",
-            ) from None
+            ) from None  # unchained: its text can carry a secret
 
     def read_json(self, relpath: str) -> Any:
         data = self.read_bytes(relpath)
         try:
             return json.loads(data)
         except UnicodeDecodeError as exc:
-            raise not_utf8(exc, relpath) from None
+            raise not_utf8(exc, relpath) from exc
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc})", path=relpath,
-                             hint="rebuild or republish the dataset; outputs are never written half") from None
+                             hint="rebuild or republish the dataset; outputs are never written half") from exc

@@ -196,11 +196,11 @@ class OpenAIImageEditor(OpenAIBackend):
                 response = self._conn.client.images.edit(**request)
             except openai.OpenAIError as exc:
                 if not _is_transient(exc):
-                    raise self._error(plan, self._describe(exc), hint=self._hint(exc)) from None
+                    raise self._error(plan, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
                 if attempt == self.max_retries:
                     raise self._error(
                         plan, f"gave up after {attempt + 1} attempts: {self._describe(exc)}", hint="retry later"
-                    ) from None
+                    ) from None  # unchained: its text can carry a secret
                 delay = self._delay(attempt, exc)
                 self._count(retries=1)
                 log.warning(
@@ -226,8 +226,8 @@ class OpenAIImageEditor(OpenAIBackend):
             raise self._error(plan, "the answer held no base64 image", hint="use a gpt-image model or dall-e-2")
         try:
             return open_image(base64.b64decode(encoded, validate=True), path="the answer", mode="RGB")
-        except (binascii.Error, InputError):
-            raise self._error(plan, "the answer's image could not be decoded") from None
+        except (binascii.Error, InputError) as exc:
+            raise self._error(plan, "the answer's image could not be decoded") from exc
 
     def _error(self, plan: EditPlan, detail: str, *, hint: str | None = None) -> ProviderError:
         return ProviderError(

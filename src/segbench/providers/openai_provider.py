@@ -339,13 +339,13 @@ class OpenAIProvider(OpenAIBackend):
                     )
             except openai.OpenAIError as exc:
                 if not _is_transient(exc):
-                    raise self._error(question, self._describe(exc), hint=self._hint(exc)) from None
+                    raise self._error(question, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
                 if attempt == self.max_retries:
                     raise self._error(
                         question,
                         f"gave up after {attempt + 1} attempts: {self._describe(exc)}",
                         hint="retry later, or lower the concurrency",
-                    ) from None
+                    ) from None  # unchained: its text can carry a secret
                 delay = self._delay(attempt, exc)
                 self._count(retries=1)
                 log.warning(

@@ -144,7 +144,7 @@ class WordNetProvider:
             raise ProviderError(
                 f"WordNet answer does not fit {schema.__name__}: {exc.errors(include_url=False)[0]['msg']}",
                 item=question.kind,
-            ) from None
+            ) from exc
         self._usage = self._usage.add(Usage(calls=1))
         return result
 

@@ -112,8 +112,8 @@ def check_cron(text: str) -> str:
 def _check_timezone(name: str) -> str:
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as UTC or Europe/Berlin)") from None
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as UTC or Europe/Berlin)") from exc
     return name
 
 
@@ -222,11 +222,11 @@ def load_plan(path: str | Path, model: type[RebuildPlan]) -> RebuildPlan:
     try:
         data = tomllib.loads(read_text(path, hint="check --plan"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the syntax at that line") from None
+        raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the syntax at that line") from exc
     try:
         return model.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:
-        raise _plan_error(exc, path, model.EVALUATED_DATASETS) from None
+        raise _plan_error(exc, path, model.EVALUATED_DATASETS) from exc
 
 
 def _plan_error(exc: ValidationError, path: Path, datasets: tuple[str, ...]) -> InputError:

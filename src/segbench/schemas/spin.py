@@ -237,7 +237,7 @@ def read_yaml_mapping(path: str | Path, what: str, *, hint: str) -> dict[str, An
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise InputError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", path=path,
-                         hint="fix the syntax (indentation, quotes, colons)") from None
+                         hint="fix the syntax (indentation, quotes, colons)") from exc
     if not isinstance(data, dict):
         raise InputError(f"a {what} file must be a YAML mapping, got {type(data).__name__}", path=path, hint=hint)
     return data
@@ -251,7 +251,7 @@ def validate_file(model: type[M], data: Any, path: str | Path | None, *, hint: s
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputError(f"{first_error(exc)} ({exc.error_count()} problem(s))", path=path, hint=hint) from None
+        raise InputError(f"{first_error(exc)} ({exc.error_count()} problem(s))", path=path, hint=hint) from exc
 
 
 def first_error(exc: ValidationError) -> str:
@@ -323,7 +323,7 @@ def read_resolved(path: str | Path) -> list[ResolvedSubpart]:
             out.append(ResolvedSubpart.model_validate(record))
         except ValidationError as exc:
             raise InputError(f"record {index}: {first_error(exc)}", path=path,
-                             hint="re-run `segbench spin import`") from None
+                             hint="re-run `segbench spin import`") from exc
     return out
 
 

@@ -61,7 +61,7 @@ def read_candidates(candidates: Path) -> list[Candidate]:
             out.append(Candidate.model_validate_json(line))
         except ValueError as exc:
             raise InputError(f"line {number} is not a candidate ({type(exc).__name__})", path=path,
-                             hint="rebuild the candidates") from None
+                             hint="rebuild the candidates") from exc
     return sorted(out, key=lambda c: c.id)
 
 

@@ -72,8 +72,8 @@ def _source_path(repo: str, rev: str | None, path: str) -> str:
     if rel.is_absolute():
         try:
             rel = rel.resolve().relative_to(Path(repo).resolve())
-        except ValueError:
-            raise InputError("with --rev, paths must be inside the repository", path=path) from None
+        except ValueError as exc:
+            raise InputError("with --rev, paths must be inside the repository", path=path) from exc
     return rel.as_posix()
 
 
@@ -92,7 +92,7 @@ def load_vocabulary(repo: str, rev: str | None, vocab: str) -> Vocabulary:
     try:
         return parse_vocabulary(orjson.loads(data), source=where)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=where) from None
+        raise InputError(f"not valid JSON ({exc})", path=where) from exc
 
 
 @task(**task_name("hash-vocab-ground-truth"), cache_policy=NO_CACHE)
@@ -152,7 +152,7 @@ def load_segments(repo: str, rev: str | None, panoptic_dir: str, image_ids: list
         try:
             out[image_id] = pqm.parse_segments(orjson.loads(data), source=where)
         except orjson.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=where) from None
+            raise InputError(f"not valid JSON ({exc})", path=where) from exc
     return out
 
 

@@ -90,7 +90,7 @@ def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
             raise wb.mask_size_error(image, size, mask, mask_size)
     except InputError as error:
         raise AnnotationError(f"{item}: {error.message}", path=error.path, item=str(bird.image_id),
-                              hint=f"{error.hint or 'fix or remove the file'}, or build with --on-error skip") from None
+                              hint=f"{error.hint or 'fix or remove the file'}, or build with --on-error skip") from error
     return size
 
 

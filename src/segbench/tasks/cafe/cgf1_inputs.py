@@ -143,7 +143,7 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
             return mask_utils.merge(mask_utils.frPyObjects(seg, height, width))
         except Exception as exc:  # pycocotools raises bare Exception / TypeError on malformed input
             raise InputError(f"malformed polygon segmentation ({exc})", path=path, item=item,
-                             hint="a polygon is a list of flat [x1, y1, x2, y2, ...] lists") from None
+                             hint="a polygon is a list of flat [x1, y1, x2, y2, ...] lists") from exc
     if not isinstance(seg, dict) or "counts" not in seg or "size" not in seg:
         raise InputError("segmentation is not an RLE with 'size' and 'counts'", path=path, item=item,
                          hint="write {'size': [height, width], 'counts': '<compressed RLE>'}")
@@ -401,7 +401,7 @@ def _parse(data: bytes, path: str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path, hint="re-export or regenerate the file") from None
+        raise InputError(f"not valid JSON ({exc})", path=path, hint="re-export or regenerate the file") from exc
 
 
 @collection_paused()

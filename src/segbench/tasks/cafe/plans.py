@@ -174,9 +174,9 @@ def offline_plan(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     try:
         edit_type, obj = EditType[inputs["edit_type"]], str(inputs["object_name"])
         rng = _rng(inputs)
-    except (KeyError, TypeError):
+    except (KeyError, TypeError) as exc:
         raise ProviderError(f"{QUESTION_KIND} needs inputs edit_type (SM/CC/OC), object_name, target_key, seed",
-                            item=QUESTION_KIND) from None
+                            item=QUESTION_KIND) from exc
     if edit_type is EditType.SM:
         return _superficial_mimicry(wn, obj, rng)
     if edit_type is EditType.CC:

@@ -144,7 +144,7 @@ def read_prediction(
                     )
                 probs = archive["probs"]
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise InputError(f"not a readable .npz ({exc})", path=path) from None
+            raise InputError(f"not a readable .npz ({exc})", path=path) from exc
         expected = (NUM_CLASSES, *shape)
         if probs.shape != expected:
             raise InputError(

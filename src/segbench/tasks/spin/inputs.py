@@ -234,7 +234,7 @@ def _rle(segmentation: Any, image: Mapping[str, Any], path: str, item: str) -> d
         return segmentation_to_rle(segmentation, image["height"], image["width"])
     except ValueError as exc:
         raise AnnotationError(f"invalid segmentation: {exc}", path=path, item=f"image {image['id']} / {item}",
-                              hint="encode the mask at the image's size (height, width) as a COCO RLE") from None
+                              hint="encode the mask at the image's size (height, width) as a COCO RLE") from exc
 
 
 def _resolve(entry: Mapping[str, Any], level: str, truth: SpinTruth, path: str, item: str) -> tuple[int, int]:

@@ -154,7 +154,7 @@ def answer_subparts(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         animal, other_parts = inputs["animal"], inputs.get("other_parts", [])
     except KeyError as exc:
         raise ProviderError(f"{QUESTION_KIND} inputs lack {exc}", item=QUESTION_KIND,
-                            hint="ask with segbench.tasks.spin.taxonomy.subpart_questions") from None
+                            hint="ask with segbench.tasks.spin.taxonomy.subpart_questions") from exc
     if not (isinstance(part, str) and isinstance(wnids, list) and isinstance(other_parts, list)
             and all(isinstance(w, str) for w in wnids)):
         raise ProviderError(f"{QUESTION_KIND} needs inputs {{'object': str, 'part': str, 'wnids': [str, ...], "

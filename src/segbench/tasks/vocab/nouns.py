@@ -71,9 +71,9 @@ def iter_captions(path: str | Path, *, field: str = "caption") -> Iterator[str]:
             if caption := caption.strip():
                 yield caption
     except UnicodeDecodeError as exc:  # the text readers decode as they stream
-        raise not_utf8(exc, path) from None
+        raise not_utf8(exc, path) from exc
     except OSError as exc:
-        raise unreadable(exc, path) from None
+        raise unreadable(exc, path) from exc
 
 
 def _coco(path: Path, field: str) -> Iterator[str]:
@@ -101,7 +101,7 @@ def _jsonl(path: Path, field: str) -> Iterator[str]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path=path, item=f"line {number}") from None
+                raise InputError(f"not valid JSON ({exc.msg})", path=path, item=f"line {number}") from exc
             if not isinstance(row, dict) or field not in row:
                 raise InputError(f"no field {field!r}", path=path, item=f"line {number}",
                                  hint="set caption_field to the field that holds the caption")
@@ -135,7 +135,7 @@ def _parquet(path: Path, field: str) -> Iterator[str]:
     try:
         parquet = pq.ParquetFile(path)
     except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError, ArrowIOError an OSError
-        raise InputError(f"not a readable parquet file ({exc})", path=path) from None
+        raise InputError(f"not a readable parquet file ({exc})", path=path) from exc
     if field not in parquet.schema_arrow.names:
         raise InputError(f"no column {field!r}", path=path, hint="set caption_field to the caption column")
     for batch in parquet.iter_batches(columns=[field], batch_size=10_000):  # streams, bounded memory

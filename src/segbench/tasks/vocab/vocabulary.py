@@ -67,7 +67,7 @@ def load_categories(source: str | Path) -> tuple[str, list[CategorySpec], Path]:
         first = exc.errors()[0]
         raise InputError(f"bad category list: {first['msg']}", path=path,
                          item=".".join(str(p) for p in first["loc"]),
-                         hint='expected [{"id": int, "name": str, "synonyms": [str]}]') from None
+                         hint='expected [{"id": int, "name": str, "synonyms": [str]}]') from exc
     _check_unique(path, categories)
     return path.stem, sorted(categories, key=lambda c: c.id), path
 

@@ -122,8 +122,8 @@ def read_cub(cub_root: Path) -> list[Bird]:
         try:
             species = classes[int(labels[image_id])]
             is_train = split[image_id]
-        except (KeyError, ValueError):
-            raise InputError(f"image {image_id} lacks a class or split entry", path=root) from None
+        except (KeyError, ValueError) as exc:
+            raise InputError(f"image {image_id} lacks a class or split entry", path=root) from exc
         birds.append(Bird(image_id, rel, species, "train" if is_train == "1" else "test"))
     return birds
 
