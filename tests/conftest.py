@@ -121,7 +121,10 @@ def label_studio():
     except ServiceError as exc:
         client.close()
         give_up(f"Label Studio test server not usable: {exc.message}; {start}")
-    yield SimpleNamespace(url=url, token=token, files=Path(files), client=client)
+    from segbench.schemas.rounds import LabelStudioConnection
+
+    connection = LabelStudioConnection(url=url, token=token, files=Path(files))
+    yield SimpleNamespace(url=url, token=token, files=Path(files), client=client, connection=connection)
     client.close()
 
 

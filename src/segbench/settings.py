@@ -27,6 +27,7 @@ from pydantic_settings import (
 
 from segbench.core.errors import InputError
 from segbench.core.paths import blocking_file
+from segbench.schemas.rounds import LabelStudioConnection
 
 DEFAULT_CONFIG_NAME = "segbench.toml"
 LABEL_STUDIO_CONNECTION = "connection.json"
@@ -95,6 +96,11 @@ class Settings(BaseSettings):
             self.label_studio_token = SecretStr(token)
         if "label_studio_files" not in self.model_fields_set:
             self.label_studio_files = Path(files)
+
+    def label_studio(self) -> LabelStudioConnection:
+        """The Label Studio server these settings point at, as the round flows take it."""
+        return LabelStudioConnection(url=self.label_studio_url, token=self.label_studio_token,
+                                     files=self.label_studio_files)
 
     @classmethod
     def settings_customise_sources(

@@ -15,7 +15,7 @@ from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend, copy
 from segbench.annotation_ui.rounds import new_round
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError, RoundStateError, SegbenchError
 from segbench.demo.crowd import write_results_csv
-from segbench.schemas.rounds import RoundConfig, RoundItem
+from segbench.schemas.rounds import LabelStudioConnection, RoundConfig, RoundItem
 
 T0 = "2026-01-01T00:00:00+00:00"
 
@@ -35,8 +35,8 @@ def _row(worker: str, item: str, context: str) -> dict[str, str]:
 def test_lookup_by_round_or_name():
     assert backend_type("files") is FilesBackend and backend_type("labelstudio") is LabelStudioBackend
     assert isinstance(backend_for(_round("files"), Path("data")), FilesBackend)
-    backend = backend_for("labelstudio", "data", label_studio_url="http://ls:1")
-    assert isinstance(backend, LabelStudioBackend) and backend.context.label_studio_url == "http://ls:1"
+    backend = backend_for("labelstudio", "data", label_studio=LabelStudioConnection(url="http://ls:1"))
+    assert isinstance(backend, LabelStudioBackend) and backend.context.label_studio.url == "http://ls:1"
 
 
 def test_unknown_backend_is_a_named_error():
@@ -95,7 +95,8 @@ def test_label_studio_launch_creates_the_project_once_and_runs_its_steps(tmp_pat
     round_ = _round("labelstudio")
     _images(tmp_path / "data", round_)
     monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
-    backend = LabelStudioBackend(BackendContext(tmp_path / "data", label_studio_files=tmp_path / "files", step=step))
+    connection = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
+    backend = LabelStudioBackend(BackendContext(tmp_path / "data", label_studio=connection, step=step))
     project_id, counts = backend.launch(round_)
     assert (project_id, counts, steps) == (1, {"tasks_imported": 3}, ["copy-round-images", "import-round-tasks"])
     assert client.projects[1]["title"] == "segbench · audit-1" and 'name="context"' in client.projects[1]["config"]
@@ -112,7 +113,7 @@ def test_label_studio_copy_names_a_missing_image(tmp_path):
 def test_label_studio_backend_needs_a_launch_and_a_token_before_any_request(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no segbench.toml
     monkeypatch.delenv("SEGBENCH_LABEL_STUDIO_TOKEN", raising=False)
-    backend = LabelStudioBackend(BackendContext(tmp_path, label_studio_url="http://127.0.0.1:9/"))
+    backend = LabelStudioBackend(BackendContext(tmp_path, label_studio=LabelStudioConnection(url="http://127.0.0.1:9/")))
     with pytest.raises(SegbenchError, match="round audit-1 is not launched yet"):
         backend.progress(_round("labelstudio"))
     with pytest.raises(SegbenchError, match="not launched yet"):

@@ -181,7 +181,7 @@ def test_verification_round_on_label_studio(tmp_path, label_studio, monkeypatch)
                           editor=make_image_editor(settings), nltk_data=settings.work_dir / "nltk_data")
     key = f"cafe-{tmp_path.parent.name}"  # unique per test run on a long-lived server
     round_ = create_cafe_verification(settings.data_root, key, backend="labelstudio", overlap=2)
-    launched = launch_round(settings.data_root, key, label_studio.url, label_studio.files)
+    launched = launch_round(settings.data_root, key, label_studio.connection)
     tasks = client.task_item_ids(launched.project_id)
     assert sorted(tasks.values()) == sorted(i.item_id for i in round_.items)
 
@@ -195,7 +195,7 @@ def test_verification_round_on_label_studio(tmp_path, label_studio, monkeypatch)
     for task_id in sorted(tasks):
         client.annotate(task_id, result("mask_fits" if task_id == rejected else None), completed_by=alice)
         client.annotate(task_id, result("mask_fits" if task_id == rejected else None), completed_by=bob)
-    ingested = ingest_round(settings.data_root, key, label_studio.url)
+    ingested = ingest_round(settings.data_root, key, label_studio.connection)
     assert ingested["counts"]["answers"] == 2 * len(tasks)
     report = read_json(Path(ingested["reports"]["verification_json"]))
     assert report["overall"]["verified"] == len(tasks) - 1 and report["overall"]["mask_fits"] == 1

@@ -126,13 +126,15 @@ def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, m
     from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import ingest_round, launch_round, round_progress
+    from segbench.schemas.rounds import LabelStudioConnection
 
     client = StandInClient()
     monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
     create_coco_cd_audit(data_root, "audit-ls", per_group=1, seed=4, backend="labelstudio", overlap=1)
-    launched = launch_round(data_root, "audit-ls", "http://stand-in", tmp_path / "files")
+    stand_in = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
+    launched = launch_round(data_root, "audit-ls", stand_in)
     assert launched.counts["tasks_imported"] == 4 and len(list((tmp_path / "files" / "audit-ls").iterdir())) == 4
-    relaunched = launch_round(data_root, "audit-ls", "http://stand-in", tmp_path / "files")
+    relaunched = launch_round(data_root, "audit-ls", stand_in)
     assert (relaunched.project_id, relaunched.counts["tasks_imported"]) == (launched.project_id, 0)
 
     val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")

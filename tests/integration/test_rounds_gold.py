@@ -180,13 +180,14 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
     from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
     from segbench.flows.rounds import ingest_round, launch_round
+    from segbench.schemas.rounds import LabelStudioConnection
 
     client = StandInClient()
     monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
     data = project / "data"
     round_ = create_coco_cd_audit(data, "ls-audit", per_group=1, seed=6, backend="labelstudio", overlap=2, gold=2)
     gold_ids = {i.item_id for i in round_.items if i.gold}
-    launched = launch_round(data, "ls-audit", "http://stand-in", tmp_path / "files")
+    launched = launch_round(data, "ls-audit", LabelStudioConnection(url="http://stand-in", files=tmp_path / "files"))
     tasks = client.export(launched.project_id)
     assert len(tasks) == 6 and {t["data"]["item_id"] for t in tasks} >= gold_ids
     assert len({tuple(sorted(t["data"])) for t in tasks}) == 1 and "gold" not in json.dumps(tasks)

@@ -38,7 +38,7 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     key = f"gold-{tmp_path.name}"[:60]
     round_ = create_coco_cd_audit(data, key, per_group=1, seed=3, backend="labelstudio", overlap=2, gold=3)
     gold_ids = {i.item_id for i in round_.items if i.gold}
-    launched = launch_round(data, key, label_studio.url, label_studio.files)
+    launched = launch_round(data, key, label_studio.connection)
 
     export = client.export(launched.project_id)
     assert len(export) == 7 and "gold" not in json.dumps([task["data"] for task in export]).replace(key, "")
@@ -52,7 +52,7 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
         client.annotate(task_id, _choice(auto[item_id]), completed_by=honest)
         client.annotate(task_id, _choice(WRONG[auto[item_id]]), completed_by=spammer)
 
-    result = ingest_round(data, key, label_studio.url)
+    result = ingest_round(data, key, label_studio.connection)
     assert result["counts"]["gold_items"] == 3 and result["counts"]["answers"] == 8  # 4 work items × 2
     report = read_json(data / "rounds" / f"{key}.workers.json")
     by = {w["worker"]: w for w in report["workers"]}
@@ -60,7 +60,7 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     assert by[f"labelstudio:{spammer}"]["gold_accuracy"] == 0.0
     assert [s["worker"] for s in report["suspicious"]] == [f"labelstudio:{spammer}"]
     before = (data / "rounds" / f"{key}.workers.json").read_bytes()
-    ingest_round(data, key, label_studio.url)
+    ingest_round(data, key, label_studio.connection)
     assert (data / "rounds" / f"{key}.workers.json").read_bytes() == before
 
     # The honest and the spammer's votes tie on every work item; a reviewer settles the spammer's items.
@@ -70,14 +70,14 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
                                        "2024-01-01T00:00:00+00:00")
     work = {i.item_id for i in round_.items if not i.gold}
     assert follow is not None and set(matched) == work
-    project = launch_round(data, follow_key, label_studio.url, label_studio.files).project_id
+    project = launch_round(data, follow_key, label_studio.connection).project_id
     reviewer = client.create_user(f"reviewer-{key}@example.com")
     for task_id, item_id in sorted(client.task_item_ids(project).items()):
         client.annotate(task_id, _choice(auto[item_id]), completed_by=reviewer)
-    ingest_round(data, follow_key, label_studio.url)
+    ingest_round(data, follow_key, label_studio.connection)
     merged = read_json(data / "rounds" / f"{follow_key}.answers.json")
     assert {i["item_id"]: (i["majority"]["context"], i["decided_by"]) for i in merged["items"]} == \
         {item_id: (auto[item_id], follow_key) for item_id in work}
     before = (data / "rounds" / f"{follow_key}.answers.json").read_bytes()
-    ingest_round(data, follow_key, label_studio.url)
+    ingest_round(data, follow_key, label_studio.connection)
     assert (data / "rounds" / f"{follow_key}.answers.json").read_bytes() == before

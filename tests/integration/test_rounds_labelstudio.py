@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from segbench.core.errors import ServiceError
 from segbench.core.io import read_json
@@ -46,11 +47,11 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     create_coco_cd_audit(data_root, key, per_group=2, seed=3, backend="labelstudio", overlap=2)
 
     with pytest.raises(ServiceError, match="127.0.0.1:9"):
-        launch_round(data_root, key, DEAD_URL, label_studio.files)
+        launch_round(data_root, key, label_studio.connection.model_copy(update={"url": DEAD_URL}))
     assert read_json(data_root / "rounds" / f"{key}.json")["status"] == "created"
 
-    launched = launch_round(data_root, key, label_studio.url, label_studio.files)
-    relaunched = launch_round(data_root, key, label_studio.url, label_studio.files)
+    launched = launch_round(data_root, key, label_studio.connection)
+    relaunched = launch_round(data_root, key, label_studio.connection)
     assert launched.project_id == relaunched.project_id and relaunched.counts["tasks_imported"] == 0
     tasks = client.task_item_ids(launched.project_id)
     assert sorted(tasks.values()) == sorted(item.item_id for item in launched.items)  # 8 tasks, none twice
@@ -64,26 +65,26 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     for task_id in task_ids[:4]:
         client.annotate(task_id, _choice(auto[tasks[task_id]]), completed_by=bob)
 
-    progress = round_progress(data_root, key, label_studio.url)
+    progress = round_progress(data_root, key, label_studio.connection)
     assert progress["done"] == 8 and progress["tasks"] == 8
     assert progress["by_annotator"] == {f"labelstudio:{alice}": 8, f"labelstudio:{bob}": 4}
 
-    first = ingest_round(data_root, key, label_studio.url)
+    first = ingest_round(data_root, key, label_studio.connection)
     answers_file = Path(first["answers"])
     first_bytes = answers_file.read_bytes()
     assert first["counts"]["answers"] == 12 and first["counts"]["annotators"] == 2
     assert first["agreement"]["context"]["kappa"] is None  # 8 items with 1 or 2 ratings: no kappa
-    assert ingest_round(data_root, key, label_studio.url)["counts"] == first["counts"]
+    assert ingest_round(data_root, key, label_studio.connection)["counts"] == first["counts"]
     assert answers_file.read_bytes() == first_bytes
 
     for task_id in task_ids[4:]:  # bob finishes, disagreeing once
         label = auto[tasks[task_id]] if task_id != task_ids[-1] else "ambiguous"
         client.annotate(task_id, _choice(label), completed_by=bob)
     with pytest.raises(ServiceError):  # the server goes away mid-way: nothing changes
-        ingest_round(data_root, key, DEAD_URL)
+        ingest_round(data_root, key, label_studio.connection.model_copy(update={"url": DEAD_URL}))
     assert answers_file.read_bytes() == first_bytes
 
-    final = ingest_round(data_root, key, label_studio.url)
+    final = ingest_round(data_root, key, label_studio.connection)
     assert final["counts"]["answers"] == 16
     answers = read_json(answers_file)["answers"]
     assert len({a["source_id"] for a in answers}) == 16
@@ -100,9 +101,8 @@ def test_wrong_token_is_refused_without_changing_the_round(data_root, label_stud
 
     create_coco_cd_audit(data_root, "audit-token", per_group=1, backend="labelstudio")
     wrong = "x" * 40
-    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", wrong)
     with pytest.raises(ServiceError, match="token") as info:
-        launch_round(data_root, "audit-token", label_studio.url, label_studio.files)
+        launch_round(data_root, "audit-token", label_studio.connection.model_copy(update={"token": SecretStr(wrong)}))
     assert wrong not in str(info.value) and label_studio.url in str(info.value)
     assert read_json(data_root / "rounds" / "audit-token.json")["status"] == "created"
 
@@ -127,6 +127,36 @@ def test_the_command_line_finds_the_server_the_script_started(data_root, label_s
     assert label_studio.token not in launched.output
 
 
+def test_a_launch_uses_the_server_recorded_under_the_work_dir_and_keeps_its_token_out_of_prefect(
+        data_root, label_studio, monkeypatch):
+    """``--work-dir X`` with X/label-studio/connection.json (what scripts/label-studio.sh start writes
+    there): the command resolves the server once and the round's backend signs in with that token."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from support.cli import run
+
+    project = data_root.parent
+    for name in ("URL", "TOKEN", "FILES", "DIR"):
+        monkeypatch.delenv(f"SEGBENCH_LABEL_STUDIO_{name}", raising=False)
+    recorded = project / "work" / "label-studio" / "connection.json"
+    recorded.parent.mkdir(parents=True)
+    recorded.write_text(json.dumps({"url": label_studio.url, "token": label_studio.token,
+                                    "files": str(label_studio.files)}))
+    key = f"wd-{project.name}"[:60]
+    run(project, "rounds", "create", key, "--backend", "labelstudio", "--per-group", "1")
+    launched = run(project, "rounds", "launch", key)
+    project_id = read_json(data_root / "rounds" / f"{key}.json")["project_id"]
+    assert f"{label_studio.url}/projects/{project_id}" in launched.output
+    assert len(label_studio.client.task_item_ids(project_id)) == 4
+    assert label_studio.token not in launched.output
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["round-launch"])))
+    stored = [r.parameters for r in runs if r.parameters.get("key") == key]
+    assert stored and label_studio.token not in json.dumps(stored, default=str)
+    assert stored[0]["label_studio"]["url"] == label_studio.url
+
+
 def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_root, label_studio, monkeypatch):
     from segbench.annotation_ui.followups import create_follow_up, parse_condition
     from segbench.annotation_ui.rounds import RoundStore
@@ -137,9 +167,9 @@ def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_ro
     monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", label_studio.token)
     key = f"phased-{data_root.parent.name}"[:40]
     create_coco_cd_audit(data_root, key, per_group=1, seed=3, backend="labelstudio", overlap=3, batch_by_group=True)
-    first = launch_round(data_root, key, label_studio.url, label_studio.files, batch="cat-indoors")
+    first = launch_round(data_root, key, label_studio.connection, batch="cat-indoors")
     assert len(client.task_item_ids(first.project_id)) == 1 and first.launched_batches == ["cat-indoors"]
-    rest = launch_round(data_root, key, label_studio.url, label_studio.files)
+    rest = launch_round(data_root, key, label_studio.connection)
     tasks = client.task_item_ids(rest.project_id)
     assert rest.project_id == first.project_id and len(tasks) == 4 and rest.launched_batches is None
 
@@ -149,25 +179,25 @@ def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_ro
         client.annotate(task_id, _choice("indoor"), completed_by=alice)
     for task_id in task_ids[:2]:
         client.annotate(task_id, _choice("outdoor"), completed_by=bob)  # 1 vs 1: ties
-    progress = round_progress(data_root, key, label_studio.url)
+    progress = round_progress(data_root, key, label_studio.connection)
     assert sum(b["answered"] for b in progress["batches"]) == 4 and all(b["launched"] == 1 for b in progress["batches"])
-    ingest_round(data_root, key, label_studio.url)
+    ingest_round(data_root, key, label_studio.connection)
 
     store = RoundStore(data_root / "rounds")
     follow, matched = create_follow_up(store, key, f"{key}-f", [parse_condition("tie")], "2026-01-01T00:00:00+00:00")
     assert sorted(matched) == sorted(tasks[t] for t in task_ids[:2])
-    launched = launch_round(data_root, follow.key, label_studio.url, label_studio.files)
+    launched = launch_round(data_root, follow.key, label_studio.connection)
     follow_tasks = client.task_item_ids(launched.project_id)
     assert launched.project_id != rest.project_id and sorted(follow_tasks.values()) == sorted(matched)
     for task_id in follow_tasks:
         client.annotate(task_id, _choice("indoor"), completed_by=carol)
 
-    merged = ingest_round(data_root, follow.key, label_studio.url)
+    merged = ingest_round(data_root, follow.key, label_studio.connection)
     answers_file = Path(merged["answers"])
     items = {i["item_id"]: i for i in read_json(answers_file)["items"]}
     assert {k: i["decided_by"] for k, i in items.items()} == {
         tasks[t]: (follow.key if tasks[t] in matched else key) for t in task_ids}
     assert all(items[i]["majority"] == {"context": "indoor"} for i in matched)
     before = answers_file.read_bytes()
-    ingest_round(data_root, follow.key, label_studio.url)
+    ingest_round(data_root, follow.key, label_studio.connection)
     assert answers_file.read_bytes() == before

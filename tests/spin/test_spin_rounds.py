@@ -68,7 +68,7 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
     (round_,) = create_spin_rounds(root, items, key_prefix=f"spin-{uuid.uuid4().hex[:8]}", dataset_version="test",
                                    backend="labelstudio", overlap=2)
     key = round_.key
-    launched = launch_round(root, key, label_studio.url, label_studio.files)
+    launched = launch_round(root, key, label_studio.connection)
     tasks = client.task_item_ids(launched.project_id)
     assert sorted(tasks.values()) == sorted(item.item_id for item in items) and len(tasks) == 4
     by_id = {item.item_id: item for item in items}
@@ -98,7 +98,7 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
                 result.append(_choice("has_nose", "no"))
             client.annotate(task_id, result, completed_by=annotator)
 
-    first = ingest_round(root, key, label_studio.url)
+    first = ingest_round(root, key, label_studio.connection)
     assert first["counts"]["answers"] == 8 and first["counts"]["skipped"] == 0
     paths = {name: Path(path) for name, path in first["reports"].items()}
     assert set(paths) == {"raw", "report", "resolved"}
@@ -127,6 +127,6 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
 
     before = {name: path.read_bytes() for name, path in paths.items()}
     answers_before = Path(first["answers"]).read_bytes()
-    again = ingest_round(root, key, label_studio.url)
+    again = ingest_round(root, key, label_studio.connection)
     assert {name: Path(path).read_bytes() for name, path in again["reports"].items()} == before
     assert Path(again["answers"]).read_bytes() == answers_before

@@ -75,7 +75,7 @@ def test_car_body_polygon_labels_are_beside_the_image_in_the_first_viewport(tmp_
     assert len(rounds) == 3 and first.key.endswith("-car-body-p1")  # 23 subparts: pages of 8, 8, 7
     subparts = first.config.params["subparts"]
     assert len(subparts) == 8
-    project = launch_round(root, first.key, label_studio.url, label_studio.files).project_id
+    project = launch_round(root, first.key, label_studio.connection).project_id
     (task_id,) = label_studio.client.task_item_ids(project)
 
     user, password = _credentials()

@@ -12,7 +12,7 @@ from typing import Any
 from segbench.annotation_ui.backends import backend_for
 from segbench.annotation_ui.batches import batch_names, batch_rows
 from segbench.annotation_ui.rounds import RoundStore
-from segbench.schemas.rounds import Round
+from segbench.schemas.rounds import LabelStudioConnection, Round
 
 
 def list_rounds(data_root: Path) -> list[Round]:
@@ -20,11 +20,11 @@ def list_rounds(data_root: Path) -> list[Round]:
     return RoundStore(Path(data_root) / "rounds").list()
 
 
-def round_progress(data_root: Path, key: str, label_studio_url: str | None = None) -> dict[str, Any]:
+def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None) -> dict[str, Any]:
     """Tasks done / total and answers per annotator, read from the backend (no state changes); for a
     round whose items carry batches, items, launched and answered per batch."""
     round_ = RoundStore(Path(data_root) / "rounds").load(key)
-    progress = backend_for(round_, data_root, label_studio_url=label_studio_url).progress(round_)
+    progress = backend_for(round_, data_root, label_studio=label_studio).progress(round_)
     answered = progress.pop("done_items", [])
     batches = batch_rows(round_, answered) if batch_names(round_) else []
     return {"round": key, "status": round_.status.value, "follow_up_of": round_.follow_up_of,

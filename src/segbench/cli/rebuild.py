@@ -49,7 +49,8 @@ def rebuild_command(
     # No command_lock here: the flow takes the data root's lock itself (a served run must hold it too).
     with console.listener() as listener, progress.listening(listener):
         result = rebuild(plan.resolve(), settings.data_root.resolve(), settings.work_dir.resolve(), force=force,
-                         only=only or None, runner=_runner(ctx), wait=ctx.find_root().obj.get("wait", 0.0))
+                         only=only or None, runner=_runner(ctx), wait=ctx.find_root().obj.get("wait", 0.0),
+                         settings=settings)
     console.set_summary(result)
     print_steps(result)
 

@@ -111,9 +111,9 @@ def launch(
     from segbench.flows.rounds import launch_round
 
     with command_lock(ctx):
-        round_ = launch_round(settings.data_root, key, settings.label_studio_url, settings.label_studio_files, batch)
+        round_ = launch_round(settings.data_root, key, settings.label_studio(), batch)
     print_round(round_, "Round launched")
-    backend = backend_for(round_, settings.data_root, label_studio_url=settings.label_studio_url)
+    backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
     console.out.print(backend.launch_hint(round_))
 
 
@@ -122,7 +122,7 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
     from segbench.annotation_ui.views import round_progress  # not the flows: no Prefect for a read
 
     settings = ctx.obj["settings"]
-    progress = round_progress(settings.data_root, key, settings.label_studio_url)
+    progress = round_progress(settings.data_root, key, settings.label_studio())
     console.set_summary(progress)
     console.out.print(console.key_values(f"Round {key}", {
         "status": progress["status"], "tasks done": f"{progress['done']} / {progress['tasks']}",
@@ -160,7 +160,7 @@ def ingest(
     from segbench.flows.rounds import ingest_round
 
     with command_lock(ctx):
-        result = ingest_round(settings.data_root, key, settings.label_studio_url, on_error,
+        result = ingest_round(settings.data_root, key, settings.label_studio(), on_error,
                               aggregation.value if aggregation else None)
     print_ingest(result)
 

@@ -40,6 +40,7 @@ class DemoContext:
     work_dir: Path
     reports_dir: Path
     provider: Any
+    editor: Any
     seed: int
     spacy_model: str
     world: Path
@@ -71,13 +72,14 @@ def generate_world(root: Path, seed: int) -> Path:
 
 @flow(name="demo", flow_run_name=run_name("demo", ("seed",)))
 def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0,
-             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm") -> dict[str, Any]:
+             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm", editor: Any = None) -> dict[str, Any]:
     """Run build → publish → predict → evaluate on the demo worlds, for every registered dataset.
 
     Args:
         repo: the git + DVC project that versions ``data_root`` (``git init`` is run if it is not
             in a repository yet).
         provider: the language provider (WordNet offline by default).
+        editor: the image editor of the CAFE step (default: the offline Pillow compositor).
         dvc_remote: remote URL to push to; default: the repository's default remote, else
             ``<work_dir>/dvc-remote``.
 
@@ -89,7 +91,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
     with clock.pinned(DEMO_EPOCH):
         world = generate_world(work_dir / "demo-world", seed)
         context = DemoContext(repo=repo, data_root=data_root, work_dir=work_dir, reports_dir=reports_dir,
-                              provider=provider, seed=seed, spacy_model=spacy_model, world=world)
+                              provider=provider, editor=editor, seed=seed, spacy_model=spacy_model, world=world)
         steps = {spec.name: spec.load("demo_step") for spec in registry.DATASETS if spec.demo_step}
         results = {name: step.build(context) for name, step in steps.items()}
         record = _publish(context, dvc_remote)

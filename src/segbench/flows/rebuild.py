@@ -45,6 +45,7 @@ class RebuildRun:
     work_dir: Path
     force: bool
     runner: RunnerSpec | None
+    resolved: Settings
 
     def call(self, child: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Run a child flow (every one takes ``force``) on the rebuild's task runner."""
@@ -53,8 +54,8 @@ class RebuildRun:
         return child(*args, force=self.force, **kwargs)
 
     def settings(self) -> Settings:
-        """The settings of the rebuild's data root and work dir (a served run reads them afresh)."""
-        return load_settings(data_root=self.data_root, work_dir=self.work_dir)
+        """The settings the rebuild runs under."""
+        return self.resolved
 
     def dataset_dir(self, dataset: str) -> Path:
         """Where ``dataset`` is built: its table's ``out``, else its default folder under the data root."""
@@ -73,7 +74,8 @@ class RebuildRun:
 
 @flow(name="rebuild", flow_run_name=run_name("rebuild", ("plan_path", "only")))
 def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, force: bool = False,
-            only: list[str] | None = None, runner: Any = None, wait: float = 0.0) -> dict[str, Any]:
+            only: list[str] | None = None, runner: Any = None, wait: float = 0.0,
+            settings: Settings | None = None) -> dict[str, Any]:
     """Run the steps of a rebuild plan in order: datasets, evaluations, publish.
 
     Args:
@@ -86,6 +88,9 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
         runner: a :class:`~segbench.flows.runner.RunnerSpec` (or its fields as a dict, as a
             deployment stores it) for the per-shard tasks of the child flows; default: threads.
         wait: seconds to wait for the data root's lock when another command holds it.
+        settings: the settings the command line resolved. A served run has none: it is a process
+            of its own, started by Prefect from the deployment's parameters (stored without
+            secrets), so it resolves them itself, once, from ``data_root`` and ``work_dir``.
 
     Returns:
         ``{"plan": str, "steps": [StepReport as dict, ...]}`` in the order the steps ran.
@@ -108,7 +113,9 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
 
     with data_root_lock(data_root, command=f"segbench rebuild --plan {plan_path}", wait=wait, on_wait=waiting), \
             _live_runner(spec) as live:
-        run = RebuildRun(plan=plan, data_root=data_root, work_dir=work_dir, force=force, runner=live)
+        resolved = settings or load_settings(data_root=data_root, work_dir=work_dir)
+        run = RebuildRun(plan=plan, data_root=data_root, work_dir=work_dir, force=force, runner=live,
+                         resolved=resolved)
         for step in steps:
             for name, kind, action in _actions(run, step):
                 reports.append(_timed(name, kind, action))

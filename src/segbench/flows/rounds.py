@@ -32,7 +32,7 @@ from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import write_json
 from segbench.core.reports import plain
 from segbench.flows.prefect_ui import run_name, task_name
-from segbench.schemas.rounds import Answer, Round
+from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
 
 __all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
 
@@ -53,15 +53,15 @@ def _as_task(name: str, fn: Callable[..., T], *args: Any) -> T:
     return task(fn, name=name, cache_policy=NO_CACHE)(*args)
 
 
-def _backend(round_: Round, data_root: Path, url: str | None = None, files: Path | None = None) -> RoundBackend:
-    return backend_for(round_, data_root, label_studio_url=url, label_studio_files=files, step=_as_task)
+def _backend(round_: Round, data_root: Path, label_studio: LabelStudioConnection | None) -> RoundBackend:
+    return backend_for(round_, data_root, label_studio=label_studio, step=_as_task)
 
 
 # --- launch ----------------------------------------------------------------------------------------
 
 @flow(name="round-launch", flow_run_name=run_name("round-launch", ("key",)))
-def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
-                 label_studio_files: Path | None = None, batch: str | None = None) -> Round:
+def launch_round(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None,
+                 batch: str | None = None) -> Round:
     """Launch a created round (or relaunch it: nothing is created twice), or only its ``batch``.
 
     Label Studio: create (or reuse) the round's project, copy its images under the server's files
@@ -73,7 +73,7 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
     round_ = store.load(key)
     launching, out = batches.plan_launch(round_, batch)  # status and batch checked before any server call
     round_kind(round_.kind)  # an unknown kind fails here, not after its tasks are out
-    project_id, counts = _backend(round_, data_root, label_studio_url, label_studio_files).launch(launching)
+    project_id, counts = _backend(round_, data_root, label_studio).launch(launching)
     launched = batches.mark_batches_launched(round_, project_id, out, _now())
     launched = launched.model_copy(update={"counts": {**launched.counts, **counts}})
     store.save(launched)
@@ -89,12 +89,13 @@ def launch_round(data_root: Path, key: str, label_studio_url: str | None = None,
 # --- ingest ----------------------------------------------------------------------------------------
 
 @task(**task_name("fetch-answers"), cache_policy=NO_CACHE)
-def fetch_answers(round_: Round, data_root: Path, url: str | None, policy: ImportPolicy) -> list[Answer]:
-    return _backend(round_, data_root, url).fetch_answers(round_, policy)
+def fetch_answers(round_: Round, data_root: Path, label_studio: LabelStudioConnection | None,
+                  policy: ImportPolicy) -> list[Answer]:
+    return _backend(round_, data_root, label_studio).fetch_answers(round_, policy)
 
 
 @flow(name="round-ingest", flow_run_name=run_name("round-ingest", ("key",)))
-def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
+def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None,
                  on_error: OnError = OnError.FAIL, aggregation: str | None = None) -> dict[str, Any]:
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
 
@@ -112,7 +113,7 @@ def ingest_round(data_root: Path, key: str, label_studio_url: str | None = None,
     policy = ImportPolicy(on_error=on_error)
     previous = store.load_answers(key) + gold.saved_gold_answers(store, key)  # damage is named before any fetch
     qualified = gold.pass_list(store, round_)  # a gate whose qualification is not ingested fails here
-    fetched = fetch_answers(round_, Path(data_root), label_studio_url, policy)
+    fetched = fetch_answers(round_, Path(data_root), label_studio, policy)
     own, gold_answers = gold.split_answers(round_, merge_answers(previous, fetched))
     chain = followups.merge_chain(store, round_, own)  # a follow-up's chain too
     answers = chain.answers

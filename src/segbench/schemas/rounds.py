@@ -10,12 +10,30 @@ from __future__ import annotations
 
 import enum
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from segbench.core.aggregation import METHODS
+
+
+class LabelStudioConnection(BaseModel):
+    """The Label Studio server rounds run on, resolved once by the command line from its settings.
+
+    Flows take it as a parameter: Prefect stores parameters as JSON, where the token is masked.
+
+    Attributes:
+        url: the server, e.g. ``http://127.0.0.1:8089``.
+        token: its API token (None: not configured; a launch or ingest then says how to set it).
+        files: the folder the server serves local files from; rounds copy their images into it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    token: SecretStr | None = None
+    files: Path | None = None
 
 
 class RoundStatus(str, enum.Enum):

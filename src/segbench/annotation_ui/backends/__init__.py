@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 from segbench import registry
 from segbench.core.errors import ImportPolicy, InputError
-from segbench.schemas.rounds import Answer, Round
+from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
 
 BACKENDS: dict[str, str] = {
     "labelstudio": "segbench.annotation_ui.backends.labelstudio:LabelStudioBackend",
@@ -39,14 +39,12 @@ class BackendContext:
     Attributes:
         data_root: the data root (round images are relative to it; the files backend works under
             ``<data root>/rounds/<key>/``).
-        label_studio_url: the Label Studio server (None: from the settings).
-        label_studio_files: the server's files root (None: from the settings).
+        label_studio: the Label Studio server, its token and files root (None: none configured).
         step: runs a named step of a backend, ``step(name, fn, *args)``.
     """
 
     data_root: Path
-    label_studio_url: str | None = None
-    label_studio_files: Path | None = None
+    label_studio: LabelStudioConnection | None = None
     step: Callable[..., Any] = run_now
 
 

@@ -3,8 +3,9 @@
 Launch creates the project (or reuses the round's), copies the round's images under the server's
 files root (the only folder it may serve) and imports one task per item carrying the item id;
 progress and answers come from the project's JSON export. All HTTP goes through
-:class:`~segbench.annotation_ui.client.LabelStudioClient`. The API token is read from the settings
-here, never passed in, so it stays out of flow parameters (Prefect stores those).
+:class:`~segbench.annotation_ui.client.LabelStudioClient`. The server, its token and files root
+come in the context's :class:`~segbench.schemas.rounds.LabelStudioConnection`, which the command
+line resolves from its settings (the token is a secret there, masked wherever Prefect records it).
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from segbench.annotation_ui.convert import answers_from_labelstudio
 from segbench.annotation_ui.kinds import answer_checks, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
-from segbench.schemas.rounds import Answer, Round, RoundItem
-from segbench.settings import load_settings
+from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundItem
 
 
 @dataclass(frozen=True)
@@ -38,18 +38,27 @@ class LabelStudioBackend:
             raise RoundStateError(f"round {round.key!r} is a Label Studio round; launching it needs a project id",
                                   item=f"round {round.key}")
 
+    def connection(self) -> LabelStudioConnection:
+        if self.context.label_studio is None:
+            raise InputError("no Label Studio server configured for this round",
+                             hint="start one with scripts/label-studio.sh start, or set SEGBENCH_LABEL_STUDIO_URL "
+                                  "and SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_url / _token in segbench.toml)")
+        return self.context.label_studio
+
     def client(self) -> LabelStudioClient:
-        """A client for the context's server (default: settings) with the token from the settings."""
-        settings = load_settings()
-        if settings.label_studio_token is None:
+        """A client for the context's server, signed in with its token."""
+        connection = self.connection()
+        if connection.token is None:
             raise InputError("no Label Studio API token configured",
                              hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
-        url = self.context.label_studio_url or settings.label_studio_url
-        return LabelStudioClient(url, settings.label_studio_token.get_secret_value())
+        return LabelStudioClient(connection.url, connection.token.get_secret_value())
 
     def launch(self, round: Round) -> tuple[int, dict[str, int]]:
         """Create (or reuse) the project, let it show the round's images, import the missing tasks."""
-        files_root = Path(self.context.label_studio_files or load_settings().label_studio_files)
+        files_root = self.connection().files
+        if files_root is None:
+            raise InputError("no files folder configured for the Label Studio server",
+                             hint="set SEGBENCH_LABEL_STUDIO_FILES to the folder the server serves local files from")
         with self.client() as client:
             client.check()
             project_id = round.project_id
@@ -77,7 +86,7 @@ class LabelStudioBackend:
             return answers_from_labelstudio(client.export(project_id), round, policy, **checks)
 
     def launch_hint(self, round: Round) -> str:
-        url = self.context.label_studio_url or load_settings().label_studio_url
+        url = self.connection().url
         return f"Annotate at {url.rstrip('/')}/projects/{round.project_id}"
 
 

@@ -32,18 +32,13 @@ def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
 
     Args:
         provider: the language provider for the edit plans (WordNet offline by default).
-        editor: the image editor (default: from the settings, the Pillow compositor offline).
+        editor: the image editor (default: the offline Pillow compositor).
 
     Returns:
         The candidate summary, the round ingest result, the export summary and the paths worth opening.
     """
     data_root, work_dir = Path(data_root).resolve(), Path(work_dir).resolve()
     sources = generate_demo_cafe(work_dir / "demo-cafe", seed=seed)
-    if editor is None:
-        from segbench.providers.editors import make_image_editor
-        from segbench.settings import load_settings
-
-        editor = make_image_editor(load_settings(data_root=data_root, work_dir=work_dir))
     candidates = build_cafe_candidates(sources, data_root / CANDIDATES_DIR, provider,
                                        CafeParams(seed=seed, **DEMO_PARAMS), editor=editor,
                                        nltk_data=work_dir / "nltk_data")
@@ -70,7 +65,7 @@ def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
 
 def build(context: DemoContext) -> dict[str, Any]:
     """Build CAFE on generated sources with the demo's language provider."""
-    return run_cafe_demo(context.data_root, context.work_dir, context.provider, context.seed)
+    return run_cafe_demo(context.data_root, context.work_dir, context.provider, context.seed, editor=context.editor)
 
 
 def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
