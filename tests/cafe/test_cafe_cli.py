@@ -9,7 +9,7 @@ from segbench.core.errors import SegbenchError
 from segbench.core.io import read_json
 from segbench.demo.cafe.sources import generate_demo_cafe, simulated_rows, simulated_truth
 from segbench.demo.crowd import write_results_csv
-from segbench.flows.cafe.verify import read_candidates
+from segbench.flows.cafe.verification import read_candidates
 from segbench.schemas.rounds import Round
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]

@@ -103,7 +103,7 @@ def _plan(body: dict) -> dict:
 
 
 def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_server, monkeypatch):
-    from segbench.flows.cafe.build import build_cafe_candidates
+    from segbench.flows.cafe.candidates import build_cafe_candidates
 
     openai_server.handler = _plan
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -140,8 +140,9 @@ def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_ser
 
 def test_bad_inputs_are_named_errors(tmp_path):
     from segbench.annotation_ui.rounds import RoundStore
-    from segbench.flows.cafe.build import build_cafe_candidates
-    from segbench.flows.cafe.verify import build_cafe, create_cafe_verification, write_verification_report
+    from segbench.flows.cafe.candidates import build_cafe_candidates
+    from segbench.flows.cafe.export import build_cafe
+    from segbench.flows.cafe.verification import create_cafe_verification, write_verification_report
 
     settings = load_settings(data_root=tmp_path / "data", work_dir=tmp_path / "wd")
     provider, editor = make_provider(settings), make_image_editor(settings)
@@ -169,8 +170,9 @@ def test_bad_inputs_are_named_errors(tmp_path):
 
 @pytest.mark.labelstudio
 def test_verification_round_on_label_studio(tmp_path, label_studio, monkeypatch):
-    from segbench.flows.cafe.build import build_cafe_candidates
-    from segbench.flows.cafe.verify import build_cafe, create_cafe_verification
+    from segbench.flows.cafe.candidates import build_cafe_candidates
+    from segbench.flows.cafe.export import build_cafe
+    from segbench.flows.cafe.verification import create_cafe_verification
     from segbench.flows.rounds import ingest_round, launch_round
 
     client = label_studio.client

@@ -11,7 +11,7 @@ from support.cli import run
 from segbench.core.io import read_json
 from segbench.demo.cafe.sources import generate_demo_cafe, simulated_rows, simulated_truth
 from segbench.demo.crowd import write_results_csv
-from segbench.flows.cafe.verify import read_candidates
+from segbench.flows.cafe.verification import read_candidates
 from segbench.schemas.rounds import ItemAnswer, Round
 from segbench.tasks.cafe import verification
 

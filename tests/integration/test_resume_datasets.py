@@ -236,7 +236,7 @@ def cafe(tmp_path_factory):
 
 def build_candidates(settings, provider, out: Path | None = None, seed: int = 0, **kw) -> dict:
     from segbench.demo.cafe.sources import generate_demo_cafe
-    from segbench.flows.cafe.build import build_cafe_candidates
+    from segbench.flows.cafe.candidates import build_cafe_candidates
     from segbench.flows.cafe.demo import DEMO_PARAMS
     from segbench.providers.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams
@@ -249,7 +249,7 @@ def build_candidates(settings, provider, out: Path | None = None, seed: int = 0,
 
 def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
     from segbench.flows.cafe.demo import VERIFICATION_KEY
-    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.export import build_cafe
 
     settings, provider, result = cafe
     assert result["candidates"]["up_to_date"] is False and result["candidates"]["units"]["computed"] > 0
@@ -265,7 +265,7 @@ def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
 
 def test_cafe_force_rebuilds_byte_identically(cafe):
     from segbench.flows.cafe.demo import VERIFICATION_KEY
-    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.export import build_cafe
 
     settings, provider, _ = cafe
     candidates, export = settings.data_root / "cafe_candidates", settings.data_root / "cafe"
@@ -281,7 +281,7 @@ def test_cafe_force_rebuilds_byte_identically(cafe):
 def test_cafe_a_changed_param_or_answer_rebuilds(cafe, tmp_path):
     from segbench.annotation_ui.rounds import RoundStore
     from segbench.flows.cafe.demo import VERIFICATION_KEY
-    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.export import build_cafe
 
     settings, provider, _ = cafe
     assert build_candidates(settings, provider, out=tmp_path / "reseeded", seed=1)["up_to_date"] is False

@@ -91,7 +91,7 @@ def build_candidates_command(
     replay = replay_only or settings.replay_only
     provider = make_provider(settings, replay_only=replay)
     editor = make_image_editor(settings, replay_only=replay)
-    from segbench.flows.cafe.build import build_cafe_candidates
+    from segbench.flows.cafe.candidates import build_cafe_candidates
 
     summary = run_flow(ctx, build_cafe_candidates, sources, out or settings.data_root / "cafe_candidates", provider,
                        params, editor=editor, nltk_data=settings.work_dir / "nltk_data", force=force)
@@ -125,7 +125,7 @@ def create_verification_command(
 ) -> None:
     """Create the verification round of the CAFE candidates: people check q+, q-, the edit and the mask."""
     from segbench.annotation_ui.gold import QualityOptions
-    from segbench.flows.cafe.verify import create_cafe_verification
+    from segbench.flows.cafe.verification import create_cafe_verification
     from segbench.locking import command_lock
 
     quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires),
@@ -165,7 +165,7 @@ def export_command(
     """Export the verified CAFE pairs in the SA-Co format (CAFE.json, CAFE_{SM,CC,OC}.json, images/).
 
     Does nothing when the export was made from the same round answers and candidates."""
-    from segbench.flows.cafe.verify import build_cafe
+    from segbench.flows.cafe.export import build_cafe
 
     settings = ctx.obj["settings"]
     summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out, force=force)

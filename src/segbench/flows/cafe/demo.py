@@ -12,9 +12,10 @@ from segbench.core.io import read_json, write_json
 from segbench.demo.cafe.baseline import prompt_blind_predictions
 from segbench.demo.cafe.sources import generate_demo_cafe, simulated_rows, simulated_truth
 from segbench.demo.crowd import write_results_csv
-from segbench.flows.cafe.build import build_cafe_candidates
+from segbench.flows.cafe.candidates import build_cafe_candidates
 from segbench.flows.cafe.evaluate import evaluate_cafe
-from segbench.flows.cafe.verify import CANDIDATES_DIR, build_cafe, create_cafe_verification, read_candidates
+from segbench.flows.cafe.export import build_cafe
+from segbench.flows.cafe.verification import CANDIDATES_DIR, create_cafe_verification, read_candidates
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.prefect_ui import run_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round

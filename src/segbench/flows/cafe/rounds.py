@@ -2,7 +2,7 @@
 
 People answer four yes/no questions per candidate (template ``cafe_verification``, see
 :mod:`segbench.tasks.cafe.verification`); after each ingest
-:func:`segbench.flows.cafe.verify.write_verification_report` counts what they verified.
+:func:`segbench.flows.cafe.verification.write_verification_report` counts what they verified.
 Registered in :mod:`segbench.registry`.
 """
 
@@ -15,5 +15,5 @@ from segbench.tasks.cafe import verification
 VERIFICATION = RoundKind(
     name=verification.KIND,
     label_config=LabelConfig(verification.LABEL_CONFIG),
-    report="segbench.flows.cafe.verify:write_verification_report",
+    report="segbench.flows.cafe.verification:write_verification_report",
 )

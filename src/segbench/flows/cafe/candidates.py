@@ -10,7 +10,7 @@ the sources' annotation files and image folders, the params, the provider and ed
 prompt and builder versions: a rebuild with the same key does nothing, and a killed build resumes
 in its stage, where every finished edit shard (a unit) is kept.
 
-The verification round and the export of verified pairs are in ``flows/cafe/verify.py``.
+The verification round is ``flows/cafe/verification.py``; the export of verified pairs ``flows/cafe/export.py``.
 """
 
 from __future__ import annotations

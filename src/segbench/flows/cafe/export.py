@@ -1,34 +1,27 @@
-"""The CAFE verification round and the export of verified pairs (seed 000).
+"""The CAFE export (seed 000): the samples a verification round's majority verified, in the SA-Co format.
 
-``create_cafe_verification`` makes a round (kind ``cafe_verification``) with one item per
-candidate of ``<data root>/cafe_candidates``; the generic round flows launch and ingest it
-(``segbench rounds launch|ingest``), and after each ingest :func:`write_verification_report`
-writes ``<data root>/cafe_verification/<key>.{json,md}``. ``build_cafe`` exports the samples the
-majority verified into ``<data root>/cafe/`` in the SA-Co format (staged: all or nothing). Its build
-key covers the round (key, answers) and the candidates (their manifest lists every
-candidate file's hash, and the export checks the files against it), so an export of the same round
-and candidates does nothing.
+``build_cafe`` exports them into ``<data root>/cafe/`` (staged: all or nothing). Its build key
+covers the round (key, answers) and the candidates (their manifest lists every candidate file's
+hash, and the export checks the files against it), so an export of the same round and candidates
+does nothing.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger
 
-from segbench.annotation_ui.gold import QualityOptions, with_quality
-from segbench.core import clock
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
-from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
-from segbench.core.manifest import read_manifest, verify_outputs
+from segbench.core.io import atomic_write_text, read_json, write_json
 from segbench.core.resume import hash_inputs
-from segbench.flows.cafe.gold import alike, known_bad_items
+from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate
-from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundStatus
+from segbench.schemas.rounds import ItemAnswer, Round, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import verification
@@ -38,91 +31,6 @@ if TYPE_CHECKING:
 
 BUILDER_VERSION = "2"  # 2: the manifest records the build key
 VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
-CANDIDATES_DIR = "cafe_candidates"
-
-
-def candidates_version(candidates: Path) -> str:
-    """A content version of a candidate build: the fingerprint of its outputs' hashes."""
-    return fingerprint(read_manifest(candidates).outputs)
-
-
-def read_candidates(candidates: Path) -> list[Candidate]:
-    """The candidates of a build, in id order.
-
-    Raises:
-        InputError: no candidate build there, or a malformed line (named by its number).
-    """
-    path = Path(candidates) / "candidates.jsonl"
-    if not path.is_file():
-        raise InputError("no CAFE candidates found", path=path, hint="build them first: segbench build cafe-candidates")
-    out = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-        try:
-            out.append(Candidate.model_validate_json(line))
-        except ValueError as exc:
-            raise InputError(f"line {number} is not a candidate ({type(exc).__name__})", path=path,
-                             hint="rebuild the candidates") from exc
-    return sorted(out, key=lambda c: c.id)
-
-
-@flow(name="cafe-verification-create", flow_run_name=run_name("cafe-verification-create", ("key",)))
-def create_cafe_verification(data_root: Path, key: str, backend: Literal["labelstudio", "files"] = "labelstudio",
-                             overlap: int = 3, overwrite: bool = False,
-                             candidates_dir: str = CANDIDATES_DIR, quality: QualityOptions = QualityOptions(),
-                             gold_sources: dict[str, Path] | None = None) -> Round:
-    """Create a verification round over every candidate (``data/rounds/<key>.json``).
-
-    ``quality.gold`` known-bad pairs (see :func:`segbench.flows.cafe.gold.known_bad_items`; with
-    ``gold_sources``, source name → images folder, half are unedited images) are mixed in, their
-    review images written under ``data/rounds/<key>/review/`` beside copies of the others'; a gold
-    file adds more.
-
-    Raises:
-        InputError: the candidates are not built, bad gold options. RoundStateError: the key exists
-            (unless ``overwrite``).
-    """
-    from segbench.annotation_ui.rounds import RoundStore, new_round
-
-    candidates_path = Path(data_root) / candidates_dir
-    candidates = read_candidates(candidates_path)
-    round_ = new_round(
-        key=key, kind=verification.KIND, dataset=candidates_dir, dataset_version=candidates_version(candidates_path),
-        config=RoundConfig(label_config=verification.LABEL_CONFIG, overlap=overlap),
-        items=verification.round_items(candidates, candidates_dir), backend=backend,
-        now=clock.timestamp())
-    store = RoundStore(Path(data_root) / "rounds")
-    gold = known_bad_items(Path(data_root), key, candidates_path, candidates, quality, gold_sources or {})
-    round_ = with_quality(round_, gold, quality, store)
-    if gold:
-        round_ = round_.model_copy(update={"items": alike(Path(data_root), key, round_.items)})
-    store.create(round_, overwrite=overwrite)
-    return round_
-
-
-def _check_version(round_: Round, candidates_path: Path) -> None:
-    """The candidates are those the round was made on, and their files are those their manifest lists."""
-    drift = verify_outputs(candidates_path)
-    if any(drift.values()):
-        changed = ", ".join(f"{kind}: {', '.join(paths[:3])}" for kind, paths in drift.items() if paths)
-        raise InputError(f"the candidates changed since round {round_.key} was created ({changed})",
-                         path=candidates_path, hint="rebuild the candidates with the same inputs and seed, "
-                         "or create a new round")
-    if candidates_version(candidates_path) != round_.dataset_version:
-        raise InputError(f"the candidates changed since round {round_.key} was created", path=candidates_path,
-                         hint="restore the candidates the round was made on, or create a new round")
-
-
-def write_verification_report(round_: Round, answers: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
-    """Verified counts per edit type and the reasons for rejection; JSON and Markdown."""
-    candidates_path = Path(data_root) / round_.dataset
-    _check_version(round_, candidates_path)
-    table = verification.verification_table(read_candidates(candidates_path), answers)
-    out = Path(data_root) / "cafe_verification"
-    json_path = write_json(out / f"{round_.key}.json", {"round": round_.key, "dataset_version": round_.dataset_version,
-                                                       **table}, indent=1)
-    md_path = atomic_write_text(out / f"{round_.key}.md", verification.verification_markdown(
-        table, round_key=round_.key, dataset_version=round_.dataset_version))
-    return {"verification_json": json_path, "verification_markdown": md_path}
 
 
 @flow(name="build-cafe", flow_run_name=run_name("build-cafe", ("round_key",)))
@@ -197,7 +105,7 @@ def _verdicts(round_: Round, candidates_path: Path, answers_path: Path) -> tuple
     Raises:
         InputError: the candidates changed since the round was created.
     """
-    _check_version(round_, candidates_path)
+    check_version(round_, candidates_path)
     candidates = read_candidates(candidates_path)
     answers = [ItemAnswer.model_validate(i) for i in read_json(answers_path)["items"]]
     reasons = {a.item_id: verification.verdict(a)[1] for a in answers}
@@ -215,7 +123,7 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
     Raises:
         InputError: an exported file fails the SA-Co check (the stage is kept).
     """
-    from segbench.flows.cafe.build import sample_rows
+    from segbench.flows.cafe.candidates import sample_rows
 
     for candidate in verified:
         target = stage.path / "images" / cafe_export.export_file_name(candidate)
