@@ -94,6 +94,21 @@ def prefect_harness():
 
 
 @pytest.fixture(scope="session")
+def demo_project(prefect_harness, tmp_path_factory):
+    """``segbench demo --seed 0`` run once per session, as a user runs it: ``(project, result)``.
+
+    Read-only: a test that changes what the demo built works on a copy.
+    """
+    from support.cli import run
+
+    project = tmp_path_factory.mktemp("demo")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)  # the demo versions the data root in the current folder's repository
+        result = run(project, "demo", "--seed", "0")
+    return project, result
+
+
+@pytest.fixture(scope="session")
 def label_studio():
     """The Label Studio test server that scripts/test.sh starts, with a client for it.
 

@@ -239,7 +239,7 @@ GOLDEN = Path(__file__).parent.parent / "golden" / "coco_cd_world_seed3"
 
 def test_outputs_match_the_golden_files(built):
     """Tables and evidence of a fixed world and params, pinned. Regenerate deliberately with
-    SEGBENCH_UPDATE_GOLDEN=1 when a change of output is intended (and bump BUILDER_VERSION)."""
+    SEGBENCH_UPDATE_GOLDEN=1 when a change of output is intended (and bump tasks/coco_cd/versions.py)."""
     import os
 
     out, _ = built

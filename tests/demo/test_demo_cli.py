@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.cli import run
 
 from segbench import registry
 
@@ -15,13 +14,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness"
 COMMITTED_DATA_VERSION = Path(__file__).resolve().parents[2] / "data.dvc"
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    project = tmp_path_factory.mktemp("demo")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(project)  # the demo versions the data root in the current folder's repository
-        result = run(project, "demo", "--seed", "0")
-    return project, result
+@pytest.fixture
+def demo(demo_project):
+    return demo_project
 
 
 def _data_version(dvc_file: Path) -> dict:

@@ -35,6 +35,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.flip import FlipEvaluation
+from segbench.tasks.flip import versions
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
 from segbench.tasks.flip.report import write_report
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SHARD_SIZE = 256
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
@@ -151,7 +151,7 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
     masks = [f"{dataset_dir.rstrip('/')}/{image['mask_file']}" for image in images]
     hashes = hash_ground_truth(repo, rev, dataset_dir, [relpath, *masks])
     hashes |= local_hashes(PREDICTIONS, {Path(path).name: path for path in found.values()})
-    build = Build(out=Path(out), dataset=f"eval/{names.dataset}", logic_version=EVALUATION_VERSION,
+    build = Build(out=Path(out), dataset=f"eval/{names.dataset}", logic_version=versions.EVALUATION,
                   params={"names": names.dataset, **evaluated},  # what the report prints is part of its bytes
                   input_hashes=hashes)
     result = run_evaluation(build, lambda stage: _score(stage, repo, rev, dataset_dir, images, found, shard_size,

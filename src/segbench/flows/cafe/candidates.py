@@ -45,9 +45,9 @@ from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
 from segbench.tasks.cafe import targets as cafe_targets
+from segbench.tasks.cafe import versions
 from segbench.tasks.cafe.verification import outline
 
-BUILDER_VERSION = "2"  # 2: the manifest records the image folders as inputs, and the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
 
 
@@ -192,7 +192,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         editor = PillowCompositor()
     out = Path(out)
     hashes = hash_inputs(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
-    build = Build(out=out, dataset="cafe_candidates", logic_version=BUILDER_VERSION,
+    build = Build(out=out, dataset="cafe_candidates", logic_version=versions.CANDIDATES,
                   params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
                   input_hashes=hashes)
     skips = SkipReport()

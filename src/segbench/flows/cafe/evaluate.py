@@ -34,6 +34,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.cafe import CafeEvalParams, CafeEvaluation
+from segbench.tasks.cafe import versions
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
 from segbench.tasks.cafe.cgf1_inputs import (
     GroundTruth,
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 
 CAFE_EXPORT = "CAFE.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "4"  # 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap; 4: published comparison, summary table
-CGF1_VERSION = "4"  # 2: the same; 3: predictions outside the ground truth are ignored and counted; 4: published comparison
 
 
 def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
@@ -150,7 +149,7 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     inputs = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "gt": gt, "dataset_dir": dataset_dir,
               "predictions": predictions, "calibration_gt": calibration_gt,
               "calibration_predictions": calibration_predictions}
-    build = Build(out=Path(out), dataset="eval/cafe", logic_version=EVALUATION_VERSION,
+    build = Build(out=Path(out), dataset="eval/cafe", logic_version=versions.EVALUATION,
                   params={**inputs, **params.model_dump(mode="json")}, input_hashes=hashes)
     result = run_evaluation(build, lambda stage: _score_cafe(stage, repo, inputs, params), force=force, logger=logger)
     _log_ignored(logger, result["summary"].get("ignored"), predictions)
@@ -236,7 +235,7 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     # Indexed labels: with several ground truths their order is part of the oracle protocol's input.
     hashes = local_hashes(GROUND_TRUTH, {f"{n}:{Path(path).name}": path for n, path in enumerate(gts)})
     hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
-    build = Build(out=Path(out), dataset="eval/cgf1", logic_version=CGF1_VERSION, params=evaluated,
+    build = Build(out=Path(out), dataset="eval/cgf1", logic_version=versions.CGF1, params=evaluated,
                   input_hashes=hashes)
 
     def score(stage: Stage) -> Built:

@@ -24,12 +24,11 @@ from segbench.schemas.cafe import CafeStep, Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
 from segbench.tasks.cafe import pairs as cafe_pairs
-from segbench.tasks.cafe import verification
+from segbench.tasks.cafe import verification, versions
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
 
-BUILDER_VERSION = "2"  # 2: the manifest records the build key
 VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
 
 
@@ -72,7 +71,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
               "verified_rule": VERIFIED_RULE}
     if answers_path != store.answers_path(round_key):
         params["answers_of"] = answers_path.name[: -len(".answers.json")]
-    build = Build(out=out, dataset="cafe", logic_version=BUILDER_VERSION, params=params, input_hashes=hashes)
+    build = Build(out=out, dataset="cafe", logic_version=versions.EXPORT, params=params, input_hashes=hashes)
     files = {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}
     summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, *verdicts, round_),
                         force=force, prepare=lambda: _verdicts(round_, candidates_path, answers_path),

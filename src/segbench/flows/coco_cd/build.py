@@ -36,7 +36,7 @@ from segbench.flows.prefect_ui import from_params, publish_build, run_name, shar
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.coco_cd import CocoCdParams, CocoCdStep, ContextRecord
-from segbench.tasks.coco_cd import outputs, sources
+from segbench.tasks.coco_cd import outputs, sources, versions
 from segbench.tasks.coco_cd import selection as cd
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def build_coco_cd(
     files = cd.source_files(coco_root, stuff_root)
     # The key covers the annotation files; the images read are known only once those are loaded,
     # so their hashes go to sources.json and the up-to-date check hashes them again.
-    build = Build(out=out, dataset="coco_cd", logic_version=cd.BUILDER_VERSION,
+    build = Build(out=out, dataset="coco_cd", logic_version=versions.BUILD,
                   params=params.model_dump(mode="json"), input_hashes=hash_inputs(files), sources_root=coco_root)
     summary = run_build(build, lambda stage: _build(stage, coco_root, files, params, shard_size), force=force,
                         finished=lambda _manifest: outputs.finished_summary(out))

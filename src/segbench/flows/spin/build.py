@@ -40,6 +40,7 @@ from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import SpinBuildParams, SpinStep, load_taxonomy, read_resolved
 from segbench.tasks.spin import dataset as sd
 from segbench.tasks.spin import stats as st
+from segbench.tasks.spin import versions
 from segbench.tasks.spin.items import round_items
 from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
 from segbench.tasks.spin.stats_report import write_stats
@@ -136,7 +137,7 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
     hashes = hash_inputs(source_files(Path(partimagenet_root), taxonomy_path, resolved_path),
                           hint="build the taxonomy (segbench build spin-taxonomy) and import the crowd answers "
                                "(segbench spin import) first; --partimagenet holds annotations/ and images/")
-    build = Build(out=out, dataset="spin", logic_version=sd.BUILDER_VERSION, params=params.model_dump(mode="json"),
+    build = Build(out=out, dataset="spin", logic_version=versions.DATASET, params=params.model_dump(mode="json"),
                   input_hashes=hashes)
     policy = ImportPolicy(on_error=params.on_error)
     summary = run_build(build, lambda stage, loaded: _build(stage, params, policy, *loaded), force=force,

@@ -39,6 +39,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.spin import SpinEvaluation
+from segbench.tasks.spin import versions
 from segbench.tasks.spin.inputs import (
     SpinTruth,
     gt_relpath,
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
 DEFAULT_SHARD_SIZE = 128
 SKIPPED_NAME = "skipped.json"
 # Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-EVALUATION_VERSION = "3"  # 2: plots label both axes, legends beside the data, colour bars; 3: instance-level
 # entities (gt_id), the hierarchy from parent_id, the yes rule
 
 
@@ -164,7 +164,7 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
         params["yes_rule"] = yes_rule
     # The manifest names paths relative to the project (it is versioned with the report); the key
     # still follows the predictions and answers through their content hashes.
-    build = Build(out=Path(out), dataset="eval/spin", logic_version=EVALUATION_VERSION,
+    build = Build(out=Path(out), dataset="eval/spin", logic_version=versions.EVALUATION,
                   params=portable_paths(params, repo), input_hashes=hashes)
     policy = ImportPolicy(on_error)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, loaded, shard_size, policy, params),

@@ -29,9 +29,9 @@ from segbench.providers.base import Question
 from segbench.schemas.spin import SubpartProposal, SubpartVisibility, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.tasks.spin import taxonomy as st
 from segbench.tasks.spin import taxonomy_edits as se
+from segbench.tasks.spin import versions
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
 
-BUILDER_VERSION = "4"  # 4: proposals that are not visible parts are dropped before the edits
 TAXONOMY_FILE = "taxonomy.yaml"
 DIFF_FILE = "taxonomy.diff.md"
 MANIFEST_FILE = "taxonomy.manifest.json"
@@ -104,7 +104,7 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
               "question_version": st.QUESTION_VERSION,
               "visibility_question_version": st.VISIBILITY_VERSION, "edits": edits_label}
     hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
-    build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=BUILDER_VERSION, params=params,
+    build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=versions.TAXONOMY, params=params,
                   input_hashes=hashes, manifest_name=MANIFEST_FILE)
     paths = {k: str(out_dir / f) for k, f in _FILES.items()}
     if build.is_up_to_date(force):

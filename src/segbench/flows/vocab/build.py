@@ -32,12 +32,12 @@ from segbench.providers import make_provider
 from segbench.providers.base import LanguageProvider, Question, Usage, describe_usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams, VocabStep
 from segbench.tasks.vocab import nouns as mining
+from segbench.tasks.vocab import versions
 from segbench.tasks.vocab import vocabulary as vb
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
 
-BUILDER_VERSION = "2"  # 2: the manifest records the build key
 DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"  # the default settings.work_dir / "nltk_data"
 MAX_SHARDS_IN_FLIGHT_PER_WORKER = 2  # bounds how many shards' captions wait in memory at once
 
@@ -194,7 +194,7 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     provenance = {"provider": provider.name, "provider_model": provider.model,
                   "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}
     # The number of worker processes changes no count, so a build with more workers is the same build.
-    build = Build(out=out, dataset="vocab", logic_version=BUILDER_VERSION,
+    build = Build(out=out, dataset="vocab", logic_version=versions.BUILD,
                   params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
     summary = run_build(build, lambda stage: _build(stage, captions, cats, dataset, provider, params, nltk_data,
                                                     provenance),

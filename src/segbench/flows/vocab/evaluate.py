@@ -36,7 +36,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.vocab import LEVELS
-from segbench.tasks.vocab import lac
+from segbench.tasks.vocab import lac, versions
 from segbench.tasks.vocab import panoptic_quality as pqm
 from segbench.tasks.vocab.lexical_mapping import (
     Vocabulary,
@@ -49,7 +49,6 @@ from segbench.tasks.vocab.lexical_mapping import (
 VOCAB_DIR = "data/vocab"
 MAPPINGS_NAME = "mappings.json"
 # Bump when the report of the same inputs changes (mapping rules, metrics, report, plot, manifest).
-EVALUATION_VERSION = "2"  # 2: plots label both axes, legends beside the data, colour bars
 
 
 def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
@@ -235,7 +234,7 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
     # The manifest names paths relative to the project (it is versioned with the report); the key
     # still follows the descriptions through their content hash.
-    build = Build(out=Path(out), dataset="eval/vocab", logic_version=EVALUATION_VERSION,
+    build = Build(out=Path(out), dataset="eval/vocab", logic_version=versions.EVALUATION,
                   params=portable_paths(request.params(), request.repo), input_hashes=hashes)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, request, *loaded),
                             prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)

@@ -44,6 +44,7 @@ from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.waterbirds import WaterbirdsStep
 from segbench.tasks.waterbirds import dataset as wb
+from segbench.tasks.waterbirds import versions
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
@@ -197,7 +198,7 @@ def build_waterbirds(
     hashes = hash_inputs(source_files(cub_root, places_root, params),
                           hint="--cub-root must hold the CUB lists, images/ and segmentations/; "
                                "--places-root one folder per place")
-    build = Build(out=out, dataset="waterbirds_seg", logic_version=wb.BUILDER_VERSION,
+    build = Build(out=out, dataset="waterbirds_seg", logic_version=versions.BUILD,
                   params=params.model_dump(mode="json"), input_hashes=hashes)
 
     def prepare() -> tuple[ImportPolicy, list[wb.Bird], dict[int, wb.Record], SplitPlan]:

@@ -21,10 +21,10 @@ from segbench.core.io import image_size, open_image, source_path
 from segbench.core.masks import resize_nearest, resized_fraction, rle_to_bitmap, union_rle
 from segbench.core.splits import group_id
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
+from segbench.tasks.coco_cd import versions
 from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, indoor_share
 from segbench.tasks.coco_cd.sources import Evidence, Instances
 
-BUILDER_VERSION = "2"  # 2: groups named "cat indoors" (was "cat·indoor")
 SOURCE_SPLITS = ("train2017", "val2017")
 CONTEXTS = ("indoor", "outdoor")
 
@@ -210,7 +210,7 @@ def split_coco(
             if ann["category_id"] in class_ids:
                 annotations.append({**ann, "category_id": class_ids[ann["category_id"]]})
     return {
-        "info": {"description": description, "version": BUILDER_VERSION},
+        "info": {"description": description, "version": versions.BUILD},
         "licenses": instances.licenses,
         "images": images,
         "annotations": annotations,

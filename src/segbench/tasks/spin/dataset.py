@@ -35,6 +35,7 @@ from pycocotools import mask as mask_utils
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import rle_area, segmentation_to_rle
 from segbench.schemas.spin import ResolvedSubpart, Taxonomy
+from segbench.tasks.spin import versions
 from segbench.tasks.spin.partimagenet import (
     AMBIGUOUS_PARTS,
     SourceImage,
@@ -45,7 +46,6 @@ from segbench.tasks.spin.partimagenet import (
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "4"  # 2: the manifest records the images as an input, and the build key; 3: statistics plot
 # axes labelled; 4: wholes are the 158 ImageNet classes with their super-category
 LEVELS = ("wholes", "parts", "subparts")
 
@@ -291,7 +291,7 @@ def spin_cocos(images: Mapping[int, SourceImage], subparts: Sequence[dict[str, A
                       for p in image.parts]
         subs = [ann for ann in subparts if split_of[ann["image_id"]] == split]
         out[split] = {
-            level: {"info": {"description": f"{description} {split} {level}", "version": BUILDER_VERSION},
+            level: {"info": {"description": f"{description} {split} {level}", "version": versions.DATASET},
                     "licenses": [], "images": entries, "categories": cats[level], "annotations": anns}
             | ({"supercategories": supers} if level == "wholes" else {})
             for level, anns in (("wholes", wholes), ("parts", parts), ("subparts", subs))

@@ -32,8 +32,8 @@ from segbench.core.errors import InputError
 from segbench.core.io import open_image
 from segbench.core.splits import group_id
 from segbench.schemas.waterbirds import SpeciesMatch, WaterbirdsParams
+from segbench.tasks.waterbirds import versions
 
-BUILDER_VERSION = "2"  # 2: the manifest records the images, segmentations and places as inputs, and the build key
 CLASSES = ("landbird", "waterbird")
 CONTEXTS = ("land", "water")
 WATERBIRD_KEYWORDS = (
@@ -274,7 +274,7 @@ def split_coco(records: Mapping[int, Record], ids: Iterable[int], description: s
             "cub_split": r.bird.cub_split, "image_file": f"images/{stem}.png", "mask_file": f"masks/{stem}.png",
         })
     return {
-        "info": {"description": description, "version": BUILDER_VERSION},
+        "info": {"description": description, "version": versions.BUILD},
         "images": images,
         "annotations": [],
         "categories": [{"id": i + 1, "name": n, "supercategory": "bird"} for i, n in enumerate(CLASSES)],
