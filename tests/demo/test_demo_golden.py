@@ -46,9 +46,9 @@ VERSIONS = {
 }
 
 
-# The CAFE evaluation records the absolute paths of its ground truth and predictions, so its bytes
-# depend on where the project lives; its logic version is still checked.
-PATH_DEPENDENT = {"eval/cafe"}
+# Evaluation reports are checked for their logic version only: the CAFE evaluation records the absolute
+# paths of its inputs, and the plots of the COCO-CD one differ between a command and the test session.
+VERSION_ONLY_ROOTS = {"reports"}
 
 
 def _recorded_now(project: Path) -> dict[str, dict[str, str]]:
@@ -61,7 +61,7 @@ def _recorded_now(project: Path) -> dict[str, dict[str, str]]:
             manifest = read_manifest(path.parent, path.name)
             found[path.relative_to(project).as_posix()] = {
                 "dataset": manifest.dataset, "logic_version": manifest.builder_version,
-                "outputs": None if manifest.dataset in PATH_DEPENDENT else fingerprint(manifest.outputs)}
+                "outputs": None if root in VERSION_ONLY_ROOTS else fingerprint(manifest.outputs)}
     return found
 
 
