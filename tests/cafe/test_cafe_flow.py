@@ -50,11 +50,11 @@ def demo(tmp_path_factory) -> tuple[Path, dict]:
 def test_demo_exports_only_verified_pairs_in_the_saco_format(demo):
     root, result = demo
     data = root / "a" / "data"
-    candidates = result["candidates"]["counts"]["candidates"]
+    candidates = result.candidates.counts.candidates
     verification = read_json(data / "cafe_verification" / "demo-cafe-verification.json")
     verified = verification["overall"]["verified"]
     assert candidates == 24 and 0 < verified < candidates  # the simulated crowd rejects some
-    export = result["export"]["counts"]
+    export = result.export.counts
     assert export["samples"] == verified and export["not_verified"] == candidates - verified
     for stem in ("CAFE", "CAFE_SM", "CAFE_CC", "CAFE_OC"):
         path = data / "cafe" / f"{stem}.json"
@@ -116,9 +116,9 @@ def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_ser
                                      editor=make_image_editor(settings), nltk_data=tmp_path / "nltk")
 
     first = build(tmp_path / "a")
-    n = first["counts"]["candidates"]
+    n = first.counts.candidates
     assert n > 0 and openai_server.image_edit_count == n
-    assert openai_server.count - openai_server.image_edit_count == first["usage"]["calls"]
+    assert openai_server.count - openai_server.image_edit_count == first.usage["calls"]
     rows = (tmp_path / "a" / "candidates.jsonl").read_text().splitlines()
     assert len(rows) == n and all('"q_neg":"zebra"' in r for r in rows if r.count('"edit_type":"Superficial'))
     asked = [r.body["messages"][-1]["content"] for r in openai_server.requests if "messages" in r.body]
@@ -126,14 +126,14 @@ def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_ser
     skipped = read_json(tmp_path / "a" / "skipped.json")["items"]
     assert len(animals_moved) > 0 and len(skipped) == len(animals_moved)
     assert all(s["rule"] == "hypernym" and s["q_neg"] == "organism" for s in skipped)
-    assert first["usage"]["calls"] == n + len(skipped)
+    assert first.usage["calls"] == n + len(skipped)
     manifest = read_json(tmp_path / "a" / "manifest.json")
     assert manifest["params"]["provider"] == "openai" and manifest["params"]["editor"] == "openai"
     assert KEY not in (tmp_path / "a" / "manifest.json").read_text()
 
     requests = openai_server.count
     second = build(tmp_path / "b")
-    assert openai_server.count == requests and second["usage"]["calls"] == 0
+    assert openai_server.count == requests and second.usage["calls"] == 0
     assert (tmp_path / "a" / "candidates.jsonl").read_bytes() == (tmp_path / "b" / "candidates.jsonl").read_bytes()
     assert _files(tmp_path / "a" / "images") == _files(tmp_path / "b" / "images")
 
@@ -198,11 +198,11 @@ def test_verification_round_on_label_studio(tmp_path, label_studio, monkeypatch)
         client.annotate(task_id, result("mask_fits" if task_id == rejected else None), completed_by=alice)
         client.annotate(task_id, result("mask_fits" if task_id == rejected else None), completed_by=bob)
     ingested = ingest_round(settings.data_root, key, label_studio.connection)
-    assert ingested["counts"]["answers"] == 2 * len(tasks)
-    report = read_json(Path(ingested["reports"]["verification_json"]))
+    assert ingested.counts["answers"] == 2 * len(tasks)
+    report = read_json(Path(ingested.reports["verification_json"]))
     assert report["overall"]["verified"] == len(tasks) - 1 and report["overall"]["mask_fits"] == 1
 
     export = build_cafe(settings.data_root, key)
-    assert export["counts"]["samples"] == len(tasks) - 1
+    assert export.counts.samples == len(tasks) - 1
     ids = {i["id"] for i in read_json(settings.data_root / "cafe" / "CAFE.json")["images"]}
     assert int(tasks[rejected]) not in ids and validate_saco(settings.data_root / "cafe" / "CAFE.json") == []

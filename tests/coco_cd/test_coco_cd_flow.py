@@ -72,7 +72,7 @@ def test_splits_load_with_pycocotools_and_carry_groups(built):
                 assert (out / image["mask_file"]).is_file() and (out / image["image_file"]).is_file()
                 anns = coco.loadAnns(coco.getAnnIds(imgIds=image["id"]))
                 assert anns and {a["category_id"] for a in anns} == {1 + y}
-    counts = summary["counts"]["splits"]
+    counts = summary.counts.splits
     assert counts["rho_0.5"]["val"] == [2, 2, 2, 2] and counts["rho_0.5"]["test"] == [3, 3, 3, 3]
     n = counts["rho_0.5"]["train"][0]
     assert counts["rho_0.5"]["train"] == [n] * 4
@@ -175,7 +175,7 @@ def test_annotation_on_unknown_image_fails_or_is_skipped(world_copy, tmp_path):
 
     summary = build(world_copy, out, PARAMS.model_copy(update={"on_error": OnError.SKIP}))
     report = json.loads((out / "skipped.json").read_text())
-    assert summary["skipped"] == {"AnnotationError": 1} and report["count"] == 1
+    assert summary.skipped == {"AnnotationError": 1} and report["count"] == 1
     assert "unknown image 999999999" in report["items"][0]["message"]
 
 
@@ -205,7 +205,7 @@ def test_invalid_polygon_and_rle(world_copy, tmp_path):
     with pytest.raises(AnnotationError, match="RLE counts"):
         build(world_copy, out)
     summary = build(world_copy, out, PARAMS.model_copy(update={"on_error": OnError.SKIP}))
-    assert summary["counts"]["invalid_segmentation"] == 1 and summary["skipped"] == {"AnnotationError": 1}
+    assert summary.counts.invalid_segmentation == 1 and summary.skipped == {"AnnotationError": 1}
 
 
 def test_missing_and_unreadable_images(world_copy, tmp_path, built):
@@ -223,8 +223,7 @@ def test_missing_and_unreadable_images(world_copy, tmp_path, built):
     items = {r["item"]: r["message"] for r in json.loads((out / "skipped.json").read_text())["items"]}
     assert items[f"image {missing['id']}"] == "image file not found"
     assert items[f"image {unreadable['id']}"].startswith("image file cannot be read")
-    assert summary["counts"]["usable"] == summary["counts"]["context"]["indoor"] + summary["counts"][
-        "context"]["outdoor"] - 2
+    assert summary.counts.usable == summary.counts.context["indoor"] + summary.counts.context["outdoor"] - 2
 
 
 def test_group_too_small_for_the_requested_sizes(world, tmp_path):

@@ -188,17 +188,17 @@ def test_shard_size_leaves_outputs_unchanged_and_params_or_force_rebuild(world, 
     ref_out, ref_units = reference
     out = tmp_path / "coco_cd"
     first = build_coco_cd(world, world, out, PARAMS, shard_size=200)
-    assert first["units"] == {"computed": 2, "reused": 0}, "one context unit and a single render shard"
+    assert first.units.model_dump() == {"computed": 2, "reused": 0}, "one context unit and a single render shard"
     assert sha256_tree(out) == sha256_tree(ref_out), f"shard size 200 and {SHARD} give the same bytes"
 
     again = build_coco_cd(world, world, out, PARAMS, shard_size=7)
-    assert again["up_to_date"] and again["counts"] == first["counts"] and again["skipped"] == first["skipped"]
-    assert again["coverage"] == json.loads((out / "tables" / "context_coverage.json").read_text())
+    assert again.up_to_date and again.counts == first.counts and again.skipped == first.skipped
+    assert again.coverage == json.loads((out / "tables" / "context_coverage.json").read_text())
 
     forced = build_coco_cd(world, world, out, PARAMS, shard_size=SHARD, force=True)
-    assert forced["units"] == {"computed": ref_units["computed"], "reused": 0}
+    assert forced.units.model_dump() == {"computed": ref_units["computed"], "reused": 0}
     assert sha256_tree(out) == sha256_tree(ref_out)
 
     reseeded = build_coco_cd(world, world, out, PARAMS.model_copy(update={"seed": 14}))
-    assert not reseeded["up_to_date"] and reseeded["units"]["computed"] == 2
+    assert not reseeded.up_to_date and reseeded.units.computed == 2
     assert json.loads((out / "manifest.json").read_text())["params"]["seed"] == 14

@@ -44,9 +44,9 @@ def test_build_publish_change_param_and_evaluate_the_first_version(tmp_path):
     # This time the build flow publishes as its last step; committing is left to the user.
     summary = build_coco_cd(world, world, out, CocoCdParams(val_per_group=2, test_per_group=3, size=64, seed=14),
                             publish_repo=repo)
-    assert summary["publish"].changed and summary["publish"].pushed and not summary["publish"].committed
+    assert summary.publish.changed and summary.publish.pushed and not summary.publish.committed
     second = publish_data(repo=str(repo), commit=True, message="COCO-CD seed 14")
-    assert not second.changed and second.md5 == summary["publish"].md5
+    assert not second.changed and second.md5 == summary.publish.md5
     assert second.commit != first.commit and second.md5 != first.md5
     assert (repo / test_file).read_bytes() != first_test
     assert _git(repo, "log", "--format=%s") == "COCO-CD seed 14\nCOCO-CD seed 13"
@@ -63,6 +63,6 @@ def test_build_publish_change_param_and_evaluate_the_first_version(tmp_path):
     result = evaluate_coco_cd(repo=repo, rev=first.commit, predictions=predictions, out=tmp_path / "report",
                               rho=0.95, split="test", dataset_dir="data/coco_cd")
     first_ids = {image["id"] for image in json.loads(first_test)["images"]}
-    assert result["summary"]["num_images"] == len(first_ids) == 12
+    assert result.summary["num_images"] == len(first_ids) == 12
     metrics = json.loads((tmp_path / "report" / "metrics.json").read_text())
     assert metrics["evaluated"]["rev"] == first.commit

@@ -33,7 +33,7 @@ def test_label_map_predictions_give_hand_computed_metrics(repo, tmp_path):
     result = evaluate_coco_cd(repo, None, preds, tmp_path / "out", shard_size=3)
 
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["metrics"]
-    assert metrics == json.loads(canonical_json(result["summary"]))  # 6-decimal floats
+    assert metrics == json.loads(canonical_json(result.summary))  # 6-decimal floats
     assert metrics["num_images"] == 8
     assert metrics["fg_decomposition"] == {
         "gt_fg_pixels": 8 * FG_AREA,
@@ -47,7 +47,7 @@ def test_label_map_predictions_give_hand_computed_metrics(repo, tmp_path):
     assert metrics["miou"] == pytest.approx(1 / 3, abs=1e-6)
     assert metrics["gaps"]["cat"]["gap"] == 1.0 and metrics["gaps"]["dog"]["gap"] == 1.0
     assert metrics["flip_risk"] is None and "label maps" in metrics["flip_risk_unavailable"]
-    assert set(result["paths"]) == {"metrics", "report", "per_group_iou", "flip_by_risk_decile"}
+    assert set(result.paths) == {"metrics", "report", "per_group_iou", "flip_by_risk_decile"}
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| 0.5000 | 0.5000 | 0.0000 | 0.5000 | 0.5000 |" in report
     assert "Flip-risk unavailable" in report
@@ -63,7 +63,7 @@ def test_baseline_predictions_evaluate_end_to_end(repo, tmp_path):
         f"{i:012d}.npz" for i in IMAGE_IDS
     ]
     result = evaluate_coco_cd(repo, None, tmp_path / "preds", tmp_path / "out")
-    summary = result["summary"]
+    summary = result.summary
     dec = summary["fg_decomposition"]
     assert dec["corr"] + dec["flip"] + dec["miss"] == pytest.approx(1.0, abs=1e-5)
     assert summary["gaps"]["cat"]["gap"] > 0 and summary["gaps"]["dog"]["gap"] > 0

@@ -67,9 +67,9 @@ def test_in_process_two_workers_give_byte_identical_outputs(world, threads_build
         state = with_runner(build_coco_cd, live)(world, world, out, PARAMS, shard_size=SHARD, return_state=True)
     assert os.environ.get("PREFECT_API_URL") == before, "the exported API URL is restored"
     summary = state.result()
-    assert summary["units"]["reused"] == 0 and summary["units"]["computed"] > 3
+    assert summary.units.reused == 0 and summary.units.computed > 3
     assert sha256_tree(out) == sha256_tree(threads_build)
-    assert render_runs(state.state_details.flow_run_id) == summary["units"]["computed"] - 1, (
+    assert render_runs(state.state_details.flow_run_id) == summary.units.computed - 1, (
         "every shard the workers ran is recorded in the flow's own Prefect API")
 
 

@@ -24,17 +24,17 @@ def test_a_flip_evaluation_manifest_is_portable_and_follows_the_predictions(tmp_
     write_flip_dataset(repo / "data" / "coco_cd")
     preds = write_label_predictions(repo / "preds" / "baseline")
     out = repo / "reports" / "baseline"
-    assert not evaluate_coco_cd(repo, None, preds, out)["up_to_date"]
+    assert not evaluate_coco_cd(repo, None, preds, out).up_to_date
     text = (out / "manifest.json").read_text()
     assert str(tmp_path) not in text
     params = _manifest(out)["params"]
     assert params["predictions"] == "preds/baseline" and params["source"] == "."
 
-    assert evaluate_coco_cd(repo, None, preds, out)["up_to_date"]
+    assert evaluate_coco_cd(repo, None, preds, out).up_to_date
     # Same folder, other content: the key follows the files, not their path.
     write_label_predictions(preds, swapped=set())
     again = evaluate_coco_cd(repo, None, preds, out)
-    assert not again["up_to_date"] and again["summary"]["num_images"] == len(IMAGE_IDS)
+    assert not again.up_to_date and again.summary["num_images"] == len(IMAGE_IDS)
     assert _manifest(out)["params"]["predictions"] == "preds/baseline"
 
 
@@ -49,13 +49,13 @@ def test_a_spin_evaluation_manifest_is_portable_and_follows_the_predictions(tmp_
     outside.write_text(json.dumps(perfect_predictions()["wholes"]))
     out = repo / "reports" / "spin"
     predictions = {"parts": parts, "wholes": outside}
-    assert not evaluate_spin(repo, None, predictions, out)["up_to_date"]
+    assert not evaluate_spin(repo, None, predictions, out).up_to_date
     assert str(tmp_path) not in (out / "manifest.json").read_text()
     params = _manifest(out)["params"]
     assert params["predictions"] == {"parts": "preds/spin_test_parts_results.json",
                                      "wholes": "spin_test_wholes_results.json"}
     assert params["source"] == "."
 
-    assert evaluate_spin(repo, None, predictions, out)["up_to_date"]
+    assert evaluate_spin(repo, None, predictions, out).up_to_date
     parts.write_text(json.dumps(perfect_predictions()["parts"][:1]))
-    assert not evaluate_spin(repo, None, predictions, out)["up_to_date"]
+    assert not evaluate_spin(repo, None, predictions, out).up_to_date

@@ -64,8 +64,8 @@ def test_a_build_run_is_named_by_its_parameters_and_publishes_its_counts(tmp_pat
     assert artifact.type == "table"
     rows = {row["what"]: row["value"] for row in json.loads(artifact.data)}  # a table is stored as JSON
     summary = state.result()
-    assert rows["up to date"] == "no" and rows["rendered"] == str(summary["counts"]["rendered"])
-    assert rows["splits / rho_0.95 / test"] == ", ".join(str(n) for n in summary["counts"]["splits"]["rho_0.95"]["test"])
+    assert rows["up to date"] == "no" and rows["rendered"] == str(summary.counts.rendered)
+    assert rows["splits / rho_0.95 / test"] == ", ".join(str(n) for n in summary.counts.splits["rho_0.95"]["test"])
 
 
 def test_an_evaluation_run_is_named_by_its_inputs_and_publishes_its_report(tmp_path):

@@ -46,13 +46,13 @@ def contents(root: Path) -> dict[str, bytes]:
 
 
 def assert_no_op(summary: dict, out: Path, before: dict[str, tuple[int, bytes]]) -> None:
-    assert summary["up_to_date"] is True
+    assert summary.up_to_date is True
     assert snapshot(out) == before  # not one file rewritten
     assert not list(out.parent.glob(f".{out.name}.*"))  # no stage left behind
 
 
 def assert_forced_rebuild_is_identical(summary: dict, out: Path, before: dict[str, tuple[int, bytes]]) -> None:
-    assert summary["up_to_date"] is False
+    assert summary.up_to_date is False
     after = snapshot(out)
     assert {k: v[1] for k, v in after.items()} == {k: v[1] for k, v in before.items()}
     assert all(after[k][0] != before[k][0] for k in ("manifest.json",))  # really written again
@@ -80,21 +80,21 @@ def waterbirds(tmp_path_factory):
 
 def test_waterbirds_second_run_is_a_no_op(waterbirds):
     cub, places, out, first = waterbirds
-    assert first["up_to_date"] is False and first["units"]["computed"] > 0 and first["units"]["reused"] == 0
+    assert first.up_to_date is False and first.units.computed > 0 and first.units.reused == 0
     manifest = read_json(out / "manifest.json")
     assert manifest["build_key"] and {"images", "segmentations", "places:ocean"} <= set(manifest["inputs"])
     assert ".stage-nonce" not in manifest["outputs"]
     before = snapshot(out)
     again = build_waterbirds(cub, places, out)
     assert_no_op(again, out, before)
-    assert again["counts"] == first["counts"] and again["mislabels"] == first["mislabels"]
+    assert again.counts == first.counts and again.mislabels == first.mislabels
 
 
 def test_waterbirds_force_rebuilds_byte_identically(waterbirds):
     cub, places, out, _ = waterbirds
     before = snapshot(out)
     forced = build_waterbirds(cub, places, out, force=True)
-    assert forced["units"] == {"computed": forced["units"]["computed"], "reused": 0}
+    assert forced.units.model_dump() == {"computed": forced.units.computed, "reused": 0}
     assert_forced_rebuild_is_identical(forced, out, before)
 
 
@@ -104,14 +104,14 @@ def test_waterbirds_a_changed_param_or_input_rebuilds(waterbirds, tmp_path):
     shutil.copytree(out, copy)
     key = read_json(copy / "manifest.json")["build_key"]
     reseeded = build_waterbirds(cub, places, copy, WB_PARAMS.model_copy(update={"seed": 14}))
-    assert reseeded["up_to_date"] is False and read_json(copy / "manifest.json")["build_key"] != key
+    assert reseeded.up_to_date is False and read_json(copy / "manifest.json")["build_key"] != key
 
     source = tmp_path / "cub"
     shutil.copytree(cub, source)
     bird = sorted((source / "segmentations").rglob("*.png"))[0]
     bird.write_bytes(bird.read_bytes() + b"\0")  # one changed segmentation file is a changed input
     changed = build_waterbirds(source, places, out.parent / "other", WB_PARAMS)
-    assert changed["up_to_date"] is False
+    assert changed.up_to_date is False
     assert read_json(out.parent / "other" / "manifest.json")["build_key"] != key
 
 
@@ -141,7 +141,7 @@ BUILD_SCRIPT = textwrap.dedent("""
     from segbench.schemas.vocab import VocabParams
     summary = build_vocab({captions!r}, "coco_cd", Path({out!r}), NoneProvider(), VocabParams(**VOCAB_PARAMS),
                           nltk_data=Path({nltk!r}))
-    print("UNITS", summary["units"]["computed"], summary["units"]["reused"])
+    print("UNITS", summary.units.computed, summary.units.reused)
 """)
 
 
@@ -199,24 +199,24 @@ def test_vocab_second_run_is_a_no_op_and_force_rebuilds_identically(captions, tm
     out, nltk = tmp_path / "coco_cd", tmp_path / "nltk"
     params = VocabParams(**VOCAB_PARAMS)
     first = build_vocab(captions, "coco_cd", out, NoneProvider(), params, nltk_data=nltk)
-    assert first["up_to_date"] is False and first["units"]["reused"] == 0
+    assert first.up_to_date is False and first.units.reused == 0
     before = snapshot(out)
     again = build_vocab(captions, "coco_cd", out, NoneProvider(), params, nltk_data=nltk)
     assert_no_op(again, out, before)
-    assert again["counts"]["nouns"] == first["counts"]["nouns"] and again["usage"]["calls"] == 0
+    assert again.counts.nouns == first.counts.nouns and again.usage["calls"] == 0
     forced = build_vocab(captions, "coco_cd", out, NoneProvider(), params, nltk_data=nltk, force=True)
     assert_forced_rebuild_is_identical(forced, out, before)
-    assert forced["units"]["reused"] == 0  # a forced build gets a fresh stage: nothing replayed
+    assert forced.units.reused == 0  # a forced build gets a fresh stage: nothing replayed
 
     fewer = params.model_copy(update={"min_count": 2})
     rebuilt = build_vocab(captions, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk)
-    assert rebuilt["up_to_date"] is False and rebuilt["counts"]["nouns"] < first["counts"]["nouns"]
+    assert rebuilt.up_to_date is False and rebuilt.counts.nouns < first.counts.nouns
 
     own = [str(shutil.copy(path, tmp_path / f"{n}.json")) for n, path in enumerate(captions)]
-    assert build_vocab(own, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk)["up_to_date"] is False
-    assert build_vocab(own, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk)["up_to_date"] is True
+    assert build_vocab(own, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk).up_to_date is False
+    assert build_vocab(own, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk).up_to_date is True
     Path(own[1]).write_text(Path(own[1]).read_text() + "\n")  # the same captions, other bytes
-    assert build_vocab(own, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk)["up_to_date"] is False
+    assert build_vocab(own, "coco_cd", out, NoneProvider(), fewer, nltk_data=nltk).up_to_date is False
 
 
 # --- CAFE: candidates and the export of a verified round -------------------------------------------
@@ -252,15 +252,15 @@ def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
     from segbench.flows.cafe.export import build_cafe
 
     settings, provider, result = cafe
-    assert result["candidates"]["up_to_date"] is False and result["candidates"]["units"]["computed"] > 0
+    assert result.candidates.up_to_date is False and result.candidates.units.computed > 0
     candidates, export = settings.data_root / "cafe_candidates", settings.data_root / "cafe"
     before = snapshot(candidates), snapshot(export)
     again = build_candidates(settings, provider)
     assert_no_op(again, candidates, before[0])
-    assert again["counts"] == result["candidates"]["counts"] and again["usage"]["calls"] == 0
+    assert again.counts == result.candidates.counts and again.usage["calls"] == 0
     exported = build_cafe(settings.data_root, VERIFICATION_KEY)
     assert_no_op(exported, export, before[1])
-    assert exported["counts"] == result["export"]["counts"] and exported["files"] == result["export"]["files"]
+    assert exported.counts == result.export.counts and exported.files == result.export.files
 
 
 def test_cafe_force_rebuilds_byte_identically(cafe):
@@ -272,7 +272,7 @@ def test_cafe_force_rebuilds_byte_identically(cafe):
     before = snapshot(candidates), snapshot(export)
     forced = build_candidates(settings, provider, force=True)
     assert_forced_rebuild_is_identical(forced, candidates, before[0])
-    assert forced["usage"]["cache_hits"] > 0 and forced["usage"]["calls"] == 0  # plans replayed from the cache
+    assert forced.usage["cache_hits"] > 0 and forced.usage["calls"] == 0  # plans replayed from the cache
     # The candidates' bytes did not change, so the verification round still applies to them.
     assert_forced_rebuild_is_identical(build_cafe(settings.data_root, VERIFICATION_KEY, force=True), export,
                                        before[1])
@@ -284,15 +284,15 @@ def test_cafe_a_changed_param_or_answer_rebuilds(cafe, tmp_path):
     from segbench.flows.cafe.export import build_cafe
 
     settings, provider, _ = cafe
-    assert build_candidates(settings, provider, out=tmp_path / "reseeded", seed=1)["up_to_date"] is False
+    assert build_candidates(settings, provider, out=tmp_path / "reseeded", seed=1).up_to_date is False
     copy = tmp_path / "cafe"
     shutil.copytree(settings.data_root / "cafe", copy)
-    assert build_cafe(settings.data_root, VERIFICATION_KEY, out=copy)["up_to_date"] is True
+    assert build_cafe(settings.data_root, VERIFICATION_KEY, out=copy).up_to_date is True
     answers = RoundStore(settings.data_root / "rounds").answers_path(VERIFICATION_KEY)
     original = answers.read_bytes()
     try:
         answers.write_bytes(original + b"\n")  # the same answers, other bytes: still an input change
-        assert build_cafe(settings.data_root, VERIFICATION_KEY, out=copy)["up_to_date"] is False
+        assert build_cafe(settings.data_root, VERIFICATION_KEY, out=copy).up_to_date is False
     finally:
         answers.write_bytes(original)
 
@@ -334,15 +334,15 @@ def test_spin_taxonomy_second_run_is_a_no_op_and_force_rebuilds_identically(spin
     from segbench.flows.spin.taxonomy import build_spin_taxonomy
 
     provider, first, *_ = spin
-    out = Path(first["paths"]["taxonomy"]).parent
-    assert first["up_to_date"] is False and "First build" in first["diff_markdown"]
+    out = Path(first.paths["taxonomy"]).parent
+    assert first.up_to_date is False and "First build" in first.diff_markdown
     before = snapshot(out)
     again = build_spin_taxonomy(out, provider)
     assert_no_op(again, out, before)
-    assert again["counts"] == first["counts"] and again["unused_rules"] == first["unused_rules"]
-    assert "No changes" in again["diff_markdown"]
+    assert again.counts == first.counts and again.unused_rules == first.unused_rules
+    assert "No changes" in again.diff_markdown
     forced = build_spin_taxonomy(out, provider, force=True)
-    assert forced["up_to_date"] is False and "No changes" in forced["diff_markdown"]
+    assert forced.up_to_date is False and "No changes" in forced.diff_markdown
     after = snapshot(out)
     assert {k: v[1] for k, v in after.items()} == {k: v[1] for k, v in before.items()}  # the diff is the first one
     assert after["taxonomy.manifest.json"][0] != before["taxonomy.manifest.json"][0]
@@ -354,12 +354,12 @@ def test_spin_taxonomy_a_changed_edit_file_rebuilds(spin, tmp_path):
 
     provider, first, *_ = spin
     out = tmp_path / "spin"
-    shutil.copytree(Path(first["paths"]["taxonomy"]).parent, out)
+    shutil.copytree(Path(first.paths["taxonomy"]).parent, out)
     edits = tmp_path / "edits.yaml"
     edits.write_bytes(default_edits_path().read_bytes())
     changed = build_spin_taxonomy(out, provider, edits=edits)  # another edit file (same rules): a rebuild
-    assert changed["up_to_date"] is False
-    assert build_spin_taxonomy(out, provider, edits=edits)["up_to_date"] is True
+    assert changed.up_to_date is False
+    assert build_spin_taxonomy(out, provider, edits=edits).up_to_date is True
 
 
 def test_spin_dataset_second_run_is_a_no_op_and_force_rebuilds_identically(spin):
@@ -367,11 +367,11 @@ def test_spin_dataset_second_run_is_a_no_op_and_force_rebuilds_identically(spin)
 
     *_, source, data, params, first = spin
     out = data / "spin" / "dataset"
-    assert first["up_to_date"] is False
+    assert first.up_to_date is False
     before, taxonomy = snapshot(out), (data / "spin" / "taxonomy.yaml").read_bytes()
     again = build_spin(source, data, params)
     assert_no_op(again, out, before)
-    assert again["counts"] == first["counts"] and again["skipped"] == first["skipped"]
+    assert again.counts == first.counts and again.skipped == first.skipped
     assert_forced_rebuild_is_identical(build_spin(source, data, params, force=True), out, before)
     assert (data / "spin" / "taxonomy.yaml").read_bytes() == taxonomy  # spin/ keeps what it holds besides
 
@@ -382,8 +382,8 @@ def test_spin_dataset_a_changed_input_or_param_rebuilds(spin, tmp_path):
     *_, source, data, params, _ = spin
     copy = tmp_path / "data"
     shutil.copytree(data, copy)
-    assert build_spin(source, copy, params)["up_to_date"] is True
-    assert build_spin(source, copy, params.model_copy(update={"seed": 1}))["up_to_date"] is False
+    assert build_spin(source, copy, params).up_to_date is True
+    assert build_spin(source, copy, params.model_copy(update={"seed": 1})).up_to_date is False
     resolved = copy / "spin" / "crowd" / "resolved.json"
     resolved.write_bytes(resolved.read_bytes() + b"\n")
-    assert build_spin(source, copy, params.model_copy(update={"seed": 1}))["up_to_date"] is False
+    assert build_spin(source, copy, params.model_copy(update={"seed": 1})).up_to_date is False

@@ -115,10 +115,10 @@ def test_a_failed_flip_evaluation_resumes_with_its_finished_shards(project, tmp_
     assert not out.exists() and len(list(tmp_path.glob(".report.*.partial"))) == 1
     mask.write_bytes(good)
     resumed = evaluate_coco_cd(project, None, preds, out, shard_size=3)
-    assert resumed["units"] == {"computed": 1, "reused": 2}
+    assert resumed.units.model_dump() == {"computed": 1, "reused": 2}
     assert _contents(_files(out)) == _contents(_files(tmp_path / "reference"))
     assert list(tmp_path.glob(".report.*")) == []
-    assert evaluate_coco_cd(project, None, preds, out, shard_size=5)["up_to_date"]  # shard size is no input
+    assert evaluate_coco_cd(project, None, preds, out, shard_size=5).up_to_date  # shard size is no input
 
 
 @pytest.mark.parametrize(("command", "changed_option", "changed_predictions"), [

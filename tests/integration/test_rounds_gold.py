@@ -200,7 +200,7 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
                                           "value": {"choices": [label]}}], completed_by=user)
             task["annotations"][-1]["lead_time"] = seconds
     result = ingest_round(data, "ls-audit")
-    assert result["workers"]["suspicious"] == 1
+    assert result.workers.suspicious == 1
     report = read_json(data / "rounds" / "ls-audit.workers.json")
     by = {w["worker"]: w for w in report["workers"]}
     assert (by["labelstudio:1"]["median_seconds"], by["labelstudio:2"]["median_seconds"]) == (12.0, 1.5)

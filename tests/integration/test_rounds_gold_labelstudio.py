@@ -53,7 +53,7 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
         client.annotate(task_id, _choice(WRONG[auto[item_id]]), completed_by=spammer)
 
     result = ingest_round(data, key, label_studio.connection)
-    assert result["counts"]["gold_items"] == 3 and result["counts"]["answers"] == 8  # 4 work items × 2
+    assert result.counts["gold_items"] == 3 and result.counts["answers"] == 8  # 4 work items × 2
     report = read_json(data / "rounds" / f"{key}.workers.json")
     by = {w["worker"]: w for w in report["workers"]}
     assert by[f"labelstudio:{honest}"]["gold_accuracy"] == 1.0

@@ -72,7 +72,7 @@ def workspace(tmp_path_factory) -> Path:
 
 def _run(workspace: Path, **kwargs) -> dict[str, dict]:
     result = rebuild(workspace / "rebuild.toml", workspace / "project" / "data", workspace / "work", **kwargs)
-    return {step["step"]: step for step in result["steps"]}
+    return {step.step: step.model_dump() for step in result.steps}
 
 
 def test_rebuild_builds_every_step_then_finds_everything_up_to_date(workspace):

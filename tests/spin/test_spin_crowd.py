@@ -226,10 +226,10 @@ def test_import_of_an_amt_results_file_is_idempotent(tmp_path):
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))
     first = import_spin_round(tmp_path, round_.key, results=results)
-    files = {name: open(path, "rb").read() for name, path in first["paths"].items()}
+    files = {name: open(path, "rb").read() for name, path in first.paths.items()}
     second = import_spin_round(tmp_path, round_.key, results=results)
-    assert {name: open(path, "rb").read() for name, path in second["paths"].items()} == files
-    (resolved,) = read_resolved(first["paths"]["resolved"])
+    assert {name: open(path, "rb").read() for name, path in second.paths.items()} == files
+    (resolved,) = read_resolved(first.paths["resolved"])
     assert (resolved.subpart, resolved.area, resolved.polygons) == ("Shell", 64 - 4, 2)
     assert resolved.workers == ["worker:W1", "worker:W2"] and resolved.agreement == 1.0
-    assert first["report"]["flags"] == {"yes_without_polygon": 1}
+    assert first.report["flags"] == {"yes_without_polygon": 1}

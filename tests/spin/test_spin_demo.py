@@ -31,32 +31,32 @@ def demo(tmp_path_factory):
 
 def test_outputs_exist(demo):
     result, tmp = demo
-    for name, path in result["paths"].items():
+    for name, path in result.paths.items():
         assert path.exists(), name
-    dataset = result["paths"]["SPIN"]
+    dataset = result.paths["SPIN"]
     for split in ("train", "val", "test"):
         for level in ("wholes", "parts", "subparts"):
             assert (dataset / f"spin_{split}_{level}.json").is_file()
-    assert (result["paths"]["SPIN statistics"] / "subpart_boxplots.png").stat().st_size > 0
+    assert (result.paths["SPIN statistics"] / "subpart_boxplots.png").stat().st_size > 0
     # Files-backend rounds per (super-category, part) that has subparts, each ingested; a part with more
     # than 8 subparts (the paper's Quadruped-Head has 10, Car-Body 23) spans several rounds (pages).
-    assert "demo-spin-car-tire" in result["rounds"]
-    assert {"demo-spin-quadruped-head-p1", "demo-spin-quadruped-head-p2"} <= set(result["rounds"])
-    assert [k for k in result["rounds"] if k.startswith("demo-spin-car-body")] == [
+    assert "demo-spin-car-tire" in result.rounds
+    assert {"demo-spin-quadruped-head-p1", "demo-spin-quadruped-head-p2"} <= set(result.rounds)
+    assert [k for k in result.rounds if k.startswith("demo-spin-car-body")] == [
         "demo-spin-car-body-p1", "demo-spin-car-body-p2", "demo-spin-car-body-p3"]
-    for key in result["rounds"]:
+    for key in result.rounds:
         assert json.loads((tmp / "data" / "rounds" / f"{key}.json").read_text())["status"] == "ingested"
-    crowd = result["crowd"]
+    crowd = result.crowd
     assert crowd["answers"] == 3 * crowd["items"] and crowd["resolved"] > 0
     assert sum(n for name, n in crowd.items() if name.startswith("flag ")) > 0  # the bad polygons were caught
-    assert result["spin"]["counts"]["composition"]["overall"]["subparts"]["annotations"] == crowd["resolved"]
+    assert result.spin.counts.composition["overall"]["subparts"]["annotations"] == crowd["resolved"]
 
 
 def test_resolved_subparts_are_close_to_the_demo_truth(demo):
     result, tmp = demo
-    source_root = result["paths"]["SPIN demo source (inputs)"]
+    source_root = result.paths["SPIN demo source (inputs)"]
     source = read_partimagenet(source_root, policy=ImportPolicy())
-    taxonomy = load_taxonomy(result["paths"]["SPIN taxonomy"])
+    taxonomy = load_taxonomy(result.paths["SPIN taxonomy"])
     sizes = {i: (im.height, im.width) for i, im in source.images.items()}
     truth = truth_resolved(read_truth(source_root / "demo_truth.json"), sizes)
     # The crowd is asked only what the WordNet taxonomy lists: compare on what both name.
@@ -64,7 +64,7 @@ def test_resolved_subparts_are_close_to_the_demo_truth(demo):
                                                                                          r["object_class"])}]
     assert len(asked) >= 0.4 * len(truth)
     expected = {(r["part_ann_id"], r["subpart"]): r for r in asked}
-    found = {(r.part_ann_id, r.subpart): r for r in read_resolved(result["paths"]["SPIN crowd answers"])}
+    found = {(r.part_ann_id, r.subpart): r for r in read_resolved(result.paths["SPIN crowd answers"])}
     assert len(found.keys() & expected.keys()) >= 0.9 * len(expected)
     assert len(found.keys() - expected.keys()) <= 0.05 * len(expected)
     ious = [float(rle_iou([found[k].segmentation.model_dump()], [expected[k]["segmentation"]])[0, 0])
@@ -74,8 +74,8 @@ def test_resolved_subparts_are_close_to_the_demo_truth(demo):
 
 def test_the_baseline_is_consistent_but_not_accurate(demo):
     result, _ = demo
-    metrics = json.loads((result["paths"]["SPIN evaluation report"].parent / "metrics.json").read_text())["metrics"]
-    assert metrics["num_images"] == result["evaluation"]["summary"]["num_images"] == 8  # the test split
+    metrics = json.loads((result.paths["SPIN evaluation report"].parent / "metrics.json").read_text())["metrics"]
+    assert metrics["num_images"] == result.evaluation.summary["num_images"] == 8  # the test split
     general = metrics["prompts"]["general"]
     spcs, secs = general["spcs"], general["secs"]
     assert {"s2p", "p2o", "mean"} <= set(spcs) and "score" in secs
@@ -99,7 +99,7 @@ def test_a_second_run_gives_the_same_files(demo):
     data = tmp / "data"
     spin = data / "spin"
     watched = [spin / "taxonomy.yaml", spin / "crowd" / "resolved.json", *sorted((spin / "crowd").glob("*.raw.jsonl")),
-               *sorted((data / "rounds").glob("*.answers.json")), result["paths"]["SPIN evaluation report"].parent /
+               *sorted((data / "rounds").glob("*.answers.json")), result.paths["SPIN evaluation report"].parent /
                "metrics.json"]
     before = {path: path.read_bytes() for path in watched}
     dataset = sha256_tree(spin / "dataset", exclude=["manifest.json"])
@@ -107,6 +107,6 @@ def test_a_second_run_gives_the_same_files(demo):
     provider = CachedProvider(WordNetProvider(tmp / "work" / "nltk_data", answers=offline_answers()), tmp / "cache",
                               replay_only=True)
     again = run_spin_demo(data, tmp / "work", tmp / "reports", provider, seed=0)
-    assert again["rounds"] == result["rounds"] and again["crowd"] == result["crowd"]
+    assert again.rounds == result.rounds and again.crowd == result.crowd
     assert {path: path.read_bytes() for path in watched} == before
     assert sha256_tree(spin / "dataset", exclude=["manifest.json"]) == dataset

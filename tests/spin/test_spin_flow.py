@@ -52,7 +52,7 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
     assert manifests[0] == manifests[1]
     assert (tmp_path / "a" / "data" / "spin" / "taxonomy.yaml").is_file()  # spin/ itself is never replaced
 
-    counts = first["counts"]
+    counts = first.counts
     assert counts["per_supercategory"] == {"Bird": 8, "Bottle": 8, "Car": 8, "Quadruped": 8}
     assert counts["over_cap"] == 8 and counts["without_parts"] == {"train": 1, "val": 1, "test": 1}
     filters = counts["filters"]  # §8.3, in order
@@ -108,7 +108,7 @@ def test_round_items_cover_the_selected_decomposable_parts(world, tmp_path):
     # The crowd's answers (here the truth) name exactly these items' parts, for the selected images.
     asked = {i.data["part_ann_id"] for group in items.values() for i in group}
     built = build_spin(demo.root, root, PARAMS)
-    assert built["counts"]["composition"]["overall"]["subparts"]["annotations"] == sum(
+    assert built.counts.composition["overall"]["subparts"]["annotations"] == sum(
         r["part_ann_id"] in asked for r in resolved)
 
 

@@ -99,8 +99,8 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
             client.annotate(task_id, result, completed_by=annotator)
 
     first = ingest_round(root, key, label_studio.connection)
-    assert first["counts"]["answers"] == 8 and first["counts"]["skipped"] == 0
-    paths = {name: Path(path) for name, path in first["reports"].items()}
+    assert first.counts["answers"] == 8 and first.counts["skipped"] == 0
+    paths = {name: Path(path) for name, path in first.reports.items()}
     assert set(paths) == {"raw", "report", "resolved"}
 
     raw = [json.loads(line) for line in paths["raw"].read_text().splitlines()]
@@ -126,7 +126,7 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
         assert len(record.workers) == voters and record.agreement == 1.0
 
     before = {name: path.read_bytes() for name, path in paths.items()}
-    answers_before = Path(first["answers"]).read_bytes()
+    answers_before = Path(first.answers).read_bytes()
     again = ingest_round(root, key, label_studio.connection)
-    assert {name: Path(path).read_bytes() for name, path in again["reports"].items()} == before
-    assert Path(again["answers"]).read_bytes() == answers_before
+    assert {name: Path(path).read_bytes() for name, path in again.reports.items()} == before
+    assert Path(again.answers).read_bytes() == answers_before

@@ -82,8 +82,8 @@ def test_a_language_model_is_asked_once_per_proposal_and_its_answers_are_cached(
     result = build_spin_taxonomy(out, make_provider(settings))
     parts = len(st.load_catalog().parts)
     assert openai_server.count == parts + 2  # one subpart question per part, one visibility question per proposal
-    assert result["counts"]["not_visible"] == 1
-    assert "- Car-Body: First Gear" in result["diff_markdown"]
+    assert result.counts.not_visible == 1
+    assert "- Car-Body: First Gear" in result.diff_markdown
     car = load_taxonomy(out / "taxonomy.yaml").part("Car", "Body")
     assert [(r.name, r.by) for r in car.removed if r.by == st.VISIBILITY_RULE] == [("First Gear", "not-visible")]
     assert "Door" in {s.name for s in car.subparts}

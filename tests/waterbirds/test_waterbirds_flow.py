@@ -37,13 +37,13 @@ def test_build_is_byte_reproducible_and_follows_the_splitter(source, tmp_path):
 
     # 90 birds per type, 2/3 on the aligned place: groups 60 / 30 / 30 / 60; val 5 + test 10 leave
     # 45 / 15 / 15 / 45, so m = 15 and N = 30 per class.
-    counts = first["counts"]
+    counts = first.counts
     assert counts["per_group"] == {"landbird on land": 60, "landbird on water": 30,
                                    "waterbird on land": 30, "waterbird on water": 60}
     assert counts["splits"]["rho_0.5"]["train"] == [15, 15, 15, 15]
     assert counts["splits"]["rho_0.95"]["train"] == [28, 2, 2, 28]
     assert counts["splits"]["rho_0.95"]["val"] == [5] * 4 and counts["splits"]["rho_0.95"]["test"] == [10] * 4
-    assert {m["species"] for m in first["mislabels"]} == {"194.Eastern_Towhee", "088.Western_Meadowlark"}
+    assert {m["species"] for m in first.mislabels} == {"194.Eastern_Towhee", "088.Western_Meadowlark"}
 
     test = json.loads((a / "splits" / "rho_0.95" / "test.json").read_text())
     for image in test["images"]:
@@ -61,7 +61,7 @@ def test_substring_rule_changes_the_types(source, tmp_path):
     cub, places = source
     summary = build_waterbirds(cub, places, tmp_path / "w", WaterbirdsParams(species_match="substring", val_per_group=2,
                                                                             test_per_group=3))
-    assert summary["counts"]["per_class"] == {"landbird": 30, "waterbird": 150}
+    assert summary.counts.per_class == {"landbird": 30, "waterbird": 150}
 
 
 def test_evaluate_waterbirds_with_gt_masks_as_predictions(source, tmp_path):
@@ -75,7 +75,7 @@ def test_evaluate_waterbirds_with_gt_masks_as_predictions(source, tmp_path):
     for image in test["images"]:
         shutil.copy(dataset / image["mask_file"], predictions / f"{image['id']:012d}.png")
     result = evaluate_waterbirds(repo=repo, rev=None, predictions=predictions, out=tmp_path / "report")
-    summary = result["summary"]
+    summary = result.summary
     assert summary["num_images"] == 40
     assert summary["fg_decomposition"]["corr"] == 1.0 and summary["fg_decomposition"]["flip"] == 0.0
     assert summary["class_iou"]["waterbird"] == 1.0

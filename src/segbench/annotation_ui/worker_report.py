@@ -17,7 +17,7 @@ from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
 from segbench.core.reports import cell, figure_png, markdown_table
 from segbench.core.worker_quality import score_workers
-from segbench.schemas.rounds import Answer, ItemAnswer, Round
+from segbench.schemas.rounds import Answer, ItemAnswer, Round, WorkerSummary
 
 WORKERS_SUFFIX = ".workers"
 
@@ -28,23 +28,19 @@ def report_paths(store: RoundStore, key: str) -> dict[str, Path]:
 
 
 def write_worker_report(store: RoundStore, round_: Round, answers: Sequence[Answer], items: Sequence[ItemAnswer],
-                        qualified: set[str] | None, files_folder: Path) -> dict[str, Any]:
-    """Score the round's workers and write the report (and a qualification round's pass list).
-
-    Returns:
-        ``{"paths": {name: path}, "suspicious": n}``, and ``"passed": n`` for a qualification round.
-    """
+                        qualified: set[str] | None, files_folder: Path) -> WorkerSummary:
+    """Score the round's workers and write the report (and a qualification round's pass list)."""
     scored = score_workers(answers, items, gold.gold_index(round_), qualified=qualified)
     report = {"round": round_.key, "purpose": round_.purpose, "requires": round_.requires, **scored}
     paths = report_paths(store, round_.key)
     written = {"workers_json": write_json(paths["json"], report, indent=1),
                "workers_markdown": atomic_write_text(paths["md"], worker_markdown(report)),
                "workers_plot": atomic_write_bytes(paths["png"], worker_plot(report))}
-    out: dict[str, Any] = {"paths": written, "suspicious": len(report["suspicious"])}
+    passed = None
     if round_.purpose == "qualification":
         written.update(gold.write_pass_list(store, round_, report, files_folder))
-        out["passed"] = len(read_json(written["pass_list"])["passed"])
-    return out
+        passed = len(read_json(written["pass_list"])["passed"])
+    return WorkerSummary(paths=written, suspicious=len(report["suspicious"]), passed=passed)
 
 
 def worker_markdown(report: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ truth), and its summaries. Heavy imports (Prefect, pycocotools, the providers) h
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,6 +23,10 @@ from segbench.cli.common import (
 )
 from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
+
+if TYPE_CHECKING:
+    from segbench.schemas.cafe import CafeDemo, ExportSummary
+    from segbench.schemas.results import EvaluationResult
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -95,14 +99,14 @@ def build_candidates_command(
 
     summary = run_flow(ctx, build_cafe_candidates, sources, out or settings.data_root / "cafe_candidates", provider,
                        params, editor=editor, nltk_data=settings.work_dir / "nltk_data", force=force)
-    counts = summary["counts"]
+    counts = summary.counts
     console.out.print(console.key_values("CAFE candidates", {
-        "candidates": counts["candidates"], **{f"  {k}": v for k, v in counts["by_edit_type"].items()},
-        "prompt pairs": counts["prompt_pairs"],
-        "skipped": ", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none",
+        "candidates": counts.candidates, **{f"  {k}": v for k, v in counts.by_edit_type.items()},
+        "prompt pairs": counts.prompt_pairs,
+        "skipped": ", ".join(f"{k} {v}" for k, v in counts.skipped.items()) or "none",
         "provider": f"{provider.name} ({provider.model})", "editor": f"{editor.name} ({editor.model})",
-        "calls / cache hits": f"{summary['usage']['calls']} / {summary['usage']['cache_hits']}"}))
-    console.out.print(f"Candidates: [bold]{summary['out']}[/]\nNext: segbench build cafe-verification KEY")
+        "calls / cache hits": f"{summary.usage['calls']} / {summary.usage['cache_hits']}"}))
+    console.out.print(f"Candidates: [bold]{summary.out}[/]\nNext: segbench build cafe-verification KEY")
     console.out.print(build_status(summary))
 
 
@@ -172,13 +176,13 @@ def export_command(
     print_export(summary)
 
 
-def print_export(summary: dict[str, Any]) -> None:
-    counts = summary["counts"]
+def print_export(summary: ExportSummary) -> None:
+    counts = summary.counts
     console.out.print(console.key_values("CAFE", {
-        "samples (pairs)": counts["samples"], **{f"  {k}": v for k, v in counts["by_edit_type"].items()},
-        "not verified": counts["not_verified"], "prompt pairs": counts["prompt_pairs"],
-        "unique q+ / q-": f"{counts['unique_positive']} / {counts['unique_negative']}"}))
-    console.out.print(f"Dataset: [bold]{summary['out']}[/]")
+        "samples (pairs)": counts.samples, **{f"  {k}": v for k, v in counts.by_edit_type.items()},
+        "not verified": counts.not_verified, "prompt pairs": counts.prompt_pairs,
+        "unique q+ / q-": f"{counts.unique_positive} / {counts.unique_negative}"}))
+    console.out.print(f"Dataset: [bold]{summary.out}[/]")
     console.out.print(build_status(summary))
 
 
@@ -225,10 +229,10 @@ def evaluate_cafe_command(
     print_cafe_evaluation(result)
 
 
-def print_cafe_evaluation(result: dict[str, Any]) -> None:
+def print_cafe_evaluation(result: EvaluationResult) -> None:
     from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 
-    m = result["summary"]
+    m = result.summary
     params = m["params"]
     title = f"CAFE (t = {params['score_threshold']:g}, τ = {params['iou_threshold']:g})"
     if m.get("calibration"):
@@ -239,7 +243,7 @@ def print_cafe_evaluation(result: dict[str, Any]) -> None:
         console.out.print(console.table(heading, ["subset", *columns],
                                         [[s, *(m[s][c] for c in columns)] for s in (*SUBSETS, OVERALL)]))
     print_ignored(m.get("ignored"))
-    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
 def print_ignored(ignored: dict[str, Any] | None, label: str = "") -> None:
@@ -281,7 +285,7 @@ def evaluate_cgf1_command(
     if each:
         print_cgf1_each(result)
         return
-    m = result["summary"]
+    m = result.summary
     console.out.print(console.key_values("cgF1", {
         "images (IL TP / FP / TN / FN)": f"{m['num_images']} ({m['IL_TP']} / {m['IL_FP']} / {m['IL_TN']} / "
                                          f"{m['IL_FN']})",
@@ -289,21 +293,22 @@ def evaluate_cgf1_command(
                                       "IL_FPR")},
     }))
     print_ignored(m.get("ignored"))
-    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
-def print_cgf1_each(result: dict[str, Any]) -> None:
-    files = result["summary"]["files"]
+def print_cgf1_each(result: EvaluationResult) -> None:
+    files = result.summary["files"]
     columns = ("num_images", "cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "IL_FPR")
     console.out.print(console.table("cgF1, each ground truth in turn", ["ground truth", *columns, "ignored"],
                                     [[Path(f["ground_truth"]).name, *(f[c] for c in columns),
                                       f["ignored"]["predictions"]] for f in files]))
     for f in files:
         print_ignored(f["ignored"], label=f"{Path(f['ground_truth']).name}: ")
-    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
-def print_demo(results: dict[str, Any], provider: Any) -> None:
+def print_demo(results: CafeDemo, provider: Any) -> None:
     """CAFE's part of the demo: the export of the verified pairs and the prompt-blind baseline's evaluation."""
-    print_export(results["export"])
-    print_cafe_evaluation(results["evaluation"])
+    print_export(results.export)
+    if results.evaluation is not None:
+        print_cafe_evaluation(results.evaluation)

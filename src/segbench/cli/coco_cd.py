@@ -7,7 +7,7 @@ Flows are imported inside the commands, so ``--help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
+
+if TYPE_CHECKING:
+    from segbench.schemas.coco_cd import CocoCdBuildSummary, CocoCdDemo
 
 AUDIT_KIND = "coco_cd_context_audit"  # the kind's one name: in round records, `rounds list` and here
 _KIND_ALIASES = {"coco-cd-audit": AUDIT_KIND}  # what --kind took before the names were unified
@@ -100,24 +103,24 @@ def build_command(
                        publish_data_dir=relative_to_repo(settings.data_root, repo), shard_size=shard_size, force=force)
     print_build(summary)
     if publish:
-        print_publish(summary["publish"])
+        print_publish(summary.publish)
 
 
-def print_build(summary: dict[str, Any]) -> None:
+def print_build(summary: CocoCdBuildSummary) -> None:
     """The counts of a COCO-CD build, its group counts per ρ and split, and where it is."""
-    counts = summary["counts"]
+    counts = summary.counts
     console.out.print(console.key_values("COCO-CD", {
-        "source images": counts["source_images"],
-        "with cat or dog": counts["with_target_class"],
-        "  both classes (excluded)": counts["both_classes"],
-        "  foreground too small / too large": f"{counts['fg_too_small']} / {counts['fg_too_large']}",
-        "retained": counts["kept"],
-        "  indoor / outdoor / unknown": "{indoor} / {outdoor} / {unknown}".format(**counts["context"]),
-        "usable for splits": counts["usable"],
-        "skipped (see skipped.json)": sum(summary["skipped"].values()),
+        "source images": counts.source_images,
+        "with cat or dog": counts.with_target_class,
+        "  both classes (excluded)": counts.both_classes,
+        "  foreground too small / too large": f"{counts.fg_too_small} / {counts.fg_too_large}",
+        "retained": counts.kept,
+        "  indoor / outdoor / unknown": "{indoor} / {outdoor} / {unknown}".format(**counts.context),
+        "usable for splits": counts.usable,
+        "skipped (see skipped.json)": sum(summary.skipped.values()),
     }))
-    flip.print_group_counts(counts, ["cat indoors", "cat outdoors", "dog indoors", "dog outdoors"])
-    out = display_path(Path(summary["out"]))
+    flip.print_group_counts(counts.splits, ["cat indoors", "cat outdoors", "dog indoors", "dog outdoors"])
+    out = display_path(summary.out)
     console.out.print(f"Dataset: [bold]{out}[/]  (tables in {out}/tables)")
     console.out.print(build_status(summary))
 
@@ -154,8 +157,9 @@ def create_audit_command(
     console.out.print(f"Next: segbench rounds launch {key}")
 
 
-def print_demo(results: dict[str, Any], provider: Any) -> None:
+def print_demo(results: CocoCdDemo, provider: Any) -> None:
     """COCO-CD's part of the demo: the build, the context audit and the baseline's evaluation."""
-    print_build(results["build"])
-    print_ingest(results["audit"])
-    flip.print_evaluation(results["evaluation"])
+    print_build(results.build)
+    print_ingest(results.audit)
+    if results.evaluation is not None:
+        flip.print_evaluation(results.evaluation)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from segbench import console
 from segbench.settings import Settings
+
+if TYPE_CHECKING:
+    from segbench.schemas.results import Result
 
 
 def settings_of(ctx: typer.Context) -> Settings:
@@ -55,19 +57,19 @@ FORCE_BUILD = typer.Option(False, "--force", help="Rebuild even when the output 
 FORCE_EVALUATION = typer.Option(False, "--force", help="Evaluate again even when the report is up to date.")
 
 
-def build_status(summary: Mapping[str, Any]) -> str:
+def build_status(summary: Result) -> str:
     """``Up to date`` (with how to rebuild), or how many units ran and how many a killed run had finished."""
-    if summary.get("up_to_date"):
+    if summary.up_to_date:
         return "[green]Up to date[/]: same inputs, options and builder version; nothing rebuilt (--force rebuilds)."
-    units = summary.get("units")
+    units = summary.units
     if not units:
         return "[green]Built.[/]"
-    return f"[green]Built[/]: {units['computed']} unit(s) computed, {units['reused']} reused from an interrupted run."
+    return f"[green]Built[/]: {units.computed} unit(s) computed, {units.reused} reused from an interrupted run."
 
 
-def print_up_to_date(result: Mapping[str, Any], out: str | Path) -> None:
+def print_up_to_date(result: Result, out: str | Path) -> None:
     """Say so when the evaluation found its report up to date (the summary printed next is that report's)."""
-    if result.get("up_to_date"):
+    if result.up_to_date:
         console.out.print(f"Evaluation up to date: {display_path(Path(out))} (nothing it reads changed; "
                           "--force evaluates again).")
 

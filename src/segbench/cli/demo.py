@@ -34,10 +34,10 @@ def demo_command(
         result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                           reports_dir=settings.reports_dir, provider=provider, seed=seed, dvc_remote=settings.dvc_remote,
                           spacy_model=settings.spacy_model, editor=editor)
-    for name, results in result["datasets"].items():
+    for name, results in result.datasets.items():
         registry.dataset(name).load("demo_printer")(results, provider)
-    print_publish(result["publish"])
+    print_publish(result.publish)
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
-    width = max(map(len, result["paths"]))
-    for label, path in result["paths"].items():
+    width = max(map(len, result.paths))
+    for label, path in result.paths.items():
         console.out.print(f"  {label:<{width}}  {display_path(Path(path))}")

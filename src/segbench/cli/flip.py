@@ -7,7 +7,7 @@ import enum
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,6 +21,9 @@ from segbench.cli.common import (
     settings_of,
 )
 from segbench.core.paths import check_output_folder
+
+if TYPE_CHECKING:
+    from segbench.schemas.results import EvaluationResult
 
 REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
 REPO = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc.")
@@ -79,18 +82,18 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
     print_evaluation(result)
 
 
-def print_group_counts(counts: dict[str, Any], groups: list[str]) -> None:
+def print_group_counts(splits: dict[str, dict[str, list[int]]], groups: list[str]) -> None:
     """The images of each group per ρ and split of a build, ``groups`` naming them ("cat indoors", "landbird on land")."""
     # Sorted: a fresh build and an up-to-date one (read back from JSON) list the rows in the same order.
     order = {"train": 0, "val": 1, "test": 2}
-    rows = [[rho, split, *values, sum(values)] for rho, splits in sorted(counts["splits"].items())
-            for split, values in sorted(splits.items(), key=lambda item: (order.get(item[0], 3), item[0]))]
+    rows = [[rho, split, *values, sum(values)] for rho, by_split in sorted(splits.items())
+            for split, values in sorted(by_split.items(), key=lambda item: (order.get(item[0], 3), item[0]))]
     console.out.print(console.table("Group counts", ["ρ", "split", *groups, "total"], rows))
 
 
-def print_evaluation(result: dict[str, Any]) -> None:
+def print_evaluation(result: EvaluationResult) -> None:
     """The flip-metric summary of one evaluation, with the dataset's own class names."""
-    m = result["summary"]
+    m = result.summary
     fg = m["fg_decomposition"]
     first, second = (name for name in m["class_iou"] if name != "background")
     console.out.print(console.key_values("Evaluation", {
@@ -104,7 +107,7 @@ def print_evaluation(result: dict[str, Any]) -> None:
             f"{_fmt(m['gaps'][first]['gap'])} / {_fmt(m['gaps'][second]['gap'])}",
         "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
     }))
-    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
 def _fmt(value: float | None) -> str:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from segbench import console, registry
 from segbench.cli.common import display_path, settings_of
 from segbench.core.errors import InputError, ServiceError
+
+if TYPE_CHECKING:
+    from segbench.schemas.rebuild import RebuildResult
 
 _PLAN = typer.Option(..., "--plan", help="Rebuild plan (TOML): a table per dataset, evaluate entries, publish, "
                                          "schedule entries.")
@@ -55,17 +58,17 @@ def rebuild_command(
     print_steps(result)
 
 
-def print_steps(result: dict[str, Any]) -> None:
+def print_steps(result: RebuildResult) -> None:
     rows = []
-    for step in result["steps"]:
-        units = step["units"]
-        rows.append([step["step"], step["status"], f"{units['computed']} / {units['reused']}" if units else None,
-                     f"{step['seconds']:.1f}", _shown(step["out"])])
-    console.out.print(console.table(f"Rebuild of {display_path(Path(result['plan']))}",
+    for step in result.steps:
+        units = step.units
+        rows.append([step.step, step.status, f"{units.computed} / {units.reused}" if units else None,
+                     f"{step.seconds:.1f}", _shown(step.out)])
+    console.out.print(console.table(f"Rebuild of {display_path(result.plan)}",
                                     ["step", "result", "units computed / reused", "seconds", "output"], rows))
-    idle = sum(step["up_to_date"] for step in result["steps"])
-    total = sum(step["seconds"] for step in result["steps"])
-    console.out.print(f"{len(result['steps']) - idle} step(s) did work, {idle} up to date; {total:.1f} s "
+    idle = sum(step.up_to_date for step in result.steps)
+    total = sum(step.seconds for step in result.steps)
+    console.out.print(f"{len(result.steps) - idle} step(s) did work, {idle} up to date; {total:.1f} s "
                       "(--force rebuilds what is up to date).")
 
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from segbench import console
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
+
+if TYPE_CHECKING:
+    from segbench.schemas.rounds import RoundIngest
 
 app = typer.Typer(help="Human annotation rounds on Label Studio or as files for an external crowd.",
                   no_args_is_help=True)
@@ -162,38 +165,36 @@ def ingest(
     with command_lock(ctx):
         result = ingest_round(settings.data_root, key, settings.label_studio(), on_error,
                               aggregation.value if aggregation else None)
+    console.set_summary(result)
     print_ingest(result)
 
 
-def print_ingest(result: dict[str, Any]) -> None:
+def print_ingest(result: RoundIngest) -> None:
     """What an ingest brought back: answers, agreement per question, the reports it wrote."""
-    console.set_summary(result)
-    counts = result["counts"]
-    console.out.print(console.key_values(f"Round {result['round'].key} ingested", {
+    counts = result.counts
+    console.out.print(console.key_values(f"Round {result.round.key} ingested", {
         "answers": counts["answers"], "items answered": f"{counts['items_answered']} / {counts['items']}",
         "annotators": counts["annotators"], "skipped": counts["skipped"],
-        "aggregation": result["round"].aggregation, "answers file": result["answers"],
+        "aggregation": result.round.aggregation, "answers file": str(result.answers),
     }))
     if not counts["answers"]:
-        console.err.print(f"[yellow]No answers yet[/] for round {result['round'].key}: ingest again once "
+        console.err.print(f"[yellow]No answers yet[/] for round {result.round.key}: ingest again once "
                           "annotators have answered.")
-    for control, summary in result["agreement"].items():
+    for control, summary in result.agreement.items():
         console.out.print(console.key_values(f"Agreement on '{control}'", {
             "mean agreement rate": summary.get("mean_agreement"),
             _kappa_label(summary["method"]): summary["kappa"] if summary["kappa"] is not None
             else f"n/a ({summary['reason']})",
             "Krippendorff's α": summary["alpha"] if summary.get("alpha") is not None else "n/a",
         }))
-    for name, path in result["reports"].items():
+    for name, path in result.reports.items():
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
-    workers = result.get("workers")
-    if workers:
-        console.out.print(f"worker report: [bold]{workers['paths']['workers_markdown']}[/] "
-                          f"({workers['suspicious']} suspicious)")
-    if workers and "passed" in workers:
-        console.out.print(f"pass list: [bold]{workers['paths']['pass_list']}[/] ({workers['passed']} passed)"
-                          + (f"; MTurk qualification upload: {workers['paths']['qualification_csv']}"
-                             if "qualification_csv" in workers["paths"] else ""))
+    workers = result.workers
+    console.out.print(f"worker report: [bold]{workers.paths['workers_markdown']}[/] ({workers.suspicious} suspicious)")
+    if workers.passed is not None:
+        console.out.print(f"pass list: [bold]{workers.paths['pass_list']}[/] ({workers.passed} passed)"
+                          + (f"; MTurk qualification upload: {workers.paths['qualification_csv']}"
+                             if "qualification_csv" in workers.paths else ""))
 
 
 def _kappa_label(method: str | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,6 +24,10 @@ from segbench.cli.common import (
 from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
 from segbench.core.paths import check_output_folder
+
+if TYPE_CHECKING:
+    from segbench.schemas.results import EvaluationResult
+    from segbench.schemas.spin_results import SpinBuildSummary, SpinDemo, TaxonomySummary
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
 
@@ -81,24 +85,24 @@ def build_taxonomy_command(
     print_taxonomy(result, provider)
 
 
-def print_taxonomy(result: dict, provider: Any, *, diff: bool = True) -> None:
+def print_taxonomy(result: TaxonomySummary, provider: Any, *, diff: bool = True) -> None:
 
-    if diff and not result.get("up_to_date"):
-        console.out.print(result["diff_markdown"])
-    counts = result["counts"]
+    if diff and not result.up_to_date:
+        console.out.print(result.diff_markdown)
+    counts = result.counts
     console.out.print(console.key_values("SPIN taxonomy", {
-        "parts": counts["parts"], "subparts (object-specific)": f"{counts['subparts']} ({counts['object_specific']})",
-        "proposed / not visible / removed": f"{counts['proposed']} / {counts.get('not_visible', 0)} / {counts['removed']}",
+        "parts": counts.parts, "subparts (object-specific)": f"{counts.subparts} ({counts.object_specific})",
+        "proposed / not visible / removed": f"{counts.proposed} / {counts.not_visible} / {counts.removed}",
         "provider": f"{provider.name} ({provider.model})",
         **({"proposer vs reference (recall / precision)":
-            f"{_share(counts['proposer_matched_reference'], counts['reference_subparts'])} / "
-            f"{_share(counts['proposer_matched_proposals'], counts['proposed'] - counts.get('not_visible', 0))} "
-            f"of {counts['reference_subparts']}",
+            f"{_share(counts.proposer_matched_reference or 0, counts.reference_subparts)} / "
+            f"{_share(counts.proposer_matched_proposals or 0, counts.proposed - counts.not_visible)} "
+            f"of {counts.reference_subparts}",
             "proposer recall before the visibility check":
-            _share(counts.get('proposer_matched_reference_before_visibility', 0), counts['reference_subparts'])}
-           if "reference_subparts" in counts else {}),
-        "rules that changed nothing": ", ".join(result["unused_rules"]) or "none",
-        "taxonomy": result["paths"]["taxonomy"], "diff": result["paths"]["diff"]}))
+            _share(counts.proposer_matched_reference_before_visibility or 0, counts.reference_subparts)}
+           if counts.reference_subparts is not None else {}),
+        "rules that changed nothing": ", ".join(result.unused_rules) or "none",
+        "taxonomy": str(result.paths["taxonomy"]), "diff": str(result.paths["diff"])}))
     console.out.print(build_status(result))
 
 
@@ -192,7 +196,7 @@ def import_command(
         result = import_spin_round(settings.data_root, round_key, results=results, parts=parts, taxonomy=taxonomy,
                                    containment=containment, on_error=on_error,
                                    mask_aggregation=mask_aggregation.value)
-    report = result["report"]
+    report = result.report
     console.out.print(console.key_values(f"SPIN round {round_key}", {
         "answers": report["answers"], "items answered": report["items_answered"],
         "subparts resolved": report["resolved"], "absent / no voters": f"{report['absent']} / {report['no_voters']}",
@@ -200,7 +204,7 @@ def import_command(
         **({"empty aggregate masks (not resolved)": len(report["empty_aggregate"])}
            if "empty_aggregate" in report else {}),
         **{f"flag {k}": v for k, v in report["flags"].items()},
-        "skipped rows": report["skipped"]["count"], "resolved": result["paths"]["resolved"]}))
+        "skipped rows": report["skipped"]["count"], "resolved": str(result.paths["resolved"])}))
 
 
 def build_spin_command(
@@ -229,24 +233,22 @@ def build_spin_command(
     print_build(run_flow(ctx, build_spin, partimagenet_root, data_root, params, force=force))
 
 
-def print_build(summary: dict) -> None:
-    overall = summary["counts"]["composition"]["overall"]
-    console.out.print(console.key_values(f"SPIN → {summary['out']}", {
+def print_build(summary: SpinBuildSummary) -> None:
+    overall = summary.counts.composition["overall"]
+    console.out.print(console.key_values(f"SPIN → {summary.out}", {
         "images": overall["images"],
         **{f"{level} (categories / annotations)": f"{o['categories_used']} / {o['annotations']}"
            for level, o in ((lv, overall[lv]) for lv in ("wholes", "parts", "subparts"))},
-        "left out: no parts / over the cap": f"{sum(summary['counts']['without_parts'].values())} / "
-                                             f"{summary['counts']['over_cap']}",
-        **_filter_rows(summary["counts"].get("filters")),
-        "skipped records": summary["skipped"],
+        "left out: no parts / over the cap": f"{sum(summary.counts.without_parts.values())} / "
+                                             f"{summary.counts.over_cap}",
+        **_filter_rows(summary.counts.filters),
+        "skipped records": summary.skipped,
     }))
     console.out.print(build_status(summary))
 
 
-def _filter_rows(filters: dict[str, Any] | None) -> dict[str, Any]:
-    """The §8.3 filters' counts (absent from summaries of builds made before they were counted)."""
-    if not filters:
-        return {}
+def _filter_rows(filters: dict[str, Any]) -> dict[str, Any]:
+    """The §8.3 filters' counts."""
     ambiguous = ", ".join(f"{name} {n}" for name, n in filters["ambiguous_part_annotations"].items())
     over = ", ".join(f"{sup} {sum(by_split.values())}" for sup, by_split in filters["over_cap"].items()) or "none"
     return {"ambiguous parts (annotations, no subparts)": ambiguous, "over the cap per super-category": over,
@@ -307,12 +309,12 @@ def evaluate_spin_command(
                       answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
     print_up_to_date(result, out)
     print_summary(result)
-    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
-def print_summary(result: dict[str, Any]) -> None:
+def print_summary(result: EvaluationResult) -> None:
     """One table of the headline numbers per prompt kind (percentages, as the seed prints them)."""
-    summary = result["summary"]
+    summary = result.summary
     rows = []
     for prompt, p in summary["prompts"].items():
         levels, spcs = p["levels"], p["spcs"]
@@ -339,9 +341,9 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}"
 
 
-def print_demo(results: dict[str, Any], provider: Any) -> None:
+def print_demo(results: SpinDemo, provider: Any) -> None:
     """SPIN's part of the demo: taxonomy, crowd rounds, dataset and the parent-mask baseline's evaluation."""
-    print_taxonomy(results["taxonomy"], provider, diff=False)
-    console.out.print(console.key_values("SPIN crowd rounds", {"rounds": len(results["rounds"]), **results["crowd"]}))
-    print_build(results["spin"])
-    print_summary(results["evaluation"])
+    print_taxonomy(results.taxonomy, provider, diff=False)
+    console.out.print(console.key_values("SPIN crowd rounds", {"rounds": len(results.rounds), **results.crowd}))
+    print_build(results.spin)
+    print_summary(results.evaluation)

@@ -7,7 +7,7 @@ Flows and spaCy are imported inside the commands, so ``--help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,6 +23,10 @@ from segbench.cli.common import (
 )
 from segbench.core.errors import InputError
 from segbench.core.paths import check_output_folder
+
+if TYPE_CHECKING:
+    from segbench.schemas.results import EvaluationResult
+    from segbench.schemas.vocab import VocabBuildSummary, VocabDemo
 
 vocab_app = typer.Typer(help="Valid vocabularies: map descriptions onto them.", no_args_is_help=True)
 
@@ -67,19 +71,19 @@ def build_command(
     print_build(summary, provider)
 
 
-def print_build(summary: dict[str, Any], provider: Any) -> None:
+def print_build(summary: VocabBuildSummary, provider: Any) -> None:
     """The counts of a vocabulary build and what the provider answered."""
-    counts = summary["counts"]
-    usage = summary["usage"]
-    console.out.print(console.key_values(f"Vocabulary {summary['dataset']}", {
-        "captions (distinct)": f"{counts['captions']} ({counts['distinct_captions']})",
-        "nouns kept": counts["nouns"], "categories": counts["categories"], "candidates judged": counts["candidates"],
-        **{f"  {level}": n for level, n in counts["levels"].items()},
+    counts = summary.counts
+    usage = summary.usage
+    console.out.print(console.key_values(f"Vocabulary {summary.dataset}", {
+        "captions (distinct)": f"{counts.captions} ({counts.distinct_captions})",
+        "nouns kept": counts.nouns, "categories": counts.categories, "candidates judged": counts.candidates,
+        **{f"  {level}": n for level, n in counts.levels.items()},
         "provider": f"{provider.name} ({provider.model})",
         "calls / cache hits": f"{usage['calls']} / {usage['cache_hits']}",
         "tokens in / out": f"{usage['prompt_tokens']} / {usage['completion_tokens']}",
     }))
-    console.out.print(f"Vocabulary: [bold]{display_path(Path(summary['out']))}[/]")
+    console.out.print(f"Vocabulary: [bold]{display_path(summary.out)}[/]")
     console.out.print(build_status(summary))
 
 
@@ -118,9 +122,9 @@ def evaluate_command(
     print_evaluation(result)
 
 
-def print_evaluation(result: dict[str, Any]) -> None:
+def print_evaluation(result: EvaluationResult) -> None:
     """The LAC summary: each level's scores, the curve's area and the baseline."""
-    m = result["summary"]
+    m = result.summary
     values = {lv["level"]: f"mIoU {_fmt(lv['miou'])}  pACC {_fmt(lv['pacc'])}" for lv in m["levels"]}
     if m.get("pq") is not None:
         for lv in m["levels"]:
@@ -131,7 +135,7 @@ def print_evaluation(result: dict[str, Any]) -> None:
     if m["baseline"]:
         values["Sentence-BERT mIoU"] = _fmt(m["baseline"]["miou"])
     console.out.print(console.key_values(f"LAC ({m['num_images']} images, {m['num_regions']} regions)", values))
-    console.out.print(f"Report: [bold]{display_path(Path(result['paths']['report']))}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
 def _fmt(value: float | None) -> str:
@@ -173,6 +177,6 @@ def map_command(
     }))
 
 
-def print_demo(results: dict[str, Any], provider: Any) -> None:
+def print_demo(results: VocabDemo, provider: Any) -> None:
     """The vocabulary's part of the demo: its build."""
-    print_build(results["build"], provider)
+    print_build(results.build, provider)

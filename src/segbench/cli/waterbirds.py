@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from segbench.cli.common import (
 )
 from segbench.cli.publish import print_publish
 from segbench.core.errors import OnError
+
+if TYPE_CHECKING:
+    from segbench.schemas.waterbirds import WaterbirdsBuildSummary, WaterbirdsDemo
 
 
 class SpeciesMatch(str, enum.Enum):
@@ -92,24 +95,24 @@ def build_command(
                        publish_data_dir=relative_to_repo(settings.data_root, repo), shard_size=shard_size, force=force)
     print_build(summary)
     if publish:
-        print_publish(summary["publish"])
+        print_publish(summary.publish)
 
 
-def print_build(summary: dict[str, Any]) -> None:
+def print_build(summary: WaterbirdsBuildSummary) -> None:
     """The counts of a Waterbirds-seg build, its group counts per ρ and split, and where it is."""
-    counts = summary["counts"]
+    counts = summary.counts
     console.out.print(console.key_values("Waterbirds-seg", {
-        "birds": counts["birds"], **{f"  {k}": v for k, v in counts["per_class"].items()},
-        **{f"  {k}": v for k, v in counts["per_group"].items()}, "rendered": counts["rendered"],
-        "substring-rule mislabels": ", ".join(m["species"] for m in summary["mislabels"]) or "none",
-        "skipped (see skipped.json)": sum(summary.get("skipped", {}).values()),
+        "birds": counts.birds, **{f"  {k}": v for k, v in counts.per_class.items()},
+        **{f"  {k}": v for k, v in counts.per_group.items()}, "rendered": counts.rendered,
+        "substring-rule mislabels": ", ".join(m["species"] for m in summary.mislabels) or "none",
+        "skipped (see skipped.json)": sum(summary.skipped.values()),
     }))
-    flip.print_group_counts(counts, ["landbird on land", "landbird on water", "waterbird on land",
-                                     "waterbird on water"])
-    console.out.print(f"Dataset: [bold]{display_path(Path(summary['out']))}[/]")
+    flip.print_group_counts(counts.splits, ["landbird on land", "landbird on water", "waterbird on land",
+                                            "waterbird on water"])
+    console.out.print(f"Dataset: [bold]{display_path(summary.out)}[/]")
     console.out.print(build_status(summary))
 
 
-def print_demo(results: dict[str, Any], provider: Any) -> None:
+def print_demo(results: WaterbirdsDemo, provider: Any) -> None:
     """Waterbirds-seg's part of the demo: its build."""
-    print_build(results["build"])
+    print_build(results.build)

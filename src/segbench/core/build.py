@@ -4,7 +4,8 @@ A flow describes its output as a :class:`Build` (where it goes, what its key cov
 :func:`run_build` a *body* that writes the output into a resumable stage and says what it made
 (:class:`Built`). ``run_build`` skips the body when the output is up to date, writes the manifest
 into the stage once the body returns, swaps the stage in, and returns the summary every build
-returns: ``out``, ``up_to_date``, ``counts``, ``units`` and the flow's own extras.
+returns, a model of the dataset's (:mod:`segbench.schemas.results`): ``out``, ``up_to_date``,
+``counts``, ``units`` and the flow's own extras.
 
 Evaluations go through :func:`segbench.core.evaluation_keys.run_evaluation`, which returns their
 result shape. The SPIN taxonomy, whose folder also holds the SPIN dataset, cannot be swapped in
@@ -21,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from segbench.core.errors import InputError, OutputError, SegbenchError
 from segbench.core.io import write_json
@@ -37,9 +38,9 @@ from segbench.core.resume import (
 )
 from segbench.locking import output_lock
 from segbench.schemas.manifest import Manifest
+from segbench.schemas.results import NO_UNITS, Result
 
-# What an output found up to date computed and replayed: nothing.
-NO_UNITS = {"computed": 0, "reused": 0}
+R = TypeVar("R", bound=Result)
 
 
 @dataclass(frozen=True)
@@ -85,15 +86,15 @@ class Build:
                               input_hashes=self.input_hashes, build_key=self.key, counts=built.counts,
                               seed=built.seed, skipped=built.skipped, outputs=outputs)
 
-    def summary(self, built: Built) -> dict[str, Any]:
+    def summary(self, built: Built, kind: type[R]) -> R:
         """The summary of a build that ran: what the body made."""
-        return {"out": str(self.out), "up_to_date": False, "counts": built.counts, "units": built.units,
-                **built.extras}
+        return kind.model_validate({"out": self.out, "up_to_date": False, "counts": built.counts,
+                                    "units": built.units, **built.extras})
 
-    def up_to_date_summary(self, counts: Mapping[str, Any], extras: Mapping[str, Any]) -> dict[str, Any]:
+    def up_to_date_summary(self, counts: Mapping[str, Any], extras: Mapping[str, Any], kind: type[R]) -> R:
         """The summary of a build that found its output up to date: the counts recorded when it was built."""
-        return {"out": str(self.out), "up_to_date": True, "counts": dict(counts), "units": dict(NO_UNITS),
-                **extras}
+        return kind.model_validate({"out": self.out, "up_to_date": True, "counts": dict(counts), "units": NO_UNITS,
+                                    **extras})
 
 
 @dataclass
@@ -120,15 +121,18 @@ class Built:
     sources: Mapping[str, str] | None = None
 
 
-def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
+def run_build(build: Build, body: Callable[..., Built], kind: type[R], *, force: bool = False,
               prepare: Callable[[], Any] | None = None,
               finished: Callable[[Manifest], Mapping[str, Any]] | None = None,
-              logger: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
+              logger: logging.Logger | logging.LoggerAdapter | None = None) -> R:
     """Make ``build.out`` with ``body`` unless it is up to date; return the build's summary.
 
     Args:
         body: writes the output into the stage it is given and returns what it made; called as
             ``body(stage)``, or ``body(stage, prepare())`` with ``prepare``.
+        kind: the dataset's summary model (a :class:`segbench.schemas.results.BuildSummary`). The
+            summary is validated before the manifest is written: a count the model does not know
+            fails the build and leaves the output as it was.
         force: run the body even when the output is up to date.
         prepare: work that comes after the up-to-date check but before the stage is made (loading
             and checking inputs), so that a bad input leaves no stage behind.
@@ -137,7 +141,7 @@ def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
         logger: where to say that the output is up to date (a flow's run logger).
 
     Returns:
-        ``{"out", "up_to_date", "counts", "units", **extras}`` (:meth:`Build.summary`).
+        ``kind`` made of ``out``, ``up_to_date``, ``counts``, ``units`` and the extras (:meth:`Build.summary`).
 
     Raises:
         Whatever ``prepare`` or ``body`` raise; after a failing body the stage is kept for the next
@@ -149,17 +153,18 @@ def run_build(build: Build, body: Callable[..., Built], *, force: bool = False,
             if logger is not None:
                 logger.info("%s is up to date", build.out)
             manifest = read_manifest(build.out, build.manifest_name)
-            return build.up_to_date_summary(manifest.counts, finished(manifest) if finished is not None else {})
+            return build.up_to_date_summary(manifest.counts, finished(manifest) if finished is not None else {}, kind)
         prepared = prepare() if prepare is not None else None
         try:
             with resumable_stage(build.out, build.key) as stage:
                 built = body(stage) if prepare is None else body(stage, prepared)
+                summary = build.summary(built, kind)
                 if build.sources_root is not None:
                     write_json(stage.path / SOURCES_NAME, {"files": dict(built.sources or {})}, indent=1)
                 write_manifest(stage.path, build.manifest(stage.path, built), build.manifest_name)
         except OSError as exc:
             raise _os_error(exc, build) from exc
-    return build.summary(built)
+    return summary
 
 
 def _os_error(exc: OSError, build: Build) -> SegbenchError:

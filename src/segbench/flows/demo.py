@@ -25,6 +25,7 @@ from segbench.core import clock, versioning
 from segbench.demo.world import generate_demo_world
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.flows.publish import publish_data
+from segbench.schemas.results import DemoPart, DemoResult
 
 # The time the demo's data records (2024-01-01 UTC), so every run of one seed is byte-identical and
 # the committed ``data.dvc`` names what ``make demo`` builds.
@@ -55,13 +56,13 @@ class DemoContext:
 class DemoStep:
     """One dataset's part of the demo.
 
-    ``build`` runs before publishing and returns the dataset's results, with a ``paths`` dict of
-    what is worth opening. ``evaluate``, if any, runs after publishing (it reads the published
+    ``build`` runs before publishing and returns the dataset's results (its :class:`DemoPart`, with
+    the paths worth opening). ``evaluate``, if any, runs after publishing (it reads the published
     version) and returns the results with the evaluation added.
     """
 
-    build: Callable[[DemoContext], dict[str, Any]]
-    evaluate: Callable[[DemoContext, dict[str, Any]], dict[str, Any]] | None = None
+    build: Callable[[DemoContext], DemoPart]
+    evaluate: Callable[[DemoContext, Any], DemoPart] | None = None
 
 
 @task(**task_name("generate-demo-world"), cache_policy=NO_CACHE)
@@ -72,7 +73,7 @@ def generate_world(root: Path, seed: int) -> Path:
 
 @flow(name="demo", flow_run_name=run_name("demo", ("seed",)))
 def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0,
-             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm", editor: Any = None) -> dict[str, Any]:
+             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm", editor: Any = None) -> DemoResult:
     """Run build → publish → predict → evaluate on the demo worlds, for every registered dataset.
 
     Args:
@@ -84,7 +85,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
             ``<work_dir>/dvc-remote``.
 
     Returns:
-        ``{"datasets": {name: that dataset's results}, "publish": PublishRecord, "paths": {label: path}}``.
+        Each dataset's results, the published version and every path worth opening.
     """
     repo, data_root, work_dir = Path(repo).resolve(), Path(data_root).resolve(), Path(work_dir).resolve()
     reports_dir = Path(reports_dir).resolve()
@@ -100,8 +101,8 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
                 results[name] = step.evaluate(context, results[name])
     paths = {"demo world (inputs)": world}
     for result in results.values():
-        paths |= result["paths"]
-    return {"datasets": results, "publish": record, "paths": paths | {"DVC pointer": repo / f"{context.data_dir}.dvc"}}
+        paths |= result.paths
+    return DemoResult(datasets=results, publish=record, paths=paths | {"DVC pointer": repo / f"{context.data_dir}.dvc"})
 
 
 def _publish(context: DemoContext, dvc_remote: str | None) -> Any:

@@ -16,7 +16,7 @@ Usage::
     predict_baseline(repo=".", rev=None, out="preds/baseline")
     result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline",
                               out="reports/coco_cd/baseline")
-    result["summary"]["fg_decomposition"]["flip"], result["paths"]["report"]
+    result.summary["fg_decomposition"]["flip"], result.paths["report"]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.flip import FlipEvaluation
+from segbench.schemas.results import EvaluationResult
 from segbench.tasks.flip import versions
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
@@ -99,7 +100,7 @@ def write_report_task(
 @flow(name="evaluate-coco-cd", flow_run_name=run_name("evaluate-coco-cd", ("rho", "split", "predictions", "rev")))
 def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float = 0.95,
                      split: str = "test", dataset_dir: str = "data/coco_cd", shard_size: int = DEFAULT_SHARD_SIZE,
-                     force: bool = False) -> dict[str, Any]:
+                     force: bool = False) -> EvaluationResult:
     """Evaluate a predictions directory on a COCO-CD split and write the report.
 
     Args:
@@ -112,9 +113,9 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"} shards, "summary": <metrics
-        dict>, "paths": {"metrics", "report", "per_group_iou", "flip_by_risk_decile": str}}``. An
-        up-to-date summary is read back from metrics.json.
+        The result: ``units`` count shards, ``summary`` is the metrics dict and ``paths`` names
+        ``metrics``, ``report``, ``per_group_iou`` and ``flip_by_risk_decile``. An up-to-date
+        summary is read back from metrics.json.
 
     Raises:
         InputError: split or masks missing/malformed; predictions missing (names the directory,
@@ -126,7 +127,7 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
 @flow(name="evaluate-waterbirds", flow_run_name=run_name("evaluate-waterbirds", ("rho", "split", "predictions", "rev")))
 def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path,
                         rho: float = 0.95, split: str = "test", dataset_dir: str = "data/waterbirds_seg",
-                        shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False) -> dict[str, Any]:
+                        shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False) -> EvaluationResult:
     """Evaluate a predictions directory on a Waterbirds-seg split: the COCO-CD metrics, with
     classes landbird/waterbird (label values 1/2) and contexts land/water.
 
@@ -138,7 +139,7 @@ def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Pa
 
 
 def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float,
-              split: str, dataset_dir: str, shard_size: int, names: FlipNames, force: bool) -> dict[str, Any]:
+              split: str, dataset_dir: str, shard_size: int, names: FlipNames, force: bool) -> EvaluationResult:
     """The body of both evaluation flows (runs inside the calling flow)."""
     logger = get_run_logger()
     repo, predictions = str(repo), str(predictions)
@@ -157,10 +158,10 @@ def _evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: s
     result = run_evaluation(build, lambda stage: _score(stage, repo, rev, dataset_dir, images, found, shard_size,
                                                        names, evaluated),
                             force=force, logger=logger)
-    if not result["up_to_date"]:
-        summary = result["summary"]
+    if not result.up_to_date:
+        summary = result.summary
         logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary["num_images"], fmt(summary["miou"]),
-                    fmt(summary["fg_decomposition"]["flip"]), result["paths"]["report"])
+                    fmt(summary["fg_decomposition"]["flip"]), result.paths["report"])
     publish_evaluation(names.dataset, result)
     return result
 
@@ -186,7 +187,7 @@ def _score(stage: Stage, repo: str, rev: str | None, dataset_dir: str, images: l
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
 
 
-def plan_evaluate(run: RebuildRun, entry: FlipEvaluation, dataset: Path, out: Path) -> dict[str, Any]:
+def plan_evaluate(run: RebuildRun, entry: FlipEvaluation, dataset: Path, out: Path) -> EvaluationResult:
     """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
     evaluate = registry.dataset(entry.dataset).load("evaluate_flow")
     return run.call(evaluate, repo=run.plan.repo, rev=None, out=out, predictions=entry.predictions, rho=entry.rho,

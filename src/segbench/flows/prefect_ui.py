@@ -20,6 +20,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.context import FlowRunContext
 
 from segbench.core.reports import cell
+from segbench.schemas.results import BuildSummary, EvaluationResult
 
 T = TypeVar("T")
 Shown = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -109,20 +110,20 @@ def _rows(value: Any, prefix: str = "") -> list[dict[str, str]]:
     return [{"what": prefix, "value": cell(value)}]
 
 
-def publish_build(dataset: str, summary: Mapping[str, Any]) -> None:
+def publish_build(dataset: str, summary: BuildSummary) -> None:
     """The build's summary as a table artifact ``build-<dataset>``: where it went, whether it was up to
     date, its counts (one row per count, nested counts as ``splits / rho_0.95 / test``) and units."""
-    rows = [{"what": "output", "value": _shown(summary.get("out"))},
-            {"what": "up to date", "value": cell(bool(summary.get("up_to_date")))}]
-    rows += _rows(summary.get("counts") or {})
-    rows += _rows({"units": summary["units"]}) if summary.get("units") else []
+    rows = [{"what": "output", "value": _shown(str(summary.out))},
+            {"what": "up to date", "value": cell(summary.up_to_date)}]
+    rows += _rows(summary.counts.model_dump(mode="json"))
+    rows += _rows({"units": summary.units.model_dump()}) if summary.units else []
     create_table_artifact(rows, key=artifact_key("build", dataset),
                           description=f"{dataset} build: counts of what was built")
 
 
-def publish_evaluation(dataset: str, result: Mapping[str, Any]) -> None:
+def publish_evaluation(dataset: str, result: EvaluationResult) -> None:
     """The evaluation's report (its tables, as ``report.md`` has them) as a Markdown artifact
     ``evaluation-<dataset>``."""
-    report = Path(result["paths"]["report"])
+    report = Path(result.paths["report"])
     create_markdown_artifact(report.read_text(encoding="utf-8"), key=artifact_key("evaluation", dataset),
                              description=f"{dataset} evaluation report ({report.parent.name})")

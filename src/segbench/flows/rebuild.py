@@ -28,7 +28,9 @@ from segbench.flows.prefect_ui import run_name
 from segbench.flows.publish import publish_data
 from segbench.flows.runner import RunnerSpec, runner_session, with_runner
 from segbench.locking import data_root_lock
-from segbench.schemas.rebuild import PlanEvaluation, RebuildPlan, StepReport
+from segbench.schemas.rebuild import PlanEvaluation, RebuildPlan, RebuildResult, StepReport
+from segbench.schemas.results import EvaluationResult, Result
+from segbench.schemas.versioning import PublishRecord
 from segbench.settings import Settings, load_settings
 
 
@@ -47,7 +49,7 @@ class RebuildRun:
     runner: RunnerSpec | None
     resolved: Settings
 
-    def call(self, child: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def call(self, child: Any, *args: Any, **kwargs: Any) -> Any:
         """Run a child flow (every one takes ``force``) on the rebuild's task runner."""
         if self.runner is not None:
             child = with_runner(child, self.runner)
@@ -93,7 +95,7 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
             secrets), so it resolves them itself, once, from ``data_root`` and ``work_dir``.
 
     Returns:
-        ``{"plan": str, "steps": [StepReport as dict, ...]}`` in the order the steps ran.
+        The plan and a report of each step, in the order the steps ran.
 
     Raises:
         InputError: a bad plan, an unknown step in ``only``, or an evaluation of a dataset not built.
@@ -120,7 +122,7 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
             for name, kind, action in _actions(run, step):
                 reports.append(_timed(name, kind, action))
                 logger.info("%s: %s in %.1f s", name, reports[-1].status, reports[-1].seconds)
-    return {"plan": str(plan_path), "steps": [report.model_dump() for report in reports]}
+    return RebuildResult(plan=plan_path, steps=reports)
 
 
 @contextlib.contextmanager
@@ -132,16 +134,18 @@ def _live_runner(spec: RunnerSpec | None) -> Iterator[RunnerSpec | None]:
         yield live
 
 
-def _timed(name: str, kind: str, action: Callable[[], dict[str, Any]]) -> StepReport:
+def _timed(name: str, kind: str, action: Callable[[], Result | PublishRecord]) -> StepReport:
     start = time.perf_counter()
-    summary = action()
-    up_to_date = bool(summary.get("up_to_date"))
+    done = action()
+    if isinstance(done, PublishRecord):
+        up_to_date, units, out = not done.changed, None, done.md5
+    else:
+        up_to_date, units, out = done.up_to_date, done.units, str(done.out)
     return StepReport(step=name, status="up to date" if up_to_date else kind, up_to_date=up_to_date,
-                      units=summary.get("units"), seconds=round(time.perf_counter() - start, 2),
-                      out=summary.get("out"))
+                      units=units, seconds=round(time.perf_counter() - start, 2), out=out)
 
 
-def _actions(run: RebuildRun, step: str) -> list[tuple[str, str, Callable[[], dict[str, Any]]]]:
+def _actions(run: RebuildRun, step: str) -> list[tuple[str, str, Callable[[], Result | PublishRecord]]]:
     """The (row name, what doing it is called, action) of one step; ``evaluate`` has one per entry."""
     if step == "evaluate":
         return [(f"evaluate:{name}", "evaluated", lambda e=entry, n=name: _evaluate(run, e, n))
@@ -154,20 +158,18 @@ def _actions(run: RebuildRun, step: str) -> list[tuple[str, str, Callable[[], di
 # --- evaluations and publish ----------------------------------------------------------------------
 
 
-def _evaluate(run: RebuildRun, entry: PlanEvaluation, name: str) -> dict[str, Any]:
+def _evaluate(run: RebuildRun, entry: PlanEvaluation, name: str) -> EvaluationResult:
     """Run one ``[[evaluate]]`` entry; the evaluation flow itself skips a report that is up to date."""
     dataset = run.dataset_dir(entry.dataset)
     if not (dataset / "manifest.json").is_file():
         raise InputError(f"evaluation {name}: the {entry.dataset} dataset is not built", path=dataset,
                          hint=f"add [{entry.dataset}] to the plan, or build it with segbench build first")
     out = Path(entry.out or run.settings().reports_dir / entry.dataset / f"rebuild-{name}")
-    result = registry.dataset(entry.dataset).load("plan_evaluate")(run, entry, dataset, out)
-    return {"out": str(out), "up_to_date": bool(result.get("up_to_date")), "units": result.get("units")}
+    return registry.dataset(entry.dataset).load("plan_evaluate")(run, entry, dataset, out)
 
 
-def _publish(run: RebuildRun) -> dict[str, Any]:
+def _publish(run: RebuildRun) -> PublishRecord:
     step, repo = run.plan.publish, run.plan.repo
-    record = publish_data(repo=str(repo), data_dir=run.relative(run.data_root), remote=step.remote,
-                          remote_url=step.remote_url or run.settings().dvc_remote, commit=step.commit,
-                          message=step.message)
-    return {"out": record.md5, "up_to_date": not record.changed}
+    return publish_data(repo=str(repo), data_dir=run.relative(run.data_root), remote=step.remote,
+                        remote_url=step.remote_url or run.settings().dvc_remote, commit=step.commit,
+                        message=step.message)

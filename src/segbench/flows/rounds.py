@@ -32,7 +32,7 @@ from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import write_json
 from segbench.core.reports import plain
 from segbench.flows.prefect_ui import run_name, task_name
-from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
+from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundIngest
 
 __all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
 
@@ -96,7 +96,7 @@ def fetch_answers(round_: Round, data_root: Path, label_studio: LabelStudioConne
 
 @flow(name="round-ingest", flow_run_name=run_name("round-ingest", ("key",)))
 def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None,
-                 on_error: OnError = OnError.FAIL, aggregation: str | None = None) -> dict[str, Any]:
+                 on_error: OnError = OnError.FAIL, aggregation: str | None = None) -> RoundIngest:
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
 
     ``aggregation`` (majority, dawid-skene, glad) defaults to the round's recorded method and is
@@ -134,12 +134,11 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
-    reports = {name: str(path) for name, path in kind.write_reports(
-        gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root)).items()}
+    reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
     workers = write_worker_report(store, ingested, answers + gold_answers, items, qualified, files_dir(data_root, key))
     get_run_logger().info("round %s ingested: %s", key, plain(counts))
-    return {"round": ingested, "counts": counts, "agreement": agreement, "answers": str(store.answers_path(key)),
-            "reports": reports, "workers": workers}
+    return RoundIngest(round=ingested, counts=counts, agreement=agreement, answers=store.answers_path(key),
+                       reports=reports, workers=workers)
 
 
 # --- close / cancel / list -----------------------------------------------------------------------

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from segbench.core.errors import OnError
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
+from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
+from segbench.schemas.rounds import RoundIngest
 
 # Share of each edit type among the targets by default: the released CAFE split sizes
 # (seed 000, Sec. 3: SM 1,111 / CC 593 / OC 442 of 2,146 samples).
@@ -171,3 +173,51 @@ class CafeEvaluation(PlanEvaluation):
 
     dataset: Literal["cafe"]
     params: CafeEvalParams = Field(default_factory=CafeEvalParams)
+
+
+# --- what the builds return ---------------------------------------------------------------------------------------
+
+
+class CandidatesCounts(Counts):
+    """The candidates a CAFE candidates build wrote, per edit type, and what it skipped."""
+
+    candidates: int
+    by_edit_type: dict[str, int]
+    skipped: dict[str, int] = Field(description="skipped items by error")
+    prompt_pairs: int
+
+
+class CandidatesSummary(BuildSummary):
+    """``build cafe-candidates``: the counts, the skips by error, what the provider spent in this run."""
+
+    counts: CandidatesCounts
+    skipped: dict[str, int]
+    usage: dict[str, int | float] = Field(description="calls, cache hits, retries, tokens, cost in USD")
+
+
+class ExportCounts(Counts):
+    """The verified samples a CAFE export wrote (each has its original and edited image) and the rest."""
+
+    samples: int
+    images: int
+    by_edit_type: dict[str, int]
+    not_verified: int
+    prompt_pairs: int
+    unique_positive: int
+    unique_negative: int
+
+
+class ExportSummary(BuildSummary):
+    """``build cafe``: the counts and the exported SA-Co files by subset (``CAFE``, ``CAFE_SM``, ...)."""
+
+    counts: ExportCounts
+    files: dict[str, Path]
+
+
+class CafeDemo(DemoPart):
+    """CAFE in the demo: candidates, their verification round, the export, and the baseline's evaluation."""
+
+    candidates: CandidatesSummary
+    verification: RoundIngest
+    export: ExportSummary
+    evaluation: EvaluationResult | None = None

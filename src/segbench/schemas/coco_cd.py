@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from segbench.core.errors import OnError
 from segbench.schemas.rebuild import PlanPath, PlanTable
+from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
+from segbench.schemas.rounds import RoundIngest
 
 Context = Literal["indoor", "outdoor", "unknown"]
 
@@ -102,3 +104,39 @@ class CocoCdStep(PlanTable):
     stuff_root: PlanPath
     out: PlanPath | None = Field(None, description="default: <data root>/coco_cd")
     params: CocoCdParams = Field(default_factory=CocoCdParams)
+
+
+# --- what a build returns ---------------------------------------------------------------------------
+
+
+class CocoCdCounts(Counts):
+    """The images at every stage of a COCO-CD build (seed 002 Table 4), and the group counts of each split."""
+
+    source_images: int
+    with_target_class: int
+    both_classes: int
+    fg_too_small: int
+    fg_too_large: int
+    invalid_segmentation: int
+    kept: int
+    context: dict[str, int] = Field(description="retained images per context: indoor, outdoor, unknown")
+    usable: int
+    rendered: int
+    train_per_class_total: int
+    splits: dict[str, dict[str, list[int]]] = Field(description="{ρ: {split: images per group}}")
+
+
+class CocoCdBuildSummary(BuildSummary):
+    """``build coco-cd``: the counts, the context coverage table and the skipped items by error."""
+
+    counts: CocoCdCounts
+    coverage: dict[str, dict[str, Any]]
+    skipped: dict[str, int]
+
+
+class CocoCdDemo(DemoPart):
+    """COCO-CD in the demo: the build, its context audit, and the baseline's evaluation."""
+
+    build: CocoCdBuildSummary
+    audit: RoundIngest
+    evaluation: EvaluationResult | None = None

@@ -33,6 +33,7 @@ from pydantic import (
 
 from segbench.core.errors import InputError
 from segbench.core.io import read_text
+from segbench.schemas.results import Units
 
 # The order a rebuild runs in: every dataset (in registry order), then the evaluations of what was
 # built, then one publish that versions the datasets and the reports together.
@@ -253,6 +254,15 @@ class StepReport(BaseModel):
     step: str = Field(description="a dataset, evaluate:<name>, or publish")
     status: Literal["built", "evaluated", "published", "up to date"]
     up_to_date: bool
-    units: dict[str, int] | None = Field(None, description="{computed, reused} units of a resumable build")
+    units: Units | None = Field(None, description="units of a resumable build")
     seconds: float
-    out: str | None = None
+    out: str | None = Field(None, description="the output folder, or the published version's md5")
+
+
+class RebuildResult(BaseModel):
+    """What ``segbench rebuild`` returns: the plan, and what each step did in the order they ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan: Path
+    steps: list[StepReport]

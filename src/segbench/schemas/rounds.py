@@ -13,7 +13,15 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from segbench.core.aggregation import METHODS
 
@@ -165,3 +173,34 @@ def slugify(label: str) -> str:
     Label configs name a subpart's controls ``has_<slug>``, and answers are read back by that name.
     """
     return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "x"
+
+
+class WorkerSummary(BaseModel):
+    """What the worker report of an ingest wrote: its files, the suspicious workers, and a qualification's passes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: dict[str, Path] = Field(description="workers_json, workers_markdown, workers_plot; pass_list, "
+                                               "qualification_csv for a qualification round")
+    suspicious: int
+    passed: int | None = Field(None, description="workers on the pass list (a qualification round only)")
+
+    @model_serializer(mode="wrap")
+    def _without_passed_outside_qualification(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.passed is None:
+            data.pop("passed", None)
+        return data
+
+
+class RoundIngest(BaseModel):
+    """What ``rounds ingest`` brought back: the round as recorded, counts, agreement per question, files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: Round
+    counts: dict[str, int] = Field(description="answers, items, items_answered, annotators, skipped; gold counts")
+    agreement: dict[str, dict[str, Any]] = Field(description="per control: mean agreement, κ and its method, α")
+    answers: Path = Field(description="the answers file, <key>.answers.json")
+    reports: dict[str, Path] = Field(description="the reports the round's kind wrote, by name")
+    workers: WorkerSummary

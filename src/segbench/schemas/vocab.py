@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from segbench.schemas.rebuild import PlanPath, PlanTable, resolve_plan_path
+from segbench.schemas.results import BuildSummary, Counts, DemoPart
 
 Relation = Literal["exact", "synonym", "hyponym", "meronym", "none"]
 LEVELS = ("exact", "synonyms", "hyponyms", "meronyms")  # cumulative levels of the lexical mapping
@@ -92,3 +93,33 @@ class VocabStep(PlanTable):
     @classmethod
     def _resolve_file(cls, value: str, info: ValidationInfo) -> str:
         return str(resolve_plan_path(Path(value), info)) if value.endswith(".json") else value
+
+
+# --- what a build returns ---------------------------------------------------------------------------
+
+
+class VocabCounts(Counts):
+    """What a vocabulary build read, asked and kept (seed 003 Table 1)."""
+
+    captions: int
+    distinct_captions: int
+    nouns: int
+    categories: int
+    candidates: int
+    questions: int
+    levels: dict[str, int] = Field(description="nouns at each level: exact, synonyms, hyponyms, meronyms")
+    answer_problems: dict[str, int] = Field(description="answers kept as 'none' or ignored, by problem")
+
+
+class VocabBuildSummary(BuildSummary):
+    """``build vocab``: the counts, the category set's name and what the provider spent in this run."""
+
+    counts: VocabCounts
+    dataset: str = Field(description="the category set, e.g. ade20k_150")
+    usage: dict[str, int | float] = Field(description="calls, cache hits, retries, tokens, cost in USD")
+
+
+class VocabDemo(DemoPart):
+    """The vocabulary in the demo: its build."""
+
+    build: VocabBuildSummary

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from segbench.core.errors import OnError
 from segbench.schemas.rebuild import PlanPath, PlanTable
+from segbench.schemas.results import BuildSummary, Counts, DemoPart
 
 LAND_PLACES = ("bamboo_forest", "forest/broadleaf")
 WATER_PLACES = ("ocean", "lake/natural")
@@ -48,3 +49,31 @@ class WaterbirdsStep(PlanTable):
     places_root: PlanPath
     out: PlanPath | None = Field(None, description="default: <data root>/waterbirds_seg")
     params: WaterbirdsParams = Field(default_factory=WaterbirdsParams)
+
+
+# --- what a build returns ---------------------------------------------------------------------------
+
+
+class WaterbirdsCounts(Counts):
+    """The birds of a Waterbirds-seg build per class and group, and the group counts of each split."""
+
+    birds: int
+    per_class: dict[str, int]
+    per_group: dict[str, int]
+    rendered: int
+    train_per_class_total: int
+    splits: dict[str, dict[str, list[int]]] = Field(description="{ρ: {split: images per group}}")
+
+
+class WaterbirdsBuildSummary(BuildSummary):
+    """``build waterbirds``: the counts, the species substring matching would mislabel, the skips by error."""
+
+    counts: WaterbirdsCounts
+    mislabels: list[dict[str, Any]]
+    skipped: dict[str, int]
+
+
+class WaterbirdsDemo(DemoPart):
+    """Waterbirds-seg in the demo: its build."""
+
+    build: WaterbirdsBuildSummary

@@ -40,7 +40,7 @@ from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage, describe_usage
-from segbench.schemas.cafe import CafeParams, Candidate, PlanAnswer, SourceSpec, Target
+from segbench.schemas.cafe import CafeParams, Candidate, CandidatesSummary, PlanAnswer, SourceSpec, Target
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
@@ -163,7 +163,8 @@ def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candida
 @flow(name="build-cafe-candidates",
       flow_run_name=run_name("build-cafe-candidates", from_params(CafeParams, seed="seed")))
 def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, params: CafeParams | None = None,
-                          editor: Any = None, nltk_data: Path | None = None, force: bool = False) -> dict[str, Any]:
+                          editor: Any = None, nltk_data: Path | None = None, force: bool = False
+                          ) -> CandidatesSummary:
     """Build CAFE candidates from COCO-format sources into ``out`` (staged: all or nothing).
 
     Args:
@@ -197,12 +198,12 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
                   input_hashes=hashes)
     skips = SkipReport()
     summary = run_build(build, lambda stage, planned: _edit_all(stage, *planned, sources, params, skips, editor),
-                        force=force, logger=logger,
+                        CandidatesSummary, force=force, logger=logger,
                         prepare=lambda: _plan_all(sources, params, skips, provider, nltk_data),
                         finished=lambda manifest: {"skipped": manifest.counts["skipped"],
                                                    "usage": {k: 0 for k in Usage.model_fields}})
-    if not summary["up_to_date"]:
-        logger.info("provider usage this run: %s", describe_usage(summary["usage"]))
+    if not summary.up_to_date:
+        logger.info("provider usage this run: %s", describe_usage(summary.usage))
     publish_build("cafe-candidates", summary)
     return summary
 

@@ -19,7 +19,7 @@ from segbench.flows.cafe.verification import CANDIDATES_DIR, create_cafe_verific
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.prefect_ui import run_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
-from segbench.schemas.cafe import CafeParams
+from segbench.schemas.cafe import CafeDemo, CafeParams
 
 VERIFICATION_KEY = "demo-cafe-verification"
 # The demo sources are tiny; take every target so each edit type gets several samples.
@@ -28,7 +28,7 @@ DEMO_PARAMS = {"plan_batch": 8, "edit_shard": 8}
 
 @flow(name="demo-cafe", flow_run_name=run_name("demo-cafe", ("seed",)))
 def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
-                  editor: Any = None) -> dict[str, Any]:
+                  editor: Any = None) -> CafeDemo:
     """Build CAFE end to end on generated sources, offline unless ``provider`` / ``editor`` say otherwise.
 
     Args:
@@ -50,34 +50,29 @@ def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
     write_results_csv(rows, files_dir(data_root, VERIFICATION_KEY) / "results" / "simulated-workers.csv")
     verification = ingest_round(data_root, VERIFICATION_KEY)
     export = build_cafe(data_root, VERIFICATION_KEY)
-    return {
-        "candidates": candidates,
-        "verification": verification,
-        "export": export,
-        "paths": {
-            "demo sources (inputs)": work_dir / "demo-cafe",
-            "CAFE candidates": data_root / CANDIDATES_DIR,
-            "verification report": verification["reports"]["verification_markdown"],
-            "CAFE (SA-Co)": Path(export["files"]["CAFE"]),
-            "CAFE prompt pairs": data_root / "cafe" / "tables" / "prompt_pairs.md",
-        },
-    }
+    return CafeDemo(candidates=candidates, verification=verification, export=export, paths={
+        "demo sources (inputs)": work_dir / "demo-cafe",
+        "CAFE candidates": data_root / CANDIDATES_DIR,
+        "verification report": verification.reports["verification_markdown"],
+        "CAFE (SA-Co)": export.files["CAFE"],
+        "CAFE prompt pairs": data_root / "cafe" / "tables" / "prompt_pairs.md",
+    })
 
 
-def build(context: DemoContext) -> dict[str, Any]:
+def build(context: DemoContext) -> CafeDemo:
     """Build CAFE on generated sources with the demo's language provider."""
     return run_cafe_demo(context.data_root, context.work_dir, context.provider, context.seed, editor=context.editor)
 
 
-def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
+def evaluate(context: DemoContext, results: CafeDemo) -> CafeDemo:
     """Evaluate the prompt-blind baseline on the published CAFE export (the failure CAFE exposes)."""
     predictions = context.work_dir / "predictions" / "cafe-prompt-blind.json"
-    write_json(predictions, prompt_blind_predictions(read_json(results["export"]["files"]["CAFE"])))
+    write_json(predictions, prompt_blind_predictions(read_json(results.export.files["CAFE"])))
     evaluation = evaluate_cafe(repo=context.repo, rev=None, gt=None, predictions=predictions,
                                out=context.reports_dir / "cafe" / "demo-prompt-blind",
                                dataset_dir=f"{context.data_dir}/cafe")
-    paths = results["paths"] | {"CAFE evaluation report": evaluation["paths"]["report"]}
-    return {**results, "evaluation": evaluation, "paths": paths}
+    paths = results.paths | {"CAFE evaluation report": evaluation.paths["report"]}
+    return results.model_copy(update={"evaluation": evaluation, "paths": paths})
 
 
 DEMO = DemoStep(build=build, evaluate=evaluate)

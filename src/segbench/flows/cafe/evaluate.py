@@ -13,7 +13,7 @@ Usage::
 
     from segbench.flows.cafe.evaluate import evaluate_cafe, evaluate_cgf1
     result = evaluate_cafe(repo=".", rev="v1", gt=None, predictions="sam3.json", out="reports/cafe/sam3")
-    result["summary"]["Overall"]["cgF1"], result["paths"]["report"]
+    result.summary["Overall"]["cgF1"], result.paths["report"]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.cafe import CafeEvalParams, CafeEvaluation
+from segbench.schemas.results import EvaluationResult
 from segbench.tasks.cafe import versions
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
 from segbench.tasks.cafe.cgf1_inputs import (
@@ -113,7 +114,7 @@ def write_cafe_report_task(out: str, metrics: dict[str, Any], evaluated: dict[st
 def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, predictions: str | Path,
                   out: str | Path, dataset_dir: str = "data/cafe", params: CafeEvalParams | None = None,
                   calibration_gt: str | Path | None = None,
-                  calibration_predictions: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+                  calibration_predictions: str | Path | None = None, force: bool = False) -> EvaluationResult:
     """Score COCO results on CAFE and write the report.
 
     Args:
@@ -128,8 +129,8 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"}, "summary": <metrics dict>,
-        "paths": {name: str}}``; an up-to-date run reads the metrics back from metrics.json.
+        The result, whose ``summary`` is the metrics dict; an up-to-date run reads the metrics back
+        from metrics.json.
 
     Raises:
         InputError: a malformed ground truth, predictions or pair, or half a calibration set.
@@ -152,11 +153,11 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
     build = Build(out=Path(out), dataset="eval/cafe", logic_version=versions.EVALUATION,
                   params={**inputs, **params.model_dump(mode="json")}, input_hashes=hashes)
     result = run_evaluation(build, lambda stage: _score_cafe(stage, repo, inputs, params), force=force, logger=logger)
-    _log_ignored(logger, result["summary"].get("ignored"), predictions)
-    if not result["up_to_date"]:
-        overall = result["summary"]["Overall"]
+    _log_ignored(logger, result.summary.get("ignored"), predictions)
+    if not result.up_to_date:
+        overall = result.summary["Overall"]
         logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], cell(overall["cgF1"]),
-                    cell(overall["AFPR"]), result["paths"]["report"])
+                    cell(overall["AFPR"]), result.paths["report"])
     publish_evaluation("cafe", result)
     return result
 
@@ -209,7 +210,7 @@ def write_cgf1_report_task(out: str, summary: dict[str, Any], evaluated: dict[st
 
 @flow(name="evaluate-cgf1", flow_run_name=run_name("evaluate-cgf1", ("predictions", "gts")))
 def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path,
-                  score_threshold: float = 0.5, force: bool = False, each: bool = False) -> dict[str, Any]:
+                  score_threshold: float = 0.5, force: bool = False, each: bool = False) -> EvaluationResult:
     """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
 
     Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth);
@@ -221,8 +222,8 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     Skipped when the report is up to date with these files and threshold, unless ``force``.
 
     Returns:
-        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"}, "summary": <cgF1 summary>,
-        "paths": {"metrics", "report", "cgf1_by_iou": str}}``.
+        The result, whose ``summary`` is the cgF1 summary and ``paths`` names ``metrics``, ``report``
+        and ``cgf1_by_iou``.
 
     Raises:
         InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
@@ -247,21 +248,21 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
 
     result = run_evaluation(build, score, force=force, logger=logger)
     publish_evaluation("cgf1", result)
-    for summary in result["summary"]["files"] if each else [result["summary"]]:
+    for summary in result.summary["files"] if each else [result.summary]:
         _log_ignored(logger, summary.get("ignored"), predictions)
     if each:
         return result
-    if not result["up_to_date"]:
-        summary = result["summary"]
+    if not result.up_to_date:
+        summary = result.summary
         logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", cell(summary["cgF1"]), cell(summary["IL_MCC"]),
-                    cell(summary["pmF1"]), result["paths"]["report"])
+                    cell(summary["pmF1"]), result.paths["report"])
     return result
 
 
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
 
 
-def plan_evaluate(run: RebuildRun, entry: CafeEvaluation, dataset: Path, out: Path) -> dict[str, Any]:
+def plan_evaluate(run: RebuildRun, entry: CafeEvaluation, dataset: Path, out: Path) -> EvaluationResult:
     """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
     return run.call(evaluate_cafe, repo=run.plan.repo, rev=None, out=out, gt=None, predictions=entry.predictions,
                     dataset_dir=run.relative(dataset), params=entry.params)

@@ -20,7 +20,7 @@ from segbench.core.io import atomic_write_text, read_json, write_json
 from segbench.core.resume import hash_inputs
 from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates
 from segbench.flows.prefect_ui import publish_build, run_name
-from segbench.schemas.cafe import CafeStep, Candidate
+from segbench.schemas.cafe import CafeStep, Candidate, ExportSummary
 from segbench.schemas.rounds import ItemAnswer, Round, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
 from segbench.tasks.cafe import pairs as cafe_pairs
@@ -33,7 +33,7 @@ VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
 
 
 @flow(name="build-cafe", flow_run_name=run_name("build-cafe", ("round_key",)))
-def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False) -> dict[str, Any]:
+def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False) -> ExportSummary:
     """Export the verified samples of an ingested verification round into ``out`` (default ``<data root>/cafe``).
 
     Writes ``CAFE.json`` and ``CAFE_{SM,CC,OC}.json`` (SA-Co format), ``images/`` (the edited images of
@@ -72,15 +72,16 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     if answers_path != store.answers_path(round_key):
         params["answers_of"] = answers_path.name[: -len(".answers.json")]
     build = Build(out=out, dataset="cafe", logic_version=versions.EXPORT, params=params, input_hashes=hashes)
-    files = {stem: str(out / f"{stem}.json") for stem in cafe_export.SUBSETS}
-    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, *verdicts, round_),
-                        force=force, prepare=lambda: _verdicts(round_, candidates_path, answers_path),
-                        logger=get_run_logger())
-    if not summary["up_to_date"]:
-        get_run_logger().info("exported %d of %d candidates", summary["counts"]["samples"],
-                              summary["counts"]["samples"] + summary["counts"]["not_verified"])
+    # Where the files are, whether exported now or found up to date.
+    files = {"files": {stem: out / f"{stem}.json" for stem in cafe_export.SUBSETS}}
+    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, *verdicts, round_, files),
+                        ExportSummary, force=force, prepare=lambda: _verdicts(round_, candidates_path, answers_path),
+                        finished=lambda _manifest: files, logger=get_run_logger())
+    if not summary.up_to_date:
+        get_run_logger().info("exported %d of %d candidates", summary.counts.samples,
+                              summary.counts.samples + summary.counts.not_verified)
     publish_build("cafe", summary)
-    return summary | {"files": files}  # where they are, whether exported now or found up to date
+    return summary
 
 
 def _ingested_round(round_: Round) -> Round:
@@ -116,7 +117,7 @@ def _verdicts(round_: Round, candidates_path: Path, answers_path: Path) -> tuple
 
 
 def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate], rejected: SkipReport,
-                  round_: Round) -> Built:
+                  round_: Round, extras: dict[str, Any]) -> Built:
     """Write the export of the ``verified`` candidates into ``stage`` and check it against the SA-Co format.
 
     Raises:
@@ -143,12 +144,12 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
     counts = {"samples": len(verified), "images": 2 * len(verified), "by_edit_type": stats["by_edit_type"],
               "not_verified": len(rejected), "prompt_pairs": stats["prompt_pairs"],
               "unique_positive": stats["unique_positive"], "unique_negative": stats["unique_negative"]}
-    return Built(counts=counts, skipped=len(rejected))
+    return Built(counts=counts, skipped=len(rejected), extras=extras)
 
 
 # --- the rebuild plan's [cafe] step --------------------------------------------------------------------
 
 
-def plan_step(run: RebuildRun, step: CafeStep) -> dict[str, Any]:
+def plan_step(run: RebuildRun, step: CafeStep) -> ExportSummary:
     """Build the CAFE export of a verified round from the ``[cafe]`` table of a rebuild plan."""
     return run.call(build_cafe, run.data_root, step.round, out=run.dataset_dir("cafe"))

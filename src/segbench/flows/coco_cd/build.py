@@ -35,7 +35,7 @@ from segbench.core.splits import SplitPlan, draw_splits
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, shard_name, task_name
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
-from segbench.schemas.coco_cd import CocoCdParams, CocoCdStep, ContextRecord
+from segbench.schemas.coco_cd import CocoCdBuildSummary, CocoCdParams, CocoCdStep, ContextRecord
 from segbench.tasks.coco_cd import outputs, sources, versions
 from segbench.tasks.coco_cd import selection as cd
 
@@ -143,7 +143,7 @@ def build_coco_cd(
     publish_data_dir: str = "data",
     shard_size: int = DEFAULT_SHARD_SIZE,
     force: bool = False,
-) -> dict[str, Any]:
+) -> CocoCdBuildSummary:
     """Build COCO-CD from a COCO 2017 root and COCO-Stuff annotations into ``out``.
 
     Does nothing when ``out`` already holds a build with the same build key (unless ``force``).
@@ -172,14 +172,15 @@ def build_coco_cd(
     # so their hashes go to sources.json and the up-to-date check hashes them again.
     build = Build(out=out, dataset="coco_cd", logic_version=versions.BUILD,
                   params=params.model_dump(mode="json"), input_hashes=hash_inputs(files), sources_root=coco_root)
-    summary = run_build(build, lambda stage: _build(stage, coco_root, files, params, shard_size), force=force,
+    summary = run_build(build, lambda stage: _build(stage, coco_root, files, params, shard_size), CocoCdBuildSummary,
+                        force=force,
                         finished=lambda _manifest: outputs.finished_summary(out))
     publish_build("coco-cd", summary)
-    if summary["skipped"] and not summary["up_to_date"]:
-        skipped = sum(summary["skipped"].values())
+    if summary.skipped and not summary.up_to_date:
+        skipped = sum(summary.skipped.values())
         get_run_logger().warning("skipped %d item(s); see %s", skipped, out / "skipped.json")
     if publish_repo is not None:
-        summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
+        summary.publish = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary
 
 
@@ -214,6 +215,6 @@ def _build(stage: Stage, coco_root: Path, files: dict[str, Path], params: CocoCd
 # --- the rebuild plan's [coco_cd] step -----------------------------------------------------------------
 
 
-def plan_step(run: RebuildRun, step: CocoCdStep) -> dict[str, Any]:
+def plan_step(run: RebuildRun, step: CocoCdStep) -> CocoCdBuildSummary:
     """Build COCO-CD from the ``[coco_cd]`` table of a rebuild plan."""
     return run.call(build_coco_cd, step.coco_root, step.stuff_root, run.dataset_dir("coco_cd"), step.params)

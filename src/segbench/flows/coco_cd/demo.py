@@ -4,7 +4,6 @@ workers, and a context-biased baseline evaluated on the published version."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from prefect import flow
 
@@ -17,7 +16,8 @@ from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.flip import evaluate_coco_cd
 from segbench.flows.prefect_ui import run_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
-from segbench.schemas.coco_cd import CocoCdParams
+from segbench.schemas.coco_cd import CocoCdDemo, CocoCdParams
+from segbench.schemas.rounds import RoundIngest
 from segbench.tasks.coco_cd.audit import CONTROL, LABELS
 
 # The demo world has 40-95 images per group: 10 val and 20 test per group leave room for ρ = 0.95.
@@ -26,7 +26,7 @@ AUDIT_KEY = "demo-context-audit"
 
 
 @flow(name="demo-context-audit", flow_run_name=run_name("demo-context-audit", ("seed",)))
-def run_audit(data_root: Path, world: Path, seed: int) -> dict[str, Any]:
+def run_audit(data_root: Path, world: Path, seed: int) -> RoundIngest:
     """The context audit on 5 validation images per group, answered by 3 simulated workers."""
     create_coco_cd_audit(data_root, AUDIT_KEY, per_group=5, seed=seed, backend="files", overlap=3, overwrite=True)
     round_ = launch_round(data_root, AUDIT_KEY)
@@ -36,16 +36,16 @@ def run_audit(data_root: Path, world: Path, seed: int) -> dict[str, Any]:
     return ingest_round(data_root, AUDIT_KEY)
 
 
-def build(context: DemoContext) -> dict[str, Any]:
+def build(context: DemoContext) -> CocoCdDemo:
     """Build COCO-CD from the demo world and run its context audit."""
     out = context.data_root / "coco_cd"
     summary = build_coco_cd(context.world, context.world, out, CocoCdParams(**DEMO_COCO_CD))
     audit = run_audit(context.data_root, context.world, context.seed)
-    return {"build": summary, "audit": audit, "paths": {
-        "COCO-CD": out, "COCO-CD tables": out / "tables", "context audit": audit["reports"]["audit_markdown"]}}
+    return CocoCdDemo(build=summary, audit=audit, paths={
+        "COCO-CD": out, "COCO-CD tables": out / "tables", "context audit": audit.reports["audit_markdown"]})
 
 
-def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
+def evaluate(context: DemoContext, results: CocoCdDemo) -> CocoCdDemo:
     """Predict with the context-biased baseline and evaluate it on the published ρ = 0.95 test split."""
     dataset_dir = f"{context.data_dir}/coco_cd"
     predictions = context.work_dir / "predictions" / "coco_cd-baseline"
@@ -53,8 +53,8 @@ def evaluate(context: DemoContext, results: dict[str, Any]) -> dict[str, Any]:
     evaluation = evaluate_coco_cd(repo=context.repo, rev=None, predictions=predictions, rho=0.95, split="test",
                                   out=context.reports_dir / "coco_cd" / "demo-baseline",
                                   dataset_dir=dataset_dir)
-    paths = {"baseline predictions": predictions, "evaluation report": evaluation["paths"]["report"]}
-    return {**results, "evaluation": evaluation, "paths": results["paths"] | paths}
+    paths = {"baseline predictions": predictions, "evaluation report": evaluation.paths["report"]}
+    return results.model_copy(update={"evaluation": evaluation, "paths": results.paths | paths})
 
 
 DEMO = DemoStep(build=build, evaluate=evaluate)

@@ -38,6 +38,7 @@ from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import SpinBuildParams, SpinStep, load_taxonomy, read_resolved
+from segbench.schemas.spin_results import SpinBuildSummary
 from segbench.tasks.spin import dataset as sd
 from segbench.tasks.spin import stats as st
 from segbench.tasks.spin import versions
@@ -113,7 +114,7 @@ def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str,
 @flow(name="build-spin", flow_run_name=run_name("build-spin", from_params(SpinBuildParams, seed="seed")))
 def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams | None = None,
                taxonomy_path: Path | None = None, resolved_path: Path | None = None,
-               out: Path | None = None, force: bool = False) -> dict[str, Any]:
+               out: Path | None = None, force: bool = False) -> SpinBuildSummary:
     """Build SPIN from a PartImageNet root, the taxonomy and the resolved crowd subparts.
 
     Paths default to ``<data_root>/spin/{taxonomy.yaml, crowd/resolved.json, dataset}``; only the
@@ -140,11 +141,12 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
     build = Build(out=out, dataset="spin", logic_version=versions.DATASET, params=params.model_dump(mode="json"),
                   input_hashes=hashes)
     policy = ImportPolicy(on_error=params.on_error)
-    summary = run_build(build, lambda stage, loaded: _build(stage, params, policy, *loaded), force=force,
+    summary = run_build(build, lambda stage, loaded: _build(stage, params, policy, *loaded), SpinBuildSummary,
+                        force=force,
                         prepare=lambda: _load(Path(partimagenet_root), taxonomy_path, resolved_path, params, policy),
                         logger=logger, finished=lambda manifest: {"skipped": manifest.skipped})
-    if not summary["up_to_date"] and summary["skipped"]:
-        logger.warning("left out %d bad records; see %s", summary["skipped"], out / "skipped.json")
+    if not summary.up_to_date and summary.skipped:
+        logger.warning("left out %d bad records; see %s", summary.skipped, out / "skipped.json")
     publish_build("spin", summary)
     return summary
 
@@ -193,7 +195,7 @@ def _per_super(images: dict[int, SourceImage]) -> dict[str, int]:
 # --- the rebuild plan's [spin] step --------------------------------------------------------------------
 
 
-def plan_step(run: RebuildRun, step: SpinStep) -> dict[str, Any]:
+def plan_step(run: RebuildRun, step: SpinStep) -> SpinBuildSummary:
     """Build SPIN from the ``[spin]`` table of a rebuild plan."""
     return run.call(build_spin, step.partimagenet_root, run.data_root, step.params, taxonomy_path=step.taxonomy,
                     resolved_path=step.resolved, out=run.dataset_dir("spin"))

@@ -46,6 +46,7 @@ from segbench.core.io import write_json, write_jsonl
 from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import Answer, Round, RoundItem
 from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
+from segbench.schemas.spin_results import SpinImport
 from segbench.tasks.spin import crowd as sc
 from segbench.tasks.spin.gold import page_gold
 
@@ -128,7 +129,7 @@ def answers_from_results(round_: Round, results: Path, policy: ImportPolicy) -> 
 
 def import_spin_round(data_root: Path, key: str, *, results: Path | None = None, parts: Path | None = None,
                       taxonomy: Path | None = None, containment: float = sc.DEFAULT_CONTAINMENT,
-                      on_error: OnError = OnError.FAIL, mask_aggregation: str = sc.STATED) -> dict[str, Any]:
+                      on_error: OnError = OnError.FAIL, mask_aggregation: str = sc.STATED) -> SpinImport:
     """Validate and resolve the answers of SPIN round ``key``; write the crowd files.
 
     Args:
@@ -176,7 +177,7 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
 
 
 def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, PartContext], raw: list[dict[str, Any]],
-                      resolved: list[ResolvedSubpart], report: dict[str, Any]) -> dict[str, Any]:
+                      resolved: list[ResolvedSubpart], report: dict[str, Any]) -> SpinImport:
     """Write the round's raw file and report, and merge its resolved records into ``resolved.json``."""
     crowd = Path(data_root) / CROWD_DIR
     resolved_path = crowd / RESOLVED_FILE
@@ -189,7 +190,7 @@ def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, Par
     paths = {"raw": write_jsonl(crowd / f"{round_.key}.raw.jsonl", raw),
              "report": write_json(crowd / f"{round_.key}.report.json", report, indent=1),
              "resolved": write_json(resolved_path, [r.model_dump(mode="json") for r in merged], indent=1)}
-    return {"paths": {k: str(v) for k, v in paths.items()}, "report": report}
+    return SpinImport(paths=paths, report=report)
 
 
 def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path]:
@@ -206,7 +207,7 @@ def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path
     # whichever round of the chain is ingested last.
     root = chain(RoundStore(Path(data_root) / "rounds"), round_)[0].key
     result = import_spin_round(data_root, root, mask_aggregation=last_mask_aggregation(data_root, root))
-    return {name: Path(path) for name, path in result["paths"].items()}
+    return result.paths
 
 
 def last_mask_aggregation(data_root: Path, key: str) -> str:

@@ -24,6 +24,7 @@ from segbench.flows.spin.crowd import create_spin_rounds
 from segbench.flows.spin.evaluate import evaluate_spin
 from segbench.flows.spin.taxonomy import build_spin_taxonomy
 from segbench.schemas.spin import SpinBuildParams, load_taxonomy
+from segbench.schemas.spin_results import SpinDemo
 
 KEY_PREFIX = "demo-spin"
 WORKERS = 3
@@ -51,7 +52,7 @@ def predict_parent_mask(dataset: Path, out: Path) -> dict[str, str]:
 
 
 @flow(name="demo-spin", flow_run_name=run_name("demo-spin", ("seed",)))
-def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0) -> dict[str, Any]:
+def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0) -> SpinDemo:
     """Build SPIN end to end on a generated source, offline unless ``provider`` says otherwise.
 
     Args:
@@ -78,7 +79,7 @@ def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: 
         launched = launch_round(data_root, round_.key)
         write_simulated_answers(data_root, launched, world.truth_path, paths["taxonomy"], seed)
         ingested = ingest_round(data_root, round_.key)
-        report = read_json(ingested["reports"]["report"])
+        report = read_json(ingested.reports["report"])
         crowd.update({"items": len(round_.items), "answers": report["answers"], "resolved": report["resolved"],
                       "absent": report["absent"], "no_voters": report["no_voters"]})
         crowd.update({f"flag {name}": n for name, n in report["flags"].items()})
@@ -88,25 +89,19 @@ def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: 
     files = predict_parent_mask(paths["dataset"], predictions)
     evaluation = evaluate_spin(repo=data_root, rev=None, predictions=files, split=EVAL_SPLIT, dataset_dir="spin",
                                out=Path(reports_dir) / "spin" / "demo-parent-mask")
-    return {
-        "taxonomy": taxonomy,
-        "rounds": [r.key for r in rounds],
-        "crowd": dict(sorted(crowd.items())),
-        "spin": spin,
-        "evaluation": evaluation,
-        "paths": {
-            "SPIN demo source (inputs)": world.root,
-            "SPIN taxonomy": paths["taxonomy"],
-            "SPIN crowd answers": paths["resolved"],
-            "SPIN": paths["dataset"],
-            "SPIN statistics": paths["dataset"] / "stats",
-            "SPIN baseline predictions": predictions,
-            "SPIN evaluation report": Path(evaluation["paths"]["report"]),
-        },
-    }
+    return SpinDemo(taxonomy=taxonomy, rounds=[r.key for r in rounds], crowd=dict(sorted(crowd.items())), spin=spin,
+                    evaluation=evaluation, paths={
+                        "SPIN demo source (inputs)": world.root,
+                        "SPIN taxonomy": paths["taxonomy"],
+                        "SPIN crowd answers": paths["resolved"],
+                        "SPIN": paths["dataset"],
+                        "SPIN statistics": paths["dataset"] / "stats",
+                        "SPIN baseline predictions": predictions,
+                        "SPIN evaluation report": evaluation.paths["report"],
+                    })
 
 
-def build(context: DemoContext) -> dict[str, Any]:
+def build(context: DemoContext) -> SpinDemo:
     """Build SPIN on a generated source and evaluate the parent-mask baseline on it."""
     return run_spin_demo(context.data_root, context.work_dir, context.reports_dir, context.provider, context.seed)
 

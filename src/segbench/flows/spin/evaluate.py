@@ -16,7 +16,7 @@ Usage::
     from segbench.flows.spin.evaluate import evaluate_spin
     result = evaluate_spin(repo=".", rev="v1", predictions={"parts": "preds/spin_test_parts_results.json"},
                            out="reports/spin/run1")
-    result["summary"]["prompts"]["general"]["spcs"]["mean"], result["paths"]["report"]
+    result.summary["prompts"]["general"]["spcs"]["mean"], result.paths["report"]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, shard_name, task_name
 from segbench.flows.units import UNIT, count_units
+from segbench.schemas.results import EvaluationResult
 from segbench.schemas.spin import SpinEvaluation
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.inputs import (
@@ -124,7 +125,7 @@ def write_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, An
 def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, str | Path], out: str | Path,
                   split: str = "test", dataset_dir: str = "data/spin", answers: str | Path | None = None,
                   on_error: OnError = OnError.FAIL, shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False,
-                  yes_rule: str = DEFAULT_YES_RULE) -> dict[str, Any]:
+                  yes_rule: str = DEFAULT_YES_RULE) -> EvaluationResult:
     """Evaluate SPIN predictions (and recognition answers) on a split and write the report.
 
     Args:
@@ -141,8 +142,8 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"} shards, "summary": <metrics
-        dict>, "paths": {name: str}}``. An up-to-date summary is read back from metrics.json.
+        The result; ``units`` count shards and ``summary`` is the metrics dict. An up-to-date summary
+        is read back from metrics.json.
 
     Raises:
         InputError / AnnotationError: a ground-truth, results or answers file is missing or malformed
@@ -171,19 +172,19 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
                             prepare=lambda: _load(repo, rev, dataset_dir, split, files, answers, policy,
                                                   yes_rule),
                             force=force, logger=logger)
-    if not result["up_to_date"]:
+    if not result.up_to_date:
         _log_summary(logger, result)
     publish_evaluation("spin", result)
     return result
 
 
-def _log_summary(logger: Any, result: dict[str, Any]) -> None:
-    summary = result["summary"]
+def _log_summary(logger: Any, result: EvaluationResult) -> None:
+    summary = result.summary
     prompts = list(summary["prompts"])
     general = summary["prompts"].get(prompts[0] if prompts else "", {})
     logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
                 "/".join(prompts), fmt(general.get("levels", {}).get("subparts", {}).get("miou")),
-                fmt(general.get("spcs", {}).get("mean")), result["paths"]["report"])
+                fmt(general.get("spcs", {}).get("mean")), result.paths["report"])
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def _score(stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy,
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
 
 
-def plan_evaluate(run: RebuildRun, entry: SpinEvaluation, dataset: Path, out: Path) -> dict[str, Any]:
+def plan_evaluate(run: RebuildRun, entry: SpinEvaluation, dataset: Path, out: Path) -> EvaluationResult:
     """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
     # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
     return run.call(evaluate_spin, repo=run.plan.repo, rev=None, out=out,

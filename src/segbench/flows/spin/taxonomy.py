@@ -27,6 +27,7 @@ from segbench.core.reports import plain
 from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
 from segbench.schemas.spin import SubpartProposal, SubpartVisibility, Taxonomy, TaxonomyEdits, load_taxonomy
+from segbench.schemas.spin_results import TaxonomySummary
 from segbench.tasks.spin import taxonomy as st
 from segbench.tasks.spin import taxonomy_edits as se
 from segbench.tasks.spin import versions
@@ -74,7 +75,7 @@ def _catalog_sha256() -> str:
 
 @flow(name="build-spin-taxonomy", flow_run_name=run_name("build-spin-taxonomy", ("edits",)))
 def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None, force: bool = False
-                        ) -> dict[str, Any]:
+                        ) -> TaxonomySummary:
     """Build ``out_dir/taxonomy.yaml`` and report what changed against the taxonomy already there.
 
     Args:
@@ -106,7 +107,7 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
     build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=versions.TAXONOMY, params=params,
                   input_hashes=hashes, manifest_name=MANIFEST_FILE)
-    paths = {k: str(out_dir / f) for k, f in _FILES.items()}
+    paths = {k: out_dir / f for k, f in _FILES.items()}
     if build.is_up_to_date(force):
         logger.info("%s is up to date", out_dir / TAXONOMY_FILE)
         counts = read_manifest(out_dir, MANIFEST_FILE).counts
@@ -114,7 +115,8 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         unchanged = taxonomy_diff(current, current)
         summary = build.up_to_date_summary(counts, {"paths": paths, "diff": diff_json(unchanged),
                                                     "diff_markdown": diff_markdown(unchanged),
-                                                    "unused_rules": counts["unused_rule_names"]})
+                                                    "unused_rules": counts["unused_rule_names"]},
+                                            TaxonomySummary)
         publish_build("spin-taxonomy", summary)
         return summary
 
@@ -126,11 +128,12 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         logger.warning("edit rules that changed nothing: %s", ", ".join(counts["unused_rule_names"]))
     built = Built(counts=counts, extras={"paths": paths, "diff": diff_json(diff), "diff_markdown": diff_markdown(diff),
                                          "unused_rules": counts["unused_rule_names"]})
+    summary = build.summary(built, TaxonomySummary)  # checked before anything is written
     # Not run_build: the folder holds the SPIN dataset too, so the files are written in place, not swapped in.
-    write_taxonomy(build, taxonomy, built.extras["diff_markdown"], built)
+    write_taxonomy(build, taxonomy, summary.diff_markdown, built)
     logger.info("SPIN taxonomy: %s", plain({k: v for k, v in counts.items() if k != "unused_rule_names"}))
-    publish_build("spin-taxonomy", build.summary(built))
-    return build.summary(built)
+    publish_build("spin-taxonomy", summary)
+    return summary
 
 
 def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str

@@ -30,7 +30,7 @@ from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers import make_provider
 from segbench.providers.base import LanguageProvider, Question, Usage, describe_usage
-from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabParams, VocabStep
+from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabBuildSummary, VocabParams, VocabStep
 from segbench.tasks.vocab import nouns as mining
 from segbench.tasks.vocab import versions
 from segbench.tasks.vocab import vocabulary as vb
@@ -161,7 +161,7 @@ def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[d
 @flow(name="build-vocab", flow_run_name=run_name("build-vocab", ("categories",)))
 def build_vocab(captions: list[Path], categories: Path | str, out: Path, provider: Any,
                 params: VocabParams | None = None, nltk_data: Path | None = None, force: bool = False
-                ) -> dict[str, Any]:
+                ) -> VocabBuildSummary:
     """Build the valid vocabulary of a category set from caption files into ``out``.
 
     Args:
@@ -198,7 +198,7 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
                   params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
     summary = run_build(build, lambda stage: _build(stage, captions, cats, dataset, provider, params, nltk_data,
                                                     provenance),
-                        force=force, logger=get_run_logger(),
+                        VocabBuildSummary, force=force, logger=get_run_logger(),
                         finished=lambda _manifest: {"dataset": dataset,
                                                     "usage": _usage_since(Usage(), Usage())})  # no question asked
     publish_build(f"vocab-{dataset}", summary)
@@ -237,7 +237,7 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
 # --- the rebuild plan's [vocab] step -------------------------------------------------------------------
 
 
-def plan_step(run: RebuildRun, step: VocabStep) -> dict[str, Any]:
+def plan_step(run: RebuildRun, step: VocabStep) -> VocabBuildSummary:
     """Build a valid vocabulary from the ``[vocab]`` table of a rebuild plan."""
     settings = run.settings()
     dataset, _, _ = vb.load_categories(step.categories)

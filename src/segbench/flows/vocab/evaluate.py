@@ -14,7 +14,7 @@ Usage::
     from segbench.flows.vocab.evaluate import evaluate_vocab
     result = evaluate_vocab(repo=".", rev="v1", vocab="cityscapes", descriptions="out/desc.json",
                             gt="data/vocab/gt/cityscapes", out="reports/vocab/run1")
-    result["summary"]["lac"]["miou"]["area"], result["paths"]["report"]
+    result.summary["lac"]["miou"]["area"], result.paths["report"]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from segbench.core.reports import fmt, portable_paths
 from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
+from segbench.schemas.results import EvaluationResult
 from segbench.schemas.vocab import LEVELS
 from segbench.tasks.vocab import lac, versions
 from segbench.tasks.vocab import panoptic_quality as pqm
@@ -191,7 +192,7 @@ def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None
 @flow(name="evaluate-vocab", flow_run_name=run_name("evaluate-vocab", ("vocab", "descriptions", "rev")))
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
-                   shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+                   shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False) -> EvaluationResult:
     """Map every region description per level, score the relabelled gt maps, write the LAC report.
 
     Args:
@@ -211,9 +212,8 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
         force: evaluate again even when the report is up to date.
 
     Returns:
-        ``{"out": str, "up_to_date": bool, "units": {"computed", "reused"} units, "summary": ...,
-        "paths": {"metrics", "report", "lac_plot", "mappings": str}}``. An up-to-date summary is read
-        back from metrics.json.
+        The result; ``paths`` names ``metrics``, ``report``, ``lac_plot`` and ``mappings``. An
+        up-to-date summary is read back from metrics.json.
 
     Raises:
         InputError: a missing or malformed vocabulary, descriptions file, gt map or panoptic
@@ -238,10 +238,10 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
                   params=portable_paths(request.params(), request.repo), input_hashes=hashes)
     result = run_evaluation(build, lambda stage, loaded: _score(stage, request, *loaded),
                             prepare=lambda: _load(request), paths=_paths, force=force, logger=logger)
-    if not result["up_to_date"]:
-        summary = result["summary"]
+    if not result.up_to_date:
+        summary = result.summary
         logger.info("LAC area (mIoU) %s over %d images -> %s", fmt(summary["lac"]["miou"]["area"]),
-                    summary["num_images"], result["paths"]["report"])
+                    summary["num_images"], result.paths["report"])
     publish_evaluation("vocab", result)
     return result
 

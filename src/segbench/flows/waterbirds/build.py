@@ -42,7 +42,7 @@ from segbench.core.splits import SplitPlan, draw_splits, rho_name
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
-from segbench.schemas.waterbirds import WaterbirdsStep
+from segbench.schemas.waterbirds import WaterbirdsBuildSummary, WaterbirdsStep
 from segbench.tasks.waterbirds import dataset as wb
 from segbench.tasks.waterbirds import versions
 
@@ -172,7 +172,7 @@ def build_waterbirds(
     publish_data_dir: str = "data",
     shard_size: int = RENDER_SHARD,
     force: bool = False,
-) -> dict[str, Any]:
+) -> WaterbirdsBuildSummary:
     """Build Waterbirds-seg from a CUB-200-2011 root and a Places root into ``out``.
 
     Birds are composited in units of ``shard_size`` (the grain of resume and of Dask tasks; it
@@ -208,17 +208,17 @@ def build_waterbirds(
 
     summary = run_build(build, lambda stage, loaded: _build(stage, cub_root, places_root, params, shard_size,
                                                             *loaded),
-                        force=force, prepare=prepare, logger=logger,
+                        WaterbirdsBuildSummary, force=force, prepare=prepare, logger=logger,
                         finished=lambda _manifest: {"mislabels": _mislabels(out),
                                                     "skipped": read_json(out / "skipped.json")["by_error"]})
     publish_build("waterbirds", summary)
-    if not summary["up_to_date"] and summary["mislabels"] and params.species_match == "tokens":
+    if not summary.up_to_date and summary.mislabels and params.species_match == "tokens":
         logger.info("substring matching would mislabel %d species as waterbirds; see species.json",
-                    len(summary["mislabels"]))
-    if summary["skipped"] and not summary["up_to_date"]:
-        logger.warning("skipped %d bird(s); see %s", sum(summary["skipped"].values()), out / "skipped.json")
+                    len(summary.mislabels))
+    if summary.skipped and not summary.up_to_date:
+        logger.warning("skipped %d bird(s); see %s", sum(summary.skipped.values()), out / "skipped.json")
     if publish_repo is not None:
-        summary["publish"] = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
+        summary.publish = publish_data(repo=str(publish_repo), data_dir=publish_data_dir)
     return summary
 
 
@@ -248,6 +248,6 @@ def _mislabels(out: Path) -> list[dict[str, Any]]:
 # --- the rebuild plan's [waterbirds] step --------------------------------------------------------------
 
 
-def plan_step(run: RebuildRun, step: WaterbirdsStep) -> dict[str, Any]:
+def plan_step(run: RebuildRun, step: WaterbirdsStep) -> WaterbirdsBuildSummary:
     """Build Waterbirds-seg from the ``[waterbirds]`` table of a rebuild plan."""
     return run.call(build_waterbirds, step.cub_root, step.places_root, run.dataset_dir("waterbirds"), step.params)

@@ -1,0 +1,86 @@
+"""What every build and evaluation returns: the shared base of the per-dataset result models.
+
+A flow returns one of these models; the command line reads its attributes, and ``--json`` prints
+``model_dump(mode="json")``. Counts are validated when the build finishes, before its manifest is
+written, so a misspelt or missing count fails the build that made it, not the command that reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializeAsAny, SerializerFunctionWrapHandler, model_serializer
+
+from segbench.schemas.versioning import PublishRecord
+
+
+class Units(BaseModel):
+    """Units of work of a resumable build: computed now, or reused from an interrupted run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    computed: int
+    reused: int
+
+
+# What an output found up to date computed and replayed: nothing.
+NO_UNITS = Units(computed=0, reused=0)
+
+
+class Counts(BaseModel):
+    """The base of a dataset's counts (the numbers its manifest records): a name it does not declare is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Result(BaseModel):
+    """What every build and evaluation returns: where the output is, whether it was up to date, its units."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    out: Path
+    up_to_date: bool
+    units: Units | None = None
+
+
+class BuildSummary(Result):
+    """A build's summary; each dataset narrows ``counts`` and adds its extras.
+
+    ``publish`` is set when the command also published a DVC version, and left out of the JSON otherwise.
+    """
+
+    counts: Counts
+    publish: PublishRecord | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_publish(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.publish is None:
+            data.pop("publish", None)
+        return data
+
+
+class EvaluationResult(Result):
+    """An evaluation's result: its metrics (what ``metrics.json`` holds under ``metrics``) and report files."""
+
+    summary: dict[str, Any]
+    paths: dict[str, Path]
+
+
+class DemoPart(BaseModel):
+    """The base of one dataset's results in ``segbench demo``: what it built, and the paths worth opening."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: dict[str, Path]
+
+
+class DemoResult(BaseModel):
+    """What ``segbench demo`` returns: each dataset's results, the DVC version published, the paths to open."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    datasets: dict[str, SerializeAsAny[DemoPart]]
+    publish: PublishRecord
+    paths: dict[str, Path]

@@ -1,0 +1,75 @@
+"""What the SPIN builds return: the taxonomy's and the dataset's summaries, and SPIN's part of the demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
+
+
+class TaxonomyCounts(Counts):
+    """What the taxonomy build asked, kept and removed; with a reference in the edit file, the proposer's matches."""
+
+    parts: int
+    questions: int
+    proposed: int
+    not_visible: int
+    object_specific: int
+    removed: int
+    subparts: int
+    unused_rules: int
+    unused_rule_names: list[str]
+    reference_subparts: int | None = None
+    proposer_matched_reference: int | None = None
+    proposer_matched_proposals: int | None = None
+    proposer_matched_reference_before_visibility: int | None = None
+
+
+class TaxonomySummary(BuildSummary):
+    """``build spin-taxonomy``: the counts, the files, the diff against the taxonomy that was there."""
+
+    counts: TaxonomyCounts
+    paths: dict[str, Path] = Field(description="taxonomy, diff, manifest")
+    diff: dict[str, Any]
+    diff_markdown: str
+    unused_rules: list[str] = Field(description="edit rules that changed nothing")
+
+
+class SpinCounts(Counts):
+    """The composition of a SPIN build (seed 001 Table 1) and the images its filters left out."""
+
+    composition: dict[str, Any]
+    without_parts: dict[str, int]
+    over_cap: int
+    resolved_outside_selection: int
+    per_supercategory: dict[str, int]
+    filters: dict[str, Any]
+
+
+class SpinBuildSummary(BuildSummary):
+    """``build spin``: the counts and the number of records left out (listed in ``skipped.json``)."""
+
+    counts: SpinCounts
+    skipped: int
+
+
+class SpinDemo(DemoPart):
+    """SPIN in the demo: the taxonomy, the crowd rounds and their counts, the dataset, the baseline's evaluation."""
+
+    taxonomy: TaxonomySummary
+    rounds: list[str]
+    crowd: dict[str, int]
+    spin: SpinBuildSummary
+    evaluation: EvaluationResult
+
+
+class SpinImport(BaseModel):
+    """What ``spin import`` wrote for a round: the crowd files and the import report (answers, flags, skips)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: dict[str, Path] = Field(description="raw, report, resolved")
+    report: dict[str, Any]
