@@ -16,7 +16,7 @@ test: install
 # The inner loop: ruff and the unit tests in a random order, no server started (a few minutes).
 test-fast: install
 	.venv/bin/ruff check src tests bench
-	.venv/bin/python -m pytest -m unit -p randomly -q
+	.venv/bin/python -m pytest -m unit -p randomly -n 2 -q
 
 bench: install
 	.venv/bin/python bench/run.py

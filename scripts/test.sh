@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run the whole test suite, Label Studio tests included: ruff and the layer contracts first, then
 # the unit tests once in a random order (pytest-randomly prints the seed; rerun an order with
-# -p randomly -p "randomly_seed=N"), then every other test in file order. Arguments replace that
-# plan with one pytest run of their own (e.g. scripts/test.sh tests/core -x).
+# -p randomly --randomly-seed=N), then every other test, each file on one pytest-xdist worker
+# (SEGBENCH_TEST_WORKERS, default 3: the integration tests mostly wait on servers and processes, so
+# three workers keep two cores busy). Arguments replace that plan with one pytest run of their own
+# (e.g. scripts/test.sh tests/core -x).
 #
 # A throwaway Label Studio server is installed if needed and started with the public test-only
 # values of scripts/label-studio.test.env (its own port and folder, so a user's server is left
@@ -41,8 +43,8 @@ if [ "$#" -gt 0 ]; then
   pytest_run "$@"
   exit $?
 fi
-pytest_run -m unit -p randomly
+pytest_run -m unit -p randomly -n 2
 unit=$?
-pytest_run -m "not unit" -p no:randomly
+pytest_run -m "not unit" -p no:randomly -n "${SEGBENCH_TEST_WORKERS:-3}" --dist loadfile
 rest=$?
 [ "$unit" -eq 0 ] && [ "$rest" -eq 0 ]

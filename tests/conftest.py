@@ -10,9 +10,12 @@ API: one that reaches for it fails at once instead of starting a server of its o
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -42,6 +45,10 @@ SUITES = ("integration", "labelstudio", "browser")
 # Nothing listens on the discard port: a Prefect client pointed here fails on its first request.
 NO_PREFECT_API = "http://127.0.0.1:9/api"
 FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio"}
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -94,18 +101,27 @@ def prefect_harness():
 
 
 @pytest.fixture(scope="session")
-def demo_project(prefect_harness, tmp_path_factory):
-    """``segbench demo --seed 0`` run once per session, as a user runs it: ``(project, result)``.
+def demo_project(prefect_harness, tmp_path_factory, worker_id):
+    """``segbench --json demo --seed 0`` run once per test run, as a user runs it: ``(project, result)``.
 
+    ``result.stdout`` is the JSON summary and ``result.output`` everything the command printed. Under
+    pytest-xdist the first worker to ask runs it and the others wait for it and read what it left.
     Read-only: a test that changes what the demo built works on a copy.
     """
+    from filelock import FileLock
     from support.cli import run
 
-    project = tmp_path_factory.mktemp("demo")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(project)  # the demo versions the data root in the current folder's repository
-        result = run(project, "demo", "--seed", "0")
-    return project, result
+    # Every worker's base folder sits in the one folder of this test run.
+    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    project, record = root / "demo", root / "demo-output.json"
+    with FileLock(str(root / "demo.lock")):
+        if not record.is_file():
+            project.mkdir()
+            with pytest.MonkeyPatch.context() as patch:
+                patch.chdir(project)  # the demo versions the data root in the current folder's repository
+                result = run(project, "--json", "demo", "--seed", "0")
+            record.write_text(json.dumps({"stdout": result.stdout, "output": result.output}))
+    return project, SimpleNamespace(**json.loads(record.read_text()))
 
 
 @pytest.fixture(scope="session")
@@ -115,8 +131,6 @@ def label_studio():
     Reads ``SEGBENCH_LABEL_STUDIO_URL``, ``_TOKEN`` and ``_FILES`` (the server's files root). When
     the server cannot be reached the test fails under CI and is skipped elsewhere.
     """
-    from types import SimpleNamespace
-
     from segbench.annotation_ui.client import LabelStudioClient
     from segbench.core.errors import ServiceError
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
 from segbench import registry
+from segbench.schemas.cafe import CafeDemo
+from segbench.schemas.coco_cd import CocoCdDemo
+from segbench.schemas.results import DemoResult
+from segbench.schemas.spin_results import SpinDemo
+from segbench.schemas.vocab import VocabDemo
+from segbench.schemas.waterbirds import WaterbirdsDemo
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -43,6 +50,18 @@ def test_the_publish_summary_lists_every_dataset_built(demo):
     published = result.output[result.output.index("Published"):]
     for folder in ("coco_cd", "waterbirds_seg", "cafe", "spin/dataset", "vocab/coco_cd"):
         assert folder in published, folder
+
+
+def test_the_json_summary_is_the_demo_result_with_each_dataset_in_its_model(demo):
+    project, result = demo
+    summary = json.loads(result.stdout)
+    DemoResult.model_validate(summary)
+    models = {"coco_cd": CocoCdDemo, "waterbirds": WaterbirdsDemo, "vocab": VocabDemo, "cafe": CafeDemo,
+              "spin": SpinDemo}
+    assert set(summary["datasets"]) == set(models)
+    for name, part in summary["datasets"].items():
+        assert models[name].model_validate(part).model_dump(mode="json") == part, name
+    assert summary["publish"]["md5"] == _data_version(project / "data.dvc")["md5"]
 
 
 def test_the_demo_rebuilds_the_committed_data_version_to_the_byte(demo):
