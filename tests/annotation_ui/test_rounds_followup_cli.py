@@ -110,7 +110,7 @@ def test_phased_rollout_then_a_follow_up_merges_the_answers(project):
     _results(project, FOLLOW, "more", [("W4", "img2", "yes"), ("W5", "img2", "yes"), ("W4", "img4", "yes")])
     assert "follows up" in run(project, "rounds", "status", FOLLOW).stdout
     ingested = json.loads(run(project, "--json", "rounds", "ingest", FOLLOW).stdout)
-    assert ingested.counts["answers"] == 10 + 3 and ingested.counts["items_answered"] == 2
+    assert ingested["counts"]["answers"] == 10 + 3 and ingested["counts"]["items_answered"] == 2
 
     merged = read_json(project / "data" / "rounds" / f"{FOLLOW}.answers.json")
     items = {i["item_id"]: i for i in merged["items"]}

@@ -55,7 +55,7 @@ def test_demo_exports_only_verified_pairs_in_the_saco_format(demo):
     verified = verification["overall"]["verified"]
     assert candidates == 24 and 0 < verified < candidates  # the simulated crowd rejects some
     export = result.export.counts
-    assert export["samples"] == verified and export["not_verified"] == candidates - verified
+    assert export.samples == verified and export.not_verified == candidates - verified
     for stem in ("CAFE", "CAFE_SM", "CAFE_CC", "CAFE_OC"):
         path = data / "cafe" / f"{stem}.json"
         assert validate_saco(path) == []

@@ -55,7 +55,7 @@ def test_the_publish_summary_lists_every_dataset_built(demo):
 def test_the_json_summary_is_the_demo_result_with_each_dataset_in_its_model(demo):
     project, result = demo
     summary = json.loads(result.stdout)
-    DemoResult.model_validate(summary)
+    assert set(summary) == set(DemoResult.model_fields) == {"datasets", "publish", "paths"}
     models = {"coco_cd": CocoCdDemo, "waterbirds": WaterbirdsDemo, "vocab": VocabDemo, "cafe": CafeDemo,
               "spin": SpinDemo}
     assert set(summary["datasets"]) == set(models)

@@ -189,8 +189,9 @@ BUILD = ("build", "coco-cd", "--val-per-group", "2", "--test-per-group", "3", "-
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> Path:
+    """Enough images that rendering lasts seconds: Ctrl-C lands while render units are still running."""
     root = tmp_path_factory.mktemp("world")
-    generate_demo_world(root, seed=1, group_sizes=SIZES)
+    generate_demo_world(root, seed=1, group_sizes={"cat/indoor": 60, "cat/outdoor": 20, "dog/indoor": 20, "dog/outdoor": 60})
     return root
 
 

@@ -102,7 +102,7 @@ def test_a_failed_flip_evaluation_resumes_with_its_finished_shards(project, tmp_
                                         counts={}))
     preds = write_label_predictions(tmp_path / "preds")
     reference = evaluate_coco_cd(project, None, preds, tmp_path / "reference", shard_size=3)
-    assert reference["units"] == {"computed": 3, "reused": 0}
+    assert reference.units.model_dump() == {"computed": 3, "reused": 0}
 
     # The manifest stands for the dataset, so a damaged mask in the last shard fails that shard only,
     # and once it is restored the same build key resumes with the two shards that finished.

@@ -193,7 +193,7 @@ def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_ro
         client.annotate(task_id, _choice("indoor"), completed_by=carol)
 
     merged = ingest_round(data_root, follow.key, label_studio.connection)
-    answers_file = Path(merged["answers"])
+    answers_file = merged.answers
     items = {i["item_id"]: i for i in read_json(answers_file)["items"]}
     assert {k: i["decided_by"] for k, i in items.items()} == {
         tasks[t]: (follow.key if tasks[t] in matched else key) for t in task_ids}

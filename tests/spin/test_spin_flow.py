@@ -53,9 +53,9 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
     assert (tmp_path / "a" / "data" / "spin" / "taxonomy.yaml").is_file()  # spin/ itself is never replaced
 
     counts = first.counts
-    assert counts["per_supercategory"] == {"Bird": 8, "Bottle": 8, "Car": 8, "Quadruped": 8}
-    assert counts["over_cap"] == 8 and counts["without_parts"] == {"train": 1, "val": 1, "test": 1}
-    filters = counts["filters"]  # §8.3, in order
+    assert counts.per_supercategory == {"Bird": 8, "Bottle": 8, "Car": 8, "Quadruped": 8}
+    assert counts.over_cap == 8 and counts.without_parts == {"train": 1, "val": 1, "test": 1}
+    filters = counts.filters  # §8.3, in order
     assert filters["background_only_total"] == 3 and filters["over_cap_total"] == 8 and filters["kept_images"] == 32
     assert filters["over_cap"]["Car"] == {"train": 1, "val": 1}
     ambiguous = filters["ambiguous_part_annotations"]
@@ -77,8 +77,8 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
             assert np.array_equal(subparts.annToMask(ann), expected)
             assert (a / "images" / split / f"{image['file_name']}.JPEG").is_file()
             checked += 1
-    assert checked == counts["composition"]["overall"]["subparts"]["annotations"] > 0
-    assert counts["resolved_outside_selection"] == len(resolved) - checked
+    assert checked == counts.composition["overall"]["subparts"]["annotations"] > 0
+    assert counts.resolved_outside_selection == len(resolved) - checked
     for name in ("composition.json", "composition.md", "subparts.json", "subparts.md", "subpart_boxplots.png"):
         assert (a / "stats" / name).stat().st_size > 0
 

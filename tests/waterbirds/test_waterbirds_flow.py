@@ -38,11 +38,11 @@ def test_build_is_byte_reproducible_and_follows_the_splitter(source, tmp_path):
     # 90 birds per type, 2/3 on the aligned place: groups 60 / 30 / 30 / 60; val 5 + test 10 leave
     # 45 / 15 / 15 / 45, so m = 15 and N = 30 per class.
     counts = first.counts
-    assert counts["per_group"] == {"landbird on land": 60, "landbird on water": 30,
+    assert counts.per_group == {"landbird on land": 60, "landbird on water": 30,
                                    "waterbird on land": 30, "waterbird on water": 60}
-    assert counts["splits"]["rho_0.5"]["train"] == [15, 15, 15, 15]
-    assert counts["splits"]["rho_0.95"]["train"] == [28, 2, 2, 28]
-    assert counts["splits"]["rho_0.95"]["val"] == [5] * 4 and counts["splits"]["rho_0.95"]["test"] == [10] * 4
+    assert counts.splits["rho_0.5"]["train"] == [15, 15, 15, 15]
+    assert counts.splits["rho_0.95"]["train"] == [28, 2, 2, 28]
+    assert counts.splits["rho_0.95"]["val"] == [5] * 4 and counts.splits["rho_0.95"]["test"] == [10] * 4
     assert {m["species"] for m in first.mislabels} == {"194.Eastern_Towhee", "088.Western_Meadowlark"}
 
     test = json.loads((a / "splits" / "rho_0.95" / "test.json").read_text())
