@@ -43,6 +43,8 @@ class DatasetSpec:
             (:class:`segbench.providers.base.OfflineAnswer`).
         demo_step: its part of ``segbench demo`` (:class:`segbench.flows.demo.DemoStep`).
         demo_printer: ``(results, provider) -> None``: prints what its demo step returned.
+        release_plan: ``(source, data_dir, image_policy) -> ReleasePlan``: what ``segbench release``
+            writes of it (:mod:`segbench.core.release.plan`).
     """
 
     name: str
@@ -60,6 +62,7 @@ class DatasetSpec:
     offline_answers: tuple[str, ...] = field(default_factory=tuple)
     demo_step: str | None = None
     demo_printer: str | None = None
+    release_plan: str | None = None
 
     def load(self, hook: str) -> Any:
         """The object behind one of this spec's hooks (``spec.load("build_flow")``)."""
@@ -91,6 +94,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_step="segbench.flows.coco_cd.demo:DEMO",
         demo_printer="segbench.cli.coco_cd:print_demo",
         round_kinds=("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT",),
+        release_plan="segbench.tasks.coco_cd.release:plan",
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",

@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     label_studio_files: Path | None = None
     label_studio_dir: Path | None = None  # the folder scripts/label-studio.sh runs its server from
     dvc_remote: str | None = None
+    hub_endpoint: str | None = None  # the Hugging Face Hub `release --push` uploads to (default: huggingface.co)
+    hub_token: SecretStr | None = None  # or HF_TOKEN
     telemetry: bool = False
 
     @model_validator(mode="after")

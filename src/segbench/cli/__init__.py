@@ -20,7 +20,7 @@ import typer
 from pydantic import ValidationError
 
 from segbench import console, prefect_server, registry
-from segbench.cli import demo, help_text, publish, rebuild, rounds, server
+from segbench.cli import demo, help_text, publish, rebuild, release, rounds, server
 from segbench.cli.help_text import Runner
 from segbench.core.errors import SegbenchError
 from segbench.settings import Settings, configure_runtime, load_settings
@@ -43,8 +43,8 @@ app.add_typer(build_app, name="build")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds.app, name="rounds")
 # Datasets first: they add their own `rounds` commands (create) before the shared ones.
-for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASETS), rounds, rebuild, publish, demo,
-                server):
+for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASETS), rounds, rebuild, publish, release,
+                demo, server):
     _module.register(build_app, evaluate_app, app)
 
 
@@ -85,8 +85,8 @@ def _root(
         raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from exc
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
     console.hide_secrets(*(secret.get_secret_value() for secret in (settings.label_studio_token,
-                                                                  settings.openai_api_key) if secret),
-                         os.environ.get("OPENAI_API_KEY"))
+                                                                  settings.openai_api_key, settings.hub_token) if secret),
+                         os.environ.get("OPENAI_API_KEY"), os.environ.get("HF_TOKEN"))
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)

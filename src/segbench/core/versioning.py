@@ -469,6 +469,21 @@ class DatasetSource:
         except Exception as exc:
             raise VersioningError(f"cannot list at revision {self.rev} ({redact(str(exc))})", path=relpath) from None  # unchained: its text can carry a secret
 
+    def listdir(self, relpath: str) -> list[str]:
+        """The names of the files directly in a folder of the data (none when it does not exist), sorted."""
+        if self.rev is None:
+            folder = self.repo / relpath
+            return sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        try:
+            if not self._fs.isdir(relpath):
+                return []
+            return sorted(Path(entry["name"]).name for entry in self._fs.ls(relpath, detail=True)
+                          if entry["type"] == "file")
+        except VersioningError:
+            raise
+        except Exception as exc:
+            raise VersioningError(f"cannot list at revision {self.rev} ({redact(str(exc))})", path=relpath) from None  # unchained: its text can carry a secret
+
     def read_bytes(self, relpath: str) -> bytes:
         """The bytes of one file.
 

@@ -1,0 +1,87 @@
+"""``segbench release``: a built dataset as a folder others load without segbench, optionally pushed to the Hub."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from segbench import console, registry
+from segbench.cli.common import display_path, run_flow, settings_of
+from segbench.core.paths import check_output_folder
+
+if TYPE_CHECKING:
+    from segbench.schemas.release import ReleaseResult
+
+DEFAULT_INFO = Path("release.toml")
+
+
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
+    """Add ``release`` to the root command group."""
+    app.command("release")(release_command)
+
+
+def _dataset(name: str) -> str:
+    name = name.replace("-", "_")
+    spec = registry.dataset(name)  # unknown: an error listing the names there are
+    if spec.release_plan is None:
+        raise typer.BadParameter(f"{spec.title} cannot be released")
+    return name
+
+
+def release_command(
+    ctx: typer.Context,
+    dataset: str = typer.Argument(..., callback=_dataset, help="coco_cd, waterbirds, cafe, spin or vocab."),
+    out: Path = typer.Option(..., "--out", help="The release folder (replaced whole when the release succeeds).",
+                             callback=check_output_folder),
+    rev: str = typer.Option(None, "--rev", help="A published data version (git tag or commit) instead of the "
+                                                "working tree."),
+    path: str = typer.Option(None, "--path", help="The build's folder relative to the project (default: "
+                                                  "data/<dataset's folder>, e.g. data/vocab/coco_cd)."),
+    info_file: Path = typer.Option(None, "--info", help="release.toml with the fields a build cannot know (default: "
+                                                        "./release.toml if present)."),
+    annotations_license: str = typer.Option(None, "--annotations-license", help="SPDX id of the annotations' "
+                                                                                "licence, e.g. cc-by-4.0."),
+    intended_uses: str = typer.Option(None, "--intended-uses", help="What the data is for."),
+    social_impact: str = typer.Option(None, "--social-impact", help="Its possible impact, good and bad."),
+    personal_information: str = typer.Option(None, "--personal-information",
+                                             help="Whether it holds personal or sensitive information."),
+    maintainer: str = typer.Option(None, "--maintainer", help="Who maintains it (name and contact)."),
+    embed_restricted: bool = typer.Option(None, "--embed-restricted/--no-embed-restricted",
+                                          help="Embed images whose licence forbids redistribution (default: no)."),
+    push: str = typer.Option(None, "--push", help="Upload the folder to the Hub dataset repository ORG/NAME."),
+    tag: str = typer.Option(None, "--tag", help="The tag of the pushed commit (default: --rev, else the build key)."),
+) -> None:
+    """Write a release of a built dataset: parquet with the images and masks embedded, a dataset card,
+    Croissant with Responsible-AI fields, a datasheet, licences, a gallery and the native files."""
+    from segbench.schemas.release import load_release_info
+
+    settings = settings_of(ctx)
+    if info_file is None and DEFAULT_INFO.is_file():
+        info_file = DEFAULT_INFO
+    info = load_release_info(info_file, annotations_license=annotations_license, intended_uses=intended_uses,
+                             social_impact=social_impact, personal_information=personal_information,
+                             maintainer=maintainer, embed_restricted=embed_restricted)
+    info.require_complete(str(info_file or "release"))
+    token = settings.hub_token.get_secret_value() if settings.hub_token else os.environ.get("HF_TOKEN")
+    from segbench.flows.release import release_dataset  # Prefect, and its server, only past the checks
+
+    result = run_flow(ctx, release_dataset, dataset=dataset, out=out.resolve(), info=info, repo=Path(".").resolve(),
+                      rev=rev, data_dir=path, push=push, tag=tag,
+                      hub_endpoint=settings.hub_endpoint or os.environ.get("HF_ENDPOINT"), hub_token=token)
+    print_release(result)
+
+
+def print_release(result: ReleaseResult) -> None:
+    console.out.print(console.key_values(f"Released {result.dataset}", {
+        "folder": display_path(result.out),
+        "data version": result.version,
+        "configs": ", ".join(f"{config} ({', '.join(f'{s} {n}' for s, n in splits.items())})"
+                             for config, splits in result.configs.items()),
+        "images embedded": result.embedded_images,
+        "images withheld (licence)": result.withheld_images,
+        "files": len(result.files),
+        "pushed to": f"{result.pushed_to} (tag {result.tag})" if result.pushed_to else "–",
+    }))

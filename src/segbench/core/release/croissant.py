@@ -1,0 +1,119 @@
+"""``croissant.json``: Croissant 1.1 metadata with the Responsible-AI fields, made and validated by mlcroissant.
+
+One FileObject per parquet shard (with its sha256), one FileSet per config and one RecordSet per
+config whose fields read the parquet columns. The RAI fields are the build record put into words.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from segbench.core.errors import OutputError
+from segbench.core.release.parquet import Shard
+from segbench.core.release.plan import ReleasePlan
+from segbench.core.release.rounds import describe_rounds
+from segbench.schemas.release import ReleaseInfo
+
+_LICENCE_URLS = {"cc-by-4.0": "https://creativecommons.org/licenses/by/4.0/",
+                 "cc-by-sa-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
+                 "cc-by-nc-4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
+                 "cc0-1.0": "https://creativecommons.org/publicdomain/zero/1.0/",
+                 "apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0",
+                 "mit": "https://opensource.org/licenses/MIT"}
+
+
+def _data_type(feature: Any) -> Any:
+    """The Croissant data type of a Hugging Face feature (nested ones are read as JSON text)."""
+    import mlcroissant as mlc
+    from datasets import ClassLabel, Image, Value
+
+    if isinstance(feature, Image):
+        return mlc.DataType.IMAGE_OBJECT
+    if isinstance(feature, ClassLabel):
+        return mlc.DataType.INTEGER
+    if isinstance(feature, Value):
+        dtype = feature.dtype
+        if dtype.startswith(("int", "uint")):
+            return mlc.DataType.INTEGER
+        if dtype.startswith("float"):
+            return mlc.DataType.FLOAT
+        if dtype == "bool":
+            return mlc.DataType.BOOL
+    return mlc.DataType.TEXT
+
+
+def _field(mlc: Any, record_set: str, file_set: str, name: str, feature: Any) -> Any:
+    from datasets import ClassLabel, Image
+
+    extract = mlc.Extract(column=name)
+    source = mlc.Source(file_set=file_set, extract=extract,
+                        transforms=[mlc.Transform(json_path="bytes")] if isinstance(feature, Image) else [])
+    description = (f"class index: {', '.join(f'{i} {n}' for i, n in enumerate(feature.names))}"
+                   if isinstance(feature, ClassLabel) else None)
+    return mlc.Field(id=f"{record_set}/{name}", name=name, description=description, data_types=[_data_type(feature)],
+                     source=source)
+
+
+def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]]) -> dict[str, Any]:
+    import mlcroissant as mlc
+
+    distribution: list[Any] = []
+    record_sets: list[Any] = []
+    for config, splits in plan.configs().items():
+        file_set = f"parquet-{config}"
+        distribution.append(mlc.FileSet(id=file_set, name=file_set, encoding_formats=["application/x-parquet"],
+                                        includes=[f"data/{config}/*.parquet"],
+                                        description=f"the parquet shards of config {config} ({', '.join(splits)})"))
+        fields = [_field(mlc, config, file_set, name, feature) for name, feature in plan.features.items()]
+        fields.append(mlc.Field(id=f"{config}/split", name="split", data_types=[mlc.DataType.TEXT],
+                                description="the split a row belongs to (from its file name)",
+                                source=mlc.Source(file_set=file_set, extract=mlc.Extract(file_property="filename"),
+                                                  transforms=[mlc.Transform(regex=r"^(\w+)-\d{5}-of-\d{5}\.parquet$")])))
+        record_sets.append(mlc.RecordSet(id=config, name=config, fields=fields,
+                                         description=f"one row per example of config {config}"))
+    for (config, split), files in shards.items():
+        for shard in files:
+            distribution.append(mlc.FileObject(id=shard.path, name=shard.path, content_url=shard.path,
+                                               content_size=f"{shard.size} B", sha256=shard.sha256,
+                                               encoding_formats=["application/x-parquet"],
+                                               description=f"{config} {split}: {shard.rows} rows"))
+    rounds = describe_rounds(plan.rounds)
+    overlaps = sorted({r.overlap or 1 for r in plan.rounds})
+    metadata = mlc.Metadata(
+        name=plan.name, description=plan.summary, version="1.0.0",
+        license=[_LICENCE_URLS.get(info.annotations_license or "", info.annotations_license)],
+        url="https://github.com/segbench/segbench", cite_as=plan.citations[0] if plan.citations else None,
+        date_created=plan.created[:10], date_published=plan.created[:10], conforms_to="http://mlcommons.org/croissant/1.1",
+        creators=[mlc.Person(name=info.maintainer)], keywords=["image segmentation", "evaluation", plan.name],
+        distribution=distribution, record_sets=record_sets,
+        data_collection=plan.collection, data_collection_type=["Secondary Data Analysis"],
+        data_preprocessing_protocol=[plan.preprocessing, "Selection counts: " + ", ".join(
+            f"{rule} {count}" for rule, count in plan.selection.items())],
+        data_annotation_protocol=[plan.annotation_protocol, rounds],
+        data_annotation_platform=sorted({r.platform for r in plan.rounds}) or ["none"],
+        data_annotation_analysis=[rounds],
+        annotations_per_item=", ".join(str(o) for o in overlaps) if overlaps else "1 (derived labels)",
+        machine_annotation_tools=plan.machine_tools or ["none"],
+        data_biases=plan.biases, data_limitations=plan.limitations,
+        data_use_cases=[info.intended_uses or "", *plan.use_cases], data_social_impact=info.social_impact,
+        personal_sensitive_information=[info.personal_information or ""],
+        data_release_maintenance_plan=[f"Maintained by {info.maintainer}. Each data version is released anew "
+                                       f"with its version ({plan.version}) in the card; fixes make a new version."],
+    )
+    return metadata.to_json()
+
+
+def write_and_validate(folder: Path, document: dict[str, Any]) -> Path:
+    """Write ``croissant.json`` and load it back with mlcroissant; any error it reports fails the release."""
+    import mlcroissant as mlc
+
+    path = folder / "croissant.json"
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    try:
+        mlc.Dataset(jsonld=path)
+    except Exception as exc:  # mlcroissant raises ValidationError and plain ValueErrors alike
+        raise OutputError(f"the Croissant metadata does not validate ({exc})", path=path,
+                          hint="report this as a segbench bug, with the message") from exc
+    return path

@@ -1,0 +1,138 @@
+"""What a dataset hands the release writer: its tables, native files and the facts its card states.
+
+Each dataset's ``tasks/<dataset>/release.py`` reads its build (from the working tree or a DVC
+version, through :class:`segbench.core.versioning.DatasetSource`) and returns a
+:class:`ReleasePlan`. Rows are produced lazily, one at a time, so a release never holds a split in
+memory. Everything else here is the build record put into words: the card, the datasheet and the
+Croissant metadata are written from it alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Licence:
+    """A licence that applies to part of a release."""
+
+    id: str  # SPDX-style, as the Hub's card expects (cc-by-4.0, apache-2.0, other)
+    name: str
+    url: str | None
+    redistributable: bool
+    applies_to: str
+    of_images: bool = True  # False for the licence of a source's annotations
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """Which licence an image carries and whether its bytes go into the release.
+
+    ``terms`` is the maker's statement of the images' terms (``release.toml``'s ``[images]``), which
+    replaces each source's default; ``embed_restricted`` embeds images whose licence forbids
+    redistribution (the maker then answers for it).
+    """
+
+    terms: Licence | None = None
+    embed_restricted: bool = False
+
+    def licence(self, default: Licence) -> Licence:
+        return self.terms or default
+
+    def embed(self, licence: Licence) -> bool:
+        return licence.redistributable or self.embed_restricted
+
+
+@dataclass(frozen=True)
+class Table:
+    """One split of one config: its row count and a function that yields its rows."""
+
+    config: str
+    split: str
+    count: int
+    rows: Callable[[], Iterator[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class AnnotationRound:
+    """One human round behind the data, as the card and Croissant's RAI fields describe it."""
+
+    key: str
+    kind: str
+    platform: str
+    overlap: int | None
+    items: int
+    answers: int
+    annotators: int
+    aggregation: str
+    gold: int
+    qualification: str
+    agreement: Mapping[str, Mapping[str, float | None]]  # control → {kappa, alpha}
+
+
+@dataclass
+class ReleasePlan:
+    """Everything a release of one dataset writes, from its build record.
+
+    Attributes:
+        name: the dataset's registry name (``coco_cd``).
+        pretty_name: the card's title.
+        summary: one paragraph on what the dataset is.
+        features: the Hugging Face features of every config (``datasets.Features``).
+        tables: the splits, in the order the card lists them.
+        native: release path → the build's file (relative to the project) for the official evaluators.
+        version: the data version the release is made from (the DVC revision, or the build key).
+        created: the build's ``created_at``.
+        sources: the inputs the build read, with their sha256.
+        selection: rule → count, in the order the rules apply.
+        seed: the seed of the split draw, if any.
+        chosen_ids: config → split → the ids it holds (the card links them; ``splits.json`` lists them).
+        rounds: the human rounds behind the data.
+        machine_tools: the models and programs that produced or judged parts of the data.
+        collection, preprocessing, annotation_protocol: prose for the card, datasheet and Croissant.
+        biases, limitations, use_cases: bullet points.
+        licences: the licences of the source images (per source), beside the annotations' and segbench's.
+        image_licences: image id → licence id, where the source records one per image.
+        citations: BibTeX entries to cite.
+        source_datasets, annotations_creators, size_category: the card's YAML.
+        gallery: writes the contact sheets into a folder and returns their paths relative to it.
+    """
+
+    name: str
+    pretty_name: str
+    summary: str
+    features: Any
+    tables: list[Table]
+    native: dict[str, str]
+    version: str
+    created: str
+    sources: dict[str, str]
+    selection: dict[str, Any]
+    seed: int | None
+    chosen_ids: dict[str, dict[str, list[Any]]]
+    rounds: list[AnnotationRound]
+    machine_tools: list[str]
+    collection: str
+    preprocessing: str
+    annotation_protocol: str
+    biases: list[str]
+    limitations: list[str]
+    use_cases: list[str]
+    licences: list[Licence]
+    image_licences: dict[str, str]
+    citations: list[str]
+    source_datasets: list[str]
+    annotations_creators: list[str]
+    gallery: Callable[[Path], list[str]]
+    load_example: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def configs(self) -> dict[str, dict[str, int]]:
+        """config → split → rows, in table order."""
+        out: dict[str, dict[str, int]] = {}
+        for table in self.tables:
+            out.setdefault(table.config, {})[table.split] = table.count
+        return out

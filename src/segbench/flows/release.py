@@ -1,0 +1,88 @@
+"""The ``release`` flow: a built dataset as a folder others load without segbench (parquet, card, Croissant).
+
+Thin: the dataset's ``tasks/<dataset>/release.py`` says what goes in (its :class:`ReleasePlan`),
+:mod:`segbench.core.release.writer` writes it into a stage, and the stage replaces the output only
+when everything is written and validated. Each split, the native files, the gallery and the
+documents are one task each; the push to the Hub is the only step that talks to the network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from segbench import progress, registry
+from segbench.core.release import writer
+from segbench.core.release.parquet import Shard
+from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
+from segbench.core.versioning import DatasetSource
+from segbench.flows.prefect_ui import run_name, task_name
+from segbench.schemas.release import ReleaseInfo, ReleaseResult
+
+
+@task(**task_name("write-split"), cache_policy=NO_CACHE)
+def write_split_task(stage: Path, plan: ReleasePlan, table: Table, withheld: list[str]) -> list[Shard]:
+    rows = table.rows
+
+    def tracked():
+        return progress.track(rows(), f"{plan.name} {table.config} {table.split}", total=table.count)
+
+    return writer.write_table(stage, plan, Table(table.config, table.split, table.count, tracked), withheld)
+
+
+@task(**task_name("copy-native-files"), cache_policy=NO_CACHE)
+def native_task(stage: Path, plan: ReleasePlan, source: DatasetSource) -> int:
+    return writer.write_native(stage, plan, source)
+
+
+@task(**task_name("draw-gallery"), cache_policy=NO_CACHE)
+def gallery_task(stage: Path, plan: ReleasePlan) -> list[str]:
+    return writer.write_gallery(stage, plan)
+
+
+@task(**task_name("write-card-and-croissant"), cache_policy=NO_CACHE)
+def documents_task(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict, withheld: list[str],
+                   gallery: list[str]) -> None:
+    writer.write_documents(stage, plan, info, shards, withheld, gallery)
+
+
+# An upload is idempotent (content-addressed commits), so a retry after a network error is safe.
+@task(**task_name("push-to-hub"), cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: str | None) -> str:
+    from segbench.providers.hub import push_folder
+
+    return push_folder(out, repo_id, tag=tag, endpoint=endpoint, token=token)
+
+
+@flow(name="release-dataset", flow_run_name=run_name("release-dataset", ("dataset", "rev")))
+def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Path("."), rev: str | None = None,
+                    data_dir: str | None = None, push: str | None = None, tag: str | None = None,
+                    hub_endpoint: str | None = None, hub_token: str | None = None) -> ReleaseResult:
+    """Release ``dataset`` (its build in the working tree, or at DVC version ``rev``) into ``out``."""
+    spec = registry.dataset(dataset)
+    make_plan = spec.load("release_plan")
+    folder = data_dir or f"data/{spec.default_out}"
+
+    terms = info.images
+    policy = ImagePolicy(
+        terms=Licence(terms.license, terms.name, terms.url, terms.redistributable,
+                      "every image of this release (as its maker states)") if terms else None,
+        embed_restricted=info.embed_restricted)
+    with DatasetSource(repo, rev) as source:
+        plan = make_plan(source, folder, policy)
+        if rev:
+            plan.version = rev
+        stage = writer.stage_for(out)
+        withheld: list[str] = []
+        shards = {(table.config, table.split): write_split_task(stage, plan, table, withheld) for table in plan.tables}
+        native_task(stage, plan, source)
+        gallery = gallery_task(stage, plan)
+        documents_task(stage, plan, info, shards, withheld, gallery)
+    writer.swap_in(stage, out)
+    result = writer.result(plan, out, withheld)
+    if push:
+        result.tag = tag or plan.version
+        result.pushed_to = push_task(out, push, result.tag, hub_endpoint, hub_token)
+    return result

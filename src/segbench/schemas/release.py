@@ -1,0 +1,109 @@
+"""What a release needs from its maker, and what ``segbench release`` returns.
+
+A build records where its data came from and how it was selected and annotated; it cannot know
+under which licence its maker releases the annotations, what the data is for, or who maintains it.
+Those come from options or a ``release.toml`` (:class:`ReleaseInfo`); a release without them stops
+with an error naming each missing field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from segbench.core.errors import InputError
+from segbench.core.io import read_text
+
+# The fields a release cannot be made without, with the option that sets each.
+REQUIRED_FIELDS = {
+    "annotations_license": "--annotations-license",
+    "intended_uses": "--intended-uses",
+    "social_impact": "--social-impact",
+    "personal_information": "--personal-information",
+    "maintainer": "--maintainer",
+}
+
+
+class ImageTerms(BaseModel):
+    """The terms of a source's images, where the maker knows better than the dataset's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    license: str = Field(description="SPDX-style id, e.g. cc-by-4.0")
+    name: str
+    url: str | None = None
+    redistributable: bool
+
+
+class ReleaseInfo(BaseModel):
+    """The answers only the maker of a release can give (``release.toml`` or options)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    annotations_license: str | None = Field(None, description="SPDX id of the annotations' licence, e.g. cc-by-4.0")
+    intended_uses: str | None = None
+    social_impact: str | None = None
+    personal_information: str | None = None
+    maintainer: str | None = None
+    out_of_scope_uses: str | None = None
+    images: ImageTerms | None = Field(None, description="overrides the source images' terms")
+    embed_restricted: bool = Field(False, description="embed images whose licence forbids redistribution")
+
+    def missing(self) -> list[str]:
+        return [name for name in REQUIRED_FIELDS if not (getattr(self, name) or "").strip()]
+
+    def require_complete(self, where: str) -> ReleaseInfo:
+        """Itself, or an error naming every field still missing and how to give it."""
+        missing = self.missing()
+        if missing:
+            raise InputError(
+                f"a release needs {', '.join(missing)}",
+                path=where,
+                hint="give them in release.toml ("
+                     + "; ".join(f'{name} = "..."' for name in missing)
+                     + ") or as options (" + ", ".join(REQUIRED_FIELDS[name] for name in missing) + ")",
+            )
+        return self
+
+
+def load_release_info(path: Path | None, **options: object) -> ReleaseInfo:
+    """The release info of ``path`` (a ``release.toml``; none is fine), with options taking precedence."""
+    data: dict[str, object] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(read_text(path, hint="check --info"))
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the file's syntax") from exc
+    data.update({name: value for name, value in options.items() if value is not None})
+    try:
+        return ReleaseInfo.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}", path=path,
+                         hint=f"the fields are {', '.join(ReleaseInfo.model_fields)}") from exc
+
+
+class ReleaseFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    size: int
+    sha256: str
+
+
+class ReleaseResult(BaseModel):
+    """What a release wrote: the folder, its configs with rows per split, its files, where it was pushed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    out: Path
+    version: str
+    configs: dict[str, dict[str, int]]
+    files: list[ReleaseFile]
+    embedded_images: int
+    withheld_images: int
+    pushed_to: str | None = None
+    tag: str | None = None
