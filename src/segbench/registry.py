@@ -108,6 +108,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_evaluate="segbench.flows.flip:plan_evaluate",
         demo_step="segbench.flows.waterbirds.demo:DEMO",
         demo_printer="segbench.cli.waterbirds:print_demo",
+        release_plan="segbench.tasks.waterbirds.release:plan",
     ),
     DatasetSpec(
         name="vocab", title="Valid vocabulary",
@@ -119,6 +120,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_step="segbench.flows.vocab.build:plan_step",
         demo_step="segbench.flows.vocab.demo:DEMO",
         demo_printer="segbench.cli.vocab:print_demo",
+        release_plan="segbench.tasks.vocab.release:plan",
     ),
     DatasetSpec(
         name="spin", title="SPIN",
@@ -149,6 +151,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_printer="segbench.cli.cafe:print_demo",
         offline_answers=("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER",),
         round_kinds=("segbench.flows.cafe.rounds:VERIFICATION",),
+        release_plan="segbench.tasks.cafe.release:plan",
     ),
 )
 

@@ -469,16 +469,18 @@ class DatasetSource:
         except Exception as exc:
             raise VersioningError(f"cannot list at revision {self.rev} ({redact(str(exc))})", path=relpath) from None  # unchained: its text can carry a secret
 
-    def listdir(self, relpath: str) -> list[str]:
-        """The names of the files directly in a folder of the data (none when it does not exist), sorted."""
+    def listdir(self, relpath: str, kind: str = "file") -> list[str]:
+        """The names of the files (``kind="directory"``: folders) directly in a folder of the data, sorted;
+        none when it does not exist."""
         if self.rev is None:
             folder = self.repo / relpath
-            return sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+            wanted = Path.is_file if kind == "file" else Path.is_dir
+            return sorted(p.name for p in folder.iterdir() if wanted(p)) if folder.is_dir() else []
         try:
             if not self._fs.isdir(relpath):
                 return []
             return sorted(Path(entry["name"]).name for entry in self._fs.ls(relpath, detail=True)
-                          if entry["type"] == "file")
+                          if entry["type"] == kind)
         except VersioningError:
             raise
         except Exception as exc:

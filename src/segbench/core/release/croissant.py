@@ -44,16 +44,32 @@ def _data_type(feature: Any) -> Any:
     return mlc.DataType.TEXT
 
 
-def _field(mlc: Any, record_set: str, file_set: str, name: str, feature: Any) -> Any:
-    from datasets import ClassLabel, Image
+def _field(mlc: Any, field_id: str, file_set: str, name: str, feature: Any, column: str | None = None,
+           path: str | None = None) -> Any:
+    """The Croissant field of one feature: leaves read their column (a JSON path into it when nested),
+    lists are arrays, structs have one sub-field per key."""
+    from datasets import ClassLabel, Image, List
 
-    extract = mlc.Extract(column=name)
-    source = mlc.Source(file_set=file_set, extract=extract,
-                        transforms=[mlc.Transform(json_path="bytes")] if isinstance(feature, Image) else [])
-    description = (f"class index: {', '.join(f'{i} {n}' for i, n in enumerate(feature.names))}"
-                   if isinstance(feature, ClassLabel) else None)
-    return mlc.Field(id=f"{record_set}/{name}", name=name, description=description, data_types=[_data_type(feature)],
-                     source=source)
+    def source(json_path: str | None) -> Any:
+        transforms = [mlc.Transform(json_path=json_path)] if json_path else []
+        return mlc.Source(file_set=file_set, extract=mlc.Extract(column=column or name), transforms=transforms)
+
+    is_array = isinstance(feature, List)
+    inner = feature.feature if is_array else feature
+    if isinstance(inner, dict):
+        sub_fields = [_field(mlc, f"{field_id}/{key}", file_set, key, value, column=column or name,
+                             path=f"{path}.{key}" if path else key)
+                      for key, value in inner.items()]
+        return mlc.Field(id=field_id, name=name, data_types=[], is_array=is_array or None,
+                         array_shape="-1" if is_array else None, sub_fields=sub_fields)
+    if isinstance(inner, Image):
+        json_path = f"{path}.bytes" if path else "bytes"
+    else:
+        json_path = path
+    description = (f"class index: {', '.join(f'{i} {n}' for i, n in enumerate(inner.names))}"
+                   if isinstance(inner, ClassLabel) else None)
+    return mlc.Field(id=field_id, name=name, description=description, data_types=[_data_type(inner)],
+                     source=source(json_path), is_array=is_array or None, array_shape="-1" if is_array else None)
 
 
 def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]]) -> dict[str, Any]:
@@ -66,7 +82,7 @@ def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
         distribution.append(mlc.FileSet(id=file_set, name=file_set, encoding_formats=["application/x-parquet"],
                                         includes=[f"data/{config}/*.parquet"],
                                         description=f"the parquet shards of config {config} ({', '.join(splits)})"))
-        fields = [_field(mlc, config, file_set, name, feature) for name, feature in plan.features.items()]
+        fields = [_field(mlc, f"{config}/{name}", file_set, name, feature) for name, feature in plan.features.items()]
         fields.append(mlc.Field(id=f"{config}/split", name="split", data_types=[mlc.DataType.TEXT],
                                 description="the split a row belongs to (from its file name)",
                                 source=mlc.Source(file_set=file_set, extract=mlc.Extract(file_property="filename"),

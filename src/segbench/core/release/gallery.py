@@ -35,7 +35,7 @@ def overlay(image: Image.Image, masks: Sequence[tuple[np.ndarray, tuple[int, int
             continue  # a mask of another size cannot be drawn on this image
         pixels[mask] = (1 - alpha) * pixels[mask] + alpha * np.asarray(colour, dtype=np.float32)
         if outline:
-            edge = mask & ~_eroded(mask)
+            edge = mask & ~_eroded(_eroded(mask))  # two pixels wide: visible on a thumbnail
             pixels[edge] = colour
     return Image.fromarray(pixels.round().astype(np.uint8))
 

@@ -51,7 +51,8 @@ def write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: d
                     withheld: list[str], gallery_files: list[str]) -> None:
     annotations = licences.Licence(id=info.annotations_license or "other", name=info.annotations_license or "",
                                    url=None, redistributable=True, applies_to="the annotations of this release")
-    terms = licences.licences_json(annotations, plan.licences, plan.image_licences, withheld)
+    sources = list({(lic.id, lic.name, lic.applies_to): lic for lic in plan.licences}.values())
+    terms = licences.licences_json(annotations, sources, plan.image_licences, withheld)
     write_json(stage / "licenses.json", terms, indent=1)
     atomic_write_text(stage / "LICENSES.md", licences.licences_markdown(plan.pretty_name, terms))
     write_json(stage / "splits.json", {"seed": plan.seed, "version": plan.version, "pyarrow": pyarrow_version(),

@@ -1,0 +1,206 @@
+"""The release of CAFE: one row per verified pair, in configs ``all``, ``SM``, ``CC`` and ``OC``.
+
+A row holds the edited image, the target mask (a PNG, and its COCO RLE as the SA-Co file has it),
+q+ and q-, the edit type, the source (dataset, image and annotation ids, file name: the source
+image itself is not part of the build), the edit plan as JSON, the planner and the editor, and the
+verification votes per question with their agreement. The native files are the SA-Co ``CAFE*.json``
+files and the edited images, as SAM3's evaluator reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from segbench.core.io import png_bytes
+from segbench.core.masks import rle_to_bitmap
+from segbench.core.release import gallery
+from segbench.core.release.licences import COCO_ANNOTATIONS
+from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
+from segbench.core.release.rounds import rounds_of
+from segbench.core.versioning import DatasetSource
+from segbench.schemas.edits import EditType
+from segbench.tasks.cafe.export import NEGATIVE_ID_OFFSET
+
+SPLIT = "test"
+CONFIGS = {"all": "CAFE", "SM": "CAFE_SM", "CC": "CAFE_CC", "OC": "CAFE_OC"}
+SOURCE_LICENCES = {
+    "coco": Licence("other", "edits of COCO images (Flickr licences, per source image)",
+                    "https://cocodataset.org/#termsofuse", True, "edited images whose source is COCO"),
+    "lvis": Licence("other", "edits of COCO images annotated by LVIS (Flickr licences, per source image)",
+                    "https://www.lvisdataset.org/", True, "edited images whose source is LVIS"),
+    # SA-Co is gated on the Hub: its images are not redistributed without the maker's say-so.
+    "saco": Licence("other", "edits of SA-Co images (SA-Co terms; gated)", "https://github.com/facebookresearch/sam3",
+                    False, "edited images whose source is SA-Co"),
+}
+UNKNOWN_SOURCE = Licence("unknown", "unknown source terms", None, False, "edited images of another source")
+CITATIONS = ["@misc{cafe,\n  title = {From Pixels to Concepts: Do Segmentation Models Understand What They "
+             "Segment?}\n}"]
+
+
+def _votes(answers: dict[str, Any]) -> dict[str, list[dict]]:
+    """item id → per question: yes, no, the majority and the agreement."""
+    tallies: dict[str, dict[str, Counter]] = {}
+    for answer in answers.get("answers", []):
+        for control, choice in sorted(answer.get("choices", {}).items()):
+            tallies.setdefault(str(answer["item_id"]), {}).setdefault(control, Counter()).update(choice)
+    decided = {str(item["item_id"]): item for item in answers.get("items", [])}
+    out = {}
+    for item_id, controls in tallies.items():
+        item = decided.get(item_id, {})
+        out[item_id] = [{"question": control, "yes": counts.get("yes", 0), "no": counts.get("no", 0),
+                         "majority": item.get("majority", {}).get(control),
+                         "agreement": item.get("agreement", {}).get(control)}
+                        for control, counts in sorted(controls.items())]
+    return out
+
+
+def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
+    from datasets import ClassLabel, Features, Image, List, Value
+
+    manifest = source.read_json(f"{data_dir}/manifest.json")
+    params = manifest["params"]
+    data_root = str(Path(data_dir).parent)
+    candidates_dir = f"{data_root}/{params['candidates']}"
+    candidates_manifest = source.read_json(f"{candidates_dir}/manifest.json")
+    cparams = candidates_manifest["params"]
+    candidates = {int(row["id"]): row for row in map(json.loads, source.read_bytes(
+        f"{candidates_dir}/candidates.jsonl").decode("utf-8").splitlines()) if row}
+    answers_path = f"{data_root}/rounds/{params['round']}.answers.json"
+    votes = _votes(source.read_json(answers_path)) if source.exists(answers_path) else {}
+    edit_types = [t.name for t in EditType]
+    features = Features({
+        "pair_id": Value("int64"),
+        "image": Image(),
+        "target_mask": Image(),
+        "target_rle": {"size": List(Value("int32")), "counts": Value("string")},
+        "target_area": Value("float64"),
+        "target_bbox": List(Value("float32")),
+        "q_pos": Value("string"),
+        "q_neg": Value("string"),
+        "edit_type": ClassLabel(names=edit_types),
+        "object_name": Value("string"),
+        "source": Value("string"),
+        "source_image_id": Value("int64"),
+        "source_annotation_id": Value("int64"),
+        "source_file_name": Value("string"),
+        "edit_plan": Value("string"),
+        "edit_seed": Value("int64"),
+        "planner": Value("string"),
+        "editor": Value("string"),
+        "votes": List({"question": Value("string"), "yes": Value("int32"), "no": Value("int32"),
+                       "majority": Value("string"), "agreement": Value("float32")}),
+        "width": Value("int32"),
+        "height": Value("int32"),
+        "license_id": Value("string"),
+    })
+    planner = f"{cparams['provider']}/{cparams['provider_model']} (prompt version {cparams['prompt_version']})"
+    editor = f"{cparams['editor']}/{cparams['editor_model']}"
+
+    def licence_of(image: dict) -> Licence:
+        return policy.licence(SOURCE_LICENCES.get(image.get("source", ""), UNKNOWN_SOURCE))
+
+    def pairs(subset: str) -> list[tuple[dict, dict, dict]]:
+        data = source.read_json(f"{data_dir}/{subset}.json")
+        by_id = {int(image["id"]): image for image in data["images"]}
+        masks = {int(a["image_id"]): a for a in data["annotations"]}
+        return [(image, by_id[int(image["id"]) + NEGATIVE_ID_OFFSET], masks[int(image["id"])])
+                for image in sorted(data["images"], key=lambda im: int(im["id"]))
+                if int(image["id"]) < NEGATIVE_ID_OFFSET]
+
+    def rows_of(subset: str) -> Iterator[dict]:
+        for positive, negative, annotation in pairs(subset):
+            licence = licence_of(positive)
+            pair_id = int(positive["id"])
+            rle = annotation["segmentation"]
+            image_bytes = source.read_bytes(f"{data_dir}/images/{positive['file_name']}")
+            yield {
+                "pair_id": pair_id,
+                "image": {"bytes": image_bytes, "path": positive["file_name"]} if policy.embed(licence) else None,
+                "target_mask": {"bytes": png_bytes((rle_to_bitmap(rle) * 255).astype(np.uint8)),
+                                "path": f"{Path(positive['file_name']).stem}_mask.png"},
+                "target_rle": {"size": [int(v) for v in rle["size"]], "counts": rle["counts"]},
+                "target_area": float(annotation["area"]), "target_bbox": [float(v) for v in annotation["bbox"]],
+                "q_pos": positive["text_input"], "q_neg": negative["text_input"],
+                "edit_type": edit_types.index(EditType(positive["edit_type"]).name),
+                "object_name": positive["object_name"], "source": positive["source"],
+                "source_image_id": int(positive["source_image_id"]),
+                "source_annotation_id": int(positive["source_annotation_id"]),
+                "source_file_name": positive["source_file_name"],
+                "edit_plan": json.dumps(positive["plan"], sort_keys=True, ensure_ascii=False),
+                "edit_seed": int(candidates.get(pair_id, {}).get("edit_seed", -1)),
+                "planner": planner, "editor": editor, "votes": votes.get(str(pair_id), []),
+                "width": int(positive["width"]), "height": int(positive["height"]), "license_id": licence.id,
+            }
+
+    tables = []
+    for config, subset in CONFIGS.items():
+        count = len(pairs(subset))
+        tables.append(Table(config, SPLIT, count, lambda subset=subset: rows_of(subset)))
+
+    def write_gallery(out: Path) -> list[str]:
+        written = []
+        for config, subset in CONFIGS.items():
+            if config == "all":
+                continue
+            tiles = []
+            for positive, negative, annotation in pairs(subset)[:12]:
+                caption = f"q+ {positive['text_input']}\nq- {negative['text_input']}"
+                if not policy.embed(licence_of(positive)):
+                    tiles.append((None, caption + " (withheld)"))
+                    continue
+                picture = gallery.decode(source.read_bytes(f"{data_dir}/images/{positive['file_name']}"))
+                mask = rle_to_bitmap(annotation["segmentation"]).astype(bool)
+                tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[0])], alpha=0.0), caption))
+            sheet = gallery.sheet(f"CAFE {config} ({EditType[config].value}): edited image, target outlined",
+                                  tiles, columns=4, size=220)
+            written.append(gallery.save(sheet, out, f"{config}.png"))
+        return written
+
+    counts = manifest["counts"]
+    native = {f"native/{subset}.json": f"{data_dir}/{subset}.json" for subset in CONFIGS.values()}
+    native |= {f"native/images/{name}": f"{data_dir}/images/{name}" for name in source.listdir(f"{data_dir}/images")}
+    sources_used = sorted({positive.get("source", "") for positive, _, _ in pairs("CAFE")})
+    return ReleasePlan(
+        name="cafe", pretty_name="CAFE (counterfactual image–prompt pairs)",
+        summary=("Counterfactual edits of real images — Superficial Mimicry, Context Conflict and Ontological "
+                 "Conflict — each with a valid prompt q+ whose target mask is given and a misleading prompt q- "
+                 "that should find nothing, verified by people; for testing whether promptable segmenters "
+                 "understand what they segment."),
+        features=features, tables=tables, native=native,
+        version=manifest["build_key"], created=manifest["created_at"],
+        sources={**candidates_manifest["inputs"], **manifest["inputs"]},
+        selection={"candidates": candidates_manifest["counts"]["candidates"],
+                   **{f"candidates {k}": v for k, v in candidates_manifest["counts"]["by_edit_type"].items()},
+                   "not verified": counts["not_verified"], "verified pairs": counts["samples"],
+                   **{f"verified {k}": v for k, v in counts["by_edit_type"].items()}},
+        seed=candidates_manifest.get("seed"), chosen_ids={config: {SPLIT: [int(p["id"]) for p, _, _ in pairs(subset)]}
+                                                           for config, subset in CONFIGS.items()},
+        rounds=rounds_of(source, {params["candidates"]}),
+        machine_tools=[f"edit planner: {planner}", f"image editor: {editor}"],
+        collection=("Source images and target masks come from the source datasets named under Sources; each target "
+                    "is edited once by the image editor following a plan that fixes q+ and q-."),
+        preprocessing=(f"Targets are the sole instance of their category covering {cparams['min_area_fraction']:.0%}–"
+                       f"{cparams['max_area_fraction']:.0%} of the image; edit types are drawn with the mix "
+                       f"{cparams['edit_mix']} (seed {cparams['seed']}); edited images are JPEG quality "
+                       f"{cparams['jpeg_quality']}."),
+        annotation_protocol=(f"People verify each edit: {params['verified_rule']}; only verified pairs are "
+                             "released."),
+        biases=["Targets are sole, mid-sized instances: small, crowded or occluded objects are absent.",
+                "The planner chooses the misleading concepts; its vocabulary shapes q-.",
+                "Edits carry the editor's artefacts, which a model may pick up."],
+        limitations=["The target mask is the source's mask: an edit that moves the object's outline is rejected "
+                     "by the mask_fits question, not re-annotated.",
+                     "Source images are referenced, not included."],
+        use_cases=["Measuring target-aware false positives (AFPR) and cgF1 of promptable segmenters."],
+        licences=[COCO_ANNOTATIONS, *(policy.licence(SOURCE_LICENCES.get(s, UNKNOWN_SOURCE)) for s in sources_used)],
+        image_licences={}, citations=CITATIONS, source_datasets=sources_used,
+        annotations_creators=["crowdsourced", "machine-generated"], gallery=write_gallery,
+        load_example=f'ds = load_dataset(path, "all", split="{SPLIT}")\nrow = ds[0]  # row["image"], row["q_pos"], '
+                     'row["q_neg"], row["target_mask"]',
+    )
