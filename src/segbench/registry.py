@@ -136,6 +136,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_printer="segbench.cli.spin:print_demo",
         offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER", "segbench.tasks.spin.wordnet:VISIBILITY_ANSWER"),
         round_kinds=("segbench.flows.spin.rounds:SUBPARTS",),
+        release_plan="segbench.tasks.spin.release:plan",
     ),
     DatasetSpec(
         name="cafe", title="CAFE",

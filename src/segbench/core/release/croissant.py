@@ -44,10 +44,11 @@ def _data_type(feature: Any) -> Any:
     return mlc.DataType.TEXT
 
 
-def _field(mlc: Any, field_id: str, file_set: str, name: str, feature: Any, column: str | None = None,
-           path: str | None = None) -> Any:
-    """The Croissant field of one feature: leaves read their column (a JSON path into it when nested),
-    lists are arrays, structs have one sub-field per key."""
+def _fields(mlc: Any, field_id: str, file_set: str, name: str, feature: Any, column: str | None = None,
+            path: str | None = None) -> list[Any]:
+    """The Croissant fields of one feature: leaves read their column (a JSON path into it when nested),
+    lists are arrays, a struct has one sub-field per key. mlcroissant reads one level of sub-fields,
+    so a struct inside a struct is flattened into leaves named ``<struct>_<key>``."""
     from datasets import ClassLabel, Image, List
 
     def source(json_path: str | None) -> Any:
@@ -56,20 +57,21 @@ def _field(mlc: Any, field_id: str, file_set: str, name: str, feature: Any, colu
 
     is_array = isinstance(feature, List)
     inner = feature.feature if is_array else feature
+    array = {"is_array": True, "array_shape": "-1"} if is_array else {}
     if isinstance(inner, dict):
-        sub_fields = [_field(mlc, f"{field_id}/{key}", file_set, key, value, column=column or name,
-                             path=f"{path}.{key}" if path else key)
-                      for key, value in inner.items()]
-        return mlc.Field(id=field_id, name=name, data_types=[], is_array=is_array or None,
-                         array_shape="-1" if is_array else None, sub_fields=sub_fields)
-    if isinstance(inner, Image):
-        json_path = f"{path}.bytes" if path else "bytes"
-    else:
-        json_path = path
+        if path is not None and not is_array:
+            return [field for key, value in inner.items()
+                    for field in _fields(mlc, f"{field_id}_{key}", file_set, f"{name}_{key}", value,
+                                         column=column, path=f"{path}.{key}")]
+        sub_fields = [field for key, value in inner.items()
+                      for field in _fields(mlc, f"{field_id}/{key}", file_set, key, value, column=column or name,
+                                           path=key)]
+        return [mlc.Field(id=field_id, name=name, data_types=[], sub_fields=sub_fields, **array)]
+    json_path = (f"{path}.bytes" if path else "bytes") if isinstance(inner, Image) else path
     description = (f"class index: {', '.join(f'{i} {n}' for i, n in enumerate(inner.names))}"
                    if isinstance(inner, ClassLabel) else None)
-    return mlc.Field(id=field_id, name=name, description=description, data_types=[_data_type(inner)],
-                     source=source(json_path), is_array=is_array or None, array_shape="-1" if is_array else None)
+    return [mlc.Field(id=field_id, name=name, description=description, data_types=[_data_type(inner)],
+                      source=source(json_path), **array)]
 
 
 def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]]) -> dict[str, Any]:
@@ -82,7 +84,8 @@ def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
         distribution.append(mlc.FileSet(id=file_set, name=file_set, encoding_formats=["application/x-parquet"],
                                         includes=[f"data/{config}/*.parquet"],
                                         description=f"the parquet shards of config {config} ({', '.join(splits)})"))
-        fields = [_field(mlc, f"{config}/{name}", file_set, name, feature) for name, feature in plan.features.items()]
+        fields = [field for name, feature in plan.features.items()
+                  for field in _fields(mlc, f"{config}/{name}", file_set, name, feature)]
         fields.append(mlc.Field(id=f"{config}/split", name="split", data_types=[mlc.DataType.TEXT],
                                 description="the split a row belongs to (from its file name)",
                                 source=mlc.Source(file_set=file_set, extract=mlc.Extract(file_property="filename"),
