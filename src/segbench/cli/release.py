@@ -25,7 +25,9 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer
 
 def _dataset(name: str) -> str:
     name = name.replace("-", "_")
-    spec = registry.dataset(name)  # unknown: an error listing the names there are
+    if name not in registry.names():
+        raise typer.BadParameter(f"unknown dataset {name!r}; choose among {', '.join(registry.names())}")
+    spec = registry.dataset(name)
     if spec.release_plan is None:
         raise typer.BadParameter(f"{spec.title} cannot be released")
     return name

@@ -99,10 +99,25 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
         for name, step in steps.items():
             if step.evaluate is not None:
                 results[name] = step.evaluate(context, results[name])
+        releases = _release_all(context, f"dvc md5 {record.md5}")
     paths = {"demo world (inputs)": world}
     for result in results.values():
         paths |= result.paths
-    return DemoResult(datasets=results, publish=record, paths=paths | {"DVC pointer": repo / f"{context.data_dir}.dvc"})
+    return DemoResult(datasets=results, publish=record,
+                      paths=paths | {"DVC pointer": repo / f"{context.data_dir}.dvc", "releases": releases})
+
+
+def _release_all(context: DemoContext, version: str) -> Path:
+    """Release every dataset of the published version under ``releases/<dataset>/`` (git-ignored)."""
+    from segbench.demo.release import DEMO_RELEASE_INFO
+    from segbench.flows.release import release_dataset
+
+    root = context.repo / "releases"
+    for spec in registry.DATASETS:
+        if spec.release_plan:
+            release_dataset(dataset=spec.name, out=root / spec.name, info=DEMO_RELEASE_INFO, repo=context.repo,
+                            data_dir=f"{context.data_dir}/{spec.default_out}", version=version)
+    return root
 
 
 def _publish(context: DemoContext, dvc_remote: str | None) -> Any:

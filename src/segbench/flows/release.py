@@ -59,8 +59,13 @@ def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: st
 @flow(name="release-dataset", flow_run_name=run_name("release-dataset", ("dataset", "rev")))
 def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Path("."), rev: str | None = None,
                     data_dir: str | None = None, push: str | None = None, tag: str | None = None,
-                    hub_endpoint: str | None = None, hub_token: str | None = None) -> ReleaseResult:
-    """Release ``dataset`` (its build in the working tree, or at DVC version ``rev``) into ``out``."""
+                    hub_endpoint: str | None = None, hub_token: str | None = None,
+                    version: str | None = None) -> ReleaseResult:
+    """Release ``dataset`` (its build in the working tree, or at DVC version ``rev``) into ``out``.
+
+    The card names the data version: ``version`` if given (the demo passes the DVC version it just
+    published), else ``rev``, else the build key.
+    """
     spec = registry.dataset(dataset)
     make_plan = spec.load("release_plan")
     folder = data_dir or f"data/{spec.default_out}"
@@ -72,8 +77,7 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
         embed_restricted=info.embed_restricted)
     with DatasetSource(repo, rev) as source:
         plan = make_plan(source, folder, policy)
-        if rev:
-            plan.version = rev
+        plan.version = version or rev or plan.version
         stage = writer.stage_for(out)
         withheld: list[str] = []
         shards = {(table.config, table.split): write_split_task(stage, plan, table, withheld) for table in plan.tables}

@@ -1,0 +1,126 @@
+"""A consumer of a segbench release with only datasets, mlcroissant, pyarrow and pycocotools: no segbench.
+
+    python consumer.py RELEASE_DIR DATASET
+
+Loads every config the card declares, offline with sockets blocked, and checks the rows against the
+native files; prints a JSON summary. Exits non-zero with the failed check's message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+
+def _no_network(*_args, **_kwargs):
+    raise OSError("network access is blocked in this consumer")
+
+
+socket.socket.connect = _no_network  # type: ignore[method-assign]
+socket.create_connection = _no_network  # type: ignore[assignment]
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+import mlcroissant as mlc  # noqa: E402
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import yaml  # noqa: E402
+from datasets import load_dataset  # noqa: E402
+from PIL import Image  # noqa: E402
+from pycocotools import mask as mask_utils  # noqa: E402
+from pycocotools.coco import COCO  # noqa: E402
+
+
+def card_header(folder: Path) -> dict:
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n"), "the card starts with a YAML header"
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def native_counts(folder: Path, dataset: str, config: str, split: str) -> int:
+    """Rows a split should have, read from the native files with pycocotools (or JSON for vocabularies)."""
+    native = folder / "native"
+    if dataset in ("coco_cd", "waterbirds"):
+        return len(COCO(str(native / "splits" / config / f"{split}.json")).getImgIds())
+    if dataset == "cafe":
+        subset = "CAFE" if config == "all" else f"CAFE_{config}"
+        coco = COCO(str(native / f"{subset}.json"))
+        return len(coco.getAnnIds())  # one target mask per verified pair
+    if dataset == "spin":
+        return len(COCO(str(native / f"spin_{split}_wholes.json")).getImgIds())
+    vocabulary = json.loads(next(native.glob("*.json")).read_text())
+    return sum(len(entry.get(level, [])) for entry in vocabulary.values()
+               for level in ("exact", "synonyms", "hyponyms", "meronyms"))
+
+
+def check_images(table, image_columns: list[str]) -> int:
+    """Every image cell holds bytes and no absolute path; returns how many were embedded."""
+    embedded = 0
+    for column in image_columns:
+        for cell in table.column(column).to_pylist():
+            if cell is None:
+                continue  # withheld for its licence (LICENSES.md lists it)
+            assert cell["bytes"], f"{column}: an image cell without bytes"
+            assert not (cell["path"] or "").startswith("/"), f"{column}: an absolute path {cell['path']}"
+            embedded += 1
+    return embedded
+
+
+def check_masks(dataset: str, folder: Path, ds, config: str, split: str) -> int:
+    checked = 0
+    for row in ds.select(range(min(len(ds), 5))):
+        if dataset in ("coco_cd", "waterbirds"):
+            native = np.asarray(Image.open(folder / "native" / "masks" / f"{row['image_id']:012d}.png"))
+            assert np.array_equal(np.asarray(row["mask"]), native), f"mask of {row['image_id']} differs"
+        elif dataset == "cafe":
+            rle = {"size": row["target_rle"]["size"], "counts": row["target_rle"]["counts"].encode()}
+            decoded = mask_utils.decode(rle)
+            assert np.array_equal(np.asarray(row["target_mask"]) > 0, decoded > 0), f"pair {row['pair_id']}"
+            assert int(mask_utils.area(rle)) == int(decoded.sum()) == int(row["target_area"]), "RLE area"
+        elif dataset == "spin":
+            for a in row["annotations"]:
+                rle = {"size": a["rle"]["size"], "counts": a["rle"]["counts"].encode()}
+                assert int(mask_utils.area(rle)) == int(a["area"]), f"annotation {a['id']}: RLE area"
+        checked += 1
+    return checked
+
+
+def main(folder: Path, dataset: str) -> dict:
+    header = card_header(folder)
+    summary: dict = {"configs": {}}
+    croissant = mlc.Dataset(jsonld=folder / "croissant.json")  # raises on an invalid document
+    for entry in header["configs"]:
+        config = entry["config_name"]
+        for data_file in entry["data_files"]:
+            assert list(folder.glob(data_file["path"])), f"{data_file['path']}: no file"
+        ds = load_dataset(str(folder), config)
+        flat = load_dataset("parquet", data_files={f["split"]: str(folder / f["path"]) for f in entry["data_files"]})
+        summary["configs"][config] = {}
+        for split in ds:
+            expected = native_counts(folder, dataset, config, split)
+            assert len(ds[split]) == len(flat[split]) == expected, \
+                f"{config}/{split}: {len(ds[split])} rows (parquet {len(flat[split])}), native {expected}"
+            features = ds[split].features
+            image_columns = [name for name, f in features.items() if type(f).__name__ == "Image"]
+            table = pq.read_table(next(folder.glob(f"data/{config}/{split}-*.parquet")))
+            embedded = check_images(table, image_columns)
+            masks = check_masks(dataset, folder, ds[split], config, split)
+            summary["configs"][config][split] = {"rows": len(ds[split]), "embedded": embedded, "masks": masks}
+        names = {name: f.names for name, f in ds[next(iter(ds))].features.items() if hasattr(f, "names")}
+        summary["configs"][config]["labels"] = names
+        # Croissant's records are the parquet's rows, in order.
+        first = next(iter(croissant.records(config)))
+        parquet_first = pq.read_table(sorted(folder.glob(f"data/{config}/*.parquet"))[0]).slice(0, 1).to_pylist()[0]
+        key = next(k for k in ("pair_id", "image_id", "term") if k in parquet_first)
+        value = first[f"{config}/{key}"]
+        value = value.decode() if isinstance(value, bytes) else value
+        assert value == parquet_first[key], f"{config}: croissant's first record {value} != parquet's"
+    assert "segbench" not in sys.modules, "the consumer imported segbench"
+    return summary
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(Path(sys.argv[1]), sys.argv[2])))

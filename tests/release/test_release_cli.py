@@ -1,0 +1,64 @@
+"""`segbench release` run as a user runs it, on a copy of the demo project."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from support.cli import run
+
+from segbench.core.io import sha256_tree
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+ANSWERS = ["--annotations-license", "cc-by-4.0", "--intended-uses", "testing", "--social-impact", "none known",
+           "--personal-information", "none", "--maintainer", "Data Team <data@example.org>"]
+
+
+@pytest.fixture
+def project(demo_project, tmp_path, monkeypatch):
+    source, _ = demo_project
+    copy = tmp_path / "project"
+    shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns("releases", "prefect"))
+    monkeypatch.chdir(copy)
+    return copy
+
+
+def test_two_releases_of_one_version_are_byte_identical(project):
+    first = run(project, "release", "coco-cd", "--out", str(project / "one"), *ANSWERS)
+    assert "Released coco_cd" in first.output and "rho_0.95" in first.output
+    run(project, "release", "coco_cd", "--out", str(project / "two"), *ANSWERS)
+    assert sha256_tree(project / "one") == sha256_tree(project / "two")
+    assert not list(project.glob(".one*")), "no stage is left beside the release"
+
+
+def test_a_release_without_the_makers_answers_names_each_missing_field(project):
+    result = run(project, "release", "vocab", "--out", str(project / "rel"), "--maintainer", "me", code=1)
+    message = str(result.exception)
+    for field in ("annotations_license", "intended_uses", "social_impact", "personal_information"):
+        assert field in message
+    assert "maintainer" not in message.split("fix:")[0]
+    assert not (project / "rel").exists()
+
+
+def test_release_toml_gives_the_answers_and_options_override_it(project):
+    (project / "release.toml").write_text(
+        'annotations_license = "cc-by-4.0"\nintended_uses = "x"\nsocial_impact = "y"\n'
+        'personal_information = "none"\nmaintainer = "toml maintainer"\n')
+    run(project, "release", "vocab", "--out", str(project / "rel"), "--maintainer", "option maintainer")
+    card = (project / "rel" / "README.md").read_text()
+    assert "option maintainer" in card and "toml maintainer" not in card
+
+
+def test_restricted_images_are_withheld_unless_the_maker_says_so(project):
+    withheld = run(project, "--json", "release", "spin", "--out", str(project / "spin"), *ANSWERS)
+    assert '"withheld_images": 40' in withheld.stdout.replace(" ", "").replace('":', '": ')
+    licences = (project / "spin" / "LICENSES.md").read_text()
+    assert "ImageNet" in licences and "not embedded" in licences
+    run(project, "release", "spin", "--out", str(project / "spin"), *ANSWERS, "--embed-restricted")
+    assert '"withheld_images": []' in (project / "spin" / "licenses.json").read_text().replace("\n", "")
+
+
+def test_an_unknown_dataset_is_refused_with_the_names_there_are(project):
+    result = run(project, "release", "imagenet", "--out", str(project / "rel"), *ANSWERS, code=2)
+    assert "coco_cd" in result.output
