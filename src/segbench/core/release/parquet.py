@@ -91,6 +91,7 @@ def write_split(release: Path, config: str, split: str, schema: pa.Schema, rows:
     batch: list[Mapping[str, Any]] = []
     batch_bytes = 0
     shard_rows = 0
+    footer = min(1 << 20, max_shard_bytes // 100)
 
     def open_shard() -> pq.ParquetWriter:
         path = folder / f".{split}-{len(temporary):05d}.parquet.partial"
@@ -101,21 +102,22 @@ def write_split(release: Path, config: str, split: str, schema: pa.Schema, rows:
         nonlocal writer, batch, batch_bytes, shard_rows
         if not batch:
             return
+        # A shard is closed before the row group that would take it past the limit (its footer included).
+        if writer is not None and temporary[-1][0].stat().st_size + batch_bytes > max_shard_bytes - footer:
+            writer.close()
+            writer, shard_rows = None, 0
         if writer is None:
             writer = open_shard()
         writer.write_table(pa.Table.from_pylist(batch, schema=schema), row_group_size=len(batch))
         shard_rows += len(batch)
         temporary[-1] = (temporary[-1][0], shard_rows)
         batch, batch_bytes = [], 0
-        if temporary[-1][0].stat().st_size >= max_shard_bytes:
-            writer.close()
-            writer, shard_rows = None, 0
 
     try:
         for row in rows:
             batch.append(row)
             batch_bytes += _rough_size(row)
-            if len(batch) >= ROW_GROUP_ROWS or batch_bytes >= min(ROW_GROUP_BYTES, max_shard_bytes):
+            if len(batch) >= ROW_GROUP_ROWS or batch_bytes >= min(ROW_GROUP_BYTES, max_shard_bytes // 4):
                 flush()
         flush()
         if writer is not None:
