@@ -62,3 +62,27 @@ def test_restricted_images_are_withheld_unless_the_maker_says_so(project):
 def test_an_unknown_dataset_is_refused_with_the_names_there_are(project):
     result = run(project, "release", "imagenet", "--out", str(project / "rel"), *ANSWERS, code=2)
     assert "coco_cd" in result.output
+
+
+def test_push_uploads_the_folder_and_tags_it_without_leaking_the_token(project, monkeypatch):
+    from support.hub_stub import HubStub
+
+    with HubStub(token="hf_secret_for_test") as hub:
+        monkeypatch.setenv("HF_TOKEN", "hf_secret_for_test")
+        monkeypatch.setenv("SEGBENCH_HUB_ENDPOINT", hub.url)
+        result = run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS, "--push", "org/vocab",
+                     "--tag", "v1.0")
+        released = {p.relative_to(project / "rel").as_posix(): p.read_bytes()
+                    for p in (project / "rel").rglob("*") if p.is_file()}
+        assert hub.repos == ["org/vocab"] and hub.tags == ["v1.0"]
+        assert hub.files == released, "the Hub received every file of the release, byte for byte"
+        assert "license: cc-by-4.0" in hub.card_headers[0]
+        assert "org/vocab" in result.output and "v1.0" in result.output
+        assert "hf_secret_for_test" not in result.output
+
+        monkeypatch.setenv("HF_TOKEN", "hf_wrong_token")
+        refused = run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS, "--push", "org/vocab",
+                      code=1)
+        assert "cannot push the release to org/vocab" in str(refused.exception)
+        assert "hf_wrong_token" not in str(refused.exception) + refused.output
+        assert hub.unauthorised >= 1

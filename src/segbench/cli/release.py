@@ -54,7 +54,7 @@ def release_command(
     embed_restricted: bool = typer.Option(None, "--embed-restricted/--no-embed-restricted",
                                           help="Embed images whose licence forbids redistribution (default: no)."),
     push: str = typer.Option(None, "--push", help="Upload the folder to the Hub dataset repository ORG/NAME."),
-    tag: str = typer.Option(None, "--tag", help="The tag of the pushed commit (default: --rev, else the build key)."),
+    tag: str = typer.Option(None, "--tag", help="The tag of the pushed commit (default: --rev, else build-<build key>)."),
 ) -> None:
     """Write a release of a built dataset: parquet with the images and masks embedded, a dataset card,
     Croissant with Responsible-AI fields, a datasheet, licences, a gallery and the native files."""

@@ -48,8 +48,18 @@ def documents_task(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: di
     writer.write_documents(stage, plan, info, shards, withheld, gallery)
 
 
+def _worth_retrying(task, task_run, state) -> bool:
+    """A network error or a 5xx may pass; a refusal (bad token, bad name) will not."""
+    try:
+        state.result()
+    except Exception as exc:  # the task's own error
+        return not getattr(exc, "permanent", False)
+    return False
+
+
 # An upload is idempotent (content-addressed commits), so a retry after a network error is safe.
-@task(**task_name("push-to-hub"), cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(**task_name("push-to-hub"), cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10],
+      retry_condition_fn=_worth_retrying)
 def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: str | None) -> str:
     from segbench.providers.hub import push_folder
 
@@ -77,7 +87,8 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
         embed_restricted=info.embed_restricted)
     with DatasetSource(repo, rev) as source:
         plan = make_plan(source, folder, policy)
-        plan.version = version or rev or plan.version
+        build_key = plan.version
+        plan.version = version or rev or build_key
         stage = writer.stage_for(out)
         withheld: list[str] = []
         shards = {(table.config, table.split): write_split_task(stage, plan, table, withheld) for table in plan.tables}
@@ -87,6 +98,6 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
     writer.swap_in(stage, out)
     result = writer.result(plan, out, withheld)
     if push:
-        result.tag = tag or plan.version
+        result.tag = tag or rev or f"build-{build_key[:12]}"
         result.pushed_to = push_task(out, push, result.tag, hub_endpoint, hub_token)
     return result

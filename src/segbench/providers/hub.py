@@ -14,7 +14,9 @@ from segbench.core.errors import SegbenchError
 
 
 class HubError(SegbenchError):
-    """The Hub refused or could not be reached."""
+    """The Hub refused or could not be reached; ``permanent`` when asking again cannot help (a 4xx answer)."""
+
+    permanent = False
 
 
 def _clean(text: str, token: str | None) -> str:
@@ -33,7 +35,9 @@ def push_folder(folder: Path, repo_id: str, *, tag: str, endpoint: str | None = 
                                    commit_message=f"Release {tag}")
         api.create_tag(repo_id, tag=tag, repo_type="dataset", revision=commit.oid, exist_ok=True)
     except (HfHubHTTPError, OSError, ValueError) as exc:
-        raise HubError(f"cannot push the release to {repo_id} ({_clean(str(exc), token)})", path=str(folder),
-                       hint="check the repository name, that the token may write to it (HF_TOKEN), and the network"
-                       ) from None  # unchained: the cause's text can carry the token
+        error = HubError(f"cannot push the release to {repo_id} ({_clean(str(exc), token)})", path=str(folder),
+                         hint="check the repository name, that the token may write to it (HF_TOKEN), and the network")
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        error.permanent = isinstance(exc, ValueError) or (status is not None and status < 500)
+        raise error from None  # unchained: the cause's text can carry the token
     return str(url)
