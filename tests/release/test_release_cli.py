@@ -86,3 +86,22 @@ def test_push_uploads_the_folder_and_tags_it_without_leaking_the_token(project, 
         assert "cannot push the release to org/vocab" in str(refused.exception)
         assert "hf_wrong_token" not in str(refused.exception) + refused.output
         assert hub.unauthorised >= 1
+
+
+def test_a_release_of_a_published_version_reads_it_through_dvc(project):
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
+                       check=True, capture_output=True)
+
+    git("add", "data.dvc", ".gitignore", ".dvc/config", ".dvcignore")
+    git("commit", "-qm", "data v1")
+    git("tag", "v1")
+    run(project, "release", "waterbirds", "--out", str(project / "tree"), *ANSWERS)
+    shutil.rmtree(project / "data" / "waterbirds_seg")  # the working tree no longer has it
+    result = run(project, "release", "waterbirds", "--rev", "v1", "--out", str(project / "rel"), *ANSWERS)
+    assert "v1" in result.output
+    shards = sorted(p.relative_to(project / "rel") for p in (project / "rel" / "data").rglob("*.parquet"))
+    assert shards and all((project / "rel" / s).read_bytes() == (project / "tree" / s).read_bytes() for s in shards)
+    assert "Data version `v1`" in (project / "rel" / "README.md").read_text()
