@@ -134,6 +134,42 @@ def _memory_growth(quick: bool, scale: float, json_mb: float, build: dict[str, A
                   passed=True, checks=checks, detail=detail)
 
 
+def _release_at(quick: bool, scale: float | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A COCO-CD build and its release, each in its own process: (build step, release step)."""
+    from coco_cd_scale import run_step
+
+    root, scale, params = _coco_tree(quick, scale)
+    with tempfile.TemporaryDirectory(prefix="bench-release-", dir=OUT) as work:
+        build = run_step("flow", root, "--out", str(Path(work) / "coco_cd"), "--params", json.dumps(params))
+        release = run_step("release", Path(work) / "coco_cd", "--out", str(Path(work) / "release"))
+    return build, release | {"images": build["counts"]["source_images"], "scale": scale}
+
+
+def release(quick: bool) -> list[Row]:
+    """`segbench release coco_cd` against the build it releases, its peak RSS, and how that grows with scale."""
+    import numpy as np
+
+    points = {}
+    for fraction in (0.1, 0.5, 1.0):
+        build, made = _release_at(quick, round((0.05 if quick else 1.0) * fraction, 4))
+        points[made["scale"]] = (build, made)
+    full_build, full = points[max(points)]
+    ratio = full["seconds"] / full_build["seconds"]
+    scales = sorted(points)
+    rss = np.array([points[s][1]["peak_rss_mb"] for s in scales])
+    rows = np.array([points[s][1]["rows"] for s in scales], dtype=float)
+    per_1k_rows = float(np.polyfit(rows / 1000, rss, 1)[0]) if rows[-1] > rows[0] else 0.0
+    detail = {"points": [{"scale": s, "rows": points[s][1]["rows"], "peak_rss_mb": points[s][1]["peak_rss_mb"],
+                          "release_s": points[s][1]["seconds"], "build_s": points[s][0]["seconds"],
+                          "parquet_mb": points[s][1]["parquet_mb"]} for s in scales],
+              "rss_growth_mb_per_1k_rows": round(per_1k_rows, 1),
+              "note": "the bench's COCO tree has no pixels: the release embeds the label masks, not images"}
+    checks = {"peak RSS <= 500 MB": bool(full["peak_rss_mb"] <= 500)}
+    return [result(f"COCO-CD release / its build (scale {max(scales):g}, {full['rows']} rows)", measured=full["seconds"],
+                   baseline=full_build["seconds"], ratio=ratio, target="<= 1.0x", passed=ratio <= 1.0 and all(
+                       checks.values()), checks=checks, detail=detail)]
+
+
 def noop_rebuild(quick: bool) -> list[Row]:
     from coco_cd_scale import run_step
 
@@ -366,7 +402,7 @@ def dask_scale_out(quick: bool) -> list[Row]:
                 start = time.perf_counter()
                 state = with_runner(build_waterbirds, spec)(cub, places, out, params, return_state=True)
                 whole[workers] = time.perf_counter() - start
-                rendered[workers] = state.result()["counts"]["rendered"]
+                rendered[workers] = state.result().counts.rendered
                 stage[workers] = _stage_seconds(state.state_details.flow_run_id, "render-shard")
             manifests[workers] = json.loads((out / "manifest.json").read_text())["outputs"]
     ratio = stage[1] / stage[2]
@@ -434,7 +470,7 @@ def crowd(quick: bool) -> list[Row]:
 ROWS: dict[str, Callable[[bool], list[Row]]] = {
     "coco_cd": coco_cd, "nouns": noun_mining, "cafe": cafe, "llm": llm_stage, "noop": noop_rebuild,
     "dask": dask_scale_out, "overhead": command_overhead, "eval_commands": evaluate_commands,
-    "status": rounds_status, "crowd": crowd,
+    "status": rounds_status, "crowd": crowd, "release": release,
 }
 
 

@@ -14,7 +14,8 @@ command's cost beyond its flow's work, with `segbench server` up), eval_commands
 cgf1|cafe` on 10k pairs as processes vs their flows in a warm process; the public algorithms as processes
 beside them), status (`rounds status` against
 `segbench --version`), crowd (a simulated crowd with 0/20/40% spammers: true labels and masks
-recovered by gold filtering and Dawid-Skene against plain majority vote; ``bench/crowd.py``).
+recovered by gold filtering and Dawid-Skene against plain majority vote; ``bench/crowd.py``), release
+(`segbench release coco_cd` at COCO scale against its build; peak RSS at 10%, 50% and 100% of the scale).
 
 Every row runs in its own child process (fresh imports, its own peak memory) and checks that segbench
 and the baseline give the same output; a row whose outputs differ fails whatever its ratio. Writes
@@ -35,7 +36,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "eval_commands", "status", "crowd")
+ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "eval_commands", "status", "crowd",
+         "release")
 HEADER = ("row", "measured", "baseline", "ratio", "target", "result")
 
 

@@ -128,6 +128,7 @@ class ReleasePlan:
     annotations_creators: list[str]
     gallery: Callable[[Path], list[str]]
     load_example: str = ""
+    has_images: bool = True  # False when the build holds no images (a masks-only COCO-CD build)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def configs(self) -> dict[str, dict[str, int]]:

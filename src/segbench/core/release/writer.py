@@ -33,7 +33,7 @@ def write_table(stage: Path, plan: ReleasePlan, table: Table, withheld: list[str
 
     def rows() -> Iterator[Mapping[str, Any]]:
         for row in table.rows():
-            if "image" in row and row["image"] is None:
+            if plan.has_images and "image" in row and row["image"] is None:
                 withheld.append(f"{table.config}/{table.split}/{row.get(id_column)}")
             yield row
 
@@ -89,6 +89,6 @@ def result(plan: ReleasePlan, out: Path, withheld: list[str]) -> ReleaseResult:
     files = [ReleaseFile(path=path.relative_to(out).as_posix(), size=path.stat().st_size, sha256=sha256_file(path))
              for path in sorted(out.rglob("*")) if path.is_file() and not path.relative_to(out).parts[0] == "native"]
     embedded = sum(sum(splits.values()) for splits in plan.configs().values()) - len(withheld) \
-        if "image" in plan.features else 0
+        if plan.has_images and "image" in plan.features else 0
     return ReleaseResult(dataset=plan.name, out=out, version=plan.version, configs=plan.configs(), files=files,
                          embedded_images=embedded, withheld_images=len(withheld))

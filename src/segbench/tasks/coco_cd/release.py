@@ -41,7 +41,8 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
 
     params = manifest["params"]
     layout = flip.FlipLayout(data_dir=data_dir, class_names=tuple(params["classes"]), context_field="context",
-                             context_names=("indoor", "outdoor"), extra=extra, licence=licence_of)
+                             context_names=("indoor", "outdoor"), extra=extra, licence=licence_of,
+                             has_images=params.get("write_images", True))
     licence_tables[0] = source.read_json(f"{data_dir}/splits/{flip.configs(source, data_dir)[0]}/test.json"
                                          ).get("licenses", [])
     tables, chosen = flip.tables(source, layout, policy)
@@ -95,6 +96,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         image_licences=image_licences, citations=CITATIONS, source_datasets=["coco", "coco-stuff"],
         annotations_creators=["expert-generated", "machine-generated"],
         gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy),
+        has_images=layout.has_images,
         load_example='ds = load_dataset(path, "rho_0.95")\nrow = ds["test"][0]  # row["image"], row["mask"]: PIL images',
     )
 

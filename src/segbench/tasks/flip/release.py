@@ -33,6 +33,7 @@ class FlipLayout:
     context_names: tuple[str, str]
     extra: Callable[[Mapping[str, Any]], dict[str, Any]]  # image entry → its dataset's own columns
     licence: Callable[[Mapping[str, Any]], Licence]  # image entry → its image's licence
+    has_images: bool = True  # False for a build made without images (masks only)
 
 
 def features(layout: FlipLayout, extra: Mapping[str, Any]) -> Any:
@@ -79,7 +80,7 @@ def _rows(source: DatasetSource, layout: FlipLayout, images: list[dict], policy:
             yield {
                 "image_id": int(image["id"]),
                 "image": ({"bytes": source.read_bytes(f"{layout.data_dir}/{image_file}"),
-                           "path": Path(image_file).name} if policy.embed(licence) else None),
+                           "path": Path(image_file).name} if layout.has_images and policy.embed(licence) else None),
                 "mask": {"bytes": source.read_bytes(f"{layout.data_dir}/{mask_file}"), "path": Path(mask_file).name},
                 "class": layout.class_names.index(image["class"]),
                 layout.context_field: layout.context_names.index(image[layout.context_field]),
@@ -120,9 +121,10 @@ def gallery_writer(source: DatasetSource, layout: FlipLayout, group_names: list[
                         if not policy.embed(policy.licence(layout.licence(image))):
                             tiles.append((None, f"{group_name}\nid {image['id']} (withheld)"))
                             continue
-                        picture = gallery.decode(source.read_bytes(f"{layout.data_dir}/{image['image_file']}"))
                         mask = np.asarray(gallery.decode(source.read_bytes(
                             f"{layout.data_dir}/{image['mask_file']}")))[..., 0] > 0
+                        picture = (gallery.decode(source.read_bytes(f"{layout.data_dir}/{image['image_file']}"))
+                                   if layout.has_images else gallery.Image.new("RGB", mask.shape[::-1], "lightgray"))
                         tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[group])]),
                                       f"{group_name}\nid {image['id']}"))
                     tiles.extend((None, "") for _ in range(per_group - len(chosen)))
