@@ -144,8 +144,10 @@ def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
         nonce = secrets.token_hex(8)
         atomic_write_text(nonce_file, nonce)
     yield Stage(path=path, key=key, nonce=nonce)
+    # One flush for everything written into the stage, before it becomes visible. It comes before the
+    # nonce goes: a kill during the flush (it can take seconds) then leaves a stage that still resumes.
+    os.sync()
     nonce_file.unlink()
-    os.sync()  # one flush for everything written into the stage, before it becomes visible
     previous = target.with_name(f".{target.name}.previous")
     shutil.rmtree(previous, ignore_errors=True)
     if target.exists():
