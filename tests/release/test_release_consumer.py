@@ -78,3 +78,9 @@ def test_the_demo_lists_the_releases(demo_project):
     project, result = demo_project
     assert json.loads(result.stdout)["paths"]["releases"].endswith("releases")
     assert "releases" in result.output
+
+
+def test_the_card_header_has_no_yaml_anchors(demo_project):
+    project, _ = demo_project
+    header = (project / "releases" / "coco_cd" / "README.md").read_text().split("---\n")[1]
+    assert "&id" not in header and "*id" not in header

@@ -12,6 +12,13 @@ from segbench.core.release.rounds import describe_rounds
 from segbench.schemas.release import ReleaseInfo
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Writes repeated values out in full: the Hub's card parser expects no YAML anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def size_category(rows: int) -> str:
     for bound, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
         if rows < bound:
@@ -46,12 +53,13 @@ def _bullets(items: list[str]) -> str:
 
 def card(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]], gallery: list[str],
          withheld: int) -> str:
-    header = yaml.safe_dump(card_yaml(plan, info, shards), sort_keys=False, allow_unicode=True, width=1000)
+    header = yaml.dump(card_yaml(plan, info, shards), Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
+                       width=1000)
     configs = plan.configs()
     split_rows = "\n".join(f"| `{config}` | {split} | {rows} |" for config, splits in configs.items()
                            for split, rows in splits.items())
     sources = "\n".join(f"| {name} | `{digest}` |" for name, digest in sorted(plan.sources.items()))
-    selection = "\n".join(f"| {rule} | {count} |" for rule, count in plan.selection.items())
+    selection = "\n".join(f"| {rule.replace('_', ' ')} | {count} |" for rule, count in plan.selection.items())
     first = next(iter(configs), "default")
     pictures = "\n".join(f"![{name}](gallery/{name})" for name in gallery[:4])
     more = f"\n\nAll {len(gallery)} sheets are in [`gallery/`](gallery/)." if len(gallery) > 4 else ""
