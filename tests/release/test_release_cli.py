@@ -105,3 +105,10 @@ def test_a_release_of_a_published_version_reads_it_through_dvc(project):
     shards = sorted(p.relative_to(project / "rel") for p in (project / "rel" / "data").rglob("*.parquet"))
     assert shards and all((project / "rel" / s).read_bytes() == (project / "tree" / s).read_bytes() for s in shards)
     assert "Data version `v1`" in (project / "rel" / "README.md").read_text()
+
+
+def test_a_release_folder_inside_the_data_root_is_refused_before_it_can_replace_a_build(project):
+    for out in (project / "data" / "coco_cd", project / "data", project):
+        result = run(project, "release", "coco_cd", "--out", str(out), *ANSWERS, code=1)
+        assert "cannot be the data root" in str(result.exception)
+    assert (project / "data" / "coco_cd" / "manifest.json").is_file()

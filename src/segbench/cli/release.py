@@ -10,6 +10,7 @@ import typer
 
 from segbench import console, registry
 from segbench.cli.common import display_path, run_flow, settings_of
+from segbench.core.errors import InputError
 from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
@@ -61,6 +62,10 @@ def release_command(
     from segbench.schemas.release import load_release_info
 
     settings = settings_of(ctx)
+    data_root = settings.data_root.resolve()
+    if out.resolve() == data_root or data_root in out.resolve().parents or out.resolve() in data_root.parents:
+        raise InputError("a release folder cannot be the data root, inside it or around it", path=out,
+                         hint=f"give a folder outside {display_path(data_root)}, e.g. releases/{dataset}")
     if info_file is None and DEFAULT_INFO.is_file():
         info_file = DEFAULT_INFO
     info = load_release_info(info_file, annotations_license=annotations_license, intended_uses=intended_uses,

@@ -29,10 +29,12 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     manifest = source.read_json(f"{data_dir}/manifest.json")
     evidence = {int(row["image_id"]): row for row in
                 map(json.loads, source.read_bytes(f"{data_dir}/context.jsonl").decode("utf-8").splitlines())}
-    licence_tables: dict[int, list[dict]] = {}
+    splits = {(config, split): source.read_json(f"{data_dir}/splits/{config}/{split}.json")
+              for config in flip.configs(source, data_dir) for split in flip.SPLITS}
+    licence_table = [row for data in splits.values() for row in data.get("licenses", [])]
 
     def licence_of(image: dict[str, Any]) -> Licence:
-        return coco_licence(image.get("license"), licence_tables.get(0))
+        return coco_licence(image.get("license"), licence_table)
 
     def extra(image: dict[str, Any]) -> dict[str, Any]:
         row = evidence.get(int(image["id"]), {})
@@ -43,16 +45,13 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     layout = flip.FlipLayout(data_dir=data_dir, class_names=tuple(params["classes"]), context_field="context",
                              context_names=("indoor", "outdoor"), extra=extra, licence=licence_of,
                              has_images=params.get("write_images", True))
-    licence_tables[0] = source.read_json(f"{data_dir}/splits/{flip.configs(source, data_dir)[0]}/test.json"
-                                         ).get("licenses", [])
     tables, chosen = flip.tables(source, layout, policy)
     image_licences, licences = {}, {}
-    for config in chosen:
-        for split in flip.SPLITS:
-            for image in flip.read_split(source, f"{data_dir}/splits/{config}/{split}.json"):
-                licence = policy.licence(licence_of(image))
-                image_licences[str(image["id"])] = licence.id
-                licences[licence.applies_to] = licence
+    for data in splits.values():
+        for image in data["images"]:
+            licence = policy.licence(licence_of(image))
+            image_licences[str(image["id"])] = licence.id
+            licences[licence.applies_to] = licence
     counts = manifest["counts"]
     return ReleasePlan(
         name="coco_cd", pretty_name="COCO-CD (context-debiased cat/dog segmentation)",
