@@ -52,8 +52,8 @@ def release_command(
     personal_information: str = typer.Option(None, "--personal-information",
                                              help="Whether it holds personal or sensitive information."),
     maintainer: str = typer.Option(None, "--maintainer", help="Who maintains it (name and contact)."),
-    embed_restricted: bool = typer.Option(None, "--embed-restricted/--no-embed-restricted",
-                                          help="Embed images whose licence forbids redistribution (default: no)."),
+    embed_restricted: bool = typer.Option(False, "--embed-restricted",
+                                          help="Embed images whose licence forbids redistribution."),
     push: str = typer.Option(None, "--push", help="Upload the folder to the Hub dataset repository ORG/NAME."),
     tag: str = typer.Option(None, "--tag", help="The tag of the pushed commit (default: --rev, else build-<build key>)."),
 ) -> None:
@@ -70,7 +70,7 @@ def release_command(
         info_file = DEFAULT_INFO
     info = load_release_info(info_file, annotations_license=annotations_license, intended_uses=intended_uses,
                              social_impact=social_impact, personal_information=personal_information,
-                             maintainer=maintainer, embed_restricted=embed_restricted)
+                             maintainer=maintainer, embed_restricted=embed_restricted or None)
     info.require_complete(str(info_file or "release"))
     token = settings.hub_token.get_secret_value() if settings.hub_token else os.environ.get("HF_TOKEN")
     from segbench.flows.release import release_dataset  # Prefect, and its server, only past the checks
