@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from segbench import console, registry
-from segbench.cli.common import display_path, run_flow, settings_of
+from segbench.cli.common import display_path, relative_to_repo, run_flow, settings_of
 from segbench.core.errors import InputError
 from segbench.core.paths import check_output_folder
 
@@ -41,8 +41,8 @@ def release_command(
                              callback=check_output_folder),
     rev: str = typer.Option(None, "--rev", help="A published data version (git tag or commit) instead of the "
                                                 "working tree."),
-    path: str = typer.Option(None, "--path", help="The build's folder relative to the project (default: "
-                                                  "data/<dataset's folder>, e.g. data/vocab/coco_cd)."),
+    path: str = typer.Option(None, "--path", help="The build's folder relative to the project (default: its "
+                                                  "folder in the data root, e.g. data/vocab/coco_cd)."),
     info_file: Path = typer.Option(None, "--info", help="release.toml with the fields a build cannot know (default: "
                                                         "./release.toml if present)."),
     annotations_license: str = typer.Option(None, "--annotations-license", help="SPDX id of the annotations' "
@@ -75,8 +75,10 @@ def release_command(
     token = settings.hub_token.get_secret_value() if settings.hub_token else os.environ.get("HF_TOKEN")
     from segbench.flows.release import release_dataset  # Prefect, and its server, only past the checks
 
-    result = run_flow(ctx, release_dataset, dataset=dataset, out=out.resolve(), info=info, repo=Path(".").resolve(),
-                      rev=rev, data_dir=path, push=push, tag=tag,
+    repo = Path(".").resolve()
+    data_dir = path or relative_to_repo(settings.data_root / registry.dataset(dataset).default_out, repo)
+    result = run_flow(ctx, release_dataset, dataset=dataset, out=out.resolve(), info=info, repo=repo,
+                      rev=rev, data_dir=data_dir, push=push, tag=tag,
                       hub_endpoint=settings.hub_endpoint or os.environ.get("HF_ENDPOINT"), hub_token=token)
     print_release(result)
 
