@@ -112,3 +112,11 @@ def test_a_release_folder_inside_the_data_root_is_refused_before_it_can_replace_
         result = run(project, "release", "coco_cd", "--out", str(out), *ANSWERS, code=1)
         assert "cannot be the data root" in str(result.exception)
     assert (project / "data" / "coco_cd" / "manifest.json").is_file()
+
+
+def test_a_file_changed_since_its_build_stops_the_release_naming_it(project):
+    mask = sorted((project / "data" / "coco_cd" / "masks").iterdir())[0]
+    mask.write_bytes(mask.read_bytes() + b"\0")  # still a PNG to most readers; not what the build wrote
+    result = run(project, "release", "coco_cd", "--out", str(project / "rel"), *ANSWERS, code=1)
+    assert mask.name in str(result.exception) and "differs from what its build wrote" in str(result.exception)
+    assert not (project / "rel").exists() and not list(project.glob(".rel*"))

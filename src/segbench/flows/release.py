@@ -8,6 +8,7 @@ documents are one task each; the push to the Hub is the only step that talks to 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from prefect import flow, task
@@ -15,6 +16,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress, registry
 from segbench.core.release import writer
+from segbench.core.release.integrity import CheckedSource
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
 from segbench.core.versioning import DatasetSource
@@ -85,16 +87,22 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
         terms=Licence(terms.license, terms.name, terms.url, terms.redistributable,
                       "every image of this release (as its maker states)") if terms else None,
         embed_restricted=info.embed_restricted)
-    with DatasetSource(repo, rev) as source:
+    with DatasetSource(repo, rev) as raw:
+        source = CheckedSource(raw)  # every file read must be what its build wrote
         plan = make_plan(source, folder, policy)
         build_key = plan.version
         plan.version = version or rev or build_key
         stage = writer.stage_for(out)
         withheld: list[str] = []
-        shards = {(table.config, table.split): write_split_task(stage, plan, table, withheld) for table in plan.tables}
-        native_task(stage, plan, source)
-        gallery = gallery_task(stage, plan)
-        documents_task(stage, plan, info, shards, withheld, gallery)
+        try:
+            shards = {(table.config, table.split): write_split_task(stage, plan, table, withheld)
+                      for table in plan.tables}
+            native_task(stage, plan, source)
+            gallery = gallery_task(stage, plan)
+            documents_task(stage, plan, info, shards, withheld, gallery)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)  # nothing to resume: a release is rewritten whole
+            raise
     writer.swap_in(stage, out)
     result = writer.result(plan, out, withheld)
     if push:

@@ -1,0 +1,61 @@
+"""A release holds what the build made: every file it reads is checked against its build's manifest.
+
+A release is derived from a versioned build, and its card names that version. A file edited,
+truncated or replaced after the build would be released under the build's name; instead the
+release stops, naming the file. A file belongs to the build whose ``manifest.json`` is the nearest
+one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``); files no manifest lists
+(round records, the taxonomy) are read as they are.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from segbench.core.errors import InputError
+from segbench.core.io import sha256_bytes
+from segbench.core.resume import MANIFEST_NAME
+from segbench.core.versioning import DatasetSource
+
+
+class CheckedSource:
+    """A :class:`DatasetSource` whose reads are checked against the manifests of the builds they belong to."""
+
+    def __init__(self, source: DatasetSource) -> None:
+        self.source = source
+        self._outputs: dict[str, dict[str, str] | None] = {}  # folder → its manifest's outputs (None: no manifest)
+
+    def __getattr__(self, name: str) -> Any:  # exists, listdir, describe, rev...
+        return getattr(self.source, name)
+
+    def _build_of(self, relpath: str) -> tuple[str, dict[str, str]] | None:
+        folder = posixpath.dirname(relpath)
+        while folder:
+            if folder not in self._outputs:
+                manifest = f"{folder}/{MANIFEST_NAME}"
+                self._outputs[folder] = (self.source.read_json(manifest).get("outputs") or {}
+                                         if self.source.exists(manifest) else None)
+            if self._outputs[folder] is not None:
+                return folder, self._outputs[folder]
+            folder = posixpath.dirname(folder)
+        return None
+
+    def read_bytes(self, relpath: str) -> bytes:
+        data = self.source.read_bytes(relpath)
+        build = self._build_of(relpath)
+        if build is not None:
+            folder, outputs = build
+            expected = outputs.get(posixpath.relpath(relpath, folder))
+            if expected is not None and sha256_bytes(data) != expected:
+                raise InputError("the file differs from what its build wrote (its manifest's sha256)", path=relpath,
+                                 hint=f"rebuild {folder} (or restore it with `dvc checkout`), then release again")
+        return data
+
+    def read_json(self, relpath: str) -> Any:
+        import json
+
+        data = self.read_bytes(relpath)
+        try:
+            return json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"not valid JSON ({exc})", path=relpath, hint="rebuild the dataset") from exc
