@@ -120,3 +120,14 @@ def test_a_file_changed_since_its_build_stops_the_release_naming_it(project):
     result = run(project, "release", "coco_cd", "--out", str(project / "rel"), *ANSWERS, code=1)
     assert mask.name in str(result.exception) and "differs from what its build wrote" in str(result.exception)
     assert not (project / "rel").exists() and not list(project.glob(".rel*"))
+
+
+def test_a_folder_that_is_not_a_release_is_never_replaced(project):
+    keep = project / "notes"
+    keep.mkdir()
+    (keep / "todo.txt").write_text("mine")
+    result = run(project, "release", "vocab", "--out", str(keep), *ANSWERS, code=1)
+    assert "no release" in str(result.exception)
+    assert (keep / "todo.txt").read_text() == "mine"
+    run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS)
+    run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS)  # a previous release is replaced

@@ -15,7 +15,7 @@ from segbench.core.errors import OutputError
 from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_file, write_json
 from segbench.core.release import card, croissant, licences
 from segbench.core.release.parquet import Shard, pyarrow_version, write_split
-from segbench.core.release.plan import ReleasePlan, Table
+from segbench.core.release.plan import Licence, ReleasePlan, Table
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.release import ReleaseFile, ReleaseInfo, ReleaseResult
 
@@ -49,7 +49,7 @@ def write_native(stage: Path, plan: ReleasePlan, source: DatasetSource) -> int:
 
 def write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]],
                     withheld: list[str], gallery_files: list[str]) -> None:
-    annotations = licences.Licence(id=info.annotations_license or "other", name=info.annotations_license or "",
+    annotations = Licence(id=info.annotations_license or "other", name=info.annotations_license or "",
                                    url=None, redistributable=True, applies_to="the annotations of this release")
     sources = list({(lic.id, lic.name, lic.applies_to): lic for lic in plan.licences}.values())
     terms = licences.licences_json(annotations, sources, plan.image_licences, withheld)
@@ -65,7 +65,7 @@ def write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: d
 def write_gallery(stage: Path, plan: ReleasePlan) -> list[str]:
     folder = stage / "gallery"
     folder.mkdir(exist_ok=True)
-    return [f for f in plan.gallery(folder)]
+    return plan.gallery(folder)
 
 
 def swap_in(stage: Path, out: Path) -> None:
