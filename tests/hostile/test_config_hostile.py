@@ -184,3 +184,18 @@ def test_verbose_masks_the_secrets_a_cause_carries(capsys):
     shown = capsys.readouterr().err
     assert "ValueError" in shown and "the server refused the request" in shown
     assert "tok-1234567890" not in shown and "user:pw" not in shown and "***" in shown
+
+
+@pytest.mark.parametrize("value", ["yesterday", "1.7e9", "-5", "99999999999999"])
+def test_a_bad_source_date_epoch_stops_the_command_naming_it(project, monkeypatch, value):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    before = snapshot(project / "data")
+    assert_clean_failure(run_main(project, "rounds", "list"), "SOURCE_DATE_EPOCH", repr(value), "git log -1")
+    assert snapshot(project / "data") == before
+
+
+def test_a_valid_source_date_epoch_fixes_the_recorded_time(monkeypatch):
+    from segbench.core import clock
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1704067200")
+    assert clock.timestamp() == "2024-01-01T00:00:00+00:00"

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from segbench import console, prefect_server, registry
 from segbench.cli import demo, help_text, publish, rebuild, release, rounds, server
 from segbench.cli.help_text import Runner
+from segbench.core import clock
 from segbench.core.errors import SegbenchError
 from segbench.settings import Settings, configure_runtime, load_settings
 
@@ -84,6 +85,7 @@ def _root(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from exc
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
+    clock.source_date_epoch()  # a bad value stops the command now, not when its first record is written
     console.hide_secrets(*(secret.get_secret_value() for secret in (settings.label_studio_token,
                                                                   settings.openai_api_key, settings.hub_token) if secret),
                          os.environ.get("OPENAI_API_KEY"), os.environ.get("HF_TOKEN"))
