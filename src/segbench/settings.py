@@ -134,7 +134,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """
     from segbench.core.io import read_text  # numpy and Pillow come with it: not at start-up
 
-    text = read_text(path, hint="check --config / $SEGBENCH_CONFIG")
+    text = read_text(path, encoding="utf-8-sig", hint="check --config / $SEGBENCH_CONFIG")  # a BOM is accepted
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -64,3 +64,14 @@ def test_sha256_tree_is_sorted_relative_and_excludes(tmp_path):
     tree = sha256_tree(tmp_path, exclude=["manifest.json"])
     assert list(tree) == ["a.txt", "b/x.txt"]
     assert tree["a.txt"] == sha256_file(tmp_path / "a.txt")
+
+
+def test_json_with_a_byte_order_mark_is_read_as_json(tmp_path):
+    from segbench.core.coco_typed import read_coco
+    from segbench.core.io import UTF8_BOM, read_json
+
+    path = tmp_path / "instances.json"
+    path.write_bytes(UTF8_BOM + b'{"images": [], "annotations": [], "categories": []}')
+    assert read_json(path) == {"images": [], "annotations": [], "categories": []}
+    raw = read_coco(path)
+    assert list(raw.images) == [] and list(raw.annotations) == []

@@ -199,3 +199,9 @@ def test_a_valid_source_date_epoch_fixes_the_recorded_time(monkeypatch):
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1704067200")
     assert clock.timestamp() == "2024-01-01T00:00:00+00:00"
+
+
+def test_a_segbench_toml_with_a_byte_order_mark_is_read(project):
+    (project / "segbench.toml").write_bytes(b"\xef\xbb\xbf" + b'provider = "offline"\n')
+    outcome = run_main(project, "rounds", "list")
+    assert outcome.code == 0, outcome

@@ -27,7 +27,7 @@ import msgspec
 
 from segbench.core.coco import annotation_problem, image_problem, load_categories
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.core.io import not_utf8, read_bytes
+from segbench.core.io import not_utf8, read_bytes, without_bom
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 
@@ -75,7 +75,7 @@ def read_coco(path: str | Path) -> RawCoco:
             ``images`` / ``annotations`` / ``categories`` (names the key and the JSON path).
     """
     path = Path(path)
-    data = read_bytes(path)
+    data = without_bom(read_bytes(path))
     try:
         return _RAW_COCO.decode(data)
     except msgspec.ValidationError as exc:
@@ -89,7 +89,7 @@ def read_coco(path: str | Path) -> RawCoco:
         ) from exc
     except msgspec.DecodeError as exc:
         try:
-            data.decode("utf-8")
+            bytes(data).decode("utf-8")
         except UnicodeDecodeError as not_text:
             raise not_utf8(not_text, path) from not_text
         raise InputError(f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file") from exc

@@ -154,15 +154,24 @@ def not_utf8(exc: UnicodeDecodeError, path: str | Path) -> InputError:
                       hint="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(data: bytes) -> bytes | memoryview:
+    """``data`` without the UTF-8 byte-order mark some editors write first (a view: no copy of a large file)."""
+    return memoryview(data)[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data
+
+
 def read_json(path: str | Path, *, hint: str | None = None) -> Any:
-    """Read a JSON file, turning a missing, unreadable or malformed file into an :class:`InputError`."""
-    data = read_bytes(path, hint=hint)
+    """Read a JSON file (a leading byte-order mark is accepted), turning a missing, unreadable or malformed
+    file into an :class:`InputError`."""
+    data = without_bom(read_bytes(path, hint=hint))
     try:
         # orjson parses COCO-size files about twice as fast as the standard library.
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         try:
-            data.decode("utf-8")
+            bytes(data).decode("utf-8")
         except UnicodeDecodeError as not_text:
             raise not_utf8(not_text, path) from not_text
         raise InputError(

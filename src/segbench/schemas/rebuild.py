@@ -221,7 +221,7 @@ def load_plan(path: str | Path, model: type[RebuildPlan]) -> RebuildPlan:
     if not path.exists():
         raise InputError("plan file not found", path=path, hint="check --plan")
     try:
-        data = tomllib.loads(read_text(path, hint="check --plan"))
+        data = tomllib.loads(read_text(path, encoding="utf-8-sig", hint="check --plan"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the syntax at that line") from exc
     try:

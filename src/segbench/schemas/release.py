@@ -73,7 +73,7 @@ def load_release_info(path: Path | None, **options: object) -> ReleaseInfo:
     data: dict[str, object] = {}
     if path is not None:
         try:
-            data = tomllib.loads(read_text(path, hint="check --info"))
+            data = tomllib.loads(read_text(path, encoding="utf-8-sig", hint="check --info"))
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the file's syntax") from exc
     data.update({name: value for name, value in options.items() if value is not None})
