@@ -51,5 +51,5 @@ def test_an_empty_split_is_one_shard_with_no_rows(tmp_path):
 
 def test_an_unwritable_folder_is_an_output_error_naming_it(tmp_path):
     (tmp_path / "data").write_text("a file where the folder goes")
-    with pytest.raises((OutputError, FileExistsError, NotADirectoryError)):
+    with pytest.raises(OutputError, match="data/default"):
         write_split(tmp_path, "default", "test", FEATURES.arrow_schema, _rows(3))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -25,8 +25,6 @@ from segbench.core.reports import METRICS_NAME
 from segbench.core.resume import hash_inputs
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult, Result
-
-E = TypeVar("E", bound=EvaluationResult)
 
 GROUND_TRUTH = "gt"
 PREDICTIONS = "pred"
@@ -103,26 +101,25 @@ class _Report(Result):
     summary: dict[str, Any]
 
 
-def run_evaluation(build: Build, body: Callable[..., Built], kind: type[E] = EvaluationResult, *,
+def run_evaluation(build: Build, body: Callable[..., Built], *,
                    force: bool = False, prepare: Callable[[], Any] | None = None,
                    paths: Callable[[str | Path], dict[str, str]] = report_paths,
-                   logger: logging.Logger | logging.LoggerAdapter | None = None) -> E:
+                   logger: logging.Logger | logging.LoggerAdapter | None = None) -> EvaluationResult:
     """Write the report in ``build.out`` with ``body`` unless it is up to date (:func:`run_build`).
 
     Args:
         body: as for ``run_build``; it puts the metrics it wrote under ``extras["summary"]``.
-        kind: the dataset's result model.
         paths: the report's files by name (``report_paths``, or the flow's names for them).
         force, prepare, logger: as for ``run_build``.
 
     Returns:
-        ``kind`` with ``out``, ``up_to_date``, ``units``, ``summary`` and ``paths``: an up-to-date
-        report's summary is read back from its ``metrics.json``.
+        an :class:`EvaluationResult` with ``out``, ``up_to_date``, ``units``, ``summary`` and ``paths``:
+        an up-to-date report's summary is read back from its ``metrics.json``.
 
     Raises:
         Whatever ``prepare`` or ``body`` raise (the stage is kept to resume).
     """
     report = run_build(build, body, _Report, force=force, prepare=prepare, logger=logger,
                        finished=lambda _manifest: {"summary": finished_metrics(build.out)["metrics"]})
-    return kind(out=report.out, up_to_date=report.up_to_date, units=report.units, summary=report.summary,
+    return EvaluationResult(out=report.out, up_to_date=report.up_to_date, units=report.units, summary=report.summary,
                 paths=paths(build.out))

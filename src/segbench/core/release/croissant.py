@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import OutputError
+from segbench.core.io import atomic_write_text
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ReleasePlan
 from segbench.core.release.rounds import describe_rounds
@@ -128,8 +129,8 @@ def write_and_validate(folder: Path, document: dict[str, Any]) -> Path:
     """Write ``croissant.json`` and load it back with mlcroissant; any error it reports fails the release."""
     import mlcroissant as mlc
 
-    path = folder / "croissant.json"
-    path.write_text(json.dumps(document, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    path = atomic_write_text(folder / "croissant.json",
+                             json.dumps(document, indent=1, ensure_ascii=False, default=str) + "\n")
     try:
         mlc.Dataset(jsonld=path)
     except Exception as exc:  # mlcroissant raises ValidationError and plain ValueErrors alike

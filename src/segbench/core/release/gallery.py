@@ -5,14 +5,13 @@ Pillow only, with its built-in font, so a sheet's PNG bytes depend on the data a
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from segbench.core.io import atomic_write_bytes, png_bytes
+from segbench.core.io import atomic_write_bytes, open_image, png_bytes
 
 TILE = 160
 CAPTION = 26
@@ -22,8 +21,7 @@ PALETTE = [(230, 159, 0), (86, 180, 233), (0, 158, 115), (240, 228, 66), (0, 114
 
 
 def decode(data: bytes) -> Image.Image:
-    with Image.open(io.BytesIO(data)) as image:
-        return image.convert("RGB")
+    return open_image(data, mode="RGB")
 
 
 def overlay(image: Image.Image, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]],

@@ -51,11 +51,4 @@ class CheckedSource:
                                  hint=f"rebuild {folder} (or restore it with `dvc checkout`), then release again")
         return data
 
-    def read_json(self, relpath: str) -> Any:
-        import json
-
-        data = self.read_bytes(relpath)
-        try:
-            return json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"not valid JSON ({exc})", path=relpath, hint="rebuild the dataset") from exc
+    read_json = DatasetSource.read_json  # parses what the checked read_bytes returns

@@ -85,7 +85,6 @@ def write_split(release: Path, config: str, split: str, schema: pa.Schema, rows:
         OutputError: the folder cannot be written (disk full, permissions).
     """
     folder = release / "data" / config
-    folder.mkdir(parents=True, exist_ok=True)
     temporary: list[tuple[Path, int]] = []
     writer: pq.ParquetWriter | None = None
     batch: list[Mapping[str, Any]] = []
@@ -114,6 +113,7 @@ def write_split(release: Path, config: str, split: str, schema: pa.Schema, rows:
         batch, batch_bytes = [], 0
 
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         for row in rows:
             batch.append(row)
             batch_bytes += _rough_size(row)

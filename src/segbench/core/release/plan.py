@@ -10,7 +10,7 @@ Croissant metadata are written from it alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,6 @@ class ReleasePlan:
     gallery: Callable[[Path], list[str]]
     load_example: str = ""
     has_images: bool = True  # False when the build holds no images (a masks-only COCO-CD build)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def configs(self) -> dict[str, dict[str, int]]:
         """config → split → rows, in table order."""

@@ -9,6 +9,7 @@ files and the edited images, as SAM3's evaluator reads them.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -105,6 +106,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     def licence_of(image: dict) -> Licence:
         return policy.licence(SOURCE_LICENCES.get(image.get("source", ""), UNKNOWN_SOURCE))
 
+    @functools.cache  # each SA-Co file is read once, whatever asks for its pairs
     def pairs(subset: str) -> list[tuple[dict, dict, dict]]:
         data = source.read_json(f"{data_dir}/{subset}.json")
         by_id = {int(image["id"]): image for image in data["images"]}
