@@ -39,9 +39,11 @@ def test_gold_accuracy_and_agreement_name_the_spammer():
     assert (by["a"]["gold_accuracy"], by["a"]["agreement_with_aggregate"]) == (1.0, 1.0)
     assert (by["spam"]["gold_accuracy"], by["spam"]["agreement_with_aggregate"]) == (0.5, 0.0)
     assert by["spam"]["answers"] == 8 and by["spam"]["gold_answers"] == 2
+    # Two gold judgments each: too sparse to judge on gold, so only the agreement speaks.
     assert report["suspicious"] == [{"worker": "spam", "reasons": [
-        "gold accuracy 0.50 < 0.70 over 2 gold judgments", "agreement with the aggregate 0.00 < 0.50 over 6 judgments"]}]
-    assert by["spam"]["flags"]["raised"] == ["low_gold_accuracy", "low_agreement"]
+        "agreement with the aggregate 0.00 < 0.50 over 6 judgments"]}]
+    assert report["too_sparse"] == ["a", "b", "c", "spam"]
+    assert by["spam"]["flags"]["raised"] == ["low_agreement"]
 
 
 def test_agreement_needs_enough_judgments_before_it_flags():
@@ -118,3 +120,73 @@ def test_a_repeated_answer_counts_once_the_latest():
                     choices={"context": ["indoor"]})
     by = rows(score_workers([latest, first], [], {"g": ({"context": "indoor"}, (4, 4))}))
     assert by["a"]["answers"] == 1 and by["a"]["gold_accuracy"] == 1.0
+
+
+def _crowd_of(labels_by_worker: dict[str, list[str]], truth: list[str], gold_every: int = 0):
+    """Answers of workers on items ``i0..``; every ``gold_every``-th item is gold with its true label."""
+    gold = {f"i{n}": ({"context": t}, (16, 16)) for n, t in enumerate(truth) if gold_every and n % gold_every == 0}
+    answers = [Answer(item_id=f"i{n}", annotator=w, source_id=f"{w}-{n}", choices={"context": [label]},
+                      updated_at=f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}")
+               for w, labels in labels_by_worker.items() for n, label in enumerate(labels)]
+    return answers, gold
+
+
+def _truth(n: int = 60) -> list[str]:
+    return ["indoor" if k % 5 else "outdoor" for k in range(n)]  # 80/20
+
+
+def test_a_worker_giving_one_label_to_everything_is_flagged_despite_matching_the_majority():
+    truth = _truth()
+    honest = {w: list(truth) for w in ("a", "b", "c")}
+    answers, gold = _crowd_of({**honest, "same": ["indoor"] * len(truth)}, truth)
+    by = rows(scored(answers, gold))
+    assert by["same"]["agreement_with_aggregate"] == 0.8  # raw agreement would pass it
+    assert by["same"]["kappa"] == 0.0 and by["same"]["label_distance"] == 0.2
+    assert {"chance_agreement", "one_sided_labels"} <= set(by["same"]["flags"]["raised"])
+    assert by["a"]["flags"]["raised"] == [] and by["a"]["kappa"] == 1.0
+
+
+def test_copied_answer_sheets_are_collusion_and_honest_pairs_are_not():
+    import random
+
+    truth = _truth()
+    rng = random.Random(0)
+    sheet = [rng.choice(["indoor", "outdoor"]) for _ in truth]
+    honest = {w: [t if rng.random() < 0.9 else ("outdoor" if t == "indoor" else "indoor") for t in truth]
+              for w in ("a", "b", "c", "d", "e")}
+    answers, gold = _crowd_of({**honest, "ring1": sheet, "ring2": sheet}, truth)
+    report = scored(answers, gold)
+    assert [p["workers"] for p in report["colluding_pairs"]] == [["ring1", "ring2"]]
+    assert rows(report)["ring1"]["flags"]["colluding_with"] == ["ring2"]
+    assert not any(rows(report)[w]["flags"]["colluding_with"] for w in honest)
+
+
+def test_gold_accuracy_is_judged_with_a_confidence_bound_over_enough_gold():
+    truth = _truth(40)
+    wrong = ["outdoor" if t == "indoor" else "indoor" for t in truth]
+    lucky = [t if n < 5 else w for n, (t, w) in enumerate(zip(truth, wrong, strict=True))]
+    answers, gold = _crowd_of({"a": list(truth), "b": list(truth), "c": list(truth), "bad": wrong,
+                               "lucky": lucky}, truth, gold_every=4)
+    by = rows(scored(answers, gold))
+    assert by["bad"]["gold_answers"] == 10 and by["bad"]["gold_interval"][1] < 0.7
+    assert "low_gold_accuracy" in by["bad"]["flags"]["raised"]
+    assert "low_gold_accuracy" not in by["a"]["flags"]["raised"]
+    rules = QualityRules(min_gold_answers=11)
+    assert "low_gold_accuracy" not in rows(scored(answers, gold, rules=rules))["bad"]["flags"]["raised"]
+
+
+def test_accuracy_that_falls_over_the_round_is_flagged():
+    truth = _truth(60)
+    wrong = ["outdoor" if t == "indoor" else "indoor" for t in truth]
+    drifting = [t if n < 30 else w for n, (t, w) in enumerate(zip(truth, wrong, strict=True))]
+    answers, gold = _crowd_of({"a": list(truth), "b": list(truth), "c": list(truth), "drift": drifting}, truth)
+    by = rows(scored(answers, gold, rules=QualityRules(min_kappa=-1.0, min_agreement=0.0)))
+    assert by["drift"]["accuracy_early_late"] == [1.0, 0.0]
+    assert "falling_accuracy" in by["drift"]["flags"]["raised"]
+    assert "falling_accuracy" not in by["a"]["flags"]["raised"]
+
+
+def test_rules_can_be_overridden_by_name_and_unknown_names_are_refused():
+    assert QualityRules.with_overrides({"min_kappa": 0.5, "min_gold_answers": 8}).min_gold_answers == 8
+    with pytest.raises(ValueError, match="unknown quality rule 'min_kapa'"):
+        QualityRules.with_overrides({"min_kapa": 0.5})

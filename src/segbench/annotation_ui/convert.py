@@ -76,7 +76,7 @@ def answers_from_labelstudio(
             label, a point outside the image, an ``original_width/height`` that disagrees with the
             item, or a result type segbench does not read.
     """
-    items = {item.item_id: item for item in round.items}
+    items = round.items_by_task_id()
     answers, cancelled = [], 0
     for task in export:
         for annotation in task.get("annotations") or []:
@@ -205,7 +205,7 @@ def answers_from_files(
             the round, an unknown control or label, or a polygon cell that is not that JSON (the
             error names the row and assignment).
     """
-    items = {item.item_id: item for item in round.items}
+    items = round.items_by_task_id()
     answers, rejected = [], 0
     for index, row in enumerate(rows, start=1):
         if str(row.get("AssignmentStatus", "")).strip().lower() == "rejected":
@@ -249,7 +249,7 @@ def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: All
             _check_labels(control, labels, allowed, fail)
             choices[control] = sorted(set(labels))
     return Answer(
-        item_id=item_id,
+        item_id=items[item_id].item_id,
         annotator=f"worker:{_cell(row['WorkerId'])}",
         source_id=f"files:{_cell(row['AssignmentId'])}",
         updated_at=_cell(row.get("SubmitTime")) or None,

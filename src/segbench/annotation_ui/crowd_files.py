@@ -75,7 +75,7 @@ def _check_columns(columns: Iterable[str], path: Path, where: str) -> None:
 def write_file_tasks(round: Round, out_dir: str | Path) -> list[Path]:
     """Write the round's tasks for an external crowd: ``tasks.csv`` (AMT input format) and ``tasks.json``.
 
-    Columns: ``item_id``, ``image`` (relative to the data root), ``width``, ``height``, then the
+    Columns: ``item_id`` (the task id, :meth:`~segbench.schemas.rounds.Round.task_id`), ``image`` (relative to the data root), ``width``, ``height``, then the
     item's ``data`` fields flattened (nested keys joined with ``.``, lists as JSON), sorted. Both
     files hold the same rows in the round's item order; JSON keeps the values' types.
 
@@ -89,7 +89,7 @@ def write_file_tasks(round: Round, out_dir: str | Path) -> list[Path]:
         if clash:
             raise InputError(f"data field {clash[0]!r} clashes with a task column", item=f"item {item.item_id}",
                              hint=f"rename the field; {', '.join(TASK_COLUMNS)} are reserved")
-        rows.append({"item_id": item.item_id, "image": item.image, "width": item.width, "height": item.height,
+        rows.append({"item_id": round.task_id(item.item_id), "image": item.image, "width": item.width, "height": item.height,
                      **extra})
     extras = sorted({k for row in rows for k in row} - set(TASK_COLUMNS))
     buffer = io.StringIO()

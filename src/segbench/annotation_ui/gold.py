@@ -1,8 +1,12 @@
 """Gold items and qualification rounds: what a round knows the answer to, and who may count.
 
-A gold item is a :class:`RoundItem` with ``gold`` set (its known answer). It is mixed among the
-round's items at a seeded position, with an id of the same form as the others, and only ``data`` is
-ever shown, so annotators cannot tell it apart. Ingest keeps gold answers out of the answers and
+A gold item is a :class:`RoundItem` with ``gold`` set (its known answer). Nothing shown to people
+tells it apart: one seeded shuffle orders all the round's items, work and gold, and a round with gold
+gets a ``task_salt``, so every task shows an opaque task id of one form
+(:meth:`~segbench.schemas.rounds.Round.task_id`) in the task files, the Label Studio task data and
+the served image names; only ``data`` and the image are shown. Gold drawn from candidates is
+balanced per known answer (not a copy of the work items' imbalance: a worker who gives everything
+the majority label must not pass), and the round records how it was chosen (``gold_selection``). Ingest keeps gold answers out of the answers and
 items that dataset builds read (:func:`split_answers`) and scores them per worker
 (:mod:`segbench.core.worker_quality`).
 
@@ -19,8 +23,8 @@ from __future__ import annotations
 import csv
 import io
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,8 +32,8 @@ from pydantic import ValidationError
 
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.errors import InputError, RoundStateError
-from segbench.core.io import atomic_write_text, read_json, write_json
-from segbench.core.worker_quality import passed
+from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
+from segbench.core.worker_quality import QualityRules, passed
 from segbench.schemas.rounds import Answer, Round, RoundItem
 
 QUALIFIED_SUFFIX = ".qualified.json"
@@ -39,7 +43,7 @@ GOLD_FILE_FORMAT = ('a JSON list of items: {"item_id", "image", "width", "height
 
 @dataclass(frozen=True)
 class QualityOptions:
-    """What a create command adds to a round: gold items, qualification, a gate."""
+    """What a create command adds to a round: gold items, qualification, a gate, its worker rules."""
 
     gold: int = 0
     gold_file: Path | None = None
@@ -47,6 +51,7 @@ class QualityOptions:
     pass_threshold: float | None = None
     requires: str | None = None
     seed: int = 0
+    rules: Mapping[str, float] = field(default_factory=dict)
 
 
 def check_gold_count(value: int | None) -> int:
@@ -87,8 +92,14 @@ def read_gold_file(path: Path) -> list[RoundItem]:
     return items
 
 
-def choose_gold(candidates: Sequence[RoundItem], count: int, seed: int, *, taken: set[str]) -> list[RoundItem]:
-    """``count`` gold items drawn (seeded) from ``candidates`` whose ids are not ``taken``.
+def choose_gold(candidates: Sequence[RoundItem], count: int, seed: int, *,
+                taken: set[str]) -> tuple[list[RoundItem], str]:
+    """``count`` gold items drawn (seeded) from ``candidates`` whose ids are not ``taken``, balanced
+    per known answer: each answer gets an equal share (the first answers in sorted order take the
+    remainder), and an answer with too few candidates leaves its share to the others.
+
+    Returns:
+        The items (sorted by id) and how they were chosen, in words.
 
     Raises:
         InputError: fewer candidates than asked.
@@ -97,14 +108,37 @@ def choose_gold(candidates: Sequence[RoundItem], count: int, seed: int, *, taken
     if count > len(pool):
         raise InputError(f"--gold {count}: only {len(pool)} items with a known answer are available",
                          item="--gold", hint=f"pass --gold {len(pool)} or less, or add items with --gold-file")
-    return sorted(random.Random(f"gold:{seed}").sample(pool, count), key=lambda c: c.item_id)
+    by_answer: dict[str, list[RoundItem]] = {}
+    for item in pool:
+        by_answer.setdefault(_answer_key(item.gold or {}), []).append(item)
+    shares = dict.fromkeys(sorted(by_answer), 0)
+    while sum(shares.values()) < count:  # one more for each answer that still has candidates, in turn
+        for answer in shares:
+            if sum(shares.values()) < count and shares[answer] < len(by_answer[answer]):
+                shares[answer] += 1
+    rng = random.Random(f"gold:{seed}")
+    chosen = [item for answer, n in shares.items() for item in rng.sample(by_answer[answer], n)]
+    spread = ", ".join(f"{answer}: {n} of {len(by_answer[answer])}" for answer, n in shares.items())
+    how = (f"{count} of {len(pool)} candidates with a known answer, balanced per known answer ({spread}), "
+           f"seed {seed}")
+    return sorted(chosen, key=lambda c: c.item_id), how
+
+
+def _answer_key(gold: Mapping[str, Any]) -> str:
+    """A known answer as one readable key (``context=indoor``); reference polygons count by their labels."""
+    parts = []
+    for control, known in sorted(gold.items()):
+        if control == "polygons":
+            known = sorted({p["label"] for p in known})
+        parts.append(f"{control}={'|'.join(known) if isinstance(known, list) else known}")
+    return "; ".join(parts)
 
 
 def with_quality(round_: Round, candidates: Sequence[RoundItem], options: QualityOptions, store: RoundStore) -> Round:
-    """The round with its gold items mixed in and its purpose, pass threshold and gate set.
+    """The round with its gold items mixed in and its purpose, pass threshold, gate and rules set.
 
-    Gold items are inserted at seeded positions among the work items; a qualification round keeps
-    only the gold items.
+    Gold and work items are shuffled together (seeded), and a round with gold gets a ``task_salt``
+    (its tasks show opaque ids); a qualification round keeps only the gold items.
 
     Raises:
         InputError: bad options (the message names the option and the fix), an unknown ``requires``
@@ -113,7 +147,7 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
     _check_options(options, store)
     work = list(round_.items)
     taken = set() if options.purpose == "qualification" else {i.item_id for i in work}
-    gold = choose_gold(candidates, options.gold, options.seed, taken=taken) if options.gold else []
+    gold, how = choose_gold(candidates, options.gold, options.seed, taken=taken) if options.gold else ([], None)
     if options.gold_file is not None:
         extra = read_gold_file(options.gold_file)
         clash = sorted({i.item_id for i in extra} & (taken | {g.item_id for g in gold}))
@@ -121,25 +155,47 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
             raise InputError(f"gold item {clash[0]!r} is also an item of the round", path=options.gold_file,
                              item=clash[0], hint="give gold items ids of their own (the same form as the others)")
         gold += extra
+        how = "; ".join(filter(None, [how, f"{len(extra)} from {options.gold_file.name}"]))
     if options.purpose == "qualification":
         items = [i for i in [*work, *gold] if i.gold]
         if not items:
             raise InputError("a qualification round needs gold items", item=f"round {round_.key}",
                              hint="pass --gold N and/or --gold-file PATH")
     else:
-        items = mix(work, gold, options.seed)
-    return Round.model_validate({**round_.model_dump(), "items": [i.model_dump() for i in items],
-                                 "purpose": options.purpose, "pass_threshold": options.pass_threshold,
-                                 "requires": options.requires})
+        items = shuffle([*work, *gold], options.seed) if gold else work
+    has_gold = any(i.gold for i in items)
+    return Round.model_validate({
+        **round_.model_dump(), "items": [i.model_dump() for i in items], "purpose": options.purpose,
+        "pass_threshold": options.pass_threshold, "requires": options.requires,
+        "quality_rules": dict(sorted(check_rules(options.rules).items())), "gold_selection": how,
+        "task_salt": fingerprint(f"tasks:{round_.key}:{options.seed}:{round_.dataset_version}") if has_gold else None})
 
 
-def mix(work: Sequence[RoundItem], gold: Sequence[RoundItem], seed: int) -> list[RoundItem]:
-    """``gold`` inserted at seeded positions among ``work`` (so neither order nor place gives them away)."""
-    rng = random.Random(f"mix:{seed}")
-    items = list(work)
-    for item in gold:
-        items.insert(rng.randint(0, len(items)), item)
-    return items
+def shuffle(items: Sequence[RoundItem], seed: int) -> list[RoundItem]:
+    """All ``items``, work and gold, in one seeded order (sorted by id first, so the input order
+    does not matter): neither order nor position tells gold from work."""
+    out = sorted(items, key=lambda i: i.item_id)
+    random.Random(f"shuffle:{seed}").shuffle(out)
+    return out
+
+
+def check_rules(rules: Mapping[str, float]) -> dict[str, float]:
+    """``rules`` if every name is a :class:`QualityRules` rule (``--rule NAME=VALUE``).
+
+    Raises:
+        InputError: an unknown name or a bad value (the message lists the rules).
+    """
+    try:
+        QualityRules.with_overrides(rules)
+    except (TypeError, ValueError) as exc:
+        raise InputError(str(exc), item="--rule", hint="pass --rule NAME=VALUE with a rule of the worker report, "
+                                                       "e.g. --rule min_kappa=0.4") from exc
+    return dict(rules)
+
+
+def round_rules(round_: Round) -> QualityRules:
+    """The worker report rules of ``round_``: the defaults with the round's own values."""
+    return QualityRules.with_overrides(round_.quality_rules)
 
 
 def _check_options(options: QualityOptions, store: RoundStore) -> None:

@@ -8,7 +8,7 @@ the SPIN signals) and the suspicious workers with their reasons; the rules are t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,7 @@ from segbench.annotation_ui import gold
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.io import atomic_write_bytes, atomic_write_text, read_json, write_json
 from segbench.core.reports import cell, figure_png, markdown_table
-from segbench.core.worker_quality import score_workers
-from segbench.schemas.rounds import Answer, ItemAnswer, Round, WorkerSummary
+from segbench.schemas.rounds import Round, WorkerSummary
 
 WORKERS_SUFFIX = ".workers"
 
@@ -27,11 +26,14 @@ def report_paths(store: RoundStore, key: str) -> dict[str, Path]:
     return {ext: stem.with_name(f"{stem.name}.{ext}") for ext in ("json", "md", "png")}
 
 
-def write_worker_report(store: RoundStore, round_: Round, answers: Sequence[Answer], items: Sequence[ItemAnswer],
-                        qualified: set[str] | None, files_folder: Path) -> WorkerSummary:
-    """Score the round's workers and write the report (and a qualification round's pass list)."""
-    scored = score_workers(answers, items, gold.gold_index(round_), qualified=qualified)
-    report = {"round": round_.key, "purpose": round_.purpose, "requires": round_.requires, **scored}
+def write_worker_report(store: RoundStore, round_: Round, scored: Mapping[str, Any],
+                        left_out: Mapping[str, Sequence[str]], qualified: set[str] | None,
+                        files_folder: Path) -> WorkerSummary:
+    """Write the round's worker report (``score_workers``'s result, with the workers the screened
+    aggregation left out) and a qualification round's pass list."""
+    report = {"round": round_.key, "purpose": round_.purpose, "requires": round_.requires,
+              "aggregation": round_.aggregation, **scored,
+              "left_out": [{"worker": w, "reasons": list(r)} for w, r in sorted(left_out.items())]}
     paths = report_paths(store, round_.key)
     written = {"workers_json": write_json(paths["json"], report, indent=1),
                "workers_markdown": atomic_write_text(paths["md"], worker_markdown(report)),

@@ -22,8 +22,13 @@ import numpy as np
 MAJORITY = "majority"
 DAWID_SKENE = "dawid-skene"
 GLAD = "glad"
-METHODS = (MAJORITY, DAWID_SKENE, GLAD)
-"""The categorical aggregation methods a round can use; majority vote is the default."""
+SCREENED = "screened"
+PLAIN_METHODS = (MAJORITY, DAWID_SKENE, GLAD)
+METHODS = (SCREENED, *PLAIN_METHODS)
+"""The categorical aggregation methods a round can use. ``screened`` (the default of new rounds) is
+Dawid–Skene anchored on the gold answers and fitted again without the workers the worker report
+flags (:mod:`segbench.core.screening`); the other three are the plain methods, fitted on every
+counted worker without gold."""
 
 MASK_METHODS = ("em", "majority", "rasa")
 """crowd-kit's segmentation aggregation: ``SegmentationEM``, ``SegmentationMajorityVote``, ``SegmentationRASA``."""
@@ -34,13 +39,17 @@ EM_TOLERANCE = 1e-5
 _TIE = 1e-9
 
 
-def model_labels(votes: Mapping[str, Mapping[str, str]], method: str) -> dict[str, str | None]:
+def model_labels(votes: Mapping[str, Mapping[str, str]], method: str,
+                 known: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """The label a worker-aware model gives each item, from one vote per worker and item.
 
     Args:
         votes: item id → worker id → the worker's label.
         method: ``"dawid-skene"`` (per-worker confusion matrices, crowd-kit's ``DawidSkene``) or
             ``"glad"`` (worker ability × item difficulty, crowd-kit's ``GLAD``).
+        known: item id → known label (gold). Dawid–Skene only: crowd-kit's ``true_labels`` fixes
+            those items' posteriors to their known label at every EM step, so the workers'
+            confusion matrices start from (and stay anchored on) their gold answers.
 
     Returns:
         item id → the label with the highest posterior, or None when two labels share it (the
@@ -51,28 +60,35 @@ def model_labels(votes: Mapping[str, Mapping[str, str]], method: str) -> dict[st
     """
     if method not in (DAWID_SKENE, GLAD):
         raise ValueError(f"unknown model {method!r}; choose one of {DAWID_SKENE}, {GLAD}")
+    if known and method != DAWID_SKENE:
+        raise ValueError(f"known labels anchor {DAWID_SKENE} only, not {method}")
     rows = [(item, worker, label) for item in sorted(votes) for worker, label in sorted(votes[item].items())]
     if not rows:
         return {}
     labels = sorted({label for _, _, label in rows})
     if len(labels) == 1:  # nothing to tell apart; the models' formulas divide by (labels − 1)
         return {item: labels[0] for item in votes if votes[item]}
-    posteriors = _fit_posteriors(rows, method)
+    # A known label nobody gave is still a label the model must have a column for.
+    anchors = {item: label for item, label in sorted((known or {}).items()) if item in votes and label in labels}
+    posteriors = _fit_posteriors(rows, method, anchors)
     return {item: _top(posteriors[item]) for item in sorted(posteriors)}
 
 
-def _fit_posteriors(rows: list[tuple[str, str, str]], method: str) -> dict[str, dict[str, float]]:
+def _fit_posteriors(rows: list[tuple[str, str, str]], method: str,
+                    anchors: Mapping[str, str]) -> dict[str, dict[str, float]]:
     import pandas as pd
     from crowdkit.aggregation import GLAD as GladModel
     from crowdkit.aggregation import DawidSkene
 
     data = pd.DataFrame(rows, columns=["task", "worker", "label"])
-    model = (DawidSkene(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE) if method == DAWID_SKENE
-             else GladModel(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE, silent=True))
-    # crowd-kit's own noise: GLAD's log(0) for certain workers (handled inside), pandas deprecations.
     with warnings.catch_warnings():
+        # crowd-kit's own noise: GLAD's log(0) for certain workers (handled inside), pandas deprecations.
         warnings.simplefilter("ignore")
-        probas = model.fit_predict_proba(data)
+        if method == DAWID_SKENE:
+            true_labels = pd.Series(anchors, dtype=object) if anchors else None
+            probas = DawidSkene(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE).fit_predict_proba(data, true_labels)
+        else:
+            probas = GladModel(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE, silent=True).fit_predict_proba(data)
     return {str(task): {str(label): float(p) for label, p in row.items()} for task, row in probas.iterrows()}
 
 

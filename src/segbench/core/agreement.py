@@ -25,12 +25,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from segbench.core.aggregation import MAJORITY, check_method, model_labels
+from segbench.core.aggregation import DAWID_SKENE, MAJORITY, PLAIN_METHODS, check_method, model_labels
 from segbench.schemas.rounds import Answer, ItemAnswer, Polygon
 
 # Chance agreement this close to 1 makes kappa 0/0: every rating used the same category.
@@ -38,7 +38,8 @@ _DEGENERATE = 1e-12
 
 
 def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str = MAJORITY,
-              exclude_workers: Iterable[str] = ()) -> list[ItemAnswer]:
+              exclude_workers: Iterable[str] = (),
+              gold: Mapping[str, Mapping[str, Any]] | None = None) -> list[ItemAnswer]:
     """The aggregated label per item and choice control; polygons kept per annotator.
 
     Majority vote (the default): the label most of the item's annotators chose. Tie rule: when two
@@ -58,6 +59,9 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
         method: ``majority``, ``dawid-skene`` or ``glad``.
         exclude_workers: annotators whose answers are not counted (their answers stay in the
             answers file); an item only they answered is left out.
+        gold: gold item id → its known answer (control → label). With ``dawid-skene`` the answers on
+            gold items are fitted with their labels fixed (see :func:`~segbench.core.aggregation.model_labels`);
+            gold items are never in the result, whatever the method.
 
     Returns:
         One ItemAnswer per answered item, sorted by item id; annotators sorted.
@@ -65,15 +69,22 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
     Raises:
         ValueError: an unknown method.
     """
-    check_method(method)
+    check_method(method, PLAIN_METHODS)
     excluded = set(exclude_workers)
     by_item = {item: {ann: a for ann, a in by_annotator.items() if ann not in excluded}
                for item, by_annotator in _votes_by_item(answers).items()}
     by_item = {item: by_annotator for item, by_annotator in by_item.items() if by_annotator}
-    modelled = {} if method == MAJORITY else {control: model_labels(_choice_votes(by_item, control), method)
-                                               for control in controls}
+    gold = gold or {}
+    if method not in (MAJORITY, DAWID_SKENE):  # only Dawid–Skene takes anchors: gold is not fitted
+        by_item = {item: by_annotator for item, by_annotator in by_item.items() if item not in gold}
+    modelled = {} if method == MAJORITY else {
+        control: model_labels(_choice_votes(by_item, control), method,
+                              _known(gold, control) if method == DAWID_SKENE else None)
+        for control in controls}
     out = []
     for item_id, by_annotator in sorted(by_item.items()):
+        if item_id in gold:
+            continue
         annotators = sorted(by_annotator)
         majority: dict[str, str | None] = {}
         agreement: dict[str, float] = {}
@@ -94,6 +105,12 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
         out.append(ItemAnswer(item_id=item_id, annotators=annotators, majority=majority, agreement=agreement,
                               polygons=dict(sorted(polygons.items()))))
     return out
+
+
+def _known(gold: Mapping[str, Mapping[str, Any]], control: str) -> dict[str, str]:
+    """Gold item id → its known category on ``control`` (a list of labels joined as answers are)."""
+    return {item: _category(known[control]) if isinstance(known[control], list) else str(known[control])
+            for item, known in gold.items() if control in known}
 
 
 def _choice_votes(by_item: dict[str, dict[str, Answer]], control: str) -> dict[str, dict[str, str]]:

@@ -4,13 +4,25 @@ the SPIN paper's signals of careless work (seed 001, Sec. 9.2), ending in a list
 Pure functions over :class:`~segbench.schemas.rounds.Answer` records: no files, no backend. Writing
 the report belongs to :mod:`segbench.annotation_ui.worker_report`.
 
-Rules (:class:`QualityRules`, defaults shown), each a reason to call a worker suspicious:
+Rules (:class:`QualityRules`, defaults shown; a round can set any of them), each a reason to call a
+worker suspicious. A *judgment* is one (item, choice control) pair; its reference is the known label
+on a gold item and the aggregated label on a work item (see :mod:`segbench.core.worker_signals`):
 
-* gold accuracy below 0.7: a gold judgment is one (gold item, choice control) pair, right when the
-  worker's label equals the known one, or one reference polygon label, right when the worker's
-  polygons of that label reach IoU 0.5 with the reference (see :func:`polygon_iou`);
-* agreement with the aggregate below 0.5, over at least 5 judgments (work items whose majority is
+* low gold accuracy: over at least 5 gold judgments, the upper end of the 80% Wilson interval of
+  the gold accuracy is below 0.7 (a gold judgment is one (gold item, choice control) pair, right when
+  the worker's label equals the known one, or one reference polygon label, right when the worker's
+  polygons of that label reach IoU 0.5 with the reference, see :func:`polygon_iou`); a worker with
+  fewer gold judgments is *too sparse to judge* on gold: reported as such, never passed;
+* agreement with the aggregate below 0.5, over at least 5 judgments (work items whose aggregate is
   defined);
+* chance-level agreement: Cohen's κ with the reference below 0.3, over at least 10 judgments (random
+  clickers, one-label workers and copied random sheets all sit near 0);
+* one label for nearly everything: the total variation distance between the worker's labels and the
+  references on the same judgments above 0.15, over at least 20 judgments;
+* collusion: with another worker, on at least 8 shared judgments, agreement far beyond what each
+  one's own confusion predicts (binomial p < 0.001; :func:`~segbench.core.worker_signals.pair_agreements`);
+* falling accuracy: between the first and second half of the worker's judgments in answer order,
+  accuracy falls by more than 0.25 with a one-sided Fisher p < 0.05 (at least 10 judgments);
 * many parts marked absent: more than 75% of the worker's ``has_*`` answers are "no", over at least
   5 of them;
 * missing segmentations: more than half of the worker's ``has_<subpart>`` "yes" answers come without
@@ -26,13 +38,21 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
 from scipy.stats import median_abs_deviation
 
+from segbench.core.worker_signals import (
+    Drop,
+    accuracy_drop,
+    gold_interval,
+    kappa_with_reference,
+    label_distance,
+    pair_agreements,
+)
 from segbench.schemas.rounds import Answer, ItemAnswer, Polygon, slugify
 
 POLYGONS = "polygons"  # the gold key (and answer control) of reference polygons
@@ -41,13 +61,43 @@ PRESENCE_PREFIX = "has_"
 
 @dataclass(frozen=True)
 class QualityRules:
+    """The thresholds of the worker report (see the module docstring); a round may override any."""
+
     min_gold_accuracy: float = 0.7
+    gold_confidence: float = 0.8
+    min_gold_answers: int = 5
     gold_iou: float = 0.5
     min_agreement: float = 0.5
     min_judgments: int = 5
+    min_kappa: float = 0.3
+    min_kappa_judgments: int = 10
+    max_label_distance: float = 0.15
+    min_label_judgments: int = 20
+    collusion_p: float = 0.001
+    min_shared_judgments: int = 8
+    max_accuracy_drop: float = 0.25
+    accuracy_drop_p: float = 0.05
+    min_drop_judgments: int = 10
     max_absent_rate: float = 0.75
     max_missing_rate: float = 0.5
     max_time_z: float = 3.5
+
+    @classmethod
+    def with_overrides(cls, overrides: Mapping[str, float] | None) -> QualityRules:
+        """The default rules with ``overrides`` (rule name → value) applied.
+
+        Raises:
+            ValueError: an unknown rule name (the message lists them) or a value of the wrong kind.
+        """
+        names = {f.name: f.type for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for name, value in (overrides or {}).items():
+            if name not in names:
+                raise ValueError(f"unknown quality rule {name!r}; rules: {', '.join(names)}")
+            values[name] = int(value) if names[name] == "int" and float(value).is_integer() else float(value)
+            if names[name] == "int" and not isinstance(values[name], int):
+                raise ValueError(f"quality rule {name} is a count; got {value!r}")
+        return cls(**values)
 
 
 def category(labels: Sequence[str]) -> str:
@@ -144,7 +194,9 @@ def score_workers(
         qualified: the pass list of the qualification round gating this round (None: not gated).
 
     Returns:
-        ``{"workers": [...], "suspicious": [{"worker", "reasons"}], "rules": {...}}``, workers sorted.
+        ``{"workers": [...], "suspicious": [{"worker", "reasons"}], "too_sparse": [...],
+        "colluding_pairs": [...], "rules": {...}}``, workers sorted. ``too_sparse`` lists the
+        workers with too few gold judgments to judge on gold.
     """
     latest = latest_per_worker(answers)
     majority = {i.item_id: i.majority for i in items}
@@ -154,37 +206,92 @@ def score_workers(
     medians = {w: statistics.median(s) for w, mine in by_worker.items()
                if (s := [a.seconds for a in mine if a.seconds is not None])}
     time_z = robust_z(medians)
+    reference = _references(majority, gold)
+    timelines = {w: _timeline(mine, reference) for w, mine in by_worker.items()}
+    pairs = [p for p in pair_agreements({w: dict(t) for w, t in timelines.items()}, reference,
+                                        rules.min_shared_judgments) if p.p_value < rules.collusion_p]
+    colluders: dict[str, list[str]] = defaultdict(list)
+    for pair in pairs:
+        colluders[pair.workers[0]].append(pair.workers[1])
+        colluders[pair.workers[1]].append(pair.workers[0])
     workers, suspicious = [], []
     for worker, mine in sorted(by_worker.items()):
         right = [ok for a in mine if a.item_id in gold for ok in gold_judgments(a, *gold[a.item_id], rules)]
         agree = [category(labels) == majority[a.item_id][control] for a in mine if a.item_id in majority
                  for control, labels in a.choices.items()
                  if labels and majority[a.item_id].get(control) is not None]
+        judged = [(mine_label, reference[key]) for key, mine_label in timelines[worker]]
+        drop = accuracy_drop([m == r for m, r in judged])
         asked, absent, said_yes, missing = presence_signals(mine)
         row = {"worker": worker, "answers": len(mine), "gold_answers": len(right),
-               "gold_accuracy": _share(sum(right), len(right)), "agreement_judgments": len(agree),
-               "agreement_with_aggregate": _share(sum(agree), len(agree)),
+               "gold_accuracy": _share(sum(right), len(right)),
+               "gold_interval": gold_interval(sum(right), len(right), rules.gold_confidence),
+               "agreement_judgments": len(agree), "agreement_with_aggregate": _share(sum(agree), len(agree)),
+               "judgments": len(judged), "kappa": _rounded(kappa_with_reference(judged)),
+               "label_distance": label_distance(judged),
+               "accuracy_early_late": None if drop is None else [drop.early, drop.late],
                "median_seconds": None if worker not in medians else round(medians[worker], 4),
                "flags": {"absent_rate": _share(absent, asked), "missing_segmentation_rate": _share(missing, said_yes),
-                         "time_z": time_z.get(worker), "qualified": None if qualified is None else worker in qualified}}
-        reasons = _reasons(row, asked, said_yes, rules)
+                         "time_z": time_z.get(worker), "qualified": None if qualified is None else worker in qualified,
+                         "colluding_with": sorted(colluders.get(worker, []))}}
+        reasons = _reasons(row, asked, said_yes, drop, rules)
         row["flags"]["raised"] = [name for name, _ in reasons]
         workers.append(row)
         if reasons:
             suspicious.append({"worker": worker, "reasons": [text for _, text in reasons]})
-    return {"workers": workers, "suspicious": suspicious, "rules": rules.__dict__.copy()}
+    sparse = [w["worker"] for w in workers if w["gold_answers"] < rules.min_gold_answers] if gold else []
+    return {"workers": workers, "suspicious": suspicious, "too_sparse": sparse,
+            "colluding_pairs": [{"workers": list(p.workers), "shared": p.shared, "agreed": p.agreed,
+                                 "expected": p.expected, "p_value": float(f"{p.p_value:.3g}")} for p in pairs],
+            "rules": rules.__dict__.copy()}
 
 
-def _reasons(row: Mapping[str, Any], asked: int, said_yes: int, rules: QualityRules) -> list[tuple[str, str]]:
+def _references(majority: Mapping[str, Mapping[str, str | None]],
+                gold: Mapping[str, tuple[Mapping[str, Any], tuple[int, int]]]) -> dict[str, str]:
+    """Judgment key (``item|control``) → reference label (``control=label``): known on gold, else aggregated."""
+    out = {f"{item}|{control}": f"{control}={label}" for item, by_control in majority.items()
+           for control, label in by_control.items() if label is not None}
+    for item, (known, _) in gold.items():
+        for control, label in known.items():
+            if control != POLYGONS:
+                out[f"{item}|{control}"] = f"{control}={category(label) if isinstance(label, list) else label}"
+    return out
+
+
+def _timeline(mine: Sequence[Answer], reference: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The worker's judgments that have a reference, as (key, ``control=label``), in answer order."""
+    ordered = sorted(mine, key=lambda a: (a.updated_at or "", a.source_id))
+    return [(key, f"{control}={category(labels)}") for a in ordered for control, labels in sorted(a.choices.items())
+            if labels and (key := f"{a.item_id}|{control}") in reference]
+
+
+def _reasons(row: Mapping[str, Any], asked: int, said_yes: int, drop: Drop | None,
+             rules: QualityRules) -> list[tuple[str, str]]:
     flags, out = row["flags"], []
-    gold = row["gold_accuracy"]
-    if gold is not None and gold < rules.min_gold_accuracy:
-        out.append(("low_gold_accuracy", f"gold accuracy {gold:.2f} < {rules.min_gold_accuracy:.2f} "
-                                         f"over {row['gold_answers']} gold judgments"))
+    interval = row["gold_interval"]
+    if interval is not None and row["gold_answers"] >= rules.min_gold_answers and interval[1] < rules.min_gold_accuracy:
+        out.append(("low_gold_accuracy", f"gold accuracy {row['gold_accuracy']:.2f} over {row['gold_answers']} "
+                                         f"gold judgments: {rules.gold_confidence:.0%} interval up to {interval[1]:.2f} "
+                                         f"< {rules.min_gold_accuracy:.2f}"))
     agreement = row["agreement_with_aggregate"]
     if agreement is not None and row["agreement_judgments"] >= rules.min_judgments and agreement < rules.min_agreement:
         out.append(("low_agreement", f"agreement with the aggregate {agreement:.2f} < {rules.min_agreement:.2f} "
                                      f"over {row['agreement_judgments']} judgments"))
+    kappa, judged = row["kappa"], row["judgments"]
+    if judged >= rules.min_kappa_judgments and kappa is not None and kappa < rules.min_kappa:
+        out.append(("chance_agreement", f"Cohen's κ with the reference {kappa:.2f} < {rules.min_kappa:.2f} "
+                                        f"over {judged} judgments"))
+    distance = row["label_distance"]
+    if judged >= rules.min_label_judgments and distance is not None and distance > rules.max_label_distance:
+        out.append(("one_sided_labels", f"label shares {distance:.2f} from the references' (total variation) "
+                                        f"> {rules.max_label_distance:.2f} over {judged} judgments"))
+    if flags["colluding_with"]:
+        out.append(("collusion", f"agrees far beyond chance (p < {rules.collusion_p:g}) with "
+                                 f"{', '.join(flags['colluding_with'])}"))
+    if (drop is not None and judged >= rules.min_drop_judgments and drop.early - drop.late > rules.max_accuracy_drop
+            and drop.p_value < rules.accuracy_drop_p):
+        out.append(("falling_accuracy", f"accuracy fell from {drop.early:.2f} to {drop.late:.2f} between the first "
+                                        f"and second half of the round (Fisher p {drop.p_value:.3f})"))
     if asked >= rules.min_judgments and flags["absent_rate"] > rules.max_absent_rate:
         out.append(("many_absent", f"marked {flags['absent_rate']:.0%} of {asked} parts absent "
                                    f"(> {rules.max_absent_rate:.0%})"))
@@ -200,12 +307,18 @@ def _reasons(row: Mapping[str, Any], asked: int, said_yes: int, rules: QualityRu
     return out
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
 def _share(part: int, whole: int) -> float | None:
     return None if whole == 0 else round(part / whole, 4)
 
 
 def passed(report: Mapping[str, Any], threshold: float) -> list[dict[str, Any]]:
-    """The workers of a qualification round's report whose gold accuracy reaches ``threshold``."""
+    """The workers of a qualification round's report whose gold accuracy reaches ``threshold`` over
+    at least the rules' ``min_gold_answers`` gold judgments (a worker too sparse to judge never passes)."""
+    least = report["rules"]["min_gold_answers"]
     return [{"worker": w["worker"], "gold_accuracy": w["gold_accuracy"], "gold_answers": w["gold_answers"]}
             for w in report["workers"]
-            if w["gold_accuracy"] is not None and w["gold_accuracy"] >= threshold]
+            if w["gold_accuracy"] is not None and w["gold_accuracy"] >= threshold and w["gold_answers"] >= least]

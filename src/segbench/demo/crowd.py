@@ -35,12 +35,13 @@ def simulate_results(
     rng = random.Random(f"{seed}:{round_.key}")
     rows = []
     for item in round_.items:
+        task = round_.task_id(item.item_id)  # what the crowd sees in tasks.csv
         for worker in range(workers):
             answer = truth[item.item_id]
             if rng.random() < noise:
                 answer = rng.choice([label for label in labels if label != answer])
-            rows.append({"WorkerId": f"SIMWORKER{worker + 1:02d}", "AssignmentId": f"{round_.key}-{item.item_id}-{worker + 1}",
-                         "Input.item_id": item.item_id, f"Answer.{control}": answer})
+            rows.append({"WorkerId": f"SIMWORKER{worker + 1:02d}", "AssignmentId": f"{round_.key}-{task}-{worker + 1}",
+                         "Input.item_id": task, f"Answer.{control}": answer})
     return rows
 
 

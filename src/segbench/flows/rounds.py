@@ -27,10 +27,13 @@ from segbench.annotation_ui.kinds import round_kind
 from segbench.annotation_ui.views import list_rounds, round_progress
 from segbench.annotation_ui.worker_report import write_worker_report
 from segbench.core import clock
+from segbench.core.aggregation import SCREENED
 from segbench.core.agreement import aggregate, agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import write_json
 from segbench.core.reports import plain
+from segbench.core.screening import screen
+from segbench.core.worker_quality import score_workers
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundIngest
 
@@ -99,8 +102,9 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
                  on_error: OnError = OnError.FAIL, aggregation: str | None = None) -> RoundIngest:
     """Bring a launched round's answers back, aggregate them and write ``<key>.answers.json``.
 
-    ``aggregation`` (majority, dawid-skene, glad) defaults to the round's recorded method and is
-    recorded in the round and the answers file.
+    ``aggregation`` (screened, majority, dawid-skene, glad) defaults to the round's recorded method
+    and is recorded in the round and the answers file. ``screened`` (see :mod:`segbench.core.screening`)
+    also records the workers it left out, with their reasons, under ``left_out``.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
     more answers arrived, converges to one answer set without duplicates. The kind's reports (its
@@ -120,22 +124,35 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     counted = gold.counted(answers, qualified)
     controls = sorted({control for a in answers for control in a.choices})
     method = aggregation or round_.aggregation
-    items = chain.decide(aggregate(counted, controls, method=method))
+    rules = gold.round_rules(round_)
+    if method == SCREENED:
+        screened = screen([*counted, *gold.counted(gold_answers, qualified)], [*answers, *gold_answers], controls,
+                          gold.gold_index(round_), qualified=qualified, rules=rules)
+        aggregated, report, left_out = screened.items, screened.report, screened.left_out
+    else:
+        aggregated = aggregate(counted, controls, method=method)
+        report, left_out = score_workers([*answers, *gold_answers], aggregated, gold.gold_index(round_),
+                                         qualified=qualified, rules=rules), {}
+    items = chain.decide(aggregated)
     agreement = {control: agreement_summary(counted, control) for control in controls}
     counts = {"answers": len(answers), "items": len(gold.without_gold(round_).items),
               "items_answered": chain.items_answered(), "annotators": len({a.annotator for a in answers}),
-              "skipped": len(policy.report), **gold.gold_counts(round_, gold_answers, answers, counted)}
+              "skipped": len(policy.report), **gold.gold_counts(round_, gold_answers, answers, counted),
+              **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted)}
+                 if method == SCREENED else {})}
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
-        "agreement": agreement, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified)},
+        "agreement": agreement, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
+        **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())]}
+           if method == SCREENED else {})},
         indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
-    workers = write_worker_report(store, ingested, answers + gold_answers, items, qualified, files_dir(data_root, key))
+    workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key))
     get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return RoundIngest(round=ingested, counts=counts, agreement=agreement, answers=store.answers_path(key),
                        reports=reports, workers=workers)

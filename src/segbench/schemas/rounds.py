@@ -9,6 +9,7 @@ that record; ingest writes ``data/rounds/<key>.answers.json``.
 from __future__ import annotations
 
 import enum
+import hashlib
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -112,8 +113,9 @@ class Round(BaseModel):
     follow_up_of: str | None = Field(None, description="key of the round this one follows up (its answers merge in)")
     launched_batches: list[str] | None = Field(
         None, description="batches whose tasks are out after batch launches; None: every item (or none yet)")
-    aggregation: str = Field("majority", description="how the last ingest aggregated choices: majority, "
-                                                     "dawid-skene or glad (segbench.core.aggregation.METHODS)")
+    aggregation: str = Field("screened", description="how ingest aggregates choices: screened (gold-anchored "
+                                                     "Dawid-Skene without the flagged workers), majority, dawid-skene "
+                                                     "or glad (segbench.core.aggregation.METHODS)")
 
     @field_validator("aggregation")
     @classmethod
@@ -121,10 +123,32 @@ class Round(BaseModel):
         if method not in METHODS:
             raise ValueError(f"unknown aggregation {method!r}; choose one of {', '.join(METHODS)}")
         return method
+    def task_id(self, item_id: str) -> str:
+        """The id an item's task shows people (``item_id`` in the task files and the Label Studio task
+        data): the item id itself, or on a round with a ``task_salt`` an opaque one, ``t`` and 12 hex
+        digits of a salted hash, the same form for gold and work items."""
+        if self.task_salt is None:
+            return item_id
+        return "t" + hashlib.sha256(f"{self.task_salt}:{item_id}".encode()).hexdigest()[:12]
+
+    def items_by_task_id(self) -> dict[str, RoundItem]:
+        """Task id (:meth:`task_id`) → item: how answers coming back are matched to items."""
+        return {self.task_id(item.item_id): item for item in self.items}
+
     purpose: Literal["work", "qualification"] = Field(
         "work", description="qualification: every item is gold, and ingest writes the pass list")
     pass_threshold: float | None = Field(None, ge=0, le=1, description="qualification: gold accuracy to pass")
     requires: str | None = Field(None, description="key of the qualification round whose pass list gates this round")
+    # The fields below are left out of the record when unset, so records written before them keep their bytes.
+    quality_rules: dict[str, float] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="worker report rules this round sets (segbench.core.worker_quality.QualityRules names)")
+    gold_selection: str | None = Field(None, exclude_if=lambda v: v is None,
+                                       description="how the gold items were chosen, in words")
+    task_salt: str | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="set on rounds with gold: tasks then show an opaque id per item (public_task_id), never the "
+                    "item id, so neither id form nor numbering tells gold from work")
 
 
 class Polygon(BaseModel):

@@ -52,7 +52,8 @@ class FilesBackend:
     def progress(self, round: Round) -> dict[str, Any]:
         rows = self._rows(round)
         by_worker = Counter(f"worker:{row.get('WorkerId')}" for row in rows)
-        done = {row.get("Input.item_id") for row in rows}
+        tasks_done = {row.get("Input.item_id") for row in rows}
+        done = {item.item_id for task_id, item in round.items_by_task_id().items() if task_id in tasks_done}
         # A round launched in batches has tasks for those batches only.
         tasks = len(round.items) if round.launched_batches is None else len(launched_ids(round))
         return {"tasks": tasks, "done": sum(1 for item in round.items if item.item_id in done),

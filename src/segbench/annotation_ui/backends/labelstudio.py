@@ -76,7 +76,10 @@ class LabelStudioBackend:
     def progress(self, round: Round) -> dict[str, Any]:
         project_id = _project_id(round)
         with self.client() as client:
-            return client.progress(project_id)
+            progress = client.progress(project_id)
+        by_task = round.items_by_task_id()  # the tasks carry task ids: report item ids
+        progress["done_items"] = sorted(by_task[t].item_id for t in progress["done_items"] if t in by_task)
+        return progress
 
     def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
         checks = answer_checks(round)
@@ -122,8 +125,8 @@ def import_missing_tasks(client: LabelStudioClient, project_id: int, round: Roun
     """Import a task per item not yet in the project (so a relaunch imports nothing)."""
     present = set(client.task_item_ids(project_id).values())
     tasks = [{"data": {**item.data, "image": client.local_file_url(_served_name(round, item)),
-                       "item_id": item.item_id, "round": round.key}}
-             for item in round.items if item.item_id not in present]
+                       "item_id": round.task_id(item.item_id), "round": round.key}}
+             for item in round.items if round.task_id(item.item_id) not in present]
     if tasks:
         client.import_tasks(project_id, tasks)
     return len(tasks)
@@ -131,4 +134,4 @@ def import_missing_tasks(client: LabelStudioClient, project_id: int, round: Roun
 
 def _served_name(round: Round, item: RoundItem) -> str:
     """Where an item's image is copied, relative to the server's files root."""
-    return f"{round.key}/{item.item_id}{Path(item.image).suffix}"
+    return f"{round.key}/{round.task_id(item.item_id)}{Path(item.image).suffix}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,10 +62,12 @@ def _absent_polygon(rng: random.Random, width: int, height: int) -> list[list[fl
 
 
 def simulate_crowd_rows(items: Sequence[RoundItem], truth: Sequence[Mapping[str, Any]], taxonomy: Taxonomy, *,
-                        workers: int = 3, seed: int = 0, noise: CrowdNoise | None = None) -> list[dict[str, str]]:
+                        workers: int = 3, seed: int = 0, noise: CrowdNoise | None = None,
+                        task_id: Callable[[str], str] = str) -> list[dict[str, str]]:
     """One results row per (worker, item), sorted by item then worker.
 
     Args:
+        task_id: item id → the id its task shows (the round's ``task_id``), as the crowd reads it.
         items: round items (``data`` with ``part_ann_id``, ``object``, ``object_class``, ``part`` and
             optionally the ``subparts`` asked); their ``width`` / ``height`` bound the image.
         truth: the demo truth rows (``part_ann_id``, ``subpart``, ``polygons`` in pixels).
@@ -80,7 +82,8 @@ def simulate_crowd_rows(items: Sequence[RoundItem], truth: Sequence[Mapping[str,
         names = data.get("subparts") or [s.name for s in taxonomy.subparts_for(data["object"], data["part"],
                                                                               data["object_class"])]
         for k in range(1, workers + 1):
-            row = {"WorkerId": f"W{k}", "AssignmentId": f"{item.item_id}-W{k}", "Input.item_id": item.item_id,
+            task = task_id(item.item_id)
+            row = {"WorkerId": f"W{k}", "AssignmentId": f"{task}-W{k}", "Input.item_id": task,
                    "AssignmentStatus": "Approved", "Answer.part_visible": "yes"}
             drawn = []
             for name in names:

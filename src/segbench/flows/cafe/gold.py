@@ -7,14 +7,16 @@ Two kinds, with answers that are certain (rules in :mod:`segbench.tasks.cafe.gol
 * mask off the object: the edited image with M's outline moved beside the object, so the known
   answer to ``mask_fits`` is ``no``.
 
-Gold items take new ids after the candidates' (the same form), keep the candidate's q+, q- and edit
-type, and their review images go to ``data/rounds/<key>/review/<item id>.jpg`` (the candidates
-folder stays as its manifest lists it); the work items' review images are copied beside them
-(:func:`alike`), so every task shows the same kind of path.
+Gold items take new ids after the candidates' (never shown: the round's tasks show opaque task
+ids), keep the candidate's q+, q- and edit type, and their review images are made under
+``data/rounds/<key>/gold/``; :func:`alike` then puts every review image, gold or not, at
+``data/rounds/<key>/review/<task id>.jpg`` (the candidates folder stays as its manifest lists it),
+so every task shows the same kind of path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import random
 from collections.abc import Mapping, Sequence
@@ -28,7 +30,7 @@ from segbench.core.errors import InputError
 from segbench.core.io import atomic_write_bytes, open_image, read_bytes, source_path
 from segbench.core.masks import rle_to_bitmap
 from segbench.schemas.cafe import Candidate
-from segbench.schemas.rounds import RoundItem
+from segbench.schemas.rounds import Round, RoundItem
 from segbench.tasks.cafe import gold as cafe_gold
 from segbench.tasks.cafe import verification
 
@@ -65,27 +67,34 @@ def known_bad_items(data_root: Path, key: str, candidates_path: Path, candidates
         else:
             image = verification.outline(_source(sources[candidate.target.source], candidate), mask)
             known = cafe_gold.UNEDITED
-        relative = review_path(key, str(number), Path(candidate.review_image).suffix)
+        relative = f"rounds/{key}/gold/{number}{Path(candidate.review_image).suffix}"
         atomic_write_bytes(Path(data_root) / relative, _jpeg(image))
         item = verification.round_items([candidate], candidates_path.name)[0]
         out.append(item.model_copy(update={"item_id": str(number), "image": relative, "gold": dict(known)}))
     return out
 
 
-def review_path(key: str, item_id: str, suffix: str) -> str:
-    """Where a gold round shows an item's review image, relative to the data root."""
-    return f"rounds/{key}/review/{item_id}{suffix}"
+def review_path(key: str, task_id: str, suffix: str) -> str:
+    """Where a round with gold shows an item's review image, relative to the data root."""
+    return f"rounds/{key}/review/{task_id}{suffix}"
 
 
-def alike(data_root: Path, key: str, items: Sequence[RoundItem]) -> list[RoundItem]:
-    """The items of a round with gold, every review image copied to :func:`review_path`, so that the
-    crowd's task files show one folder and one naming for all (a gold image's place would give it away)."""
+def alike(data_root: Path, round_: Round) -> list[RoundItem]:
+    """The items of a round with gold, every review image copied to :func:`review_path` under its task
+    id, so that the crowd's task files show one folder and one naming for all (a gold image's place
+    or number would give it away). Gold images move there from ``gold/``."""
     out = []
-    for item in items:
-        relative = review_path(key, item.item_id, Path(item.image).suffix)
-        if not item.gold:
-            atomic_write_bytes(Path(data_root) / relative, read_bytes(Path(data_root) / item.image))
+    for item in round_.items:
+        relative = review_path(round_.key, round_.task_id(item.item_id), Path(item.image).suffix)
+        source = Path(data_root) / item.image
+        if item.gold and source.is_file():
+            atomic_write_bytes(Path(data_root) / relative, read_bytes(source))
+            source.unlink()
+        elif not item.gold:
+            atomic_write_bytes(Path(data_root) / relative, read_bytes(source))
         out.append(item.model_copy(update={"image": relative}) if item.image != relative else item)
+    with contextlib.suppress(OSError):  # the staging folder, empty once every gold image has moved
+        (Path(data_root) / "rounds" / round_.key / "gold").rmdir()
     return out
 
 

@@ -81,7 +81,7 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
     gold = known_bad_items(Path(data_root), key, candidates_path, candidates, quality, gold_sources or {})
     round_ = with_quality(round_, gold, quality, store)
     if gold:
-        round_ = round_.model_copy(update={"items": alike(Path(data_root), key, round_.items)})
+        round_ = round_.model_copy(update={"items": alike(Path(data_root), round_)})
     store.create(round_, overwrite=overwrite)
     return round_
 

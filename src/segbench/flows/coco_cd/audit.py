@@ -80,7 +80,8 @@ def create_coco_cd_audit(
     )
     store = RoundStore(Path(data_root) / "rounds")
     candidates = coco_gold.gold_candidates(val, _context_rows(dataset), dataset_dir=dataset_dir,
-                                           size=int(manifest.params["size"])) if gold else []
+                                           size=int(manifest.params["size"]),
+                                           batch_by_group=batch_by_group) if gold else []
     round_ = with_quality(round_, candidates, QualityOptions(gold=gold, gold_file=gold_file, purpose=purpose,
                                                              pass_threshold=pass_threshold, requires=requires,
                                                              seed=seed), store)

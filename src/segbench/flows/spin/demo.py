@@ -41,7 +41,7 @@ def generate_source(root: Path, seed: int) -> DemoSpinWorld:
 def write_simulated_answers(data_root: Path, round_: Any, truth_path: Path, taxonomy_path: Path, seed: int) -> Path:
     """The simulated workers' results rows (AMT format, JSON) in the round's results folder."""
     rows = simulate_crowd_rows(round_.items, read_truth(truth_path), load_taxonomy(taxonomy_path),
-                               workers=WORKERS, seed=seed)
+                               workers=WORKERS, seed=seed, task_id=round_.task_id)
     return write_json(files_dir(data_root, round_.key) / "results" / "simulated-workers.json", rows, indent=1)
 
 

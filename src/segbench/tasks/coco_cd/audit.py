@@ -49,8 +49,13 @@ def sample_audit_items(
         for image in rng.sample(sorted(images, key=lambda i: i["id"]), per_group):
             items.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
                                    width=size, height=size,
-                                   batch=GROUP_NAMES[group].replace(" ", "-") if batch_by_group else None))
+                                   batch=group_batch(group) if batch_by_group else None))
     return sorted(items, key=lambda item: int(item.item_id))
+
+
+def group_batch(group: int) -> str:
+    """The batch name of a group's items in a round launched group by group (``cat-indoors``)."""
+    return GROUP_NAMES[group].replace(" ", "-")
 
 
 def audit_table(auto: Mapping[str, tuple[int, str]], answers: Sequence[ItemAnswer]) -> dict[str, Any]:

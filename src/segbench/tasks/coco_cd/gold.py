@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from segbench.schemas.rounds import RoundItem
-from segbench.tasks.coco_cd.audit import CONTROL
+from segbench.tasks.coco_cd.audit import CONTROL, group_batch
 
 UNAMBIGUOUS_MARGIN = 0.1
 
@@ -28,13 +28,15 @@ def unambiguous_context(indoor_share: float | None, margin: float = UNAMBIGUOUS_
 
 
 def gold_candidates(val_split: Mapping[str, Any], context_rows: Iterable[Mapping[str, Any]], *, dataset_dir: str,
-                    size: int, margin: float = UNAMBIGUOUS_MARGIN) -> list[RoundItem]:
-    """Validation images with an unambiguous context, as gold items (sorted by id), shown like audit items."""
+                    size: int, margin: float = UNAMBIGUOUS_MARGIN, batch_by_group: bool = False) -> list[RoundItem]:
+    """Validation images with an unambiguous context, as gold items (sorted by id), shown like audit
+    items (with ``batch_by_group``, in their group's batch, as :func:`~segbench.tasks.coco_cd.audit.sample_audit_items` does)."""
     shares = {int(row["image_id"]): row.get("indoor_share") for row in context_rows}
     out = []
     for image in val_split["images"]:
         known = unambiguous_context(shares.get(int(image["id"])), margin)
         if known is not None and known == image["context"]:
             out.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
-                                 width=size, height=size, gold={CONTROL: known}))
+                                 width=size, height=size, gold={CONTROL: known},
+                                 batch=group_batch(image["group_id"]) if batch_by_group else None))
     return sorted(out, key=lambda item: int(item.item_id))

@@ -1,0 +1,77 @@
+"""Screened aggregation, the default of new rounds: Dawid–Skene anchored on the gold answers, fitted
+again without the workers the worker report flags.
+
+1. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
+   (crowd-kit's ``true_labels``: each worker's confusion matrix starts from, and stays anchored on,
+   their gold answers).
+2. Score the workers against that aggregate (:func:`segbench.core.worker_quality.score_workers`).
+3. Leave out the flagged workers and fit again; repeat while the new fit flags someone new (at most
+   ``MAX_PASSES`` fits). A worker once left out stays out, with the reasons of the pass that
+   flagged them.
+
+An item that only left-out workers answered keeps the label of the first fit rather than losing
+its answer. Pure: no files, no backend; the same answers give the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from segbench.core.aggregation import DAWID_SKENE
+from segbench.core.agreement import aggregate
+from segbench.core.worker_quality import POLYGONS, QualityRules, score_workers
+from segbench.schemas.rounds import Answer, ItemAnswer
+
+MAX_PASSES = 4
+
+
+@dataclass(frozen=True)
+class Screened:
+    """The outcome of a screened aggregation.
+
+    Attributes:
+        items: the aggregated work items (gold items are not among them).
+        report: the worker report of the last fit (``score_workers``'s dictionary).
+        left_out: worker → the reasons they were left out, in the order they were left out.
+        passes: how many fits were made.
+    """
+
+    items: list[ItemAnswer]
+    report: dict[str, Any]
+    left_out: dict[str, list[str]]
+    passes: int
+
+
+def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
+           gold: Mapping[str, tuple[Mapping[str, Any], tuple[int, int]]], *, qualified: set[str] | None = None,
+           rules: QualityRules = QualityRules()) -> Screened:
+    """Aggregate ``counted`` with gold-anchored Dawid–Skene, leaving out the workers the report flags.
+
+    Args:
+        counted: the answers that count (work and gold items; a gated round's qualified workers only).
+        scored: every answer of the round, for the worker report (gold and unqualified included).
+        controls: the choice controls to aggregate.
+        gold: gold item id → (known answer, (height, width)), as :func:`segbench.annotation_ui.gold.gold_index`.
+        qualified: the gate's pass list (None: not gated).
+    """
+    known = {item: {c: label for c, label in answer.items() if c != POLYGONS} for item, (answer, _) in gold.items()}
+    left_out: dict[str, list[str]] = {}
+    first: list[ItemAnswer] | None = None
+    for passes in range(1, MAX_PASSES + 1):
+        items = aggregate(counted, controls, method=DAWID_SKENE, exclude_workers=left_out, gold=known)
+        first = first if first is not None else items
+        report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
+        new = {s["worker"]: s["reasons"] for s in report["suspicious"] if s["worker"] not in left_out}
+        if not new or passes == MAX_PASSES:
+            break
+        left_out.update(new)
+    return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes)
+
+
+def _with_fallback(items: Iterable[ItemAnswer], first: Iterable[ItemAnswer]) -> list[ItemAnswer]:
+    """``items`` plus the first fit's answer for each item that only left-out workers answered."""
+    out = {item.item_id: item for item in first}
+    out.update({item.item_id: item for item in items})
+    return [out[item_id] for item_id in sorted(out)]
