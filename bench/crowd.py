@@ -21,7 +21,16 @@ items are gold (their answer is known), used only to score workers, never in the
   whose mean gold IoU is at least ``GOLD_IOU``, and crowd-kit's SegmentationMajorityVote,
   SegmentationEM and SegmentationRASA (:func:`segbench.core.aggregation.aggregate_masks`).
 
-Everything is seeded: the same arguments give the same numbers.
+* Adversarial (``crowd_trial.py``): a COCO-CD context audit answered through the files backend by
+  a crowd of colluding rings, one-label workers, random clickers and gold spotters among honest,
+  majority-biased and drifting workers, on 80/20 truth (:mod:`segbench.demo.adversarial_crowd`).
+  Rows at 5 and 7 workers per item and 20% / 40% spammers, each the mean over ``TRIAL_SEEDS``
+  rounds: accuracy of the default (screened) aggregation and of the plain methods, the oracle, the
+  share of spammers and of honest workers the worker report flags, and how much of the gold a
+  spotter's pick finds (beside the gold's share of the tasks: equal means the gold cannot be spotted).
+
+Every method runs on the same items (GLAD included). Everything is seeded: the same arguments give
+the same numbers.
 """
 
 from __future__ import annotations
@@ -48,6 +57,10 @@ GOLD_THRESHOLD = 0.6
 SIZE = 64  # polygon items: SIZE × SIZE images
 HONEST_SIGMA = (0.5, 2.5)
 GOLD_IOU = 0.5
+TRIAL_SEEDS = 10
+ADVERSARIAL = {"screened (default)": "screened", "majority": "majority", "dawid-skene": "dawid-skene",
+               "glad": "glad", "oracle": "oracle", "spammers flagged": "spammers_flagged",
+               "honest flagged": "honest_flagged", "gold among a spotter's picks": "spotted_share_gold"}
 CATEGORICAL = ("majority", "gold-filtered majority", "dawid-skene", "gold-filtered dawid-skene", "glad", "oracle")
 POLYGON = ("stated rule (medoid)", "gold-filtered medoid", "pixel majority", "segmentation EM", "RASA")
 
@@ -181,31 +194,54 @@ def polygon_round(items: int, spam: float, seed: int) -> dict[str, float]:
 # --- tables ----------------------------------------------------------------------------------------------
 
 def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_ACCURACY,
-            polygons: bool = True, overlap: int = OVERLAP) -> dict[str, Any]:
-    cat_items, glad_items, poly_items = (600, 300, 60) if quick else (2000, 600, 200)
-    tables: dict[str, Any] = {"categorical": {}, "polygons": {}, "sizes": {
-        "categorical_items": cat_items, "glad_items": glad_items, "polygon_items": poly_items, "workers": WORKERS,
-        "overlap": overlap, "classes": CLASSES, "gold_share": GOLD_SHARE, "honest_accuracy": list(accuracy)}}
+            polygons: bool = True, overlap: int = OVERLAP, adversarial: bool = True) -> dict[str, Any]:
+    cat_items, poly_items, trials = (600, 60, 3) if quick else (2000, 200, TRIAL_SEEDS)
+    tables: dict[str, Any] = {"categorical": {}, "polygons": {}, "adversarial": {}, "sizes": {
+        "categorical_items": cat_items, "polygon_items": poly_items, "workers": WORKERS,
+        "overlap": overlap, "classes": CLASSES, "gold_share": GOLD_SHARE, "honest_accuracy": list(accuracy),
+        "trials": trials}}
     for spam in SPAM_SHARES:
         key = f"{round(spam * 100)}%"
-        row = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m not in ("glad", "oracle")], accuracy,
-                          overlap)
-        row["glad"] = categorical(glad_items, spam, seed, ["glad"], accuracy, overlap)["glad"]  # crowd-kit's GLAD is slow
-        tables["categorical"][key] = row
+        tables["categorical"][key] = categorical(cat_items, spam, seed, [m for m in CATEGORICAL if m != "oracle"],
+                                                 accuracy, overlap)
         if polygons:
             tables["polygons"][key] = polygon_round(poly_items, spam, seed)
+    if adversarial:
+        tables["adversarial"] = adversarial_rows(trials, seed)
     return tables
+
+
+def adversarial_rows(trials: int, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Mean of each measure over ``trials`` seeded rounds, per (workers per item, spammer share)."""
+    from crowd_trial import run_trial
+
+    from segbench.demo.adversarial_crowd import CrowdMix
+
+    out = {}
+    for overlap in (5, 7):
+        for spam in (0.2, 0.4):
+            runs = [run_trial(CrowdMix(spammers=spam, overlap=overlap), seed + n) for n in range(trials)]
+            out[f"{overlap} per item, {round(spam * 100)}% spammers"] = {
+                key: round(float(np.mean([r[key] for r in runs])), 3) for key in runs[0]}
+    return out
 
 
 def markdown(tables: dict[str, Any]) -> str:
     sizes = tables["sizes"]
-    lines = [f"Categorical: share of true labels recovered ({sizes['categorical_items']} items, GLAD on "
-             f"{sizes['glad_items']}; {sizes['classes']} classes, {sizes['workers']} workers, overlap "
+    lines = [f"Categorical: share of true labels recovered ({sizes['categorical_items']} items, every method on "
+             f"all of them; {sizes['classes']} classes, {sizes['workers']} workers, overlap "
              f"{sizes['overlap']}, {round(sizes['gold_share'] * 100)}% gold, honest workers right "
              f"{sizes['honest_accuracy'][0]:.2f}–{sizes['honest_accuracy'][1]:.2f} of the time)", "",
              "| spammers | " + " | ".join(CATEGORICAL) + " |", "|---" * (len(CATEGORICAL) + 1) + "|"]
     lines += [f"| {k} | " + " | ".join(f"{row[m]:.3f}" for m in CATEGORICAL) + " |"
               for k, row in tables["categorical"].items()]
+    if tables["adversarial"]:
+        lines += ["", f"Adversarial crowd: share of work items right, mean of {sizes['trials']} rounds (192 work + 32 "
+                  "gold items, 30 workers, 80/20 truth); flagged: by the worker report of the default aggregation; "
+                  "gold found: share of the gold among a spotter's picks (the gold is 14.3% of the tasks)", "",
+                  "| crowd | " + " | ".join(ADVERSARIAL) + " |", "|---" * (len(ADVERSARIAL) + 1) + "|"]
+        lines += [f"| {k} | " + " | ".join(f"{row[m]:.3f}" for m in ADVERSARIAL.values()) + " |"
+                  for k, row in tables["adversarial"].items()]
     if not tables["polygons"]:
         return "\n".join(lines) + "\n"
     lines += ["", f"Polygons: mean IoU with the true mask ({sizes['polygon_items']} items)", "",
@@ -223,9 +259,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="range of honest workers' accuracy (categorical)")
     parser.add_argument("--overlap", type=int, default=OVERLAP, help="workers per item (categorical)")
     parser.add_argument("--categorical-only", action="store_true", help="skip the polygons")
+    parser.add_argument("--no-adversarial", action="store_true", help="skip the adversarial crowd")
     args = parser.parse_args(argv)
     print(markdown(run_all(args.quick, args.seed, tuple(args.accuracy), polygons=not args.categorical_only,
-                           overlap=args.overlap)))
+                           overlap=args.overlap, adversarial=not args.no_adversarial)))
     return 0
 
 

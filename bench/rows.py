@@ -460,11 +460,24 @@ def crowd(quick: bool) -> list[Row]:
                "majority)", measured=best_seven, baseline=seven["majority"], ratio=best_seven / seven["majority"],
                unit="acc", target=">= 0.95", passed=best_seven >= 0.95,
                checks={"oracle ceiling": round(seven["oracle"], 3)}, detail=seven),
+        _adversarial_row(tables["adversarial"]["7 per item, 40% spammers"], tables["sizes"]["trials"]),
         result("crowd: polygon IoU, 40% spammers (gold-filtered medoid or EM / stated rule)",
                measured=best_mask, baseline=poly["stated rule (medoid)"],
                ratio=best_mask / poly["stated rule (medoid)"], unit="IoU", target=">= stated rule",
                passed=best_mask >= poly["stated rule (medoid)"], detail={"sizes": tables["sizes"]}),
     ]
+
+
+def _adversarial_row(row: dict[str, float], trials: int) -> Row:
+    """The adversarial crowd at 7 per item and 40% spammers: the issue's targets for the default aggregation."""
+    passed = (row["screened"] >= 0.95 and row["spammers_flagged"] >= 0.9 and row["honest_flagged"] <= 0.1
+              and row["spotted_share_gold"] <= 0.143 * 1.5)
+    return result(f"crowd: adversarial crowd, 7 per item, 40% spammers, mean of {trials} rounds (screened / "
+                  "majority)", measured=row["screened"], baseline=row["majority"],
+                  ratio=row["screened"] / row["majority"], unit="acc",
+                  target=">= 0.95 right, >= 90% of spammers and <= 10% of honest workers flagged, gold not spotted",
+                  passed=passed, checks={k: row[k] for k in ("oracle", "spammers_flagged", "honest_flagged",
+                                                             "spotted_share_gold")}, detail=row)
 
 
 ROWS: dict[str, Callable[[bool], list[Row]]] = {

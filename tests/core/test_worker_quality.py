@@ -142,7 +142,9 @@ def test_a_worker_giving_one_label_to_everything_is_flagged_despite_matching_the
     by = rows(scored(answers, gold))
     assert by["same"]["agreement_with_aggregate"] == 0.8  # raw agreement would pass it
     assert by["same"]["kappa"] == 0.0 and by["same"]["label_distance"] == 0.2
-    assert {"chance_agreement", "one_sided_labels"} <= set(by["same"]["flags"]["raised"])
+    assert by["same"]["flags"]["raised"] == ["chance_agreement"]  # 0.2 is within the default distance of 0.25
+    stricter = rows(scored(answers, gold, rules=QualityRules(max_label_distance=0.15)))
+    assert stricter["same"]["flags"]["raised"] == ["chance_agreement", "one_sided_labels"]
     assert by["a"]["flags"]["raised"] == [] and by["a"]["kappa"] == 1.0
 
 

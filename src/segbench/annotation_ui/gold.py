@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,18 +55,73 @@ class QualityOptions:
     rules: Mapping[str, float] = field(default_factory=dict)
 
 
-def check_gold_count(value: int | None) -> int:
-    """``--gold N``: a count of gold items, 0 or more.
+def gold_count(value: str | int | None, *, overlap: int = 1, workers: int | None = None,
+               rules: Mapping[str, float] | None = None) -> int:
+    """``--gold N`` or ``--gold auto``: a count of gold items.
+
+    ``auto`` is the smallest count that lets each of ``workers`` expected workers see the worker
+    report's ``min_gold_answers`` gold answers when tasks spread evenly: ⌈min × workers / overlap⌉.
 
     Raises:
-        InputError: negative.
+        InputError: negative, not a number, or ``auto`` without ``workers``.
     """
     if value is None:
         return 0
-    if value < 0:
+    if str(value).strip().lower() == "auto":
+        if not workers:
+            raise InputError("--gold auto needs the number of workers you expect", item="--gold",
+                             hint="add --expected-workers N (e.g. --expected-workers 30), or pass a count: --gold 32")
+        least = QualityRules.with_overrides(rules).min_gold_answers
+        return math.ceil(least * workers / overlap)
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        raise InputError(f"--gold {value}: expected a count or 'auto'", item="--gold",
+                         hint="pass --gold 32, or --gold auto --expected-workers N") from None
+    if count < 0:
         raise InputError(f"--gold {value}: the number of gold items cannot be negative", item="--gold",
                          hint="pass --gold 0 (no gold) or a positive count, e.g. --gold 10")
-    return value
+    return count
+
+
+def parse_rules(values: Sequence[str]) -> dict[str, float]:
+    """``--rule NAME=VALUE`` options as a mapping (checked by :func:`check_rules`).
+
+    Raises:
+        InputError: a value without ``=`` or not a number.
+    """
+    out = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        try:
+            if not sep:
+                raise ValueError(text)
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"--rule {text}: expected NAME=NUMBER", item="--rule",
+                             hint="e.g. --rule min_kappa=0.3 (rules: " + ", ".join(QualityRules.__dataclass_fields__)
+                                  + ")") from None
+    return out
+
+
+def thin_gold_warning(round_: Round, workers: int | None) -> str | None:
+    """Why the round's gold is too thin for the worker report to judge workers on it, or None.
+
+    With ``workers``, each sees about gold × overlap / workers gold items; without, a worker sees at
+    most every gold item."""
+    if round_.purpose == "qualification":
+        return None
+    gold = sum(1 for i in round_.items if i.gold)
+    least = round_rules(round_).min_gold_answers
+    if gold and gold < least:
+        return (f"round {round_.key} has {gold} gold items: no worker can reach the {least} gold answers the worker "
+                f"report needs to judge them on gold (create it again with --gold {least} or more)")
+    if gold and workers:
+        each = gold * round_.config.overlap / workers
+        if each < least:
+            return (f"with {workers} workers each sees about {each:.1f} gold items, fewer than the {least} the worker "
+                    f"report needs (create it again with --overwrite --gold auto --expected-workers {workers})")
+    return None
 
 
 def read_gold_file(path: Path) -> list[RoundItem]:

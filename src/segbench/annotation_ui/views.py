@@ -12,6 +12,7 @@ from typing import Any
 from segbench.annotation_ui.backends import backend_for
 from segbench.annotation_ui.batches import batch_names, batch_rows
 from segbench.annotation_ui.rounds import RoundStore
+from segbench.core.io import read_json
 from segbench.schemas.rounds import LabelStudioConnection, Round
 
 
@@ -23,10 +24,21 @@ def list_rounds(data_root: Path) -> list[Round]:
 def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None) -> dict[str, Any]:
     """Tasks done / total and answers per annotator, read from the backend (no state changes); for a
     round whose items carry batches, items, launched and answered per batch."""
-    round_ = RoundStore(Path(data_root) / "rounds").load(key)
+    store = RoundStore(Path(data_root) / "rounds")
+    round_ = store.load(key)
     progress = backend_for(round_, data_root, label_studio=label_studio).progress(round_)
     answered = progress.pop("done_items", [])
     batches = batch_rows(round_, answered) if batch_names(round_) else []
     return {"round": key, "status": round_.status.value, "follow_up_of": round_.follow_up_of,
             "aggregation": round_.aggregation, **progress,
-            "batches": batches}
+            "batches": batches, "left_out": left_out(store, key)}
+
+
+def left_out(store: RoundStore, key: str) -> list[dict[str, Any]]:
+    """The workers the last screened ingest left out of the aggregation, with their reasons."""
+    path = store.answers_path(key)
+    if not path.is_file():
+        return []
+    saved = read_json(path)
+    entries = saved.get("left_out", []) if isinstance(saved, dict) else []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("worker"), str)]

@@ -46,37 +46,58 @@ def write_worker_report(store: RoundStore, round_: Round, scored: Mapping[str, A
 
 
 def worker_markdown(report: dict[str, Any]) -> str:
-    header = ["worker", "answers", "gold", "gold accuracy", "agreement", "median s", "absent rate",
-              "missing seg. rate", "time z", "flags"]
-    rows = [[w["worker"], w["answers"], w["gold_answers"], w["gold_accuracy"], w["agreement_with_aggregate"],
-             w["median_seconds"], w["flags"]["absent_rate"], w["flags"]["missing_segmentation_rate"],
-             w["flags"]["time_z"], ", ".join(w["flags"]["raised"]) or "-"] for w in report["workers"]]
+    header = ["worker", "answers", "gold", "gold accuracy", "κ", "agreement", "label distance", "median s",
+              "time z", "flags"]
+    rows = [[w["worker"], w["answers"], w["gold_answers"], w["gold_accuracy"], w.get("kappa"),
+             w["agreement_with_aggregate"], w.get("label_distance"), w["median_seconds"], w["flags"]["time_z"],
+             ", ".join(w["flags"]["raised"]) or "-"] for w in report["workers"]]
     suspicious = [[s["worker"], "; ".join(s["reasons"])] for s in report["suspicious"]]
+    left_out = [[e["worker"], "; ".join(e["reasons"])] for e in report.get("left_out", [])]
     rules = ", ".join(f"{k.replace('_', ' ')} {cell(v)}" for k, v in report["rules"].items())
+    kind = ("A qualification round: every item is gold; workers pass at the pass threshold"
+            if report["purpose"] == "qualification" else "A work round")
+    gate = f"; answers count only for workers on the pass list of {report['requires']}" if report["requires"] else ""
     lines = [f"# Workers of round {report['round']}", "",
-             f"Purpose: {report['purpose']}" + (f"; counted only if on the pass list of {report['requires']}"
-                                                 if report["requires"] else ""), "",
+             f"{kind}{gate}. Aggregation: {report.get('aggregation', '-')}. κ is Cohen's κ with the reference "
+             "(the known label on gold, the aggregate elsewhere); label distance is the total variation distance "
+             "between the worker's label shares and the references'.", "",
              markdown_table(header, [[cell(v) for v in row] for row in rows]), "",
              f"## Suspicious workers ({len(suspicious)})", "",
-             markdown_table(["worker", "reasons"], suspicious) if suspicious else "None.", "",
-             f"Rules: {rules}.", ""]
+             markdown_table(["worker", "reasons"], suspicious) if suspicious else "None.", ""]
+    if report.get("aggregation") == "screened":
+        lines += [f"## Left out of the aggregation ({len(left_out)})", "",
+                  markdown_table(["worker", "reasons"], left_out) if left_out else "None.", ""]
+    if report.get("too_sparse"):
+        lines += [f"Too few gold answers to judge on gold ({len(report['too_sparse'])}): "
+                  f"{', '.join(report['too_sparse'])}.", ""]
+    if report.get("colluding_pairs"):
+        lines += ["## Pairs agreeing beyond chance", "",
+                  markdown_table(["workers", "shared", "agreed", "expected", "p"],
+                                 [[" & ".join(p["workers"]), p["shared"], p["agreed"], cell(p["expected"]),
+                                   f"{p['p_value']:.2g}"] for p in report["colluding_pairs"]]), ""]
+    lines += [f"Rules: {rules}.", ""]
     return "\n".join(lines)
 
 
 def worker_plot(report: dict[str, Any]) -> bytes:
-    """Gold accuracy (or agreement, without gold) against median seconds per task; suspicious in red."""
+    """Each worker's κ with the reference against their gold accuracy (else agreement with the
+    aggregate); suspicious in red, named; the others unnamed, so names never pile up."""
     from matplotlib.figure import Figure  # here: matplotlib is slow to import and only the report needs it
 
-    fig = Figure(figsize=(6, 4))
+    fig = Figure(figsize=(6.5, 4.5))
     ax = fig.add_subplot()
-    bad = {s["worker"] for s in report["suspicious"]}
+    bad = {s["worker"] for s in report["suspicious"]} | {e["worker"] for e in report.get("left_out", [])}
     for w in report["workers"]:
         quality = w["gold_accuracy"] if w["gold_accuracy"] is not None else w["agreement_with_aggregate"]
-        x = w["median_seconds"] if w["median_seconds"] is not None else 0.0
-        ax.scatter([x], [quality if quality is not None else 0.0], color="tab:red" if w["worker"] in bad else "tab:blue")
-        ax.annotate(w["worker"], (x, quality if quality is not None else 0.0), fontsize=7)
-    ax.set_xlabel("median seconds per task (0: not timed)")
-    ax.set_ylabel("gold accuracy (else agreement)")
+        kappa = w.get("kappa")
+        x, y = (kappa if kappa is not None else 0.0), (quality if quality is not None else 0.0)
+        flagged = w["worker"] in bad
+        ax.scatter([x], [y], color="tab:red" if flagged else "tab:blue", alpha=0.8, s=24)
+        if flagged:
+            ax.annotate(w["worker"], (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    ax.set_xlim(-1.05, 1.05)
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title(f"Workers of {report['round']} (red: suspicious)")
+    ax.set_xlabel("Cohen's κ with the reference (0: chance)")
+    ax.set_ylabel("gold accuracy (else agreement with the aggregate)")
+    ax.set_title(f"Workers of {report['round']} (red: suspicious or left out)")
     return figure_png(fig)

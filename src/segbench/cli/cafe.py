@@ -116,12 +116,15 @@ def create_verification_command(
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per sample (the majority decides)."),
     overwrite: bool = rounds.OVERWRITE,
-    gold: int = typer.Option(0, "--gold", help="Mix in N known-bad pairs (a candidate with its outline moved off "
-                                               "the object), chosen by --seed, scored per worker."),
+    gold: str = typer.Option("0", "--gold", metavar="N|auto",
+                             help="Mix in N known-bad pairs (a candidate with its outline moved off the object), "
+                                  "chosen by --seed, scored per worker; auto: sized from --expected-workers and --overlap."),
     gold_source: list[str] = typer.Option(None, "--gold-source", metavar="NAME=IMAGES_DIR",
                                           help="A source's images folder (repeatable): half the --gold pairs are "
                                                "then its unedited images, where q- is really present."),
     gold_file: Path = rounds.GOLD_FILE,
+    workers: int = rounds.WORKERS,
+    rule: list[str] = rounds.RULE,
     qualification: bool = rounds.QUALIFICATION,
     pass_threshold: float = rounds.PASS_THRESHOLD,
     requires: str = rounds.REQUIRES,
@@ -132,8 +135,8 @@ def create_verification_command(
     from segbench.flows.cafe.verification import create_cafe_verification
     from segbench.locking import command_lock
 
-    quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires),
-                             seed=seed)
+    quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires,
+                                                     overlap=overlap, workers=workers, rules=rule), seed=seed)
     with command_lock(ctx):
         round_ = create_cafe_verification(ctx.obj["settings"].data_root, key, backend=backend.value, overlap=overlap,
                                           overwrite=overwrite, quality=quality,
@@ -141,6 +144,7 @@ def create_verification_command(
     console.out.print(console.key_values("Round created", {
         "key": round_.key, "kind": round_.kind, "backend": round_.backend, "items": len(round_.items),
         "overlap": round_.config.overlap, "candidates": f"{round_.dataset} ({round_.dataset_version[:12]})"}))
+    rounds.warn_thin_gold(round_, workers)
     console.out.print(f"Next: segbench rounds launch {key}, then segbench rounds ingest {key}, "
                       f"then segbench build cafe --round {key}")
 

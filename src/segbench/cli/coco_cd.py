@@ -137,8 +137,10 @@ def create_audit_command(
     overwrite: bool = rounds.OVERWRITE,
     batch_by_group: bool = typer.Option(False, "--batch-by-group", help="Give each item its group as batch "
                                         "(cat-indoors, ...), to launch group by group with `rounds launch --batch`."),
-    gold: int = rounds.GOLD,
+    gold: str = rounds.GOLD,
     gold_file: Path = rounds.GOLD_FILE,
+    workers: int = rounds.WORKERS,
+    rule: list[str] = rounds.RULE,
     qualification: bool = rounds.QUALIFICATION,
     pass_threshold: float = rounds.PASS_THRESHOLD,
     requires: str = rounds.REQUIRES,
@@ -148,12 +150,14 @@ def create_audit_command(
     Gold items are validation images whose context is unambiguous by the evidence shares."""
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
 
-    quality = rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires)
+    quality = rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires, overlap=overlap,
+                                    workers=workers, rules=rule)
     with command_lock(ctx):
         round_ = create_coco_cd_audit(settings_of(ctx).data_root, key, per_group=per_group, seed=seed, backend=backend.value,
                                       overlap=overlap, overwrite=overwrite, batch_by_group=batch_by_group,
                                       **quality)
     print_round(round_, "Round created")
+    rounds.warn_thin_gold(round_, workers)
     console.out.print(f"Next: segbench rounds launch {key}")
 
 

@@ -32,6 +32,7 @@ class Aggregation(str, enum.Enum):
     """The choices of ``rounds ingest --aggregation`` (segbench.core.aggregation.METHODS, not imported here:
     the command line stays light)."""
 
+    screened = "screened"
     majority = "majority"
     dawid_skene = "dawid-skene"
     glad = "glad"
@@ -48,7 +49,14 @@ def _round_key(key: str) -> str:
 ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).", callback=_round_key)
 BACKEND = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing round with this key.")
-GOLD = typer.Option(0, "--gold", help="Mix in N gold items (known answers, scored per worker), chosen by --seed.")
+GOLD = typer.Option("0", "--gold", metavar="N|auto",
+                    help="Mix in N gold items (known answers, scored per worker), chosen by --seed and balanced per "
+                         "known answer; auto: enough for each of --expected-workers workers to see the worker report's "
+                         "minimum of gold answers at this overlap.")
+WORKERS = typer.Option(None, "--expected-workers", min=1, help="How many distinct workers you expect: sizes --gold auto and "
+                                                      "warns when each would see too little gold to be judged.")
+RULE = typer.Option(None, "--rule", metavar="NAME=VALUE", help="Set a worker report rule for this round "
+                                                               "(repeatable), e.g. --rule min_kappa=0.3.")
 GOLD_FILE = typer.Option(None, "--gold-file", help="More gold items from a JSON list of items with a 'gold' answer.")
 QUALIFICATION = typer.Option(False, "--qualification", help="A qualification round: only gold items; its "
                                                             "ingest writes the pass list that --requires reads.")
@@ -56,14 +64,26 @@ PASS_THRESHOLD = typer.Option(None, "--pass-threshold", help="Qualification: gol
 REQUIRES = typer.Option(None, "--requires", help="Count only answers of workers who passed this qualification round.")
 
 
-def quality_kwargs(gold: int, gold_file: Path | None, qualification: bool, pass_threshold: float | None,
-                   requires: str | None) -> dict[str, Any]:
-    """The gold and qualification options of a create command, as keyword arguments of its create flow."""
-    from segbench.annotation_ui.gold import check_gold_count
+def quality_kwargs(gold: str | int, gold_file: Path | None, qualification: bool, pass_threshold: float | None,
+                   requires: str | None, *, overlap: int = 1, workers: int | None = None,
+                   rules: list[str] | None = None) -> dict[str, Any]:
+    """The gold, qualification and rule options of a create command, as keyword arguments of its
+    create flow (``--gold auto`` resolved from ``overlap`` and ``workers``; checked before any work)."""
+    from segbench.annotation_ui.gold import check_rules, gold_count, parse_rules
 
-    return {"gold": check_gold_count(gold), "gold_file": gold_file,
+    parsed = check_rules(parse_rules(rules or []))
+    return {"gold": gold_count(gold, overlap=overlap, workers=workers, rules=parsed), "gold_file": gold_file,
             "purpose": "qualification" if qualification else "work", "pass_threshold": pass_threshold,
-            "requires": _round_key(requires) if requires else None}
+            "requires": _round_key(requires) if requires else None, "rules": parsed}
+
+
+def warn_thin_gold(round_: Any, workers: int | None) -> None:
+    """Warn when the round's gold is too thin for the worker report to judge workers on it."""
+    from segbench.annotation_ui.gold import thin_gold_warning
+
+    message = thin_gold_warning(round_, workers)
+    if message:
+        console.err.print(f"[yellow]warning:[/] {message}")
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
@@ -139,6 +159,15 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
         console.out.print(console.table("Batches", ["batch", "items", "launched", "answered"],
                                         [[b["batch"], b["items"], b["launched"], b["answered"]]
                                          for b in progress["batches"]]))
+    print_left_out(progress["left_out"])
+
+
+def print_left_out(left_out: list[dict[str, Any]]) -> None:
+    """The workers the screened aggregation left out, with why (nothing when none were)."""
+    if left_out:
+        console.out.print(console.table("Left out of the aggregation (answers kept, not counted)",
+                                        ["worker", "reasons"], [[e["worker"], "; ".join(e.get("reasons", []))]
+                                                                for e in left_out]))
 
 
 def ingest(
@@ -147,8 +176,10 @@ def ingest(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="Bad answers: fail, or skip and report them."),
     aggregation: Aggregation | None = typer.Option(
         None, "--aggregation", show_default=False,
-        help="How choices are aggregated: majority vote, or a model of each worker's reliability "
-             "(Dawid-Skene, GLAD). Default: the method the round used last (majority at first)."),
+        help="How choices are aggregated: screened (Dawid-Skene anchored on the gold answers, fitted again "
+             "without the workers the worker report flags), or a plain method for comparison: majority vote, "
+             "Dawid-Skene, GLAD (every counted worker, no gold). Default: the round's method (screened for "
+             "new rounds)."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
     from segbench.annotation_ui.gold import pass_list
@@ -190,7 +221,9 @@ def print_ingest(result: RoundIngest) -> None:
     for name, path in result.reports.items():
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
     workers = result.workers
-    console.out.print(f"worker report: [bold]{workers.paths['workers_markdown']}[/] ({workers.suspicious} suspicious)")
+    console.out.print(f"worker report: [bold]{workers.paths['workers_markdown']}[/] ({workers.suspicious} suspicious"
+                      + (f", {counts['workers_left_out']} left out of the aggregation" if "workers_left_out" in counts
+                         else "") + ")")
     if workers.passed is not None:
         console.out.print(f"pass list: [bold]{workers.paths['pass_list']}[/] ({workers.passed} passed)"
                           + (f"; MTurk qualification upload: {workers.paths['qualification_csv']}"

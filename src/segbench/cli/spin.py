@@ -121,6 +121,7 @@ def rounds_command(
                                             "(repeatable): one batch at a time, as the paper's phased rollout."),
     gold_file: Path = typer.Option(None, "--gold-file", help="Gold items: parts with reference polygons of their "
                                    "subparts (the items' data fields plus gold.polygons), scored by polygon IoU."),
+    rule: list[str] = rounds.RULE,
     qualification: bool = rounds.QUALIFICATION,
     pass_threshold: float = rounds.PASS_THRESHOLD,
     requires: str = rounds.REQUIRES,
@@ -143,8 +144,8 @@ def rounds_command(
         chosen = _supercategories(supercategory, {obj for obj, _ in groups})
         items = [item for (obj, _), group in groups.items() if obj in chosen for item in group]
         version = source_version(partimagenet, spin_paths(data_root)["taxonomy"])
-        quality = QualityOptions(**rounds.quality_kwargs(0, gold_file, qualification, pass_threshold, requires),
-                                 seed=params.seed)
+        quality = QualityOptions(**rounds.quality_kwargs(0, gold_file, qualification, pass_threshold, requires,
+                                                         overlap=overlap, rules=rule), seed=params.seed)
         created = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
                                      overlap=overlap, overwrite=overwrite, quality=quality)
     console.out.print(console.table("SPIN rounds", ["round", "object-part", "tasks", "subparts asked"], [

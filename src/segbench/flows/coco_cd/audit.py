@@ -53,12 +53,14 @@ def create_coco_cd_audit(
     purpose: Literal["work", "qualification"] = "work",
     pass_threshold: float | None = None,
     requires: str | None = None,
+    rules: dict[str, float] | None = None,
 ) -> Round:
     """Create an audit round on a stratified sample of the COCO-CD validation split (``batch_by_group``:
     each item's batch is its group, for a launch group by group).
 
     ``gold`` more validation images whose context is unambiguous by the evidence shares are mixed in
-    as gold items (seeded), plus those of ``gold_file``; a qualification round keeps only the gold.
+    as gold items (seeded, balanced per context), plus those of ``gold_file``; a qualification round
+    keeps only the gold. ``rules`` set worker report rules for this round.
 
     Raises:
         InputError: the dataset is not built, bad gold or qualification options.
@@ -84,7 +86,7 @@ def create_coco_cd_audit(
                                            batch_by_group=batch_by_group) if gold else []
     round_ = with_quality(round_, candidates, QualityOptions(gold=gold, gold_file=gold_file, purpose=purpose,
                                                              pass_threshold=pass_threshold, requires=requires,
-                                                             seed=seed), store)
+                                                             seed=seed, rules=rules or {}), store)
     store.create(round_, overwrite=overwrite)
     return round_
 

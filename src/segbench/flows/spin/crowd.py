@@ -31,9 +31,9 @@ from segbench.annotation_ui.followups import chain, final_key
 from segbench.annotation_ui.gold import (
     QualityOptions,
     counted,
-    mix,
     pass_list,
     read_gold_file,
+    shuffle,
     split_answers,
     with_quality,
     without_gold,
@@ -68,7 +68,7 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
 
     ``overwrite`` replaces existing records of the same keys (their answers files are kept).
     ``quality``: gold items of its gold file (parts with reference polygons, carrying the same data
-    fields as the other items) join the rounds of their part, at seeded places; its purpose and gate
+    fields as the other items) join the rounds of their part, shuffled with the work items (seeded); its purpose and gate
     apply to every round.
 
     Raises:
@@ -77,7 +77,7 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
     tax = load_taxonomy(taxonomy or default_taxonomy(data_root))
     now = clock.timestamp()
     gold = read_gold_file(quality.gold_file) if quality.gold_file else []
-    rounds = spin_rounds(mix(items, gold, quality.seed), tax, key_prefix=key_prefix, dataset_version=dataset_version,
+    rounds = spin_rounds(shuffle([*items, *gold], quality.seed) if gold else items, tax, key_prefix=key_prefix, dataset_version=dataset_version,
                          backend=backend, now=now, overlap=overlap)
     store = RoundStore(Path(data_root) / "rounds")
     rounds = [r.model_copy(update={"items": page_gold(r.items)}) for r in rounds]

@@ -1,0 +1,132 @@
+"""An adversarial simulated crowd for the files backend: it reads only the task rows of ``tasks.csv``
+and returns an MTurk-style results file, as an external crowd would.
+
+Spammers, cycled through :data:`SPAMMER_KINDS`:
+
+* ``ring``: colluders who share one answer sheet (a random label per task, the same for every member);
+* ``same``: one label for everything (the most common true label, so gold that mirrors the
+  imbalance would pass them);
+* ``random``: uniform clicks;
+* ``spotter``: tries to spot the gold from the task order (rows that break an ascending run of task
+  ids, which finds gold inserted into sorted work) and answers those with care, the rest at random.
+
+Honest workers, cycled through :data:`HONEST_KINDS`: ``plain`` (right with a probability drawn
+from ``accuracy``), ``biased`` (as plain on the majority label, less accurate on the others: they
+lean to the majority) and ``drifting`` (accuracy falling from the top of ``accuracy`` to
+``drift_floor`` over their tasks, in task order).
+
+Every task gets ``overlap`` distinct workers; a worker does their tasks in the order of the task
+file, so ``SubmitTime`` grows along it. Work times are drawn alike for everyone (time gives nothing
+away). Everything is seeded.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+SPAMMER_KINDS = ("ring", "same", "random", "spotter")
+HONEST_KINDS = ("plain", "plain", "biased", "plain", "drifting", "biased")
+
+
+@dataclass(frozen=True)
+class CrowdMix:
+    """Who is in the crowd and how they work."""
+
+    workers: int = 30
+    spammers: float = 0.4
+    overlap: int = 7
+    accuracy: tuple[float, float] = (0.85, 0.97)
+    biased_minority_accuracy: float = 0.75
+    drift_floor: float = 0.7
+
+
+@dataclass(frozen=True)
+class Worker:
+    name: str
+    kind: str
+    accuracy: float
+
+    @property
+    def spammer(self) -> bool:
+        return self.kind in SPAMMER_KINDS
+
+
+def crowd(mix: CrowdMix, seed: int) -> list[Worker]:
+    """The workers, spammers first within the seeded order of names."""
+    rng = random.Random(f"crowd:{seed}")
+    spammers = round(mix.spammers * mix.workers)
+    out = []
+    for n in range(mix.workers):
+        kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else HONEST_KINDS[(n - spammers) % len(HONEST_KINDS)]
+        out.append(Worker(f"A{rng.getrandbits(40):010X}", kind, rng.uniform(*mix.accuracy)))
+    return out
+
+
+def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], labels: Sequence[str], *,
+                control: str, mix: CrowdMix, seed: int) -> tuple[list[dict[str, Any]], list[Worker]]:
+    """The crowd's results rows for ``tasks`` (rows of ``tasks.csv``, in file order).
+
+    Args:
+        truth: task id → true label (the simulation's, never read by the spammers).
+        labels: the labels a worker may give.
+
+    Returns:
+        (results rows with ``WorkerId``, ``AssignmentId``, ``Input.item_id``, ``Answer.<control>``,
+        ``SubmitTime``, ``WorkTimeInSeconds``; the workers).
+    """
+    rng = random.Random(f"answers:{seed}")
+    workers = crowd(mix, seed)
+    order = [str(t["item_id"]) for t in tasks]
+    common = max(sorted(labels), key=lambda label: sum(v == label for v in truth.values()))
+    sheet = {task: rng.choice(labels) for task in order}
+    suspected = suspected_gold(order)
+    assigned = {task: rng.sample(workers, mix.overlap) for task in order}
+    done: dict[str, int] = {w.name: 0 for w in workers}
+    loads = {w.name: sum(w in who for who in assigned.values()) for w in workers}
+    rows = []
+    for position, task in enumerate(order):
+        for worker in sorted(assigned[task], key=lambda w: w.name):
+            label = _answer(worker, truth[task], labels, common, sheet[task], task in suspected,
+                            done[worker.name] / max(loads[worker.name] - 1, 1), mix, rng)
+            done[worker.name] += 1
+            rows.append({"WorkerId": worker.name, "AssignmentId": f"{worker.name}-{position:05d}",
+                         "Input.item_id": task, f"Answer.{control}": label,
+                         "SubmitTime": f"2026-03-01T{position // 3600:02d}:{position // 60 % 60:02d}:{position % 60:02d}",
+                         "WorkTimeInSeconds": round(rng.lognormvariate(2.5, 0.4), 1)})
+    return rows, workers
+
+
+def _answer(worker: Worker, true: str, labels: Sequence[str], common: str, sheet: str, looks_gold: bool,
+            progress: float, mix: CrowdMix, rng: random.Random) -> str:
+    if worker.kind == "ring":
+        return sheet
+    if worker.kind == "same":
+        return common
+    if worker.kind == "random" or (worker.kind == "spotter" and not looks_gold):
+        return rng.choice(labels)
+    accuracy = worker.accuracy
+    if worker.kind == "spotter":
+        accuracy = 1.0
+    elif worker.kind == "biased" and true != common:
+        accuracy = mix.biased_minority_accuracy
+    elif worker.kind == "drifting":
+        accuracy = mix.accuracy[1] - (mix.accuracy[1] - mix.drift_floor) * progress
+    if rng.random() < accuracy:
+        return true
+    return common if worker.kind == "biased" and true != common else rng.choice([v for v in labels if v != true])
+
+
+def suspected_gold(order: Sequence[str]) -> set[str]:
+    """Tasks that break an ascending run of ids: where gold inserted into sorted work would show."""
+    out = set()
+    for before, task, after in zip(order, order[1:], order[2:], strict=False):
+        if _key(before) < _key(after) and not _key(before) < _key(task) < _key(after):
+            out.add(task)
+    return out
+
+
+def _key(task: str) -> tuple[int, str]:
+    return (int(task), "") if task.isdigit() else (0, task)
