@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from segbench.core.io import read_json
 from segbench.demo.crowd import write_results_csv
 from segbench.demo.world import generate_demo_world
 from segbench.schemas.coco_cd import CocoCdParams
+from segbench.schemas.rounds import Round
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -40,16 +42,21 @@ def truth(project: Path) -> dict[str, str]:
 
 
 def answer_rows(round_: dict, worker: str, labels: dict[str, str], seconds: float) -> list[dict[str, str]]:
-    return [{"WorkerId": worker, "AssignmentId": f"{round_['key']}-{worker}-{item['item_id']}",
-             "Input.item_id": item["item_id"], "Answer.context": labels[item["item_id"]],
+    """A worker's results rows, keyed by the task ids the crowd sees in tasks.csv."""
+    task_id = Round.model_validate(round_).task_id
+    return [{"WorkerId": worker, "AssignmentId": f"{round_['key']}-{worker}-{task_id(item['item_id'])}",
+             "Input.item_id": task_id(item["item_id"]), "Answer.context": labels[item["item_id"]],
              "WorkTimeInSeconds": str(seconds)} for item in round_["items"]]
 
 
 def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(project):
+    # Three gold answers each: the worker report judges them on gold only with its minimum lowered to 3.
     created = run(project, "rounds", "create", "g1", "--backend", "files", "--per-group", "1", "--overlap", "3",
-                  "--gold", "3", "--seed", "5")
+                  "--gold", "3", "--seed", "5", "--rule", "min_gold_answers=3")
     assert "gold items" in created.output
+    assert "gold answers the worker report needs" not in created.output  # 3 is the round's minimum
     record = read_json(project / "data" / "rounds" / "g1.json")
+    assert record["quality_rules"] == {"min_gold_answers": 3.0} and "balanced per known answer" in record["gold_selection"]
     gold_ids = [i["item_id"] for i in record["items"] if i["gold"]]
     assert len(gold_ids) == 3 and len(record["items"]) == 7
     run(project, "rounds", "create", "g1-again", "--backend", "files", "--per-group", "1", "--gold", "3", "--seed", "5")
@@ -63,7 +70,9 @@ def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(
     header = tasks_csv.splitlines()[0]
     rows = list(csv.DictReader(io.StringIO(tasks_csv)))
     assert header == "item_id,image,width,height" and len(rows) == 7
-    assert {r["item_id"] for r in rows} >= set(gold_ids) and all(r["item_id"].isdigit() for r in rows)
+    task_id = Round.model_validate(record).task_id
+    assert [r["item_id"] for r in rows] == [task_id(i["item_id"]) for i in record["items"]]
+    assert all(re.fullmatch(r"t[0-9a-f]{12}", r["item_id"]) for r in rows)  # one opaque form for gold and work
 
     labels = truth(project)
     spam = {item_id: WRONG[label] for item_id, label in labels.items()}
@@ -71,12 +80,15 @@ def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(
                       + answer_rows(record, "GOOD3", labels, 33) + answer_rows(record, "SPAM", spam, 2),
                       folder / "results" / "batch-1.csv")
     result = run(project, "rounds", "ingest", "g1")
-    assert "worker report:" in result.output and "(1 suspicious)" in result.output
+    assert "worker report:" in result.output and "(1 suspicious, 1 left out of the aggregation)" in result.output
 
     saved = read_json(project / "data" / "rounds" / "g1.answers.json")
     assert not {a["item_id"] for a in saved["answers"]} & set(gold_ids)
     assert not {i["item_id"] for i in saved["items"]} & set(gold_ids)
     assert {a["item_id"] for a in saved["gold_answers"]} == set(gold_ids)
+    assert saved["aggregation"] == "screened" and [e["worker"] for e in saved["left_out"]] == ["worker:SPAM"]
+    assert all(i["majority"]["context"] == labels[i["item_id"]] for i in saved["items"])
+    assert "worker:SPAM" in run(project, "rounds", "status", "g1").output  # status names who was left out
     audit = read_json(project / "data" / "coco_cd_audit" / "g1.json")
     assert audit["overall"]["items"] == 4  # the dataset report sees the work items only
 
@@ -101,7 +113,7 @@ def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(
 
 def test_a_qualification_round_gates_a_later_round(project):
     run(project, "rounds", "create", "q1", "--backend", "files", "--per-group", "1", "--gold", "4",
-        "--qualification", "--pass-threshold", "0.75", "--seed", "2")
+        "--qualification", "--pass-threshold", "0.75", "--seed", "2", "--rule", "min_gold_answers=4")
     qual = read_json(project / "data" / "rounds" / "q1.json")
     assert qual["purpose"] == "qualification" and all(i["gold"] for i in qual["items"]) and len(qual["items"]) == 4
     run(project, "rounds", "create", "w1", "--backend", "files", "--per-group", "1", "--overlap", "3",
@@ -145,6 +157,10 @@ def test_a_qualification_round_gates_a_later_round(project):
     (["--requires", "no-such-round"], InputError, "no-such-round"),
     (["--qualification", "--gold", "2"], InputError, "--pass-threshold"),
     (["--pass-threshold", "0.5"], InputError, "--pass-threshold"),
+    (["--gold", "auto"], InputError, "--gold auto"),
+    (["--gold", "some"], InputError, "--gold"),
+    (["--rule", "min_kapa=0.3"], InputError, "min_kappa"),
+    (["--rule", "min_kappa"], InputError, "NAME=NUMBER"),
 ])
 def test_bad_gold_and_qualification_options_are_refused(project, args, error, names):
     result = run(project, "rounds", "create", "bad", "--backend", "files", "--per-group", "1", *args, code=1)
@@ -185,16 +201,17 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
     client = StandInClient()
     monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
     data = project / "data"
-    round_ = create_coco_cd_audit(data, "ls-audit", per_group=1, seed=6, backend="labelstudio", overlap=2, gold=2)
-    gold_ids = {i.item_id for i in round_.items if i.gold}
+    round_ = create_coco_cd_audit(data, "ls-audit", per_group=1, seed=6, backend="labelstudio", overlap=2, gold=2,
+                                  rules={"min_judgments": 3})
+    gold_ids = {round_.task_id(i.item_id) for i in round_.items if i.gold}
     launched = launch_round(data, "ls-audit", LabelStudioConnection(url="http://stand-in", files=tmp_path / "files"))
     tasks = client.export(launched.project_id)
     assert len(tasks) == 6 and {t["data"]["item_id"] for t in tasks} >= gold_ids
     assert len({tuple(sorted(t["data"])) for t in tasks}) == 1 and "gold" not in json.dumps(tasks)
 
-    labels = truth(project)
+    labels, by_task = truth(project), round_.items_by_task_id()
     for task in tasks:
-        item = task["data"]["item_id"]
+        item = by_task[task["data"]["item_id"]].item_id
         for user, label, seconds in ((1, labels[item], 12.0), (2, WRONG[labels[item]], 1.5)):
             client.annotate(task["id"], [{"from_name": "context", "to_name": "image", "type": "choices",
                                           "value": {"choices": [label]}}], completed_by=user)

@@ -311,6 +311,16 @@ def saved_gold_answers(store: RoundStore, key: str) -> list[Answer]:
     return out
 
 
+def saved_left_out(store: RoundStore, key: str) -> list[dict[str, Any]]:
+    """The workers the last screened ingest of ``key`` left out of the aggregation, with their reasons."""
+    path = store.answers_path(key)
+    if not path.is_file():
+        return []
+    saved = read_json(path)
+    entries = saved.get("left_out", []) if isinstance(saved, dict) else []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("worker"), str)]
+
+
 def counted(answers: Sequence[Answer], qualified: set[str] | None) -> list[Answer]:
     """The answers that count in aggregation: all, or those of qualified workers in a gated round."""
     return list(answers) if qualified is None else [a for a in answers if a.annotator in qualified]

@@ -11,8 +11,8 @@ from typing import Any
 
 from segbench.annotation_ui.backends import backend_for
 from segbench.annotation_ui.batches import batch_names, batch_rows
+from segbench.annotation_ui.gold import saved_left_out
 from segbench.annotation_ui.rounds import RoundStore
-from segbench.core.io import read_json
 from segbench.schemas.rounds import LabelStudioConnection, Round
 
 
@@ -31,14 +31,5 @@ def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnectio
     batches = batch_rows(round_, answered) if batch_names(round_) else []
     return {"round": key, "status": round_.status.value, "follow_up_of": round_.follow_up_of,
             "aggregation": round_.aggregation, **progress,
-            "batches": batches, "left_out": left_out(store, key)}
+            "batches": batches, "left_out": saved_left_out(store, key)}
 
-
-def left_out(store: RoundStore, key: str) -> list[dict[str, Any]]:
-    """The workers the last screened ingest left out of the aggregation, with their reasons."""
-    path = store.answers_path(key)
-    if not path.is_file():
-        return []
-    saved = read_json(path)
-    entries = saved.get("left_out", []) if isinstance(saved, dict) else []
-    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("worker"), str)]

@@ -33,6 +33,7 @@ from segbench.annotation_ui.gold import (
     counted,
     pass_list,
     read_gold_file,
+    saved_left_out,
     shuffle,
     split_answers,
     with_quality,
@@ -132,6 +133,9 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
                       on_error: OnError = OnError.FAIL, mask_aggregation: str = sc.STATED) -> SpinImport:
     """Validate and resolve the answers of SPIN round ``key``; write the crowd files.
 
+    The answers of workers the round's screened ingest left out (its answers file's ``left_out``)
+    take no part in the masks either; the report lists them under ``workers_left_out``.
+
     Args:
         results: read answers from this AMT-style results file instead of the round's ingested answers.
         parts: COCO parts file for the part masks (needed when the items carry no ``part_rle``).
@@ -151,12 +155,16 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
     if round_.kind != sc.KIND:
         raise InputError(f"round {key!r} is a {round_.kind} round, not {sc.KIND}", item=key)
     policy = ImportPolicy(on_error=on_error)
+    left_out: list[str] = []
     if results is not None:
         answers = answers_from_results(round_, Path(results), policy)
     elif store.answers_path(key).is_file():
-        # The merged answers of the round's follow-ups when one is ingested, about this round's items.
+        # The merged answers of the round's follow-ups when one is ingested, about this round's items,
+        # without the workers that ingest's screened aggregation left out.
         asked = {item.item_id for item in round_.items}
-        answers = [a for a in store.load_answers(final_key(store, key)) if a.item_id in asked]
+        final = final_key(store, key)
+        left_out = sorted(e["worker"] for e in saved_left_out(store, final))
+        answers = [a for a in store.load_answers(final) if a.item_id in asked and a.annotator not in left_out]
     else:
         raise InputError(f"round {key!r} has no ingested answers", item=key,
                          hint=f"run `segbench rounds ingest {key}` first, or pass --results FILE")
@@ -173,7 +181,7 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
                                                 sc.ResolvePolicy(containment, mask_aggregation))
     return write_crowd_files(data_root, round_, contexts, raw, resolved,
                              {**report.to_json(), "skipped": policy.report.to_json(), "round": key,
-                              "containment": containment})
+                              "containment": containment, **({"workers_left_out": left_out} if left_out else {})})
 
 
 def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, PartContext], raw: list[dict[str, Any]],

@@ -1,0 +1,39 @@
+"""The crowd-quality targets on the adversarial crowd (bench/crowd_trial.py): a COCO-CD audit with
+7 workers per item, 40% spammers of mixed kinds and 80/20 truth, answered through the files backend."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from segbench.demo.adversarial_crowd import CrowdMix, answer_rows, crowd
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def run_trial(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    from crowd_trial import run_trial
+
+    return run_trial
+
+
+def test_the_default_aggregation_and_worker_report_meet_the_targets(run_trial):
+    trials = [run_trial(CrowdMix(spammers=0.4, overlap=7), seed, methods=("screened", "majority")) for seed in range(4)]
+    mean = {key: statistics.mean(t[key] for t in trials) for key in trials[0]}
+    assert mean["screened"] >= 0.95 and mean["screened"] > mean["majority"] + 0.02
+    assert mean["spammers_flagged"] >= 0.9 and mean["honest_flagged"] <= 0.1
+    assert mean["spotted_share_gold"] < 0.2  # the gold is 1 in 7 of the tasks: a spotter picks at chance
+
+
+def test_the_crowd_is_seeded_and_mixes_every_kind():
+    tasks = [{"item_id": f"t{n:03d}"} for n in range(40)]
+    truth = {t["item_id"]: "indoor" for t in tasks}
+    first = answer_rows(tasks, truth, ("indoor", "outdoor"), control="context", mix=CrowdMix(), seed=1)
+    assert first == answer_rows(tasks, truth, ("indoor", "outdoor"), control="context", mix=CrowdMix(), seed=1)
+    kinds = {w.kind for w in crowd(CrowdMix(), 1)}
+    assert kinds == {"ring", "same", "random", "spotter", "plain", "biased", "drifting"}
+    assert sum(w.spammer for w in crowd(CrowdMix(), 1)) == 12
