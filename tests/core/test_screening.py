@@ -67,3 +67,12 @@ def test_rules_the_round_sets_decide_who_is_left_out():
     _, gold, answers = crowd()
     lenient = QualityRules(min_kappa=-1.0, min_agreement=0.0, max_label_distance=1.0)
     assert screen(answers, answers, ["context"], gold, rules=lenient).left_out == {}
+
+
+def test_no_more_than_half_the_workers_are_ever_left_out():
+    # Every worker marks most parts absent (they are): the rule flags them all, and none is left out.
+    answers = [Answer(item_id=f"i{n}", annotator=f"w{w}", source_id=f"w{w}-{n}",
+                      choices={"has_beak": ["no"], "has_eye": ["no" if n % 9 else "yes"]}) for w in range(3)
+               for n in range(30)]
+    result = screen(answers, answers, ["has_beak", "has_eye"], {})
+    assert len(result.report["suspicious"]) == 3 and result.left_out == {} and result.capped

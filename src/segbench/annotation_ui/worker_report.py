@@ -67,6 +67,9 @@ def worker_markdown(report: dict[str, Any]) -> str:
     if report.get("aggregation") == "screened":
         lines += [f"## Left out of the aggregation ({len(left_out)})", "",
                   markdown_table(["worker", "reasons"], left_out) if left_out else "None.", ""]
+        if report.get("left_out_capped"):
+            lines += ["The rules flag more than half of the workers, so none of those was left out: they say more "
+                      "about this round than about its workers (set them per round with `--rule`).", ""]
     if report.get("too_sparse"):
         lines += [f"Too few gold answers to judge on gold ({len(report['too_sparse'])}): "
                   f"{', '.join(report['too_sparse'])}.", ""]

@@ -9,6 +9,9 @@ again without the workers the worker report flags.
    ``MAX_PASSES`` fits). A worker once left out stays out, with the reasons of the pass that
    flagged them.
 
+Never more than half of the round's workers are left out: when the rules flag more, they say more
+about the round than about its workers (a SPIN part whose subparts are mostly absent makes every
+careful worker "mark many parts absent"), so that pass leaves no one new out and ``capped`` says so.
 An item that only left-out workers answered keeps the label of the first fit rather than losing
 its answer. Pure: no files, no backend; the same answers give the same result.
 """
@@ -25,6 +28,7 @@ from segbench.core.worker_quality import POLYGONS, QualityRules, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
 
 MAX_PASSES = 4
+MAX_LEFT_OUT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,15 @@ class Screened:
         report: the worker report of the last fit (``score_workers``'s dictionary).
         left_out: worker → the reasons they were left out, in the order they were left out.
         passes: how many fits were made.
+        capped: a pass flagged so many workers that leaving them out would pass ``MAX_LEFT_OUT_SHARE``
+            of the round's workers; none of that pass's were left out.
     """
 
     items: list[ItemAnswer]
     report: dict[str, Any]
     left_out: dict[str, list[str]]
     passes: int
+    capped: bool = False
 
 
 def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
@@ -57,17 +64,21 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
         qualified: the gate's pass list (None: not gated).
     """
     known = {item: {c: label for c, label in answer.items() if c != POLYGONS} for item, (answer, _) in gold.items()}
+    workers = len({a.annotator for a in counted})
     left_out: dict[str, list[str]] = {}
     first: list[ItemAnswer] | None = None
+    capped = False
     for passes in range(1, MAX_PASSES + 1):
         items = aggregate(counted, controls, method=DAWID_SKENE, exclude_workers=left_out, gold=known)
         first = first if first is not None else items
         report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
         new = {s["worker"]: s["reasons"] for s in report["suspicious"] if s["worker"] not in left_out}
-        if not new or passes == MAX_PASSES:
+        capped = len(left_out) + len(new) > MAX_LEFT_OUT_SHARE * workers
+        if not new or capped or passes == MAX_PASSES:
             break
         left_out.update(new)
-    return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes)
+    return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes,
+                    capped=bool(new) and capped)
 
 
 def _with_fallback(items: Iterable[ItemAnswer], first: Iterable[ItemAnswer]) -> list[ItemAnswer]:

@@ -128,7 +128,11 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     if method == SCREENED:
         screened = screen([*counted, *gold.counted(gold_answers, qualified)], [*answers, *gold_answers], controls,
                           gold.gold_index(round_), qualified=qualified, rules=rules)
-        aggregated, report, left_out = screened.items, screened.report, screened.left_out
+        aggregated, left_out = screened.items, screened.left_out
+        report = {**screened.report, "left_out_capped": screened.capped}
+        if screened.capped:
+            get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of "
+                                     "them were left out (check the rules: segbench rounds create --rule)", key)
     else:
         aggregated = aggregate(counted, controls, method=method)
         report, left_out = score_workers([*answers, *gold_answers], aggregated, gold.gold_index(round_),
@@ -145,8 +149,8 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
         "agreement": agreement, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
-        **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())]}
-           if method == SCREENED else {})},
+        **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())],
+            "left_out_capped": screened.capped} if method == SCREENED else {})},
         indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
         update={"aggregation": method})
