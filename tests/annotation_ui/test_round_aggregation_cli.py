@@ -8,7 +8,9 @@ import json
 import pytest
 from support.cli import run
 from support.hostile import snapshot
+from typer.testing import CliRunner
 
+from segbench.cli import app
 from segbench.core.io import read_json
 from segbench.demo.crowd import write_results_csv
 from segbench.schemas.rounds import RoundConfig, RoundItem
@@ -61,13 +63,18 @@ def _saved(project):
 
 def test_the_aggregation_is_chosen_recorded_and_stable(crowd_round):
     project, truth = crowd_round
-    help_text = run(project, "rounds", "ingest", "--help").output
-    assert all(choice in help_text for choice in ("majority", "dawid-skene", "glad"))
+    help_text = CliRunner().invoke(app, ["rounds", "ingest", "--help"], env={"COLUMNS": "160"}).output
+    assert "<screened|majority|dawid-skene|glad>" in help_text
 
-    first = run(project, "rounds", "ingest", KEY)
-    assert "majority" in first.output and "Krippendorff" in first.output
+    first = run(project, "rounds", "ingest", KEY)  # a new round's default
+    assert "screened" in first.output and "Krippendorff" in first.output
     round_, answers = _saved(project)
-    assert round_["aggregation"] == answers["aggregation"] == "majority"
+    assert round_["aggregation"] == answers["aggregation"] == "screened" and "left_out" in answers
+
+    plain = run(project, "rounds", "ingest", KEY, "--aggregation", "majority")
+    assert "majority" in plain.output
+    round_, answers = _saved(project)
+    assert round_["aggregation"] == answers["aggregation"] == "majority" and "left_out" not in answers
     assert {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]} == dict.fromkeys(truth, "no")
 
     modelled = run(project, "rounds", "ingest", KEY, "--aggregation", "dawid-skene")
@@ -95,7 +102,7 @@ def test_an_unknown_aggregation_is_refused_before_any_work(crowd_round):
 def test_a_hand_edited_unknown_aggregation_is_named_with_the_file(crowd_round):
     project, _ = crowd_round
     path = project / "data" / "rounds" / f"{KEY}.json"
-    path.write_text(path.read_text().replace('"aggregation": "majority"', '"aggregation": "vote"'))
+    path.write_text(path.read_text().replace('"aggregation": "screened"', '"aggregation": "vote"'))
     refused = run(project, "rounds", "ingest", KEY, code=1)
     assert "vote" in str(refused.exception) and "dawid-skene" in str(refused.exception)
     assert f"{KEY}.json" in str(getattr(refused.exception, "path", ""))

@@ -115,6 +115,7 @@ def test_summary_uses_cohen_for_one_fixed_pair():
     assert summary["kappa"] == pytest.approx(0.4)
     assert summary["items_by_ratings"] == {"2": 50} and summary["annotators"] == 2
     assert summary["mean_agreement"] == pytest.approx(0.85)  # 35 of 50 items agree: (35·1 + 15·0.5) / 50
+    assert summary["pairwise_agreement"] == pytest.approx(0.7)  # two raters: the share of items they agree on
 
 
 def test_summary_uses_fleiss_when_raters_differ_per_item():
@@ -125,6 +126,7 @@ def test_summary_uses_fleiss_when_raters_differ_per_item():
     assert (summary["method"], summary["items"], summary["annotators"]) == ("fleiss", 3, 6)
     assert summary["kappa"] == pytest.approx(0.55)
     assert summary["mean_agreement"] == pytest.approx((1 + 2 / 3 + 1) / 3)
+    assert summary["pairwise_agreement"] == pytest.approx((1 + 1 / 3 + 1) / 3)  # 1 of the 3 pairs agrees
 
 
 def test_summary_two_ratings_from_changing_pairs_is_fleiss():

@@ -199,3 +199,19 @@ def test_json_prints_only_the_summary_on_stdout(tmp_path):
 def test_summary_json_names_paths_and_models_plainly():
     text = console.summary_json({"out": Path("data/x"), "values": {0.5, 0.25}, "flag": True})
     assert json.loads(text) == {"flag": True, "out": "data/x", "values": [0.25, 0.5]}
+
+
+def test_help_in_a_pipe_is_laid_out_wide_unless_a_width_is_set(monkeypatch):
+    import typer.rich_utils
+
+    from segbench.cli.help_text import PIPE_HELP_WIDTH, widen_help_in_pipes
+
+    monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", None)
+    widen_help_in_pipes(True, {})
+    assert typer.rich_utils.MAX_WIDTH is None  # a terminal keeps its width
+    widen_help_in_pipes(False, {"COLUMNS": "90"})
+    assert typer.rich_utils.MAX_WIDTH is None  # so does a width the user set
+    widen_help_in_pipes(False, {})
+    assert typer.rich_utils.MAX_WIDTH == PIPE_HELP_WIDTH
+    text = CliRunner().invoke(app, ["rounds", "ingest", "--help"]).output
+    assert "<screened|majority|dawid-skene|glad>" in text  # not split over two lines

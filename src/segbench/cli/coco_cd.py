@@ -24,7 +24,7 @@ from segbench.cli.common import (
 )
 from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
-from segbench.core.errors import OnError
+from segbench.core.errors import InputError, OnError
 from segbench.locking import command_lock
 
 if TYPE_CHECKING:
@@ -152,6 +152,10 @@ def create_audit_command(
 
     quality = rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires, overlap=overlap,
                                     workers=workers, rules=rule)
+    dataset = settings_of(ctx).data_root / "coco_cd"
+    if not (dataset / "manifest.json").is_file():  # before Prefect starts: an answer in a second, not ten
+        raise InputError("COCO-CD is not built here: the audit samples its validation split", path=dataset,
+                         hint="build it first: segbench build coco-cd (or segbench demo), or pass --data-root")
     with command_lock(ctx):
         round_ = create_coco_cd_audit(settings_of(ctx).data_root, key, per_group=per_group, seed=seed, backend=backend.value,
                                       overlap=overlap, overwrite=overwrite, batch_by_group=batch_by_group,

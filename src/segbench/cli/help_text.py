@@ -3,7 +3,8 @@
 Typer prints a value type after every option (``<path>``, ``<int>``), also after flags that take
 no value (``--force <bool>``), which reads as if the flag wanted one. :func:`tidy_flag_types`
 drops that type for flags. Options with a fixed set of values are enums, so their help lists the
-choices (``<threads|dask>``).
+choices (``<threads|dask>``). In a pipe, typer would lay help out at 80 columns, splitting long
+choice lists and paths mid-word; :func:`widen_help_in_pipes` gives it a wide page instead.
 """
 
 from __future__ import annotations
@@ -37,4 +38,16 @@ def tidy_flag_types() -> None:
         TyperOption.display_type_rich = _flag_aware(TyperOption.display_type_rich)  # type: ignore[method-assign]
 
 
-__all__ = ["Runner", "tidy_flag_types"]
+PIPE_HELP_WIDTH = 120
+
+
+def widen_help_in_pipes(is_terminal: bool, environ: dict[str, str]) -> None:
+    """Lay ``--help`` out at :data:`PIPE_HELP_WIDTH` columns when stdout is no terminal and no
+    width is set (``TERMINAL_WIDTH`` or ``COLUMNS``); a terminal keeps its own width."""
+    import typer.rich_utils
+
+    if not is_terminal and not environ.get("TERMINAL_WIDTH") and not environ.get("COLUMNS"):
+        typer.rich_utils.MAX_WIDTH = PIPE_HELP_WIDTH
+
+
+__all__ = ["Runner", "tidy_flag_types", "widen_help_in_pipes"]

@@ -213,7 +213,7 @@ def print_ingest(result: RoundIngest) -> None:
                           "annotators have answered.")
     for control, summary in result.agreement.items():
         console.out.print(console.key_values(f"Agreement on '{control}'", {
-            "mean agreement rate": summary.get("mean_agreement"),
+            "observed agreement (pairs)": summary.get("pairwise_agreement"),
             _kappa_label(summary["method"]): summary["kappa"] if summary["kappa"] is not None
             else f"n/a ({summary['reason']})",
             "Krippendorff's α": summary["alpha"] if summary.get("alpha") is not None else "n/a",

@@ -219,10 +219,13 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
         ``control``, ``method`` ("cohen", "fleiss" or None), ``kappa`` (None when not computed or
         undefined), ``reason`` (why there is no kappa, else None), ``alpha`` (Krippendorff's α, None
         when undefined: see :func:`krippendorff_alpha`), ``items`` (rated items),
-        ``annotators`` (distinct), ``raters`` (the two ids, Cohen only), ``mean_agreement``
-        (mean share of an item's ratings that chose its most frequent label, over items with at
-        least two ratings; None if there are none) and ``items_by_ratings`` (number of ratings →
-        number of items, keys as strings for JSON).
+        ``annotators`` (distinct), ``raters`` (the two ids, Cohen only), ``pairwise_agreement``
+        (observed agreement: per item with at least two ratings, the share of its pairs of ratings
+        that agree, averaged over items — Fleiss' P̄, the p_o of κ; None if there is no such item),
+        ``mean_agreement`` (the modal share: per such item, the share of its ratings that chose its
+        most frequent label, averaged; it credits a 1-of-2 split with 0.5, so it overstates
+        agreement) and ``items_by_ratings`` (number of ratings → number of items, keys as strings
+        for JSON).
     """
     rated: dict[str, dict[str, str]] = {}  # item → annotator → category
     for item_id, by_annotator in _votes_by_item(answers).items():
@@ -231,6 +234,7 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
             rated[item_id] = votes
     histogram = Counter(len(votes) for votes in rated.values())
     shares = [_majority(list(v.values()))[1] / len(v) for v in rated.values() if len(v) >= 2]
+    pairs = [_agreeing_pairs(list(v.values())) for v in rated.values() if len(v) >= 2]
     summary: dict[str, Any] = {
         "control": control,
         "method": None,
@@ -240,6 +244,7 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
         "items": len(rated),
         "annotators": len({ann for votes in rated.values() for ann in votes}),
         "raters": None,
+        "pairwise_agreement": sum(pairs) / len(pairs) if pairs else None,
         "mean_agreement": sum(shares) / len(shares) if shares else None,
         "items_by_ratings": {str(k): histogram[k] for k in sorted(histogram)},
     }
@@ -261,6 +266,12 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
     if summary["method"] and summary["kappa"] is None:
         summary["reason"] = "chance agreement is 1 (every rating has the same label); kappa is undefined"
     return summary
+
+
+def _agreeing_pairs(labels: Sequence[str]) -> float:
+    """The share of an item's pairs of ratings that agree: Σ_k n_k(n_k − 1) / (n(n − 1))."""
+    n = len(labels)
+    return sum(c * (c - 1) for c in Counter(labels).values()) / (n * (n - 1))
 
 
 def _kappa(observed: float, expected: float) -> float | None:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from segbench.core.aggregation import DAWID_SKENE
+from segbench.core.aggregation import DAWID_SKENE, SCREENED
 from segbench.core.agreement import aggregate
 from segbench.core.worker_quality import POLYGONS, QualityRules, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
@@ -79,6 +79,22 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
         left_out.update(new)
     return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes,
                     capped=bool(new) and capped)
+
+
+def aggregate_round(method: str, counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
+                    gold: Mapping[str, tuple[Mapping[str, Any], tuple[int, int]]], *,
+                    qualified: set[str] | None = None, rules: QualityRules = QualityRules()) -> Screened:
+    """A round's aggregation by ``method`` with its worker report: :func:`screen` for ``screened``;
+    for a plain method (majority, dawid-skene, glad), that method on the counted work answers
+    (no gold, no one left out) and the report scored against it.
+
+    Args: as :func:`screen` (``counted`` may hold gold answers: plain methods leave them out).
+    """
+    if method == SCREENED:
+        return screen(counted, scored, controls, gold, qualified=qualified, rules=rules)
+    items = aggregate([a for a in counted if a.item_id not in gold], controls, method=method)
+    return Screened(items=items, report=score_workers(scored, items, gold, qualified=qualified, rules=rules),
+                    left_out={}, passes=1)
 
 
 def _with_fallback(items: Iterable[ItemAnswer], first: Iterable[ItemAnswer]) -> list[ItemAnswer]:

@@ -28,12 +28,11 @@ from segbench.annotation_ui.views import list_rounds, round_progress
 from segbench.annotation_ui.worker_report import write_worker_report
 from segbench.core import clock
 from segbench.core.aggregation import SCREENED
-from segbench.core.agreement import aggregate, agreement_summary
+from segbench.core.agreement import agreement_summary
 from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import write_json
 from segbench.core.reports import plain
-from segbench.core.screening import screen
-from segbench.core.worker_quality import score_workers
+from segbench.core.screening import aggregate_round
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundIngest
 
@@ -124,20 +123,13 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     counted = gold.counted(answers, qualified)
     controls = sorted({control for a in answers for control in a.choices})
     method = aggregation or round_.aggregation
-    rules = gold.round_rules(round_)
-    if method == SCREENED:
-        screened = screen([*counted, *gold.counted(gold_answers, qualified)], [*answers, *gold_answers], controls,
-                          gold.gold_index(round_), qualified=qualified, rules=rules)
-        aggregated, left_out = screened.items, screened.left_out
-        report = {**screened.report, "left_out_capped": screened.capped}
-        if screened.capped:
-            get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of "
-                                     "them were left out (check the rules: segbench rounds create --rule)", key)
-    else:
-        aggregated = aggregate(counted, controls, method=method)
-        report, left_out = score_workers([*answers, *gold_answers], aggregated, gold.gold_index(round_),
-                                         qualified=qualified, rules=rules), {}
-    items = chain.decide(aggregated)
+    result = aggregate_round(method, [*counted, *gold.counted(gold_answers, qualified)], [*answers, *gold_answers],
+                             controls, gold.gold_index(round_), qualified=qualified, rules=gold.round_rules(round_))
+    if result.capped:
+        get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of them "
+                                 "were left out (check the rules: segbench rounds create --rule)", key)
+    left_out = result.left_out
+    items = chain.decide(result.items)
     agreement = {control: agreement_summary(counted, control) for control in controls}
     counts = {"answers": len(answers), "items": len(gold.without_gold(round_).items),
               "items_answered": chain.items_answered(), "annotators": len({a.annotator for a in answers}),
@@ -150,12 +142,13 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
         "items": [i.model_dump(mode="json") for i in items],
         "agreement": agreement, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
         **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())],
-            "left_out_capped": screened.capped} if method == SCREENED else {})},
+            "left_out_capped": result.capped} if method == SCREENED else {})},
         indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
+    report = {**result.report, **({"left_out_capped": result.capped} if method == SCREENED else {})}
     workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key))
     get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return RoundIngest(round=ingested, counts=counts, agreement=agreement, answers=store.answers_path(key),
