@@ -91,3 +91,19 @@ def test_gold_auto_sizes_itself_and_thin_gold_is_warned_about(tmp_path):
     enough = audit_round(tmp_path, gold=30)
     assert thin_gold_warning(enough, None) is None
     assert "each sees about 3.0 gold items" in thin_gold_warning(enough, 30)  # 30 × 3 / 30
+
+
+def test_a_gold_file_image_in_a_folder_of_its_own_is_refused(tmp_path):
+    import pytest
+
+    from segbench.core.errors import InputError
+
+    gold_file = tmp_path / "gold.json"
+    gold_file.write_text(json.dumps([{"item_id": "g1", "image": "gold/g1.png", "width": 64, "height": 64,
+                                      "gold": {"context": "indoor"}}]))
+    work = [RoundItem(item_id="1", image="coco_cd/images/000000000001.png", width=64, height=64)]
+    round_ = new_round("r", CONTEXT_AUDIT.name, "coco_cd", "v1", RoundConfig(label_config=CONTEXT_AUDIT.label_config.name),
+                       work, "files", "2026-01-01T00:00:00+00:00")
+    with pytest.raises(InputError, match="folder no work item uses") as error:
+        with_quality(round_, [], QualityOptions(gold_file=gold_file), RoundStore(tmp_path / "rounds"))
+    assert error.value.item == "g1" and "coco_cd/images" in error.value.hint

@@ -32,7 +32,8 @@ def test_known_bad_pairs_are_gold_in_the_verification_round(tmp_path):
     data = tmp_path / "data"
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
     run(tmp_path, "build", "cafe-candidates", *options)
-    run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files", "--gold", "2", "--seed", "4")
+    run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files", "--gold", "2", "--seed", "4",
+        "--rule", "min_gold_answers=2")  # two gold pairs: each worker judged on them
     round_ = Round.model_validate(read_json(data / "rounds" / "v1.json"))
     candidates = read_candidates(data / "cafe_candidates")
     gold = [i for i in round_.items if i.gold]
@@ -98,7 +99,7 @@ def test_a_cafe_qualification_round_gates_the_verification_round(tmp_path):
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
     run(tmp_path, "build", "cafe-candidates", *options)
     run(tmp_path, "build", "cafe-verification", "q1", "--backend", "files", "--gold", "3", "--qualification",
-        "--pass-threshold", "1", "--seed", "4")
+        "--pass-threshold", "1", "--seed", "4", "--rule", "min_gold_answers=3")  # three gold answers each
     qual = Round.model_validate(read_json(data / "rounds" / "q1.json"))
     assert qual.purpose == "qualification" and len(qual.items) == 3 and all(i.gold for i in qual.items)
     run(tmp_path, "rounds", "launch", "q1")

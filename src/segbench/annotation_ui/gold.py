@@ -26,7 +26,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -210,6 +210,7 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
         if clash:
             raise InputError(f"gold item {clash[0]!r} is also an item of the round", path=options.gold_file,
                              item=clash[0], hint="give gold items ids of their own (the same form as the others)")
+        _check_folders(work, extra, options.gold_file)
         gold += extra
         how = "; ".join(filter(None, [how, f"{len(extra)} from {options.gold_file.name}"]))
     if options.purpose == "qualification":
@@ -225,6 +226,17 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
         "pass_threshold": options.pass_threshold, "requires": options.requires,
         "quality_rules": dict(sorted(check_rules(options.rules).items())), "gold_selection": how,
         "task_salt": fingerprint(f"tasks:{round_.key}:{options.seed}:{round_.dataset_version}") if has_gold else None})
+
+
+def _check_folders(work: Sequence[RoundItem], gold: Sequence[RoundItem], path: Path) -> None:
+    """Gold images live where work images do: a folder of their own would give them away in the task files."""
+    folders = {PurePosixPath(i.image).parent for i in work}
+    for item in gold:
+        if folders and PurePosixPath(item.image).parent not in folders:
+            shown = ", ".join(sorted(map(str, folders))[:3])
+            raise InputError(f"gold item's image {item.image!r} is in a folder no work item uses: its path would "
+                             "tell it from the work items", path=path, item=item.item_id,
+                             hint=f"put the image beside the work items' ({shown}) and name it the same way")
 
 
 def shuffle(items: Sequence[RoundItem], seed: int) -> list[RoundItem]:
