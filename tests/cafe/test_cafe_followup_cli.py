@@ -42,10 +42,10 @@ def test_cafe_round_by_subset_and_a_follow_up_feed_the_export(tmp_path):
         run(tmp_path, "--json", "rounds", "status", "v1").stdout)["batches"])
 
     truth = simulated_truth(read_candidates(data / "cafe_candidates"), seed=0)
-    # Two noisy workers: some questions tie.
+    # Two noisy workers: some questions tie under majority vote (a model would break the ties).
     write_results_csv(simulated_rows(round_, truth, workers=2, noise=0.4, seed=3),
                       data / "rounds" / "v1" / "results" / "workers.csv")
-    run(tmp_path, "rounds", "ingest", "v1")
+    run(tmp_path, "rounds", "ingest", "v1", "--aggregation", "majority")
     before = json.loads(run(tmp_path, "--json", "build", "cafe", "--round", "v1").stdout)
 
     created = json.loads(run(tmp_path, "--json", "rounds", "follow-up", "v1", "v1-tie", "--where", "tie").stdout)

@@ -36,8 +36,11 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", label_studio.token)
     client = label_studio.client
     key = f"gold-{tmp_path.name}"[:60]
-    round_ = create_coco_cd_audit(data, key, per_group=1, seed=3, backend="labelstudio", overlap=2, gold=3)
-    gold_ids = {i.item_id for i in round_.items if i.gold}
+    # Three gold answers each: judged on them with the round's minimum lowered to 3.
+    round_ = create_coco_cd_audit(data, key, per_group=1, seed=3, backend="labelstudio", overlap=2, gold=3,
+                                  rules={"min_gold_answers": 3})
+    gold_ids = {round_.task_id(i.item_id) for i in round_.items if i.gold}
+    by_task = round_.items_by_task_id()  # tasks show task ids; the simulation knows the items behind them
     launched = launch_round(data, key, label_studio.connection)
 
     export = client.export(launched.project_id)
@@ -48,11 +51,14 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     val = read_json(data / "coco_cd" / "splits" / "rho_0.5" / "val.json")
     auto = {str(image["id"]): image["context"] for image in val["images"]}
     honest, spammer = (client.create_user(f"{name}-{key}@example.com") for name in ("honest", "spammer"))
-    for task_id, item_id in sorted(tasks.items()):
+    for task_id, shown in sorted(tasks.items()):
+        item_id = by_task[shown].item_id
         client.annotate(task_id, _choice(auto[item_id]), completed_by=honest)
         client.annotate(task_id, _choice(WRONG[auto[item_id]]), completed_by=spammer)
 
-    result = ingest_round(data, key, label_studio.connection)
+    # Majority vote: the two workers tie on every work item (the screened default would follow the
+    # honest one, whom the gold vouches for), so the reviewer's follow-up below decides them.
+    result = ingest_round(data, key, label_studio.connection, aggregation="majority")
     assert result.counts["gold_items"] == 3 and result.counts["answers"] == 8  # 4 work items × 2
     report = read_json(data / "rounds" / f"{key}.workers.json")
     by = {w["worker"]: w for w in report["workers"]}
@@ -60,7 +66,7 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     assert by[f"labelstudio:{spammer}"]["gold_accuracy"] == 0.0
     assert [s["worker"] for s in report["suspicious"]] == [f"labelstudio:{spammer}"]
     before = (data / "rounds" / f"{key}.workers.json").read_bytes()
-    ingest_round(data, key, label_studio.connection)
+    ingest_round(data, key, label_studio.connection)  # the recorded method again
     assert (data / "rounds" / f"{key}.workers.json").read_bytes() == before
 
     # The honest and the spammer's votes tie on every work item; a reviewer settles the spammer's items.
@@ -72,8 +78,8 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     assert follow is not None and set(matched) == work
     project = launch_round(data, follow_key, label_studio.connection).project_id
     reviewer = client.create_user(f"reviewer-{key}@example.com")
-    for task_id, item_id in sorted(client.task_item_ids(project).items()):
-        client.annotate(task_id, _choice(auto[item_id]), completed_by=reviewer)
+    for task_id, shown in sorted(client.task_item_ids(project).items()):
+        client.annotate(task_id, _choice(auto[by_task[shown].item_id]), completed_by=reviewer)
     ingest_round(data, follow_key, label_studio.connection)
     merged = read_json(data / "rounds" / f"{follow_key}.answers.json")
     assert {i["item_id"]: (i["majority"]["context"], i["decided_by"]) for i in merged["items"]} == \

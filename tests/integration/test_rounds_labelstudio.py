@@ -181,7 +181,7 @@ def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_ro
         client.annotate(task_id, _choice("outdoor"), completed_by=bob)  # 1 vs 1: ties
     progress = round_progress(data_root, key, label_studio.connection)
     assert sum(b["answered"] for b in progress["batches"]) == 4 and all(b["launched"] == 1 for b in progress["batches"])
-    ingest_round(data_root, key, label_studio.connection)
+    ingest_round(data_root, key, label_studio.connection, aggregation="majority")  # ties: majority vote has them
 
     store = RoundStore(data_root / "rounds")
     follow, matched = create_follow_up(store, key, f"{key}-f", [parse_condition("tie")], "2026-01-01T00:00:00+00:00")
