@@ -206,6 +206,8 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
         env = _server_env({
             "PREFECT_HOME": str(folder / "home"),
             "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
+            # The UI asks its own origin for the API: else it calls Prefect's default port, not this one.
+            "PREFECT_UI_API_URL": "/api",
         })
         process = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                           "--port", str(port)], env, log, tied=tied)

@@ -88,6 +88,8 @@ def test_server_start_status_stop_and_commands_use_it(tmp_path):
         assert evaluated.returncode == 0, evaluated.stderr
         assert HINT not in evaluated.stderr, "a running server needs no hint"
         assert _api(url + "/api", "/flow_runs/count", {}) >= 1, "the command's flow ran on the server"
+        with urllib.request.urlopen(url + "/ui-settings", timeout=10) as response:  # what the UI page asks first
+            assert json.loads(response.read())["api_url"] == "/api", "the UI must call this server, not port 4200"
     finally:
         stopped = segbench(project, "server", "stop")
     assert stopped.returncode == 0 and f"{url} stopped" in stopped.stdout

@@ -78,8 +78,9 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     assert follow is not None and set(matched) == work
     project = launch_round(data, follow_key, label_studio.connection).project_id
     reviewer = client.create_user(f"reviewer-{key}@example.com")
+    asked = follow.items_by_task_id()  # a follow-up asks about work items only: it has no gold to hide
     for task_id, shown in sorted(client.task_item_ids(project).items()):
-        client.annotate(task_id, _choice(auto[by_task[shown].item_id]), completed_by=reviewer)
+        client.annotate(task_id, _choice(auto[asked[shown].item_id]), completed_by=reviewer)
     ingest_round(data, follow_key, label_studio.connection)
     merged = read_json(data / "rounds" / f"{follow_key}.answers.json")
     assert {i["item_id"]: (i["majority"]["context"], i["decided_by"]) for i in merged["items"]} == \

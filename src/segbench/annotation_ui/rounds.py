@@ -152,7 +152,8 @@ class RoundStore:
             raise InputError(
                 f"no round with key {key!r}",
                 path=path,
-                hint=f"existing rounds: {existing}; create one with `segbench rounds create`",
+                hint=f"existing rounds: {existing}; create one with `segbench rounds create` (COCO-CD audit), "
+                     "`segbench build cafe-verification` (CAFE) or `segbench spin rounds` (SPIN)",
             )
         try:
             return Round.model_validate(read_json(path))

@@ -87,19 +87,27 @@ def worker_plot(report: dict[str, Any]) -> bytes:
     aggregate); suspicious in red, named; the others unnamed, so names never pile up."""
     from matplotlib.figure import Figure  # here: matplotlib is slow to import and only the report needs it
 
-    fig = Figure(figsize=(6.5, 4.5))
+    fig = Figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
     bad = {s["worker"] for s in report["suspicious"]} | {e["worker"] for e in report.get("left_out", [])}
+    placed: list[tuple[float, float]] = []  # where names went: a new one moves up until it is clear of them
+    lowest = 0.0
     for w in report["workers"]:
         quality = w["gold_accuracy"] if w["gold_accuracy"] is not None else w["agreement_with_aggregate"]
         kappa = w.get("kappa")
         x, y = (kappa if kappa is not None else 0.0), (quality if quality is not None else 0.0)
+        lowest = min(lowest, x)
         flagged = w["worker"] in bad
         ax.scatter([x], [y], color="tab:red" if flagged else "tab:blue", alpha=0.8, s=24)
         if flagged:
-            ax.annotate(w["worker"], (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7)
-    ax.set_xlim(-1.05, 1.05)
-    ax.set_ylim(-0.05, 1.05)
+            label_y = y
+            while any(abs(px - x) < 0.35 and abs(py - label_y) < 0.04 for px, py in placed):
+                label_y += 0.04
+            placed.append((x, label_y))
+            ax.annotate(w["worker"], (x, y), xytext=(x + 0.03, label_y + 0.01), fontsize=7,
+                        arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if label_y != y else None)
+    ax.set_xlim(min(-0.3, lowest - 0.05), 1.25)
+    ax.set_ylim(-0.05, max(1.05, max((py for _, py in placed), default=0.0) + 0.06))
     ax.set_xlabel("Cohen's κ with the reference (0: chance)")
     ax.set_ylabel("gold accuracy (else agreement with the aggregate)")
     ax.set_title(f"Workers of {report['round']} (red: suspicious or left out)")
