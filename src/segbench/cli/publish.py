@@ -51,8 +51,9 @@ def print_publish(record: Any) -> None:
         "files": f"{record.nfiles} ({record.size / 1e6:.1f} MB)",
         "changed since last publish": record.changed,
         "pushed to": record.remote or "no remote configured (dvc remote add -d NAME URL)",
-        "commit": record.commit if record.committed else f"{record.commit or '–'} (no new commit; "
-                  "commit with --commit or git add data.dvc)",
+        "commit": record.commit if record.committed else (
+            f"{record.commit or '–'} (no new commit: the data did not change)" if not record.changed
+            else f"{record.commit or '–'} (no new commit; commit with --commit or git add data.dvc)"),
         "tag": record.tag,
         "datasets": ", ".join(d.folder for d in record.datasets) or "none",
     }))

@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 
 
 PREDICTION_HINT = (
-    "write one {id:012d}.npz (array 'probs', shape (3, 512, 512): background, cat, dog) or one "
-    "{id:012d}.png label map (values 0/1/2) per image of the split, e.g. with the predict-baseline flow"
+    "write one {id:012d}.npz (array 'probs', shape (3, H, W) at the size of the split's masks: background, then "
+    "the dataset's two classes in its order, e.g. cat, dog for COCO-CD, landbird, waterbird for Waterbirds-seg) or "
+    "one {id:012d}.png label map (values 0/1/2 in that order) per image of the split"
 )
 _IMAGE_KEYS = ("id", "group_id", "mask_file")
 
@@ -166,7 +167,7 @@ def read_prediction(
         )
     if pred.size and int(pred.max()) >= NUM_CLASSES:
         raise InputError(
-            f"label map has value {int(pred.max())}; labels must be 0 (background), 1 (cat), 2 (dog)",
+            f"label map has value {int(pred.max())}; labels must be 0 (background), 1 or 2 (the dataset's classes)",
             path=path,
         )
     return pred.astype(np.uint8), None
