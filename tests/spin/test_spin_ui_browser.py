@@ -5,11 +5,10 @@ polygon labels must sit beside the image in the first viewport, not thousands of
 
 from __future__ import annotations
 
-import shutil
 import uuid
-from pathlib import Path
 
 import pytest
+from support.browser import browser_or_skip, credentials
 
 from segbench.core.io import atomic_write_text
 from segbench.demo.spin.world import generate_demo_spin
@@ -19,23 +18,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.brow
               pytest.mark.usefixtures("prefect_harness")]
 
 VIEWPORT = {"width": 1280, "height": 800}
-CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/debian-packages.txt); playwright's own is not used
-TEST_ENV = Path(__file__).resolve().parents[2] / "scripts" / "label-studio.test.env"
-
-
-def _browser_or_skip() -> str:
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra of pyproject.toml)")
-    path = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).is_file() else None)
-    if path is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium; it is in scripts/debian-packages.txt)")
-    return path
-
-
-def _credentials() -> tuple[str, str]:
-    """The public test account of scripts/label-studio.test.env (the server the suite starts has it)."""
-    values = dict(line.split("=", 1) for line in TEST_ENV.read_text("utf-8").splitlines()
-                  if line and not line.startswith("#"))
-    return values["SEGBENCH_LABEL_STUDIO_USER"], values["SEGBENCH_LABEL_STUDIO_PASSWORD"]
 
 
 def _paper_taxonomy_yaml() -> str:
@@ -63,7 +45,7 @@ def test_car_body_polygon_labels_are_beside_the_image_in_the_first_viewport(tmp_
     from segbench.flows.spin.build import spin_round_items
     from segbench.flows.spin.crowd import create_spin_rounds
 
-    chromium = _browser_or_skip()
+    chromium = browser_or_skip()
     demo = generate_demo_spin(tmp_path / "pin", seed=0, split_sizes={"train": 1, "val": 0, "test": 0})
     root = tmp_path / "data"
     atomic_write_text(root / "spin" / "taxonomy.yaml", _paper_taxonomy_yaml())
@@ -78,7 +60,7 @@ def test_car_body_polygon_labels_are_beside_the_image_in_the_first_viewport(tmp_
     project = launch_round(root, first.key, label_studio.connection).project_id
     (task_id,) = label_studio.client.task_item_ids(project)
 
-    user, password = _credentials()
+    user, password = credentials()
     shot = tmp_path / "car-body.png"
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True)
