@@ -63,6 +63,8 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     report = read_json(data / "rounds" / f"{key}.workers.json")
     by = {w["worker"]: w for w in report["workers"]}
     assert by[f"labelstudio:{honest}"]["gold_accuracy"] == 1.0
+    assert by[f"labelstudio:{honest}"]["name"] == f"honest-{key}@example.com"  # reports show the e-mail
+    assert f"labelstudio:{spammer} (spammer-{key}@example.com)" in (data / "rounds" / f"{key}.workers.md").read_text()
     assert by[f"labelstudio:{spammer}"]["gold_accuracy"] == 0.0
     assert [s["worker"] for s in report["suspicious"]] == [f"labelstudio:{spammer}"]
     before = (data / "rounds" / f"{key}.workers.json").read_bytes()

@@ -201,3 +201,28 @@ def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_ro
     before = answers_file.read_bytes()
     ingest_round(data_root, follow.key, label_studio.connection)
     assert answers_file.read_bytes() == before
+
+
+def test_an_annotator_is_added_with_the_invite_link_and_reports_show_their_email(tmp_path, label_studio, monkeypatch):
+    import re
+
+    import httpx
+    from support.cli import run
+
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", label_studio.token)
+    shown = run(tmp_path, "rounds", "invite").output
+    link = re.search(r"(http://\S+/user/signup/\?token=\S+)", shown).group(1)
+    assert link.startswith(label_studio.url)
+    page = httpx.get(link, timeout=30)
+    assert page.status_code == 200 and 'name="email"' in page.text and 'name="password"' in page.text
+
+    import uuid
+
+    email = f"annotator-{uuid.uuid4().hex[:10]}@example.com"
+    user = label_studio.client.create_user(email)
+    from segbench.annotation_ui.backends import backend_for
+    from segbench.schemas.rounds import Round
+
+    backend = backend_for("labelstudio", tmp_path / "data", label_studio=label_studio.connection)
+    names = backend.worker_names(Round.model_construct(key="any"))
+    assert names[f"labelstudio:{user}"] == email

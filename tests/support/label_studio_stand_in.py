@@ -56,6 +56,9 @@ class StandInClient:
     def task_item_ids(self, project_id: int) -> dict[int, str]:
         return {task["id"]: task["data"]["item_id"] for task in self.export(project_id)}
 
+    def user_emails(self) -> dict[int, str]:
+        return {}
+
     def annotate(self, task_id: int, result: list[dict[str, Any]], completed_by: int) -> int:
         task = next(t for p in self.projects.values() for t in p["tasks"] if t["id"] == task_id)
         annotation_id = self._next_id()

@@ -282,6 +282,27 @@ class LabelStudioClient:
             "done_items": sorted(done_items),
         }
 
+    # -- annotators -------------------------------------------------------------------------
+
+    def invite_url(self) -> str:
+        """The sign-up link of the server's organization: whoever opens it creates an annotator account
+        (sign-up is otherwise closed). Absolute, on this server's URL.
+
+        Raises:
+            ServiceError: the server is unreachable or answers without a link.
+        """
+        invite = self._call("GET /api/invite", self._sdk.organizations.invites.get_invite_link, request_options=_READ)
+        link = getattr(invite, "invite_url", None)
+        if not isinstance(link, str) or not link.startswith("/"):
+            raise ServiceError(f"Label Studio at {self.url} answered GET /api/invite without an invite link",
+                               hint=_STATUS_HINT)
+        return self.url + link
+
+    def user_emails(self) -> dict[int, str]:
+        """User id → e-mail of every user of the server (for reports: answers keep the user id)."""
+        users = self._call("list users", self._sdk.users.list, request_options=_READ)
+        return {int(u.id): str(u.email) for u in users if getattr(u, "id", None) is not None and getattr(u, "email", None)}
+
     # -- users and annotations (tests, simulated crowds) -----------------------------------
 
     def create_user(self, email: str, first_name: str = "", last_name: str = "") -> int:

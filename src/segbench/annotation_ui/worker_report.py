@@ -28,11 +28,14 @@ def report_paths(store: RoundStore, key: str) -> dict[str, Path]:
 
 def write_worker_report(store: RoundStore, round_: Round, scored: Mapping[str, Any],
                         left_out: Mapping[str, Sequence[str]], qualified: set[str] | None,
-                        files_folder: Path) -> WorkerSummary:
+                        files_folder: Path, names: Mapping[str, str] | None = None) -> WorkerSummary:
     """Write the round's worker report (``score_workers``'s result, with the workers the screened
-    aggregation left out) and a qualification round's pass list."""
+    aggregation left out) and a qualification round's pass list. ``names``: annotator id → the
+    name people know them by (a Label Studio user's e-mail), shown beside the id."""
+    names = names or {}
+    workers = [{**w, "name": names[w["worker"]]} if w["worker"] in names else w for w in scored["workers"]]
     report = {"round": round_.key, "purpose": round_.purpose, "requires": round_.requires,
-              "aggregation": round_.aggregation, **scored,
+              "aggregation": round_.aggregation, **scored, "workers": workers,
               "left_out": [{"worker": w, "reasons": list(r)} for w, r in sorted(left_out.items())]}
     paths = report_paths(store, round_.key)
     written = {"workers_json": write_json(paths["json"], report, indent=1),
@@ -48,11 +51,12 @@ def write_worker_report(store: RoundStore, round_: Round, scored: Mapping[str, A
 def worker_markdown(report: dict[str, Any]) -> str:
     header = ["worker", "answers", "gold", "gold accuracy", "κ", "agreement", "label distance", "median s",
               "time z", "flags"]
-    rows = [[w["worker"], w["answers"], w["gold_answers"], w["gold_accuracy"], w.get("kappa"),
+    rows = [[_shown(w), w["answers"], w["gold_answers"], w["gold_accuracy"], w.get("kappa"),
              w["agreement_with_aggregate"], w.get("label_distance"), w["median_seconds"], w["flags"]["time_z"],
              ", ".join(w["flags"]["raised"]) or "-"] for w in report["workers"]]
-    suspicious = [[s["worker"], "; ".join(s["reasons"])] for s in report["suspicious"]]
-    left_out = [[e["worker"], "; ".join(e["reasons"])] for e in report.get("left_out", [])]
+    named = {w["worker"]: _shown(w) for w in report["workers"]}
+    suspicious = [[named.get(s["worker"], s["worker"]), "; ".join(s["reasons"])] for s in report["suspicious"]]
+    left_out = [[named.get(e["worker"], e["worker"]), "; ".join(e["reasons"])] for e in report.get("left_out", [])]
     rules = ", ".join(f"{k.replace('_', ' ')} {cell(v)}" for k, v in report["rules"].items())
     kind = ("A qualification round: every item is gold; workers pass at the pass threshold"
             if report["purpose"] == "qualification" else "A work round")
@@ -82,6 +86,11 @@ def worker_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _shown(row: Mapping[str, Any]) -> str:
+    """A worker as the report shows them: the id, with the name people know them by when there is one."""
+    return f"{row['worker']} ({row['name']})" if row.get("name") else row["worker"]
+
+
 def worker_plot(report: dict[str, Any]) -> bytes:
     """Each worker's κ with the reference against their gold accuracy (else agreement with the
     aggregate); suspicious in red, named; the others unnamed, so names never pile up."""
@@ -104,7 +113,7 @@ def worker_plot(report: dict[str, Any]) -> bytes:
             while any(abs(px - x) < 0.35 and abs(py - label_y) < 0.04 for px, py in placed):
                 label_y += 0.04
             placed.append((x, label_y))
-            ax.annotate(w["worker"], (x, y), xytext=(x + 0.03, label_y + 0.01), fontsize=7,
+            ax.annotate(w.get("name") or w["worker"], (x, y), xytext=(x + 0.03, label_y + 0.01), fontsize=7,
                         arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if label_y != y else None)
     ax.set_xlim(min(-0.3, lowest - 0.05), 1.25)
     ax.set_ylim(-0.05, max(1.05, max((py for _, py in placed), default=0.0) + 0.06))

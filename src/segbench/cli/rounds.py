@@ -88,7 +88,7 @@ def warn_thin_gold(round_: Any, workers: int | None) -> None:
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
     """Add launch … list to the ``rounds`` group, after the create commands the datasets added."""
-    for command in (launch, status, ingest, close, list_):
+    for command in (launch, status, ingest, close, list_, invite):
         app.command(command.__name__.rstrip("_"))(command)
     app.command("follow-up")(follow_up)
 
@@ -262,6 +262,23 @@ def list_(ctx: typer.Context) -> None:
     rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in rounds]
     console.out.print(console.table("Rounds", ["key", "kind", "status", "backend", "items", "updated"], rows)
                       if rows else "No rounds yet: segbench rounds create KEY")
+
+
+def invite(ctx: typer.Context) -> None:
+    """Print the sign-up link that adds an annotator to the Label Studio server.
+
+    Sign-up is closed without it: send the link to each annotator, who opens it, signs up with an
+    e-mail and a password, and then sees every project (the community edition shares them all).
+    Worker reports show annotators by that e-mail."""
+    from segbench.annotation_ui.backends import backend_for
+
+    settings = ctx.obj["settings"]
+    with backend_for("labelstudio", settings.data_root, label_studio=settings.label_studio()).client() as client:
+        link = client.invite_url()
+    console.set_summary({"invite_url": link})
+    console.out.print(f"Annotator sign-up link: [bold]{link}[/]")
+    console.out.print("Send it to each annotator: they sign up with an e-mail and a password, then annotate at "
+                      f"{client.url}/projects")
 
 
 def follow_up(

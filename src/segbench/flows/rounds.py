@@ -149,7 +149,8 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
     report = {**result.report, **({"left_out_capped": result.capped} if method == SCREENED else {})}
-    workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key))
+    names = _as_task("read-worker-names", _backend(round_, Path(data_root), label_studio).worker_names, round_)
+    workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key), names)
     get_run_logger().info("round %s ingested: %s", key, plain(counts))
     return RoundIngest(round=ingested, counts=counts, agreement=agreement, answers=store.answers_path(key),
                        reports=reports, workers=workers)

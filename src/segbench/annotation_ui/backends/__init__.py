@@ -68,6 +68,10 @@ class RoundBackend(Protocol):
     def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
         """Every answer the backend holds for the round, checked against its label config."""
 
+    def worker_names(self, round: Round) -> dict[str, str]:
+        """Annotator id (as in answers) → a name people know them by, where the backend has one."""
+        ...
+
     def launch_hint(self, round: Round) -> str:
         """What people are told after a launch: where the tasks are."""
 

@@ -66,6 +66,9 @@ class FilesBackend:
                    for answer in answers_from_files(read_results(path), round, policy, source=path, **checks)]
         return sorted(answers, key=lambda a: (a.item_id, a.annotator, a.source_id))
 
+    def worker_names(self, round: Round) -> dict[str, str]:
+        return {}  # a crowd's WorkerId is the name it knows its workers by
+
     def launch_hint(self, round: Round) -> str:
         where = self.folder(round)
         return f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/"

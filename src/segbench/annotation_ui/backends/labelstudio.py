@@ -10,6 +10,7 @@ line resolves from its settings (the token is a secret there, masked wherever Pr
 
 from __future__ import annotations
 
+import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from segbench.annotation_ui.kinds import answer_checks, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
 from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundItem
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,16 @@ class LabelStudioBackend:
         with self.client() as client:
             client.check()
             return answers_from_labelstudio(client.export(project_id), round, policy, **checks)
+
+    def worker_names(self, round: Round) -> dict[str, str]:
+        """``labelstudio:<user id>`` → the user's e-mail; none when the server will not list its users
+        (the names only label the worker report: they never fail an ingest)."""
+        try:
+            with self.client() as client:
+                return {f"labelstudio:{user}": email for user, email in sorted(client.user_emails().items())}
+        except SegbenchError as exc:
+            logger.warning("round %s: the worker report shows user ids: %s", round.key, exc.message)
+            return {}
 
     def launch_hint(self, round: Round) -> str:
         url = self.connection().url
