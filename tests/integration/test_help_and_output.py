@@ -215,3 +215,19 @@ def test_help_in_a_pipe_is_laid_out_wide_unless_a_width_is_set(monkeypatch):
     assert typer.rich_utils.MAX_WIDTH == PIPE_HELP_WIDTH
     text = CliRunner().invoke(app, ["rounds", "ingest", "--help"]).output
     assert "<screened|majority|dawid-skene|glad>" in text  # not split over two lines
+
+
+@pytest.mark.parametrize("args", [
+    ["build", "vocab", "--captions", "absent.json"],
+    ["build", "spin", "--partimagenet", "absent"],
+    ["spin", "rounds", "--partimagenet", "absent", "--key", "k"],
+    ["rounds", "create", "k", "--gold-file", "absent.json"],
+    ["vocab", "map", "--vocab", "absent.json", "--descriptions", "absent.json", "--out", "o.json"],
+])
+def test_a_missing_input_is_refused_when_the_command_line_is_read(tmp_path, args):
+    from segbench.core.errors import InputError
+
+    # Unit tests have no Prefect API: a command that got as far as its flow would fail otherwise.
+    failed = run(tmp_path, *args, code=1)
+    assert isinstance(failed.exception, InputError) and "input not found" in str(failed.exception)
+    assert args[args.index(next(a for a in args if "absent" in a)) - 1] in failed.exception.hint

@@ -124,7 +124,9 @@ def test_cli_builds_spin(world, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "SPIN" in result.stdout and "skipped records" in result.stdout
     assert (root / "spin" / "dataset" / "spin_val_subparts.json").is_file()
-    wrong = subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(root), "--work-dir",
-                            str(tmp_path / "work"), "build", "spin", "--partimagenet", str(tmp_path / "nowhere")],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert wrong.returncode != 0 and "not a PartImageNet root" in wrong.stderr + wrong.stdout
+    (tmp_path / "empty").mkdir()
+    for where, said in (("nowhere", "input not found (given to --partimagenet)"), ("empty", "not a PartImageNet root")):
+        wrong = subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(root), "--work-dir",
+                                str(tmp_path / "work"), "build", "spin", "--partimagenet", str(tmp_path / where)],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert wrong.returncode == 2 and said in wrong.stderr, wrong.stderr

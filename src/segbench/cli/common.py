@@ -85,3 +85,20 @@ def non_negative_seed(value: int | None) -> int | None:
         raise typer.BadParameter(f"{value} is negative, and seed {value} draws exactly what seed {-value} draws; "
                                  "pass 0 or a positive integer")
     return value
+
+
+def existing(param: typer.CallbackParam, value: Any) -> Any:
+    """Option callback: every path given must exist, checked when the command line is read, so a
+    mistyped path is answered at once instead of after the engine starts (None passes).
+
+    Raises:
+        InputError: a path that does not exist (named, with the option).
+    """
+    from segbench.core.errors import InputError
+
+    for path in value if isinstance(value, (list, tuple)) else [value]:
+        if path is not None and not Path(path).exists():
+            option = param.opts[0] if param.opts else param.name
+            raise InputError(f"input not found (given to {option})", path=path,
+                             hint=f"check the path given to {option}: no such file or folder")
+    return value

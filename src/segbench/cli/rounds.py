@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from segbench import console
+from segbench.cli.common import existing
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
@@ -57,7 +58,7 @@ WORKERS = typer.Option(None, "--expected-workers", min=1, help="How many distinc
                                                       "warns when each would see too little gold to be judged.")
 RULE = typer.Option(None, "--rule", metavar="NAME=VALUE", help="Set a worker report rule for this round "
                                                                "(repeatable), e.g. --rule min_kappa=0.3.")
-GOLD_FILE = typer.Option(None, "--gold-file", help="More gold items from a JSON list of items with a 'gold' answer.")
+GOLD_FILE = typer.Option(None, "--gold-file", callback=existing, help="More gold items from a JSON list of items with a 'gold' answer.")
 QUALIFICATION = typer.Option(False, "--qualification", help="A qualification round: only gold items; its "
                                                             "ingest writes the pass list that --requires reads.")
 PASS_THRESHOLD = typer.Option(None, "--pass-threshold", help="Qualification: gold accuracy (0-1] to pass.")

@@ -15,7 +15,8 @@ from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
     display_path,
-        print_up_to_date,
+    existing,
+    print_up_to_date,
     relative_to_repo,
     run_flow,
     seed_option,
@@ -109,7 +110,7 @@ def print_taxonomy(result: TaxonomySummary, provider: Any, *, diff: bool = True)
 @spin_app.command("rounds")
 def rounds_command(
     ctx: typer.Context,
-    partimagenet: Path = typer.Option(..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}"
+    partimagenet: Path = typer.Option(..., "--partimagenet", callback=existing, help="PartImageNet root: annotations/{train,val,test}"
                                                                   ".json and images/<split>/."),
     key: str = typer.Option(..., "--key", help="Prefix of the round keys: <key>-<super-category>-<part>."),
     backend: Backend = rounds.BACKEND,
@@ -119,7 +120,7 @@ def rounds_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
     supercategory: list[str] = typer.Option(None, "--supercategory", metavar="NAME", help="Only this super-category's rounds "
                                             "(repeatable): one batch at a time, as the paper's phased rollout."),
-    gold_file: Path = typer.Option(None, "--gold-file", help="Gold items: parts with reference polygons of their "
+    gold_file: Path = typer.Option(None, "--gold-file", callback=existing, help="Gold items: parts with reference polygons of their "
                                    "subparts (the items' data fields plus gold.polygons), scored by polygon IoU."),
     rule: list[str] = rounds.RULE,
     qualification: bool = rounds.QUALIFICATION,
@@ -172,10 +173,10 @@ def _supercategories(wanted: list[str] | None, present: set[str]) -> set[str]:
 def import_command(
     ctx: typer.Context,
     round_key: str = typer.Option(..., "--round", help="The SPIN round (one per super-category and part)."),
-    results: Path = typer.Option(None, "--results", help="AMT-style results file (CSV or JSON) to import instead "
+    results: Path = typer.Option(None, "--results", callback=existing, help="AMT-style results file (CSV or JSON) to import instead "
                                  "of the round's ingested answers; Answer.polygons holds JSON "
                                  r"\[{label, points: \[\[x, y], …]}] in pixels."),
-    parts: Path = typer.Option(None, "--parts", help="COCO parts file (PartImageNet) for the part masks, when the "
+    parts: Path = typer.Option(None, "--parts", callback=existing, help="COCO parts file (PartImageNet) for the part masks, when the "
                                                      "round items carry none."),
     taxonomy: Path = typer.Option(None, "--taxonomy", help="Taxonomy YAML (default: <data root>/spin/taxonomy.yaml)."),
     containment: float = typer.Option(0.8, "--containment", min=0.0, max=1.0,
@@ -211,7 +212,8 @@ def import_command(
 def build_spin_command(
     ctx: typer.Context,
     partimagenet_root: Path = typer.Option(
-        ..., "--partimagenet", help="PartImageNet root: annotations/{train,val,test}.json and images/<split>/"),
+        ..., "--partimagenet", callback=existing,
+        help="PartImageNet root: annotations/{train,val,test}.json and images/<split>/"),
     cap: int = typer.Option(1200, "--cap", min=1, help="images kept per super-category"),
     seed: int = seed_option(0, "seeds the choice among equally good images under the cap"),
     on_error: OnError = typer.Option(
@@ -261,7 +263,7 @@ def evaluate_spin_command(
     predictions: Path = typer.Option(None, "--predictions", help="Folder holding spin_<split>_{wholes,parts,"
                                                                 "subparts}_results.json (any of them)."),
     wholes: Path = typer.Option(None, "--wholes", help=LEVEL_OPTION.format(level="Objects")),
-    parts: Path = typer.Option(None, "--parts", help=LEVEL_OPTION.format(level="Parts")),
+    parts: Path = typer.Option(None, "--parts", callback=existing, help=LEVEL_OPTION.format(level="Parts")),
     subparts: Path = typer.Option(None, "--subparts", help=LEVEL_OPTION.format(level="Subparts")),
     answers: Path = typer.Option(None, "--answers", help="Recognition answers [{image_id, category_id | gt_id, "
                                                         "level, prompt?, answer, truth?}] for mACC."),

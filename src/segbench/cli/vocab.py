@@ -17,6 +17,7 @@ from segbench.cli.common import (
     FORCE_EVALUATION,
     build_status,
     display_path,
+    existing,
     print_up_to_date,
     run_flow,
     settings_of,
@@ -40,7 +41,7 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer
 
 def build_command(
     ctx: typer.Context,
-    captions: list[Path] = typer.Option(..., "--captions", help="Caption file (COCO captions JSON, .txt, .jsonl, "
+    captions: list[Path] = typer.Option(..., "--captions", callback=existing, help="Caption file (COCO captions JSON, .txt, .jsonl, "
                                                                ".tsv, .parquet); repeat for several."),
     categories: str = typer.Option("ade20k_150", "--categories", help="Category set: ade20k_150, cityscapes_19, "
                                                                       "coco_cd, or a JSON file [{id, name, synonyms}]."),
@@ -90,7 +91,7 @@ def print_build(summary: VocabBuildSummary, provider: Any) -> None:
 def evaluate_command(
     ctx: typer.Context,
     vocab: str = typer.Option(..., "--vocab", help="Vocabulary file, or a name resolved as data/vocab/<name>/<name>.json."),
-    descriptions: Path = typer.Option(..., "--descriptions", help="Open-ended descriptions JSON: [{image_id, "
+    descriptions: Path = typer.Option(..., "--descriptions", callback=existing, help="Open-ended descriptions JSON: [{image_id, "
                                       "descriptions: [{segment_id, description}]}]; segment_id = gt pixel value."),
     gt: str = typer.Option(None, "--gt", help="Folder of <image_id>.png label maps whose pixel values are "
                                               "vocabulary ids (other values are ignored)."),
@@ -149,9 +150,9 @@ def _vocab_group() -> None:
 
 @vocab_app.command("map")
 def map_command(
-    vocab: Path = typer.Option(..., "--vocab", help="Vocabulary JSON ({class: {exact, synonyms, hyponyms, "
+    vocab: Path = typer.Option(..., "--vocab", callback=existing, help="Vocabulary JSON ({class: {exact, synonyms, hyponyms, "
                                                     "meronyms, id}})."),
-    descriptions: Path = typer.Option(..., "--descriptions", help="JSON list of {description, gt_class?}."),
+    descriptions: Path = typer.Option(..., "--descriptions", callback=existing, help="JSON list of {description, gt_class?}."),
     out: Path = typer.Option(..., "--out", help="Output JSON: the items plus nouns, hits and mapping."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
 ) -> None:
