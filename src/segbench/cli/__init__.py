@@ -119,6 +119,10 @@ def _print_version() -> None:
 
 def main() -> None:
     """Console entry point: segbench errors end with their message and exit code 2."""
+    if not sys.stdout.isatty() and hasattr(sys.stdout, "reconfigure"):
+        # In a pipe, stdout is block-buffered while progress lines go to stderr at once: a log would
+        # show every summary after every progress line. Line by line, each summary lands after its step.
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         app()  # click handles its own usage errors and exits; typer turns Ctrl-C into exit code 130
     except SystemExit as exc:
