@@ -85,6 +85,7 @@ def test_a_round_without_gold_keeps_its_ids_and_order(tmp_path):
 def test_gold_auto_sizes_itself_and_thin_gold_is_warned_about(tmp_path):
     assert gold_count("auto", overlap=7, workers=30) == 22  # ⌈5 × 30 / 7⌉
     assert gold_count("auto", overlap=7, workers=30, rules={"min_gold_answers": 8}) == 35
+    assert gold_count("auto", overlap=7, workers=3) == 5  # never fewer than a worker's minimum
     assert gold_count(" 12 ") == 12
     thin = audit_round(tmp_path, gold=4)
     assert "no worker can reach the 5 gold answers" in thin_gold_warning(thin, None)

@@ -222,3 +222,15 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
     by = {w["worker"]: w for w in report["workers"]}
     assert (by["labelstudio:1"]["median_seconds"], by["labelstudio:2"]["median_seconds"]) == (12.0, 1.5)
     assert report["suspicious"][0]["worker"] == "labelstudio:2"
+
+
+def test_gold_auto_sizes_itself_and_thin_gold_is_warned_about_when_created(project):
+    sized = run(project, "rounds", "create", "auto1", "--backend", "files", "--per-group", "1", "--overlap", "3",
+                "--gold", "auto", "--expected-workers", "2")
+    record = read_json(project / "data" / "rounds" / "auto1.json")
+    # ⌈5 gold answers × 2 workers / overlap 3⌉ = 4, but a worker answers each gold item once: 5
+    assert sum(1 for i in record["items"] if i["gold"]) == 5
+    assert "warning" not in sized.output
+    thin = run(project, "rounds", "create", "thin1", "--backend", "files", "--per-group", "1", "--gold", "2")
+    assert "warning:" in thin.output and "no worker can reach the 5 gold answers" in thin.output
+    assert (project / "data" / "rounds" / "thin1.json").is_file()  # a warning, not a refusal

@@ -60,7 +60,8 @@ def gold_count(value: str | int | None, *, overlap: int = 1, workers: int | None
     """``--gold N`` or ``--gold auto``: a count of gold items.
 
     ``auto`` is the smallest count that lets each of ``workers`` expected workers see the worker
-    report's ``min_gold_answers`` gold answers when tasks spread evenly: ⌈min × workers / overlap⌉.
+    report's ``min_gold_answers`` gold answers when tasks spread evenly: ⌈min × workers / overlap⌉,
+    and never fewer than that minimum (a worker answers each gold item once).
 
     Raises:
         InputError: negative, not a number, or ``auto`` without ``workers``.
@@ -72,7 +73,7 @@ def gold_count(value: str | int | None, *, overlap: int = 1, workers: int | None
             raise InputError("--gold auto needs the number of workers you expect", item="--gold",
                              hint="add --expected-workers N (e.g. --expected-workers 30), or pass a count: --gold 32")
         least = QualityRules.with_overrides(rules).min_gold_answers
-        return math.ceil(least * workers / overlap)
+        return max(least, math.ceil(least * workers / overlap))
     try:
         count = int(str(value).strip())
     except ValueError:
