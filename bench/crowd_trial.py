@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import write_file_tasks
 from segbench.annotation_ui.gold import QualityOptions, gold_index, round_rules, split_answers, with_quality
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.annotation_ui.rounds import RoundStore, new_round
-from segbench.core.agreement import aggregate
 from segbench.core.errors import ImportPolicy, OnError
-from segbench.core.screening import screen
+from segbench.core.screening import aggregate_round
 from segbench.demo.adversarial_crowd import CrowdMix, Worker, answer_rows, suspected_gold
 from segbench.schemas.rounds import Answer, RoundConfig, RoundItem
 
@@ -59,26 +59,20 @@ def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
     by_task = round_.items_by_task_id()
     task_truth = {t["item_id"]: truth[by_task[t["item_id"]].item_id] for t in tasks}
     rows, workers = answer_rows(tasks, task_truth, LABELS, control=CONTROL, mix=mix, seed=seed)
-    from segbench.annotation_ui.convert import answers_from_files
-
     answers = answers_from_files(rows, round_, ImportPolicy(on_error=OnError.FAIL), **answer_checks(round_))
-    own, gold_answers = split_answers(round_, answers)
+    own, _ = split_answers(round_, answers)
     known = gold_index(round_)
     scored_truth = {item.item_id: truth[item.item_id] for item in round_.items if not item.gold}
     out: dict[str, Any] = {}
-    for method in methods:
+    for method in methods:  # as an ingest aggregates: the same function, the round's rules
+        result = aggregate_round(method, answers, answers, [CONTROL], known, rules=round_rules(round_))
         if method == "screened":
-            result = screen([*own, *gold_answers], [*own, *gold_answers], [CONTROL], known, rules=round_rules(round_))
-            items, report = result.items, result.report
-            flagged = {s["worker"] for s in report["suspicious"]} | set(result.left_out)
+            flagged = {s["worker"] for s in result.report["suspicious"]} | set(result.left_out)
             spammers = {f"worker:{w.name}" for w in workers if w.spammer}
             honest = {f"worker:{w.name}" for w in workers if not w.spammer}
             out["spammers_flagged"] = len(flagged & spammers) / len(spammers) if spammers else None
             out["honest_flagged"] = len(flagged & honest) / len(honest)
-        else:
-            items = aggregate(own, [CONTROL], method=method)
-        labels = {i.item_id: i.majority.get(CONTROL) for i in items}
-        out[method] = _accuracy(labels, scored_truth)
+        out[method] = _accuracy({i.item_id: i.majority.get(CONTROL) for i in result.items}, scored_truth)
     out["oracle"] = _accuracy(_oracle(own, workers, scored_truth), scored_truth)
     suspected = {by_task[t].item_id for t in suspected_gold([t["item_id"] for t in tasks])}
     gold_ids = {item.item_id for item in round_.items if item.gold}
