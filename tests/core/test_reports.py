@@ -21,7 +21,7 @@ def test_paths_in_reports_are_relative_to_the_project_or_just_a_name(tmp_path):
              "predictions": str(project / ".segbench" / "preds"), "elsewhere": "/datasets/coco/preds.json",
              "given": "preds/", "levels": {"parts": Path(project / "p.json")}, "rho": 0.95, "rev": None}
     assert portable_paths(value, project) == {
-        "source": ".", "at_rev": ".@v1", "gt": ".:data/cafe/CAFE.json", "predictions": ".segbench/preds",
+        "source": ".", "at_rev": ".@v1", "gt": "data/cafe/CAFE.json", "predictions": ".segbench/preds",
         "elsewhere": "preds.json", "given": "preds/", "levels": {"parts": "p.json"}, "rho": 0.95, "rev": None}
 
 
@@ -49,3 +49,13 @@ def test_provider_usage_reads_as_a_sentence_with_the_cost_rounded():
     expected = "12 calls (3 from the cache, 1 retries, 0 re-asks), 1200 prompt + 340 completion tokens, $0.0123"
     assert describe_usage(usage) == expected
     assert describe_usage(usage.model_dump()) == expected  # as flows carry it in their summaries
+
+
+def test_a_report_shows_its_plots_with_links_relative_to_its_folder(tmp_path):
+    from segbench.core.reports import write_report_files
+
+    paths = write_report_files(tmp_path / "r", {"m": 1}, {"rev": None}, "# Report\n\ntext\n",
+                               {"class_iou": ("class_iou.png", b"\x89PNG")})
+    text = paths["report"].read_text()
+    assert text.endswith("## Plots\n\n![class iou](class_iou.png)\n") and (tmp_path / "r" / "class_iou.png").is_file()
+    assert "## Plots" not in write_report_files(tmp_path / "s", {}, {}, "# R\n", {})["report"].read_text()

@@ -64,7 +64,8 @@ def portable_paths(value: Any, base: str | Path) -> Any:
 
     Reports get versioned with the data, so they must not name this machine's folders: a path
     below ``base`` (the project) becomes relative to it (``.`` for ``base`` itself), any other
-    absolute path keeps only its name. ``<path>@<rev>`` and ``<path>:<file>`` keep their suffix.
+    absolute path keeps only its name. ``<path>@<rev>`` and ``<path>:<file>`` keep their suffix
+    (``<project>:<file>`` is just ``<file>``).
     """
     if isinstance(value, Mapping):
         return {key: portable_paths(item, base) for key, item in value.items()}
@@ -77,7 +78,9 @@ def portable_paths(value: Any, base: str | Path) -> Any:
     for separator in ("@", ":"):
         head, found, tail = value.partition(separator)
         if found and tail:
-            return f"{portable_paths(head, base)}{separator}{tail}"
+            head = portable_paths(head, base)
+            # A file of the project itself reads as its relative path, not as ".:<file>".
+            return tail if (head, separator) == (".", ":") else f"{head}{separator}{tail}"
     path, root = Path(value), Path(base).resolve()
     try:
         return path.relative_to(root).as_posix() or "."
@@ -147,6 +150,9 @@ def write_report_files(out_dir: str | Path, metrics: Mapping[str, Any], evaluate
                        markdown: str, plots: Mapping[str, tuple[str, bytes]]) -> dict[str, Path]:
     """Write ``metrics.json``, ``report.md`` and the plots into ``out_dir``, each atomically.
 
+    ``report.md`` ends with a "Plots" section showing each plot (relative links: the folder moves
+    as a whole).
+
     Args:
         metrics: the evaluation's metrics; evaluated: what was evaluated (both JSON-serialisable).
         markdown: the text of ``report.md``.
@@ -156,6 +162,9 @@ def write_report_files(out_dir: str | Path, metrics: Mapping[str, Any], evaluate
         ``{"metrics": path, "report": path, <plot name>: path...}``.
     """
     out = Path(out_dir)
+    if plots:
+        markdown = markdown.rstrip("\n") + "\n\n## Plots\n\n" + "\n\n".join(
+            f"![{name.replace('_', ' ')}]({file_name})" for name, (file_name, _) in plots.items()) + "\n"
     paths = {"metrics": write_json(out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(metrics)},
                                    indent=2),
              "report": atomic_write_text(out / REPORT_NAME, markdown)}

@@ -29,7 +29,7 @@ from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.gc_pause import collection_paused
 from segbench.core.io import read_json
-from segbench.core.reports import cell
+from segbench.core.reports import cell, portable_paths
 from segbench.core.versioning import DatasetSource
 from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.units import UNIT, count_units
@@ -168,8 +168,9 @@ def _score_cafe(stage: Stage, repo: str, inputs: dict[str, Any], params: CafeEva
                                inputs["predictions"], params, inputs["calibration_gt"],
                                inputs["calibration_predictions"])
     metrics, evaluated = scored.result()
-    evaluated |= {"rev": inputs["rev"], "score_threshold": metrics["params"]["score_threshold"],
-                  "iou_threshold": params.iou_threshold}
+    # Relative to the project: the report is versioned and must not name this machine's folders.
+    evaluated = portable_paths(evaluated | {"rev": inputs["rev"], "score_threshold": metrics["params"]["score_threshold"],
+                                            "iou_threshold": params.iou_threshold}, repo)
     write_cafe_report_task(str(stage.path), metrics, evaluated)
     return Built(counts={"pairs": metrics["Overall"]["N"]}, units=count_units([scored]), extras={"summary": metrics})
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from segbench.core.reports import figure_png, fmt, table_lines, write_report_files
+from segbench.core.reports import evaluated_lines, figure_png, fmt, table_lines, write_report_files
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 from segbench.tasks.cafe.published import (
     CAFE_SUBSETS,
@@ -55,10 +55,6 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return table_lines(header, [[_cell(v) for v in row] for row in rows])
 
 
-def _what(evaluated: Mapping[str, Any]) -> list[str]:
-    return ["## What was evaluated", ""] + [f"- **{k}**: `{evaluated[k]}`" for k in sorted(evaluated)] + [""]
-
-
 def ignored_line(ignored: Mapping[str, Any] | None) -> str:
     """One sentence on the predictions left out because their image is not in the ground truth."""
     if not ignored or not ignored["predictions"]:
@@ -68,11 +64,15 @@ def ignored_line(ignored: Mapping[str, Any] | None) -> str:
             f"ground truth ({ignored['reason']}).")
 
 
+EPSILON_NOTE = ("Precision, recall and F1 carry SAM3's 1e-4 in their denominators, as its evaluator does, so "
+                "perfect masks read pmF1 0.9999, not 1.")
+
+
 def render_cafe_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The CAFE report: target-aware table, cgF1 family per subset, τ sweep and calibration."""
     params = metrics["params"]
     t, tau = params["score_threshold"], params["iou_threshold"]
-    lines = ["# CAFE evaluation", "", *_what(evaluated), ignored_line(metrics.get("ignored")), ""]
+    lines = ["# CAFE evaluation", "", *evaluated_lines(evaluated), ignored_line(metrics.get("ignored")), ""]
     calibration = metrics.get("calibration")
     if calibration:
         lines += ["## Calibrated score threshold", "",
@@ -86,7 +86,7 @@ def render_cafe_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any
     lines += _table(["subset", *RATE_COLUMNS], [[r, *(metrics[r][c] for c in RATE_COLUMNS)] for r in ROWS])
     lines += ["## cgF1 (SAM3 protocol)", "",
               "Fractions (papers print ×100). cgF1 = IL_MCC × pmF1 averaged over IoU 0.50:0.05:0.95; "
-              "per subset on that subset's images only.", ""]
+              "per subset on that subset's images only. " + EPSILON_NOTE, ""]
     lines += _table(["subset", "images", *CGF1_COLUMNS],
                     [[r, metrics[r]["cgF1_images"], *(metrics[r][c] for c in CGF1_COLUMNS)] for r in ROWS])
     lines += summary_section(metrics) + standing_section(metrics)
@@ -257,8 +257,9 @@ def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated
 
 def render_cgf1_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The cgF1 report: the summary SAM3 prints, image-level counts, and per-IoU values."""
-    lines = ["# cgF1 evaluation", "", *_what(evaluated), ignored_line(summary.get("ignored")), "", "## Summary", ""]
+    lines = ["# cgF1 evaluation", "", *evaluated_lines(evaluated), ignored_line(summary.get("ignored")), "", "## Summary", ""]
     lines += _table(["metric", "value"], [[name, summary[name]] for name in CGF1_SUMMARY_NAMES])
+    lines += [EPSILON_NOTE, ""]
     lines += ["## Image-level decisions", ""]
     lines += _table(["images", "IL_TP", "IL_FP", "IL_TN", "IL_FN"],
                     [[summary[k] for k in ("num_images", "IL_TP", "IL_FP", "IL_TN", "IL_FN")]])
@@ -310,7 +311,7 @@ def _file_label(path: str) -> str:
 def render_cgf1_each_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The report of one predictions file scored against each ground truth in turn: one column per file."""
     files = metrics["files"]
-    lines = ["# cgF1 evaluation, each ground truth in turn", "", *_what(evaluated), "## Summary", ""]
+    lines = ["# cgF1 evaluation, each ground truth in turn", "", *evaluated_lines(evaluated), "## Summary", ""]
     lines += _table(["metric", *(_file_label(f["ground_truth"]) for f in files)],
                     [[name, *(f[name] for f in files)] for name in (*CGF1_SUMMARY_NAMES, "num_images")])
     lines += ["## Ignored predictions", "", "Predictions whose image is not in a file are left out of that file's "

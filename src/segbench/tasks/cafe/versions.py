@@ -15,9 +15,9 @@ CANDIDATES = "2"
 EXPORT = "2"
 
 # The CAFE evaluation report. Changes: 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap; 4: published
-# comparison, summary table.
-EVALUATION = "4"
+# comparison, summary table; 5: "what was evaluated" names paths relative to the project and the working tree; report.md shows its plots.
+EVALUATION = "5"
 
 # The cgF1 evaluation report. Changes: 2: the same; 3: predictions outside the ground truth are ignored and
-# counted; 4: published comparison.
-CGF1 = "4"
+# counted; 4: published comparison; 5: "what was evaluated" in plain words (lists and a missing rev); report.md shows its plots.
+CGF1 = "5"

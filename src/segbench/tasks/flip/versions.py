@@ -7,5 +7,6 @@ while its version does not. Prompt and offline-rule versions are part of the ans
 instead and stay beside their prompts.
 """
 
-# Their evaluation reports. Changes: 2: plots label both axes, legends beside the data, colour bars.
-EVALUATION = "2"
+# Their evaluation reports. Changes: 2: plots label both axes, legends beside the data, colour bars; 3: report.md
+# shows its plots.
+EVALUATION = "3"

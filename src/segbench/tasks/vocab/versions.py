@@ -10,5 +10,6 @@ instead and stay beside their prompts.
 # The build of ``vocab/<set>/``. Changes: 2: the manifest records the build key.
 BUILD = "2"
 
-# The evaluation report. Changes: 2: plots label both axes, legends beside the data, colour bars.
-EVALUATION = "2"
+# The evaluation report. Changes: 2: plots label both axes, legends beside the data, colour bars; 3: report.md
+# shows its plots.
+EVALUATION = "3"
