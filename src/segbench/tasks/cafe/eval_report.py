@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from segbench.core.reports import evaluated_lines, figure_png, fmt, table_lines, write_report_files
+from segbench.core.reports import evaluated_lines, figure_png, fmt, legend_beside, table_lines, write_report_files
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 from segbench.tasks.cafe.published import (
     CAFE_SUBSETS,
@@ -187,7 +187,7 @@ def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
     ax.set_xticks(range(len(ROWS)), ROWS)
     ax.set_ylim(min(-0.1, *(_bar_value(metrics[r]["IL_MCC"]) - 0.1 for r in ROWS)), 1.2)
     ax.set_title("cgF1, IL_MCC and pmF1 per subset")
-    ax.legend(loc="upper center", ncol=3, fontsize=8)
+    legend_beside(ax)
     fig.tight_layout()
     return figure_png(fig)
 
@@ -204,7 +204,7 @@ def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("rate over negative prompts")
     ax.set_title(f"False positives on misleading prompts (τ = {metrics['params']['iou_threshold']:g})")
-    ax.legend(loc="upper left", fontsize=8)
+    legend_beside(ax)  # inside, it covered the SM bar's value
     fig.tight_layout()
     return figure_png(fig)
 
