@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
-from segbench.core.worker_quality import QualityRules, passed
+from segbench.core.worker_quality import POLYGONS, QualityRules, passed
 from segbench.schemas.rounds import Answer, Round, RoundItem
 
 QUALIFIED_SUFFIX = ".qualified.json"
@@ -185,7 +185,7 @@ def _answer_key(gold: Mapping[str, Any]) -> str:
     """A known answer as one readable key (``context=indoor``); reference polygons count by their labels."""
     parts = []
     for control, known in sorted(gold.items()):
-        if control == "polygons":
+        if control == POLYGONS:
             known = sorted({p["label"] for p in known})
         parts.append(f"{control}={'|'.join(known) if isinstance(known, list) else known}")
     return "; ".join(parts)

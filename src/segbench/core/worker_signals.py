@@ -13,7 +13,6 @@ statistic a maintained library already has. Undefined values are ``None``, never
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -169,5 +168,4 @@ def _confusion(mine: Mapping[str, str], reference: Mapping[str, str]) -> dict[st
 
 def _chance(first: Mapping[str, Mapping[str, float]], second: Mapping[str, Mapping[str, float]], ref: str) -> float:
     a, b = first.get(ref, {}), second.get(ref, {})
-    value = sum(p * b.get(label, 0.0) for label, p in a.items())
-    return value if math.isfinite(value) else 0.0
+    return sum(p * b.get(label, 0.0) for label, p in a.items())
