@@ -32,6 +32,8 @@ class DatasetSpec:
         default_out: where the build lands under the data root unless told otherwise.
         build_flow: the Prefect flow that builds it (``None`` when a dataset is built by steps
             that are not one flow).
+        evaluate: the function that evaluates predictions on it in this process, if any (what
+            ``evaluate <dataset>`` calls; ``evaluate_flow`` wraps it, for ``--track`` and plans).
         evaluate_flow: the Prefect flow that evaluates predictions on it, if any.
         cli: the command module; its ``register(build_app, evaluate_app, app)`` adds its commands.
         plan_section: the model of its ``[<name>]`` table in a rebuild plan, if a plan can build it.
@@ -53,6 +55,7 @@ class DatasetSpec:
     default_out: str
     cli: str
     build_flow: str | None = None
+    evaluate: str | None = None
     evaluate_flow: str | None = None
     plan_section: str | None = None
     plan_step: str | None = None
@@ -86,6 +89,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         params="segbench.schemas.coco_cd:CocoCdParams", default_out="coco_cd",
         cli="segbench.cli.coco_cd",
         build_flow="segbench.flows.coco_cd.build:build_coco_cd",
+        evaluate="segbench.tasks.flip.evaluation:evaluate_coco_cd",
         evaluate_flow="segbench.flows.flip:evaluate_coco_cd",
         plan_section="segbench.schemas.coco_cd:CocoCdStep",
         plan_step="segbench.flows.coco_cd.build:plan_step",
@@ -101,6 +105,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         params="segbench.schemas.waterbirds:WaterbirdsParams", default_out="waterbirds_seg",
         cli="segbench.cli.waterbirds",
         build_flow="segbench.flows.waterbirds.build:build_waterbirds",
+        evaluate="segbench.tasks.flip.evaluation:evaluate_waterbirds",
         evaluate_flow="segbench.flows.flip:evaluate_waterbirds",
         plan_section="segbench.schemas.waterbirds:WaterbirdsStep",
         plan_step="segbench.flows.waterbirds.build:plan_step",
@@ -115,6 +120,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         params="segbench.schemas.vocab:VocabParams", default_out="vocab",
         cli="segbench.cli.vocab",
         build_flow="segbench.flows.vocab.build:build_vocab",
+        evaluate="segbench.tasks.vocab.evaluation:evaluate_vocab",
         evaluate_flow="segbench.flows.vocab.evaluate:evaluate_vocab",
         plan_section="segbench.schemas.vocab:VocabStep",
         plan_step="segbench.flows.vocab.build:plan_step",
@@ -127,6 +133,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         params="segbench.schemas.spin:SpinBuildParams", default_out="spin/dataset",
         cli="segbench.cli.spin",
         build_flow="segbench.flows.spin.build:build_spin",
+        evaluate="segbench.tasks.spin.evaluation:evaluate_spin",
         evaluate_flow="segbench.flows.spin.evaluate:evaluate_spin",
         plan_section="segbench.schemas.spin:SpinStep",
         plan_step="segbench.flows.spin.build:plan_step",
@@ -143,6 +150,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         params="segbench.schemas.cafe:CafeParams", default_out="cafe",
         cli="segbench.cli.cafe",
         build_flow="segbench.flows.cafe.export:build_cafe",
+        evaluate="segbench.tasks.cafe.evaluation:evaluate_cafe",
         evaluate_flow="segbench.flows.cafe.evaluate:evaluate_cafe",
         plan_section="segbench.schemas.cafe:CafeStep",
         plan_step="segbench.flows.cafe.export:plan_step",

@@ -63,6 +63,7 @@ class Settings(BaseSettings):
     hub_endpoint: str | None = None  # the Hugging Face Hub `release --push` uploads to (default: huggingface.co)
     hub_token: SecretStr | None = None  # or HF_TOKEN
     telemetry: bool = False
+    track_evaluations: bool = False  # evaluate commands run as Prefect flows (as --track)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -15,10 +15,10 @@ from support.spin_eval_data import write_dataset
 
 from segbench import progress
 from segbench.core.versioning import DatasetSource
-from segbench.flows import flip
 from segbench.flows.coco_cd import baseline
-from segbench.flows.spin import evaluate as spin_evaluate
+from segbench.tasks.flip import evaluation as flip
 from segbench.tasks.flip.inputs import read_split, split_relpath
+from segbench.tasks.spin import evaluation as spin_evaluate
 from segbench.tasks.spin.inputs import read_ground_truth
 
 
@@ -64,7 +64,7 @@ def test_a_flip_evaluation_shard_advances_once_per_image(tmp_path):
     repo, images = _flip_images(tmp_path)
     preds = write_label_predictions(tmp_path / "preds")
     found = {i: str(preds / f"{i:012d}.png") for i in IMAGE_IDS}
-    advances = _advances(lambda: flip.evaluate_shard.fn("key", str(repo), None, "data/coco_cd", images, found),
+    advances = _advances(lambda: flip.evaluate_shard("key", str(repo), None, "data/coco_cd", images, found),
                          len(images), flip.SCORE_CHANNEL, units=lambda acc: len(acc.images))
     assert advances == [1] * len(IMAGE_IDS)
 
@@ -82,6 +82,6 @@ def test_a_spin_evaluation_shard_advances_once_per_image(tmp_path):
     with DatasetSource(tmp_path, None) as source:
         truth = read_ground_truth(source, "data/spin", "test")
     images = list(truth.images.values())
-    advances = _advances(lambda: spin_evaluate.evaluate_shard.fn("key", images, {}, truth.hierarchy, ("general",)),
+    advances = _advances(lambda: spin_evaluate.evaluate_shard("key", images, {}, truth.hierarchy, ("general",)),
                          len(images), spin_evaluate.SCORE_CHANNEL, units=lambda acc: acc.num_images)
     assert advances == [1] * len(images) and len(images) > 1

@@ -13,10 +13,12 @@ from segbench import console
 from segbench.cli import rounds
 from segbench.cli.common import (
     FORCE_EVALUATION,
+    TRACK,
     build_status,
     display_path,
-        print_up_to_date,
+    print_up_to_date,
     relative_to_repo,
+    run_evaluation,
     run_flow,
     seed_option,
     settings_of,
@@ -27,6 +29,13 @@ from segbench.core.errors import InputError, OnError
 if TYPE_CHECKING:
     from segbench.schemas.cafe import CafeDemo, ExportSummary
     from segbench.schemas.results import EvaluationResult
+
+
+# What `evaluate cafe` / `evaluate cgf1` run: the function in this process, or with --track its flow.
+EVALUATE_CAFE = "segbench.tasks.cafe.evaluation:evaluate_cafe"
+EVALUATE_CAFE_FLOW = "segbench.flows.cafe.evaluate:evaluate_cafe"
+EVALUATE_CGF1 = "segbench.tasks.cafe.evaluation:evaluate_cgf1"
+EVALUATE_CGF1_FLOW = "segbench.flows.cafe.evaluate:evaluate_cgf1"
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -213,6 +222,7 @@ def evaluate_cafe_command(
     seed: int = seed_option(0, "Seed of the calibration split."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cafe/<run>)."),
     force: bool = FORCE_EVALUATION,
+    track: bool = TRACK,
 ) -> None:
     """Evaluate predictions on CAFE: TA-TP/FN, TA-FP/UA-FP, AFPR/UFPR, ACSR/UCSR and cgF1 per subset.
 
@@ -224,11 +234,10 @@ def evaluate_cafe_command(
                             calibration_fraction=calibration_fraction, seed=seed,
                             **({"taus": tuple(tau)} if tau else {}))
     out = out or settings.reports_dir / "cafe" / f"{rev or 'worktree'}-{predictions.stem}"
-    from segbench.flows.cafe.evaluate import evaluate_cafe
-
-    result = run_flow(ctx, evaluate_cafe, repo=repo, rev=rev, gt=gt, predictions=predictions, out=out,
-                      dataset_dir=relative_to_repo(settings.data_root / "cafe", repo), params=params,
-                      calibration_gt=calibration_gt, calibration_predictions=calibration_predictions, force=force)
+    result = run_evaluation(ctx, track, EVALUATE_CAFE, EVALUATE_CAFE_FLOW, repo=repo, rev=rev, gt=gt, predictions=predictions,
+                            out=out, dataset_dir=relative_to_repo(settings.data_root / "cafe", repo), params=params,
+                            calibration_gt=calibration_gt, calibration_predictions=calibration_predictions,
+                            force=force)
     print_up_to_date(result, out)
     print_cafe_evaluation(result)
 
@@ -274,6 +283,7 @@ def evaluate_cgf1_command(
                                                     "protocol; an image in none of the files is an error."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cgf1/<run>)."),
     force: bool = FORCE_EVALUATION,
+    track: bool = TRACK,
 ) -> None:
     """cgF1, IL_MCC, pmF1, IL_FPR and the rest of SAM3's cgF1 summary on any SA-Co-format ground truth.
 
@@ -281,10 +291,8 @@ def evaluate_cgf1_command(
 
     settings = settings_of(ctx)
     out = out or settings.reports_dir / "cgf1" / f"{gt[0].stem}-{predictions.stem}"
-    from segbench.flows.cafe.evaluate import evaluate_cgf1
-
-    result = run_flow(ctx, evaluate_cgf1, gts=gt, predictions=predictions, out=out, score_threshold=score_threshold,
-                      force=force, each=each)
+    result = run_evaluation(ctx, track, EVALUATE_CGF1, EVALUATE_CGF1_FLOW, gts=gt, predictions=predictions, out=out,
+                            score_threshold=score_threshold, force=force, each=each)
     print_up_to_date(result, out)
     if each:
         print_cgf1_each(result)

@@ -37,6 +37,31 @@ def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+TRACK = typer.Option(False, "--track", help="Run as a Prefect flow reported to the server, so the Prefect UI "
+                                           "shows the run (default: in this process, without the engine; "
+                                           "setting track_evaluations).")
+
+
+def run_evaluation(ctx: typer.Context, track: bool, function: str, flow: str, **kwargs: Any) -> Any:
+    """Run an evaluation: its Prefect ``flow`` with ``--track`` (or the setting ``track_evaluations``),
+    else the ``function`` the flow wraps, in this process (``"package.module:name"`` both).
+
+    In this process nothing imports Prefect, so no server is started or contacted; both write the
+    same bytes.
+    """
+    from segbench import progress, registry
+
+    if track or settings_of(ctx).track_evaluations:
+        return run_flow(ctx, registry.load(flow), **kwargs)
+    from segbench.locking import command_lock
+
+    evaluate = registry.load(function)
+    with command_lock(ctx), console.listener() as listener, progress.listening(listener):
+        result = evaluate(**kwargs)
+    console.set_summary(result)
+    return result
+
+
 def relative_to_repo(path: Path, repo: Path) -> str:
     """``path`` as DVC and git name it inside ``repo`` (as given when it is outside)."""
     try:

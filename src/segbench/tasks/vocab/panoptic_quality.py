@@ -32,7 +32,7 @@ Panoptic ground truth (``--panoptic DIR``), per image:
   segment void too.
 
 Metrics never mutate their inputs and never print. Loading files and orchestration live in
-:mod:`segbench.flows.vocab.evaluate`.
+:mod:`segbench.tasks.vocab.evaluation`.
 """
 
 from __future__ import annotations

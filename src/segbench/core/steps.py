@@ -1,0 +1,79 @@
+"""How an evaluation runs its steps: as plain calls in this process, or as the tasks of a Prefect flow.
+
+An evaluation is written once, as a function of a :class:`Steps`: it hands each step (reading,
+hashing, a shard of scoring, the report) to ``steps`` by name. A command typed by hand passes
+:class:`InProcess`, which calls them, so it never starts or contacts the Prefect engine; the
+evaluation flows pass ``segbench.flows.steps.PrefectSteps``, which runs them as named task runs
+(units remembered under their keys, shards submitted to the flow's runner). Both run the same
+functions on the same arguments, so they write the same bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from segbench import progress
+
+T = TypeVar("T")
+
+# Names a shard's items from the step's parameters (``segbench.flows.prefect_ui.shard_name``).
+ShardIds = Callable[[dict[str, Any]], Sequence[Any]]
+
+
+class Steps(Protocol):
+    """What an evaluation needs from whoever runs it."""
+
+    logger: logging.Logger | logging.LoggerAdapter
+
+    def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``: a step that is not worth remembering (reading, hashing, writing)."""
+
+    def unit(self, name: str, fn: Callable[..., T], key: str, *args: Any) -> T:
+        """``fn(key, *args)``: a unit of work a killed run need not redo, remembered under ``key``."""
+
+    def shards(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[str, tuple[Any, ...]]], *,
+               description: str, total: int, count: Callable[[T], int], channel: str,
+               ids: ShardIds | None = None) -> list[T]:
+        """``[fn(key, *args) for key, args in calls]``, units run side by side where the runner can,
+        with one progress step of ``total`` items (``count`` of a result; ``channel`` as in
+        :func:`segbench.progress.gather`)."""
+
+    def unit_counts(self) -> dict[str, int]:
+        """``{"computed", "reused"}``: the units run so far and how many were replayed."""
+
+
+class _Done:
+    """A call made when its result is asked for: what :func:`progress.gather` expects of a future."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+
+    def result(self) -> Any:
+        return self._fn()
+
+
+class InProcess:
+    """Every step a plain call, one after the other, in this process (nothing is replayed)."""
+
+    def __init__(self, logger: logging.Logger | logging.LoggerAdapter | None = None) -> None:
+        self.logger = logger or logging.getLogger("segbench.evaluation")
+        self._units = 0
+
+    def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+        return fn(*args)
+
+    def unit(self, name: str, fn: Callable[..., T], key: str, *args: Any) -> T:
+        self._units += 1
+        return fn(key, *args)
+
+    def shards(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[str, tuple[Any, ...]]], *,
+               description: str, total: int, count: Callable[[T], int], channel: str,
+               ids: ShardIds | None = None) -> list[T]:
+        self._units += len(calls)
+        pending = [_Done(lambda key=key, args=args: fn(key, *args)) for key, args in calls]
+        return progress.gather(pending, description, total, units=count, channel=channel)
+
+    def unit_counts(self) -> dict[str, int]:
+        return {"computed": self._units, "reused": 0}
