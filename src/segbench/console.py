@@ -65,6 +65,10 @@ def hide_secrets(*values: str | None) -> None:
     _secrets.update(value for value in values if value)
 
 
+def verbose() -> bool:
+    return _verbose
+
+
 def json_mode() -> bool:
     return _json_mode
 

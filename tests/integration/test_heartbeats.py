@@ -55,7 +55,7 @@ def test_a_command_runs_its_flow_without_heartbeats_unless_asked(prefect_harness
         env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] = "60"
     command = [sys.executable, "-m", "segbench", "--verbose", "--work-dir", str(tmp_path / "work"), "--data-root",
                str(tmp_path / "data"), "evaluate", "cgf1", "--gt", str(tmp_path / "gt.json"), "--predictions",
-               str(tmp_path / "preds.json"), "--out", str(tmp_path / "report")]
+               str(tmp_path / "preds.json"), "--out", str(tmp_path / "report"), "--track"]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "report" / "metrics.json").is_file()

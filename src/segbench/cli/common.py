@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from segbench import console
+from segbench.core.steps import EVALUATION_LOGGER
 from segbench.settings import Settings
 
 if TYPE_CHECKING:
@@ -56,10 +61,27 @@ def run_evaluation(ctx: typer.Context, track: bool, function: str, flow: str, **
     from segbench.locking import command_lock
 
     evaluate = registry.load(function)
-    with command_lock(ctx), console.listener() as listener, progress.listening(listener):
+    with command_lock(ctx), console.listener() as listener, progress.listening(listener), _evaluation_log():
         result = evaluate(**kwargs)
     console.set_summary(result)
     return result
+
+
+@contextlib.contextmanager
+def _evaluation_log() -> Iterator[None]:
+    """The evaluation's log lines on stderr with ``--verbose`` (as a flow's run logs), else none:
+    what matters of them the command prints itself."""
+    logger = logging.getLogger(EVALUATION_LOGGER)
+    handler: logging.Handler = logging.NullHandler()
+    if console.verbose():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-7s | %(message)s", "%H:%M:%S"))
+        logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def relative_to_repo(path: Path, repo: Path) -> str:

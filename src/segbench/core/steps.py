@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 from segbench import progress
 
 T = TypeVar("T")
+EVALUATION_LOGGER = "segbench.evaluation"  # where an evaluation run in this process logs
 
 # Names a shard's items from the step's parameters (``segbench.flows.prefect_ui.shard_name``).
 ShardIds = Callable[[dict[str, Any]], Sequence[Any]]
@@ -58,7 +59,7 @@ class InProcess:
     """Every step a plain call, one after the other, in this process (nothing is replayed)."""
 
     def __init__(self, logger: logging.Logger | logging.LoggerAdapter | None = None) -> None:
-        self.logger = logger or logging.getLogger("segbench.evaluation")
+        self.logger = logger or logging.getLogger(EVALUATION_LOGGER)
         self._units = 0
 
     def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:

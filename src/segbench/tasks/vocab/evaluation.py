@@ -290,7 +290,7 @@ def _score(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabulary
                        None if per_image is None else {i: per_image[i] for i in ids}, request.panoptic,
                        None if segments is None else {i: segments[i] for i in ids})))
     scored = steps.shards("evaluate-vocab-shard", evaluate_shard, calls, description="Evaluating descriptions",
-                          total=len(request.image_ids), count=lambda result: len(result[0].images),
+                          total=len(request.image_ids), count=lambda result: len(result[0].image_ids),
                           channel=SCORE_CHANNEL)
     summary, total = _summarize(vocabulary, scored, request.panoptic is not None)
     if total.undescribed_regions or total.absent_segments:

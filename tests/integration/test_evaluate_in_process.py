@@ -1,0 +1,94 @@
+"""``segbench evaluate …`` runs the evaluation in its own process; ``--track`` runs it as a Prefect flow.
+
+Both must write the same bytes, for every evaluation; the plain command must not import Prefect
+(so it neither starts a private server nor waits on one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
+from support.flip_eval_data import write_flip_dataset, write_label_predictions
+from support.spin_eval_data import perfect_predictions, write_dataset
+from support.vocab_eval_data import write_vocab_evaluation
+from typer.testing import CliRunner
+
+from segbench.cli import app
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+
+def _cafe(root: Path) -> list[str]:
+    (root / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+    (root / "preds.json").write_text(json.dumps(HAND_PREDS))
+    return ["cafe", "--gt", str(root / "gt.json"), "--predictions", str(root / "preds.json")]
+
+
+def _cgf1(root: Path) -> list[str]:
+    return ["cgf1", *_cafe(root)[1:]]
+
+
+def _coco_cd(root: Path) -> list[str]:
+    write_flip_dataset(root / "data" / "coco_cd")
+    preds = write_label_predictions(root / "preds", swapped={1, 2})
+    return ["coco-cd", "--predictions", str(preds), "--repo", str(root)]
+
+
+def _spin(root: Path) -> list[str]:
+    write_dataset(root / "data" / "spin")
+    files = []
+    for level, predictions in perfect_predictions().items():
+        path = root / f"{level}.json"
+        path.write_text(json.dumps(predictions))
+        files += [f"--{level}", str(path)]
+    return ["spin", *files, "--repo", str(root), "--dataset-dir", "data/spin"]
+
+
+def _vocab(root: Path) -> list[str]:
+    write_vocab_evaluation(root)
+    return ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--gt", "gt",
+            "--repo", str(root), "--no-baseline"]
+
+
+EVALUATIONS = {"cafe": _cafe, "cgf1": _cgf1, "coco-cd": _coco_cd, "spin": _spin, "vocab": _vocab}
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file()}
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATIONS))
+def test_in_process_and_tracked_evaluations_write_the_same_bytes(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # the manifests' created_at
+    args = EVALUATIONS[name](tmp_path)
+    runs = {}
+    for mode, extra in (("in-process", []), ("tracked", ["--track"])):
+        out = tmp_path / "reports" / mode
+        result = CliRunner().invoke(app, ["--data-root", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"),
+                                          "evaluate", *args, "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        assert "Report:" in result.output
+        runs[mode] = _files(out)
+    assert {"metrics.json", "report.md", "manifest.json"} <= set(runs["in-process"])
+    assert runs["in-process"] == runs["tracked"]
+
+
+def test_a_plain_evaluate_command_never_imports_prefect(tmp_path):
+    """Run as a user does, with Prefect pointed at a closed port: nothing may import or reach it."""
+    args = _cgf1(tmp_path)
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "segbench", "--data-root", str(tmp_path / "data"),
+                           "--work-dir", str(tmp_path / "work"), "evaluate", *args, "--out", str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "segbench.tasks.cafe.eval_report" in imported  # the evaluation ran (import_module is not timed)
+    assert not [module for module in imported if module.split(".")[0] == "prefect"]
+    assert (tmp_path / "out" / "metrics.json").is_file() and "cgF1" in done.stdout
