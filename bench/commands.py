@@ -1,17 +1,19 @@
-"""Rows that time whole ``segbench`` commands as a user runs them (one process each).
+"""Rows that time whole commands as users run them (one process each, no server started by hand),
+against the public evaluators run as their users run them (``bench/public_tools.py``).
 
-* ``overhead``: ``segbench evaluate cgf1`` on a tiny input with ``segbench server`` up, minus the
-  same flow run in a warm process on the same server: what a command costs beyond its work
-  (interpreter, imports, settings, the flow run's API calls). Target <= 1.5 s.
-* ``eval_commands``: ``segbench evaluate cgf1`` and ``segbench evaluate cafe`` on 10k CAFE pairs
-  (``bench/cafe_eval.py``'s data) with ``segbench server`` up, minus the same flow in a warm
-  process: what the command costs beyond its evaluation (target <= 1.5 s). The detail times the
-  public evaluators' algorithms run as commands on the same files (``bench/public_baselines.py``),
-  whose numbers must match.
+* ``overhead``: ``segbench evaluate cgf1`` on 5 pairs against SAM3's ``CGF1Evaluator`` as a process
+  on the same files: what a command costs when the work is nothing. Target <= 2x SAM3's.
+* ``eval_commands``: ``segbench evaluate cgf1`` against SAM3's evaluator at 2,146 pairs (CAFE's size),
+  10k and (full runs) 100k, wall time and peak RSS of each process (targets >= 1.0x / 1.5x / 3x
+  faster); ``segbench evaluate cafe`` (report and plots included) alone, since CAFE's script cannot be
+  run here (``public_tools.CAFE_MISSING``).
+* ``cgf1_warm``: cgF1 from the files to the numbers, in a warm process each: segbench's evaluation
+  function against ``CGF1Evaluator(gt).evaluate(predictions)`` in SAM3's own interpreter. Target >= 5x at 10k.
 * ``status``: ``segbench rounds status`` on a round of the demo's size (files backend, answers
   in the results folder), against ``segbench --version``, the floor of any command. Target <= 1 s.
 
-Each is the median of a few runs; both need an idle machine to mean anything.
+Every row checks that segbench's numbers are SAM3's (as ``metrics.json`` rounds them). Each time is the
+median of a few alternating runs; they need an idle machine to mean anything.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import csv
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,6 +33,9 @@ from typing import Any
 
 REPEAT = 3
 SEGBENCH = [sys.executable, "-m", "segbench"]
+HERE = Path(__file__).resolve().parent
+CAFE_PAIRS = 2146  # the pairs of CAFE's released benchmark
+SAM3_PREFIX = "cgF1_eval_segm_"
 
 
 def _children_cpu() -> float:
@@ -37,17 +43,41 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wall(command: list[str], env: dict[str, str], cwd: Path, repeat: int = REPEAT) -> tuple[float, float]:
-    """Median wall and CPU seconds of ``command`` (it must succeed); CPU tells a busy machine apart."""
-    walls, cpus = [], []
-    for _ in range(repeat):
+def _run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float | None]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one run of ``command`` (it must succeed).
+
+    Peak RSS comes from GNU time, which forks a small process to run the command: its high-water
+    mark is the command's own (``ru_maxrss`` of a child forked from this large process would start
+    at this process's size). ``None`` without ``/usr/bin/time``.
+    """
+    timer = shutil.which("time", path="/usr/bin")
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as rss:
+        wrapped = [timer, "-f", "%M", "-o", rss.name, *command] if timer else command
         start, cpu = time.perf_counter(), _children_cpu()
-        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
-        walls.append(time.perf_counter() - start)
-        cpus.append(_children_cpu() - cpu)
+        done = subprocess.run(wrapped, env=env, cwd=cwd, capture_output=True, text=True)
+        wall, used = time.perf_counter() - start, _children_cpu() - cpu
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command[2:])} failed: {done.stderr[-2000:]}")
-    return statistics.median(walls), statistics.median(cpus)
+            raise RuntimeError(f"{' '.join(command[:6])} … failed: {done.stderr[-2000:]}")
+        peak = int(rss.read().split()[-1]) / 1024 if timer else None
+    return wall, used, peak
+
+
+def _medians(commands: dict[str, list[str]], env: dict[str, str], cwd: Path, repeat: int) -> dict[str, dict[str, Any]]:
+    """Each command's median wall / CPU seconds and largest peak RSS over ``repeat`` alternating runs."""
+    runs: dict[str, list[tuple[float, float, float | None]]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():  # alternating: a slow spell of the machine hits both
+            runs[name].append(_run(command, env, cwd))
+    return {name: {"wall_s": round(statistics.median(r[0] for r in done), 3),
+                   "cpu_s": round(statistics.median(r[1] for r in done), 3),
+                   "peak_rss_mb": None if done[0][2] is None else round(max(r[2] for r in done), 1)}
+            for name, done in runs.items()}
+
+
+def _wall(command: list[str], env: dict[str, str], cwd: Path, repeat: int = REPEAT) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``command``."""
+    timed = _medians({"command": command}, env, cwd, repeat)["command"]
+    return timed["wall_s"], timed["cpu_s"]
 
 
 def _user_env(work: Path) -> dict[str, str]:
@@ -62,116 +92,132 @@ def _user_env(work: Path) -> dict[str, str]:
     return env
 
 
-def command_overhead(quick: bool, result: Any) -> list[dict[str, Any]]:
-    from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
-
-    from segbench import prefect_server
-
-    with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
-        root = Path(tmp)
-        (root / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
-        (root / "preds.json").write_text(json.dumps(HAND_PREDS))
-        work = root / "work"
-        state, _ = prefect_server.start_server(work, tied=True)
-        try:
-            env = _user_env(work)
-            args = ["--work-dir", str(work), "--data-root", str(root / "data"), "evaluate", "cgf1", "--gt",
-                    str(root / "gt.json"), "--predictions", str(root / "preds.json"), "--force"]
-            process_s, process_cpu = _wall([*SEGBENCH, *args], env, root)
-            flow_s = _in_process_flow(root, work, state.api_url)
-        finally:
-            prefect_server.drain_prefect_workers()  # this process's flow logs, before the server goes
-            prefect_server.stop_server(work)
-    overhead = process_s - flow_s
-    return [result("per-command overhead, server up (evaluate cgf1, 5 pairs)", measured=overhead,
-                   baseline=flow_s, ratio=overhead / flow_s, target="<= 1.5 s", passed=overhead <= 1.5,
-                   detail={"command_wall_s": round(process_s, 3), "command_cpu_s": round(process_cpu, 3),
-                           "flow_in_warm_process_s": round(flow_s, 3), "runs": REPEAT})]
+def _sam3_numbers(path: Path) -> dict[str, float]:
+    """SAM3's summary under segbench's names (``cgF1``, ``cgF1@0.5``, ``IL_MCC``, ``positive_micro_F1``…)."""
+    summary = json.loads(path.read_text())["summary"]
+    return {key.removeprefix(SAM3_PREFIX): value for key, value in summary.items()}
 
 
-def evaluate_commands(quick: bool, result: Any) -> list[dict[str, Any]]:
-    from cafe_eval import compare_cgf1, compare_table, generate
+def _same_numbers(ours_dir: Path, sam3_out: Path) -> bool:
+    """segbench's metrics.json agrees with SAM3's summary, rounded as metrics.json rounds it."""
+    from cafe_eval import compare_cgf1
 
-    from segbench import prefect_server
-    from segbench.core.io import FLOAT_DIGITS, canonical_json
+    from segbench.core.io import canonical_json
 
-    pairs = 2000 if quick else 10_000
-    repeat = 1 if quick else REPEAT
-    gt, predictions = generate(pairs, 0)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-eval-commands-") as tmp:
-        root = Path(tmp)
-        (root / "gt.json").write_text(json.dumps(gt))
-        (root / "preds.json").write_text(json.dumps(predictions))
-        work = root / "work"
-        state, _ = prefect_server.start_server(work, tied=True)
-        try:
-            env = _user_env(work)
-            for name, compare in (("cgf1", compare_cgf1), ("cafe", compare_table)):
-                out = root / "data" / name
-                command = [*SEGBENCH, "--work-dir", str(work), "--data-root", str(root / "data"), "evaluate", name,
-                           "--gt", str(root / "gt.json"), "--predictions", str(root / "preds.json"),
-                           "--out", str(out), "--force"]
-                ours_s, ours_cpu = _wall(command, env, root, repeat)
-                flow_s = _in_process_flow(root, work, state.api_url, name, repeat)
-                baseline = [sys.executable, str(Path(__file__).with_name("public_baselines.py")), name,
-                            str(root / "gt.json"), str(root / "preds.json"), str(root / f"{name}-baseline.json")]
-                base_s, base_cpu = _wall(baseline, env, root, repeat)
-                ours = json.loads((out / "metrics.json").read_text())["metrics"]
-                # metrics.json holds floats rounded to FLOAT_DIGITS: the baseline's numbers, rounded alike
-                ref = json.loads(canonical_json(json.loads((root / f"{name}-baseline.json").read_text())))
-                overhead = ours_s - flow_s
-                rows.append(result(f"segbench evaluate {name}: command - its flow in a warm process ({pairs} pairs)",
-                                   measured=overhead, baseline=flow_s, ratio=overhead / flow_s, target="<= 1.5 s",
-                                   passed=overhead <= 1.5,
-                                   checks={f"identical numbers ({FLOAT_DIGITS} decimals, as in metrics.json)":
-                                           _agrees(compare, ours, ref)},
-                                   detail={"pairs": pairs, "runs": repeat, "command_wall_s": round(ours_s, 3),
-                                           "command_cpu_s": round(ours_cpu, 3),
-                                           "public_algorithm_command_s": round(base_s, 3),
-                                           "public_algorithm_command_cpu_s": round(base_cpu, 3),
-                                           "command_vs_public_command": round(base_s / ours_s, 3),
-                                           "segbench_also_computes": "report, plots" + (
-                                               ", per-subset cgF1, tau sweep" if name == "cafe" else "")}))
-        finally:
-            prefect_server.drain_prefect_workers()  # this process's flow logs, before the server goes
-            prefect_server.stop_server(work)
-    return rows
-
-
-def _agrees(compare: Any, ours: Any, ref: Any) -> bool:
+    ours = json.loads((ours_dir / "metrics.json").read_text())["metrics"]
+    ref = json.loads(canonical_json(_sam3_numbers(sam3_out)))
     try:
-        compare(ours, ref)
+        compare_cgf1(ours, ref)
     except (AssertionError, KeyError, TypeError):
         return False
     return True
 
 
-def _in_process_flow(root: Path, work: Path, api_url: str, name: str = "cgf1", repeat: int = REPEAT) -> float:
-    """Median seconds of the ``segbench evaluate NAME`` command's flow in this process, warm, on the
-    same server, reading ``root``'s ``gt.json`` and ``preds.json``."""
-    from segbench.settings import configure_runtime, load_settings
+def _write_pairs(root: Path, pairs: int) -> tuple[Path, Path]:
+    from cafe_eval import generate
 
-    configure_runtime(load_settings(work_dir=work, data_root=root / "data"))
-    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: it reads it then
-    from segbench.flows.cafe.evaluate import evaluate_cafe, evaluate_cgf1
-    from segbench.flows.runner import without_heartbeats
-    from segbench.schemas.cafe import CafeEvalParams
+    gt, predictions = generate(pairs, 0)
+    (root / "gt.json").write_text(json.dumps(gt))
+    (root / "preds.json").write_text(json.dumps(predictions))
+    return root / "gt.json", root / "preds.json"
 
-    gt, preds, out = root / "gt.json", root / "preds.json", root / "data" / f"in-process-{name}"
 
-    def once() -> float:
-        start = time.perf_counter()
-        with without_heartbeats():  # as the command runs its flow
-            if name == "cgf1":
-                evaluate_cgf1(gts=[gt], predictions=preds, out=out, score_threshold=0.5, force=True)
-            else:
-                evaluate_cafe(repo=root, rev=None, gt=gt, predictions=preds, out=out, params=CafeEvalParams(),
-                              force=True)
-        return time.perf_counter() - start
+def _cgf1_commands(root: Path, gt: Path, preds: Path) -> tuple[dict[str, list[str]], Any]:
+    """``segbench evaluate cgf1`` and SAM3's evaluator on the same files, and SAM3 as found."""
+    from public_tools import sam3_evaluator
 
-    once()  # the first flow run of a process sets up its client
-    return statistics.median(once() for _ in range(repeat))
+    sam3 = sam3_evaluator()
+    ours = [*SEGBENCH, "--work-dir", str(root / "work"), "--data-root", str(root / "data"), "evaluate", "cgf1",
+            "--gt", str(gt), "--predictions", str(preds), "--out", str(root / "ours"), "--force"]
+    public = [str(sam3.python), str(HERE / "sam3_cgf1.py"), str(sam3.source), str(gt), str(preds),
+              str(root / "sam3.json")]
+    return {"segbench": ours, "sam3": public}, sam3
+
+
+def command_overhead(quick: bool, result: Any) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
+        root = Path(tmp)
+        gt, preds = _write_pairs(root, 5)
+        commands, sam3 = _cgf1_commands(root, gt, preds)
+        timed = _medians(commands, _user_env(root / "work"), root, 1 if quick else 5)
+        same = _same_numbers(root / "ours", root / "sam3.json")
+    ours, public = timed["segbench"]["wall_s"], timed["sam3"]["wall_s"]
+    return [result("segbench evaluate cgf1 on 5 pairs vs SAM3's CGF1Evaluator, both processes", measured=ours,
+                   baseline=public, ratio=ours / public, target="<= 2x SAM3's", passed=ours <= 2 * public,
+                   checks={"SAM3's numbers": same},
+                   detail={"public": sam3.origin, **{f"{name}_{k}": v for name, t in timed.items() for k, v in t.items()},
+                           "segbench_also_writes": "report.md, cgf1_by_iou.png, manifest.json"})]
+
+
+def evaluate_commands(quick: bool, result: Any) -> list[dict[str, Any]]:
+    from public_tools import CAFE_MISSING
+
+    rows = []
+    scales = (500, CAFE_PAIRS) if quick else (CAFE_PAIRS, 10_000, 100_000)
+    targets = {500: 1.0, CAFE_PAIRS: 1.0, 10_000: 1.5, 100_000: 3.0}
+    for pairs in scales:
+        repeat = 1 if quick or pairs >= 100_000 else REPEAT
+        with tempfile.TemporaryDirectory(prefix="bench-eval-commands-") as tmp:
+            root = Path(tmp)
+            gt, preds = _write_pairs(root, pairs)
+            env = _user_env(root / "work")
+            commands, sam3 = _cgf1_commands(root, gt, preds)
+            timed = _medians(commands, env, root, repeat)
+            same = _same_numbers(root / "ours", root / "sam3.json")
+            ours, public = timed["segbench"]["wall_s"], timed["sam3"]["wall_s"]
+            rows.append(result(f"segbench evaluate cgf1 vs SAM3's CGF1Evaluator, processes ({pairs:,} pairs)",
+                               measured=ours, baseline=public, ratio=public / ours,
+                               target=f">= {targets[pairs]:g}x faster", passed=public / ours >= targets[pairs],
+                               checks={"SAM3's numbers": same},
+                               detail={"pairs": pairs, "runs": repeat, "public": sam3.origin,
+                                       **{f"{n}_{k}": v for n, t in timed.items() for k, v in t.items()}}))
+            cafe_command = [*SEGBENCH, "--work-dir", str(root / "work"), "--data-root", str(root / "data"),
+                            "evaluate", "cafe", "--gt", str(gt), "--predictions", str(preds), "--out",
+                            str(root / "ours-cafe"), "--force"]
+            alone = _medians({"segbench": cafe_command}, env, root, repeat)["segbench"]
+            rows.append(result(f"segbench evaluate cafe, report and plots ({pairs:,} pairs; {CAFE_MISSING})",
+                               measured=alone["wall_s"], baseline=0.0, ratio=0.0, target="-", passed=True,
+                               detail={"pairs": pairs, "runs": repeat, **alone}))
+    return rows
+
+
+def cgf1_warm(quick: bool, result: Any) -> list[dict[str, Any]]:
+    """cgF1 from the files to the numbers in a warm process: segbench's function vs SAM3's evaluator."""
+    import gc
+
+    from public_tools import sam3_evaluator
+
+    from segbench.tasks.cafe.evaluation import score_cgf1
+
+    sam3, rows = sam3_evaluator(), []
+    for pairs in (500, CAFE_PAIRS) if quick else (CAFE_PAIRS, 10_000):
+        with tempfile.TemporaryDirectory(prefix="bench-cgf1-warm-") as tmp:
+            root = Path(tmp)
+            gt, preds = _write_pairs(root, pairs)
+            score_cgf1("warm-up", [str(gt)], str(preds), 0.5)  # numba's start-up and the imports, once
+            seconds = []
+            for _ in range(REPEAT):
+                gc.collect()
+                start = time.perf_counter()
+                ours = score_cgf1("timed", [str(gt)], str(preds), 0.5)
+                seconds.append(time.perf_counter() - start)
+            subprocess.run([str(sam3.python), str(HERE / "sam3_cgf1.py"), str(sam3.source), str(gt), str(preds),
+                            str(root / "sam3.json"), "--repeat", str(REPEAT)], check=True, capture_output=True)
+            public_seconds = json.loads((root / "sam3.json").read_text())["seconds"]
+            from cafe_eval import compare_cgf1
+
+            try:
+                compare_cgf1(ours, _sam3_numbers(root / "sam3.json"))
+                same = True
+            except (AssertionError, KeyError):
+                same = False
+        mine, public = statistics.median(seconds), statistics.median(public_seconds)
+        target = 5.0 if pairs >= 10_000 else 1.0
+        rows.append(result(f"cgF1 in a warm process, files to numbers: segbench vs SAM3's CGF1Evaluator ({pairs:,} pairs)",
+                           measured=mine, baseline=public, ratio=public / mine, target=f">= {target:g}x faster",
+                           passed=public / mine >= target, checks={"SAM3's numbers": same},
+                           detail={"pairs": pairs, "runs": REPEAT, "public": sam3.origin}))
+    return rows
 
 
 def _files_round(data_root: Path, items: int, workers: int) -> str:

@@ -427,6 +427,12 @@ def evaluate_commands(quick: bool) -> list[Row]:
     return commands.evaluate_commands(quick, result)
 
 
+def cgf1_warm(quick: bool) -> list[Row]:
+    import commands
+
+    return commands.cgf1_warm(quick, result)
+
+
 def rounds_status(quick: bool) -> list[Row]:
     import commands
 
@@ -482,7 +488,7 @@ def _adversarial_row(row: dict[str, float], trials: int) -> Row:
 
 ROWS: dict[str, Callable[[bool], list[Row]]] = {
     "coco_cd": coco_cd, "nouns": noun_mining, "cafe": cafe, "llm": llm_stage, "noop": noop_rebuild,
-    "dask": dask_scale_out, "overhead": command_overhead, "eval_commands": evaluate_commands,
+    "dask": dask_scale_out, "overhead": command_overhead, "eval_commands": evaluate_commands, "cgf1_warm": cgf1_warm,
     "status": rounds_status, "crowd": crowd, "release": release,
 }
 

@@ -36,8 +36,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "eval_commands", "status", "crowd",
-         "release")
+ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "eval_commands", "cgf1_warm", "status",
+         "crowd", "release")
 HEADER = ("row", "measured", "baseline", "ratio", "target", "result")
 
 

@@ -26,8 +26,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from segbench.core.reports import cell
-
 # Wide enough for any path or key segbench prints: a pipe has no width, so a table takes its content's.
 PIPE_WIDTH = 10_000
 
@@ -214,6 +212,8 @@ def listener() -> RichListener | LineListener:
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
     """A table whose cells fold rather than being cut when the terminal is narrow."""
+    from segbench.core.reports import cell  # numpy comes with it: not for every command
+
     t = Table(title=title, title_justify="left", title_style="bold")
     for index, header in enumerate(headers):
         t.add_column(header, justify="left" if index == 0 else "right", overflow="fold")
@@ -223,6 +223,8 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
 
 
 def key_values(title: str, items: Mapping[str, Any]) -> Table:
+    from segbench.core.reports import cell
+
     t = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None)
     t.add_column(style="dim", overflow="fold")
     t.add_column(overflow="fold")

@@ -32,8 +32,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -126,12 +124,13 @@ def _spawn(args: Sequence[str], env: dict[str, str], log: Path, *, tied: bool) -
                                 start_new_session=True, preexec_fn=_tie_to_parent() if tied else None)
 
 
-_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never goes through a proxy
-
-
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
+    import urllib.error
+    import urllib.request  # here: the command line imports this module, and most commands never ask
+
+    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never goes through a proxy
     try:
-        with _LOCAL.open(f"{api_url}/health", timeout=timeout) as response:
+        with local.open(f"{api_url}/health", timeout=timeout) as response:
             return response.status == 200
     except (OSError, urllib.error.URLError):
         return False

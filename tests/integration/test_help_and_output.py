@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +218,11 @@ def test_help_in_a_pipe_is_laid_out_wide_unless_a_width_is_set(monkeypatch):
     assert typer.rich_utils.MAX_WIDTH == PIPE_HELP_WIDTH
     text = CliRunner().invoke(app, ["rounds", "ingest", "--help"]).output
     assert "<screened|majority|dawid-skene|glad>" in text  # not split over two lines
+    # A command in a pipe has not imported typer's help renderer yet: the width reaches it through TERMINAL_WIDTH.
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    done = subprocess.run([sys.executable, "-m", "segbench", "rounds", "ingest", "--help"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "<screened|majority|dawid-skene|glad>" in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("args", [

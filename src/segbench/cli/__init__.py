@@ -33,7 +33,7 @@ INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the s
                     "(it redoes only the rest)")
 
 help_text.tidy_flag_types()
-help_text.widen_help_in_pipes(sys.stdout.isatty(), dict(os.environ))
+help_text.widen_help_in_pipes(sys.stdout.isatty(), os.environ)  # type: ignore[arg-type]
 app = typer.Typer(
     help="Build segmentation evaluation datasets end to end and evaluate models on them.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,

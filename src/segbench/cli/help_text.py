@@ -10,6 +10,7 @@ choice lists and paths mid-word; :func:`widen_help_in_pipes` gives it a wide pag
 from __future__ import annotations
 
 import enum
+import sys
 from typing import Any
 
 from typer.core import TyperOption
@@ -43,11 +44,17 @@ PIPE_HELP_WIDTH = 120
 
 def widen_help_in_pipes(is_terminal: bool, environ: dict[str, str]) -> None:
     """Lay ``--help`` out at :data:`PIPE_HELP_WIDTH` columns when stdout is no terminal and no
-    width is set (``TERMINAL_WIDTH`` or ``COLUMNS``); a terminal keeps its own width."""
-    import typer.rich_utils
+    width is set (``TERMINAL_WIDTH`` or ``COLUMNS``); a terminal keeps its own width.
 
-    if not is_terminal and not environ.get("TERMINAL_WIDTH") and not environ.get("COLUMNS"):
-        typer.rich_utils.MAX_WIDTH = PIPE_HELP_WIDTH
+    Typer reads ``TERMINAL_WIDTH`` when it first imports its help renderer, which most commands never
+    do; a renderer already imported is set directly."""
+    if is_terminal or environ.get("TERMINAL_WIDTH") or environ.get("COLUMNS"):
+        return
+    rich_utils = sys.modules.get("typer.rich_utils")
+    if rich_utils is not None:
+        rich_utils.MAX_WIDTH = PIPE_HELP_WIDTH  # type: ignore[attr-defined]
+    else:
+        environ["TERMINAL_WIDTH"] = str(PIPE_HELP_WIDTH)
 
 
 __all__ = ["Runner", "tidy_flag_types", "widen_help_in_pipes"]
