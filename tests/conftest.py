@@ -27,6 +27,9 @@ os.environ.update(
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
         "PREFECT_LOGGING_LEVEL": "WARNING",
+        # A command without a Prefect API gets a private server that ends with it, not a background
+        # one outliving the test (tests/integration/test_prefect_server.py tests that default).
+        "SEGBENCH_SERVER_IDLE_MINUTES": "0",
         "DO_NOT_TRACK": "1",
         "DVC_NO_ANALYTICS": "1",
         "DVC_SITE_CACHE_DIR": str(_SESSION_DIR / "dvc-site-cache"),

@@ -2,16 +2,21 @@
 
 Every flow reports to a Prefect API. segbench gives it one of two, both on 127.0.0.1:
 
-* the **persistent server** of ``segbench server start``: ``prefect server start`` with its own
-  SQLite database under ``<work dir>/prefect-server/``, recorded in ``server.json`` there (pid,
-  port, URL). Every later command with the same work dir finds it and exports ``PREFECT_API_URL``
-  before Prefect is imported, so no command pays a server start. It outlives commands on purpose.
-* a **private per-command server** when no persistent one is up: the same process Prefect's own
-  temporary server runs, but started by segbench, in a session of its own (so Ctrl-C on the
-  terminal reaches the command, which then stops its flow cleanly, not the server under it) and
-  with ``PR_SET_PDEATHSIG`` (so even a ``kill -9`` of the command takes it down). It starts only
-  when the command imports Prefect, i.e. when it is about to run a flow, and says once how to
-  avoid the wait.
+* the **persistent server** of a work dir: ``prefect server start`` with its own SQLite database
+  under ``<work dir>/prefect-server/``, recorded in ``server.json`` there (pid, port, URL). Every
+  later command with the same work dir finds it and exports ``PREFECT_API_URL`` when it is about to
+  import Prefect, so no command pays a server start. ``segbench server start`` starts one that stays
+  up until ``segbench server stop``; the first command that runs a flow without one starts one in
+  the background (:func:`server_on_demand`), watched by a small process that stops it after
+  ``idle_minutes`` without a command using it, as long-lived tool daemons do. A command using it
+  holds a shared lock on ``in-use`` and touches ``last-used``; the watcher stops the server only
+  under the exclusive lock, so never under a running command.
+* a **private per-command server** when idle stopping is off (``server_idle_minutes = 0``): the
+  same process Prefect's own temporary server runs, but started by segbench, in a session of its
+  own (so Ctrl-C on the terminal reaches the command, which then stops its flow cleanly, not the
+  server under it) and with ``PR_SET_PDEATHSIG`` (so even a ``kill -9`` of the command takes it
+  down). It starts only when the command imports Prefect, i.e. when it is about to run a flow, and
+  says once how to avoid the wait.
 
 Nothing here imports Prefect: commands that only read local state must not pay for it.
 """
@@ -40,6 +45,7 @@ from segbench.core.errors import ServiceError
 
 STATE_NAME = "server.json"
 LOG_NAME = "server.log"
+IN_USE_NAME, LAST_USED_NAME = "in-use", "last-used"
 STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
 START_TIMEOUT = 120.0  # a first start on a new database takes 10-20 s here, more on a loaded machine
 _PR_SET_PDEATHSIG = 1
@@ -47,6 +53,8 @@ _PR_SET_PDEATHSIG = 1
 QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
 HINT = ("note: no Prefect server is running, so this command starts a temporary one (10-20 s); "
         "`segbench server start` keeps one up for every command")
+STARTING_HINT = ("note: starting a local Prefect server for this and later commands (once, 10-20 s); it stops "
+                 "after {minutes:g} min without use, `segbench server stop` stops it now")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +64,7 @@ class ServerState:
     pid: int
     started: int  # the process's start time in clock ticks since boot (/proc/<pid>/stat field 22)
     port: int
+    idle_minutes: float | None = None  # stopped after this long without use; None: until `server stop`
 
     @property
     def url(self) -> str:
@@ -187,11 +196,13 @@ def _server_lock(work_dir: Path) -> Iterator[None]:
         yield
 
 
-def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool = False) -> tuple[ServerState, bool]:
+def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool = False,
+                 idle_minutes: float | None = None) -> tuple[ServerState, bool]:
     """Start the persistent server of ``work_dir`` and wait until it answers; ``(state, started)``.
 
     Returns the running one (``started`` False) when it is already up. ``tied`` makes it end with
-    this process (``segbench demo`` and the tests use one only for their own duration).
+    this process (``segbench demo`` and the tests use one only for their own duration);
+    ``idle_minutes`` starts a watcher that stops it after that long without use.
 
     Raises:
         ServiceError: the server exited or did not answer within ``timeout`` (names its log).
@@ -210,11 +221,16 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
         })
         process = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                           "--port", str(port)], env, log, tied=tied)
-        state = ServerState(pid=process.pid, started=_start_time(process.pid) or 0, port=port)
+        state = ServerState(pid=process.pid, started=_start_time(process.pid) or 0, port=port,
+                            idle_minutes=idle_minutes)
         _wait_healthy(process, state.api_url, log, timeout)
         tmp = folder / f".{STATE_NAME}.tmp"
         tmp.write_text(json.dumps(dataclasses.asdict(state), sort_keys=True))
         tmp.replace(folder / STATE_NAME)
+        if idle_minutes is not None:
+            (folder / LAST_USED_NAME).touch()
+            _spawn([sys.executable, "-m", "segbench.prefect_server", "watch", str(folder)], _server_env({}),
+                   folder / "watch.log", tied=False)
         return state, True
 
 
@@ -266,6 +282,73 @@ def drain_prefect_workers() -> None:
     with contextlib.suppress(RuntimeError):  # never started
         APILogWorker.drain_all()
     EventsWorker.drain_all()
+
+
+# --- a server started on demand, stopped when idle ------------------------------------------------------
+
+_in_use: list[object] = []  # the open lock files this process holds (released when it exits)
+
+
+def mark_in_use(work_dir: Path) -> None:
+    """Say this command uses the server of ``work_dir`` until it exits: a shared lock and ``last-used``.
+
+    Taken before the server is looked up, so a watcher stopping it holds the exclusive lock and
+    this command waits, then finds no server and starts one.
+    """
+    folder = server_dir(work_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = (folder / IN_USE_NAME).open("a")
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    _in_use.append(handle)
+    (folder / LAST_USED_NAME).touch()
+    import atexit
+
+    atexit.register((folder / LAST_USED_NAME).touch)  # idle from the end of the command, not its start
+
+
+def server_on_demand(work_dir: Path, idle_minutes: float, *, hint: Callable[[str], None]) -> None:
+    """Give the first flow of this command the server of ``work_dir``, starting it if none runs.
+
+    Nothing happens now: when Prefect is first imported (the command is about to run a flow) the
+    command marks the server in use, starts it in the background unless it runs (saying so through
+    ``hint`` first), and exports ``PREFECT_API_URL``. The server outlives the command and stops
+    after ``idle_minutes`` without use.
+    """
+    if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
+        return
+
+    def start() -> None:
+        if os.environ.get("PREFECT_API_URL"):
+            return
+        mark_in_use(work_dir)
+        if read_state(work_dir) is None:
+            hint(STARTING_HINT.format(minutes=idle_minutes))
+        timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", START_TIMEOUT))
+        state, _ = start_server(work_dir, timeout=timeout, idle_minutes=idle_minutes)
+        os.environ["PREFECT_API_URL"] = state.api_url
+
+    sys.meta_path.insert(0, _BeforeImport("prefect", start))
+
+
+def watch_idle(folder: Path) -> None:
+    """Stop the server recorded in ``folder`` once it has gone ``idle_minutes`` without use; return
+    when it is stopped, by this or by ``segbench server stop``."""
+    state = ServerState(**json.loads((folder / STATE_NAME).read_text()))
+    idle = float(state.idle_minutes or 0) * 60
+    while _is_alive(state):
+        time.sleep(min(30.0, max(idle / 4, 0.2)))
+        with (folder / IN_USE_NAME).open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a command is using it
+            try:
+                unused = time.time() - (folder / LAST_USED_NAME).stat().st_mtime
+            except OSError:
+                unused = idle
+            if unused >= idle and read_state(folder.parent) == state:
+                stop_server(folder.parent)
+                return
 
 
 # --- the private per-command server --------------------------------------------------------------------
@@ -331,3 +414,8 @@ def private_server_on_demand(prefect_home: Path, *, hint: Callable[[str], None])
         atexit.register(stop_private_server, process)
 
     sys.meta_path.insert(0, _BeforeImport("prefect", start))
+
+
+if __name__ == "__main__":  # python -m segbench.prefect_server watch FOLDER: the idle watcher start_server spawns
+    if sys.argv[1:2] == ["watch"] and len(sys.argv) == 3:
+        watch_idle(Path(sys.argv[2]))

@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     hub_token: SecretStr | None = None  # or HF_TOKEN
     telemetry: bool = False
     track_evaluations: bool = False  # evaluate commands run as Prefect flows (as --track)
+    # A command that runs a flow with no Prefect server up starts one that stops after this long
+    # unused; 0: a private server for each command instead, stopped with it.
+    server_idle_minutes: float = Field(30.0, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -34,8 +34,9 @@ HINT = "segbench server start"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    """A user's environment: no Prefect API configured, Prefect state under the command's work dir."""
-    env = {**os.environ, "COLUMNS": "200", "SOURCE_DATE_EPOCH": EPOCH, **extra}
+    """A user's environment: no Prefect API configured, Prefect state under the command's work dir, and a
+    private server per command (the default background server has tests of its own)."""
+    env = {**os.environ, "COLUMNS": "200", "SOURCE_DATE_EPOCH": EPOCH, "SEGBENCH_SERVER_IDLE_MINUTES": "0", **extra}
     for key in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_LOCAL_STORAGE_PATH"):
         env.pop(key, None)
     return env
@@ -46,8 +47,8 @@ def _command(project: Path, *args: str) -> list[str]:
             str(project / "work"), *args]
 
 
-def segbench(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_command(project, *args), env=_env(), capture_output=True, text=True, timeout=timeout)
+def segbench(project: Path, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_command(project, *args), env=_env(**env), capture_output=True, text=True, timeout=timeout)
 
 
 def _cgf1_inputs(folder: Path) -> list[str]:
@@ -56,7 +57,8 @@ def _cgf1_inputs(folder: Path) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
     (folder / "preds.json").write_text(json.dumps(HAND_PREDS))
-    return ["evaluate", "cgf1", "--gt", str(folder / "gt.json"), "--predictions", str(folder / "preds.json")]
+    return ["evaluate", "cgf1", "--gt", str(folder / "gt.json"), "--predictions", str(folder / "preds.json"),
+            "--track"]  # as a flow: these tests are about the server under it
 
 
 def _api(url: str, path: str, body: dict) -> object:
@@ -112,7 +114,39 @@ def test_a_stale_or_reused_pid_in_the_state_file_is_no_server(tmp_path):
     assert not state.exists(), "stop clears the stale record"
 
 
-# --- without a server -------------------------------------------------------------------------------
+def _watchers(folder: Path) -> set[psutil.Process]:
+    """The idle watchers of the background server recorded in ``folder``."""
+    return {process for process in psutil.process_iter(["cmdline"])
+            if f"segbench.prefect_server watch {folder}" in " ".join(process.info["cmdline"] or [])}
+
+
+def test_the_first_flow_starts_a_background_server_that_later_commands_use_and_idle_stops(tmp_path):
+    project = tmp_path / "project"
+    folder = (project / "work" / "prefect-server").resolve()
+    first = segbench(project, *_cgf1_inputs(tmp_path / "inputs"), "--out", str(tmp_path / "a"),
+                     SEGBENCH_SERVER_IDLE_MINUTES="0.1")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count("starting a local Prefect server") == 1 and "0.1 min without use" in first.stderr
+    state = json.loads((folder / "server.json").read_text())
+    assert state["idle_minutes"] == 0.1 and psutil.pid_exists(state["pid"]), "it outlives the command"
+    try:
+        second = segbench(project, *_cgf1_inputs(tmp_path / "inputs"), "--out", str(tmp_path / "b"),
+                          SEGBENCH_SERVER_IDLE_MINUTES="0.1")
+        assert second.returncode == 0 and "starting" not in second.stderr, "the second command reuses it"
+        assert json.loads((folder / "server.json").read_text())["pid"] == state["pid"]
+        assert _api(f"http://127.0.0.1:{state['port']}/api", "/flow_runs/count", {}) == 2
+        assert "0.1 min without use" in segbench(project, "server", "status").stdout
+        deadline = time.monotonic() + 60  # 6 s idle, checked every 1.5 s, then SIGTERM
+        while psutil.pid_exists(state["pid"]) and psutil.Process(state["pid"]).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the idle server was not stopped"
+            time.sleep(0.5)
+        assert "down" in segbench(project, "server", "status").stdout
+        assert _survivors(_watchers(folder)) == [], "the watcher ends with its server"
+    finally:
+        segbench(project, "server", "stop")
+
+
+# --- a private server per command -----------------------------------------------------------------------------------------------------------------------------------------------
 
 def _descendants_while_running(process: subprocess.Popen[str], until: float) -> set[psutil.Process]:
     """The command's descendants seen until one is a Prefect server process or ``until`` passes."""

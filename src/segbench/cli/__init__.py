@@ -98,16 +98,23 @@ def _root(
 
 
 def _choose_prefect_api(settings: Settings, *, private_allowed: bool) -> None:
-    """Point Prefect at the running ``segbench server`` of this work dir, else at a private server
-    started only if the command runs a flow. Before Prefect is imported: it reads the URL then."""
+    """Point Prefect at the server of this work dir, started in the background by the first command
+    that runs a flow (or a private server for this command with ``server_idle_minutes = 0``). Before
+    Prefect is imported: it reads the URL then."""
     if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
         return  # the user's own server, or a program that already set Prefect up
+
+    def hint(text: str) -> None:
+        console.err.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    if private_allowed and settings.server_idle_minutes > 0:
+        prefect_server.server_on_demand(settings.work_dir, settings.server_idle_minutes, hint=hint)
+        return
     state = prefect_server.read_state(settings.work_dir)
     if state is not None:
         os.environ["PREFECT_API_URL"] = state.api_url
     elif private_allowed:
-        prefect_server.private_server_on_demand(
-            settings.prefect_home, hint=lambda text: console.err.print(text, markup=False, highlight=False, soft_wrap=True))
+        prefect_server.private_server_on_demand(settings.prefect_home, hint=hint)
 
 
 def _print_version() -> None:

@@ -1,7 +1,8 @@
 """``segbench server``: a persistent local Prefect server every later command uses.
 
-Without one, each command that runs a flow starts a temporary server of its own (10-20 s). The
-server keeps its SQLite database, log and state file under ``<work dir>/prefect-server/``.
+Without one, the first command that runs a flow starts one in the background, which stops after
+``server_idle_minutes`` without use; ``server start`` starts one that runs until ``server stop``.
+The server keeps its SQLite database, log and state file under ``<work dir>/prefect-server/``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def status(ctx: typer.Context) -> None:
     if state is None:
         console.out.print("Prefect server: down (start one with: segbench server start).")
     elif healthy:
-        console.out.print(f"Prefect server: up at [bold]{state.url}[/] (pid {state.pid}).")
+        until = (f"; it stops after {state.idle_minutes:g} min without use" if state.idle_minutes is not None
+                 else "; it runs until segbench server stop")
+        console.out.print(f"Prefect server: up at [bold]{state.url}[/] (pid {state.pid}){until}.")
     else:
         console.out.print(f"Prefect server: running (pid {state.pid}) but not answering at {state.url}; "
                           "segbench server stop ends it.")
