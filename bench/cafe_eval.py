@@ -2,11 +2,11 @@
 
 Generates a seeded CAFE-like export (10k pairs = 20k images of 256-640 px, one target mask per
 positive, 0-4 predictions per image: jittered copies of the target, other blobs, scores around the
-0.5 threshold). The rows themselves are ``bench/rows.py``'s ``cafe``: cgF1 against SAM3's evaluator's
-algorithm and the CAFE table against CAFE's script's algorithm (``segbench.tasks.cafe.reference``),
-each with its output check. Run standalone, this prints those rows:
+0.5 threshold), used by every CAFE and cgF1 row. ``bench/rows.py``'s ``cafe`` times the CAFE table
+against CAFE's script's algorithm re-implemented (``segbench.tasks.cafe.reference``); the cgF1 rows
+run SAM3's own evaluator (``bench/commands.py``). Run standalone, this prints the ``cafe`` rows:
 
-    .venv/bin/python bench/cafe_eval.py                    # 2k and 10k pairs, as bench/run.py
+    .venv/bin/python bench/cafe_eval.py                    # 2,146 and 10k pairs, as bench/run.py
     .venv/bin/python bench/cafe_eval.py --pairs 1000       # a quick check
 """
 
@@ -21,7 +21,6 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from segbench.schemas.cafe import TAU_SWEEP
-from segbench.tasks.cafe.cgf1 import evaluate_cgf1
 from segbench.tasks.cafe.cgf1_inputs import load_ground_truth, load_predictions
 from segbench.tasks.cafe.metrics import (
     OVERALL,
@@ -94,12 +93,6 @@ def fast_table(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[st
             for name in (*SUBSETS, OVERALL)}
 
 
-def fast_cgf1(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[str, Any]:
-    """segbench's cgF1 summary, validation and indexing included."""
-    truth = load_ground_truth(gt, "bench-gt")
-    return evaluate_cgf1([truth], load_predictions(predictions, "bench-predictions", truth))
-
-
 def fast_steps(gt: dict[str, Any], predictions: list[dict[str, Any]]) -> dict[str, float]:
     """Seconds of each step of :func:`fast`, run again step by step: where the time goes."""
     seconds, start = {}, time.perf_counter()
@@ -137,7 +130,7 @@ def compare_cgf1(ours: dict[str, Any], ref: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, nargs="+", default=[2000, 10_000])
+    parser.add_argument("--pairs", type=int, nargs="+", default=[2146, 10_000])
     args = parser.parse_args()
     import rows
     import run

@@ -238,21 +238,19 @@ def _agrees(check: Callable[[Any, Any], None], ours: Any, ref: Any) -> bool:
 
 
 def cafe(quick: bool, pair_counts: tuple[int, ...] | None = None) -> list[Row]:
-    """cgF1 and the CAFE table against faithful reimplementations of the public evaluators.
+    """The CAFE table against a re-implementation of CAFE's script (``segbench.tasks.cafe.reference``).
 
-    cgF1: SAM3's ``CGF1Evaluator`` algorithm (one ``COCOeval`` per image, results through ``loadRes``).
-    CAFE table: CAFE's ``eval_cafe_metrics.py`` algorithm (a Python loop over pairs, pycocotools IoUs
-    with the target), against segbench computing the same table; the detail also times segbench's
-    whole evaluation (with the per-subset cgF1 and the τ sweep). Both sides start from the same
-    parsed JSON, warm: each is run once first, since segbench's first large evaluation in a process
-    pays numba's start-up (in the detail; the command rows include it). segbench's time includes
-    validating and indexing the inputs (the reference validates nothing). The table times are the
-    median of three runs, each after a garbage collection. ``pair_counts`` overrides the scales
-    (``bench/cafe_eval.py --pairs``).
+    CAFE's ``eval_cafe_metrics.py`` cannot be run here (``public_tools.CAFE_MISSING``), so this row
+    compares segbench's target-aware table with the script's algorithm re-implemented (a Python loop
+    over pairs, pycocotools IoUs with the target), and says so in its name: it does not stand for
+    the public tool. cgF1 is measured against SAM3's real evaluator (``cgf1_warm``, ``eval_commands``).
+    Both sides start from the same parsed JSON, warm; segbench's time includes validating and
+    indexing the inputs (the reference validates nothing). Times are the median of three runs, each
+    after a garbage collection. ``pair_counts`` overrides the scales (``bench/cafe_eval.py --pairs``).
     """
-    from cafe_eval import compare_cgf1, compare_table, fast, fast_cgf1, fast_steps, fast_table, generate
+    from cafe_eval import compare_table, fast, fast_steps, fast_table, generate
 
-    from segbench.tasks.cafe.reference import reference_cgf1, reference_target_aware
+    from segbench.tasks.cafe.reference import reference_target_aware
 
     def median_of_3(function: Callable[..., Any]) -> tuple[Any, float]:
         runs = []
@@ -262,23 +260,18 @@ def cafe(quick: bool, pair_counts: tuple[int, ...] | None = None) -> list[Row]:
         return runs[0][0], statistics.median(t for _, t in runs)
 
     rows = []
-    for pairs in pair_counts or ((500, 2000) if quick else (2000, 10_000)):
+    for pairs in pair_counts or ((500, 2146) if quick else (2146, 10_000)):
         gt, predictions = generate(pairs, 0)
         detail = {"pairs": pairs, "images": len(gt["images"]), "predictions": len(predictions)}
         first_call = _timed(fast, gt, predictions)[1]
         reference_target_aware(gt, predictions)
-        ours, t_ours = _timed(fast_cgf1, gt, predictions)
-        ref, t_ref = _timed(reference_cgf1, [gt], predictions)
-        rows.append(result(f"cgF1 / SAM3 algorithm: COCOeval + loadRes per image ({pairs} pairs)", measured=t_ours,
-                           baseline=t_ref, ratio=t_ref / t_ours, target=">= 3x faster", passed=t_ref / t_ours >= 3,
-                           checks={"identical numbers": _agrees(compare_cgf1, ours, ref)}, detail=detail))
         table, t_table = median_of_3(fast_table)
         ref, t_ref = median_of_3(reference_target_aware)
         whole, t_whole = median_of_3(fast)
         agrees = _agrees(compare_table, table, ref) and _agrees(compare_table, whole, ref)
-        rows.append(result(f"CAFE table / CAFE script algorithm: per-pair loop ({pairs} pairs)", measured=t_table,
-                           baseline=t_ref, ratio=t_ref / t_table, target=">= 2x faster", passed=t_ref / t_table >= 2,
-                           checks={"identical numbers": agrees},
+        rows.append(result(f"CAFE table vs CAFE's script's algorithm re-implemented, not the script ({pairs:,} pairs)",
+                           measured=t_table, baseline=t_ref, ratio=t_ref / t_table, target=">= 2x faster",
+                           passed=t_ref / t_table >= 2, checks={"identical numbers": agrees},
                            detail=detail | {"whole_evaluation_s": round(t_whole, 3),
                                             "whole_evaluation_ratio": round(t_ref / t_whole, 3),
                                             "whole_evaluation_adds": "per-subset cgF1, tau sweep",

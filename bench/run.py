@@ -6,17 +6,20 @@
 
 Rows (``--only`` names): coco_cd (COCO-CD build vs pycocotools loading its inputs; its peak RSS vs the
 JSON size; peak RSS at 10%, 50% and 100% of the scale, each build in its own process, with the slope),
-nouns (noun mining vs spaCy's full pipeline), cafe (cgF1 and the CAFE table at 2k and 10k pairs vs the algorithms
-of SAM3's evaluator and CAFE's script),
+nouns (noun mining vs spaCy's full pipeline), cafe (the CAFE table at 2,146 and 10k pairs vs CAFE's script's
+algorithm re-implemented: the script itself cannot be fetched here),
 llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
-must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead (a
-command's cost beyond its flow's work, with `segbench server` up), eval_commands (`segbench evaluate
-cgf1|cafe` on 10k pairs as processes vs their flows in a warm process; the public algorithms as processes
-beside them), status (`rounds status` against
+must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead
+(`segbench evaluate cgf1` on 5 pairs vs SAM3's CGF1Evaluator, both processes), eval_commands (`segbench
+evaluate cgf1` vs SAM3's CGF1Evaluator as processes at 2,146, 10k and 100k pairs, with peak RSS;
+`evaluate cafe` alone), cgf1_warm (cgF1 from files to numbers in a warm process vs SAM3's evaluator in
+its own), status (`rounds status` against
 `segbench --version`), crowd (a simulated crowd with 0/20/40% spammers: true labels and masks
 recovered by gold filtering and Dawid-Skene against plain majority vote; ``bench/crowd.py``), release
 (`segbench release coco_cd` at COCO scale against its build; peak RSS at 10%, 50% and 100% of the scale).
 
+SAM3's evaluator is the ``sam3`` package from the registry, installed once into ``bench/out/public/``
+without the model's dependencies, or a checkout given with ``--sam3-dir`` (``bench/public_tools.py``).
 Every row runs in its own child process (fresh imports, its own peak memory) and checks that segbench
 and the baseline give the same output; a row whose outputs differ fails whatever its ratio. Writes
 ``bench/out/summary.json`` and ``bench/out/summary.md``; exits 1 when a row fails.
@@ -92,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--quick", action="store_true", help="small scales, a few minutes in all")
     parser.add_argument("--only", nargs="+", choices=ORDER, metavar="ROW", help=f"rows to run: {', '.join(ORDER)}")
+    parser.add_argument("--sam3-dir", type=Path, help="a checkout of facebookresearch/sam3 to run SAM3's evaluator "
+                                                      "from (default: the sam3 package from the registry)")
     args = parser.parse_args(argv)
+    if args.sam3_dir:
+        from public_tools import SAM3_DIR_ENV
+
+        os.environ[SAM3_DIR_ENV] = str(args.sam3_dir.resolve())  # the rows run in child processes
     meta = {"mode": "quick" if args.quick else "full scale", "date": time.strftime("%Y-%m-%d %H:%M"),
             "machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()}
     rows: list[dict[str, Any]] = []

@@ -7,9 +7,11 @@ tasks and annotations to segbench records belongs in the converters, not here.
 
 Failures come back as :class:`~segbench.core.errors.ServiceError` (server unreachable, token refused,
 unexpected answer) or :class:`~segbench.core.errors.InputError` (the server rejected what we sent, such
-as a label config). Messages name the server URL and never contain the token. Requests that
-create something are never retried (a retry after a lost response would create it twice); reads
-are retried twice on connection errors and 5xx/429 answers.
+as a label config). Messages name the server URL and never contain the token, even when the
+server echoes it. Requests that create something are never retried (a retry after a lost response
+would create it twice); reads are retried twice on connection errors and 5xx/429 answers. Every
+request ends within its deadline (:mod:`segbench.core.http_limits`) however slowly the server
+sends, follows at most a few redirects, and every answer is checked for the shape used.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Self, TypeVar
 
 import httpx
+import orjson
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from segbench.core.errors import InputError, ServiceError
+from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,6 +39,7 @@ T = TypeVar("T")
 LOCAL_FILES_PREFIX = "/data/local-files/?d="
 _READ = {"max_retries": 2}
 _STATUS_HINT = "is the server running? scripts/label-studio.sh status"
+_SHAPE_HINT = "check that the URL is a Label Studio server (scripts/label-studio.sh installs 1.23), not a proxy or a login page"
 
 
 class LabelStudioClient:
@@ -43,14 +48,18 @@ class LabelStudioClient:
     Args:
         url: the server's base URL, e.g. ``http://127.0.0.1:8089``.
         token: an API token (the legacy 40-character token, or a personal access token).
-        timeout: seconds per HTTP request.
+        timeout: seconds a connection or a read may wait.
+        deadline: seconds a whole request may take (default: 4 × ``timeout``, at least 120).
 
     The constructor makes no network call; use :meth:`check` to fail early.
     """
 
-    def __init__(self, url: str, token: str, *, timeout: float = 30) -> None:
+    def __init__(self, url: str, token: str, *, timeout: float = 30, deadline: float | None = None) -> None:
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, follow_redirects=True)
+        self._token = token
+        self._deadline = deadline if deadline is not None else max(120.0, 4 * timeout)
+        self._http = keep_deadlines(httpx.Client(base_url=self.url, timeout=timeout, follow_redirects=True,
+                                                 max_redirects=MAX_REDIRECTS))
         try:
             # max_retries=0: the SDK would otherwise retry POSTs on 5xx/409 and connection errors.
             self._sdk = LabelStudio(
@@ -82,11 +91,27 @@ class LabelStudioClient:
         server's message; without it a 400 is a ServiceError like any other answer.
         """
         try:
-            yield
-        except httpx.TransportError as exc:
+            with deadline(self._deadline):
+                yield
+        except httpx.TimeoutException as exc:
+            raise ServiceError(
+                f"Label Studio at {self.url} did not answer {what} in time ({type(exc).__name__}; each request "
+                f"may take {self._deadline:g} s)", hint=_STATUS_HINT) from None
+        except httpx.TooManyRedirects:
+            raise ServiceError(f"Label Studio at {self.url} redirected {what} more than {MAX_REDIRECTS} times",
+                               hint="check the server URL (a proxy or a login page in between?)") from None
+        except httpx.DecodingError:
+            raise ServiceError(f"Label Studio at {self.url} sent an answer to {what} that does not decode as its "
+                               "headers say (Content-Encoding)", hint="check what sits between you and the server "
+                               "(a proxy?)") from None
+        except httpx.HTTPError as exc:
             raise ServiceError(
                 f"cannot reach Label Studio at {self.url} ({what}: {type(exc).__name__})", hint=_STATUS_HINT
-            ) from exc
+            ) from None
+        except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+            # The SDK parses every answer into its models: one of another shape fails there.
+            raise ServiceError(f"Label Studio at {self.url} sent an answer to {what} that is not what its API "
+                               f"returns ({type(exc).__name__})", hint=_SHAPE_HINT) from None
         except ApiError as exc:
             if exc.status_code in (401, 403):
                 raise ServiceError(
@@ -94,11 +119,19 @@ class LabelStudioClient:
                     hint="check SEGBENCH_LABEL_STUDIO_TOKEN against the token of the server's account",
                 ) from None  # unchained: its text can carry a secret
             if exc.status_code == 400 and invalid is not None:
-                raise invalid(_summary(exc.body)) from None  # unchained: its text can carry a secret
+                raise invalid(self._summary(exc.body)) from None  # unchained: its text can carry a secret
             raise ServiceError(
-                f"Label Studio at {self.url} answered HTTP {exc.status_code} to {what}: {_summary(exc.body)}",
+                f"Label Studio at {self.url} answered HTTP {exc.status_code} to {what}: {self._summary(exc.body)}",
                 hint=_STATUS_HINT if (exc.status_code or 0) >= 500 else None,
             ) from None  # unchained: its text can carry a secret
+
+    def _summary(self, body: Any) -> str:
+        """The server's error message for one line, without the token (a server may echo the request)."""
+        text = _summary(body)
+        return text.replace(self._token, "***") if self._token else text
+
+    def _shape(self, what: str, problem: str) -> ServiceError:
+        return ServiceError(f"Label Studio at {self.url} answered {what} with {problem}", hint=_SHAPE_HINT)
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self._calling(what):
@@ -155,6 +188,8 @@ class LabelStudioClient:
                 description=description,
                 maximum_annotations=maximum_annotations,
             )
+        if not isinstance(getattr(project, "id", None), int):
+            raise self._shape("create project", "no project id")
         log.info("created Label Studio project %s (%s) at %s", project.id, title, self.url)
         return int(project.id)
 
@@ -227,7 +262,9 @@ class LabelStudioClient:
             request=tasks,
             return_task_ids=True,
         )
-        ids = [int(task_id) for task_id in (response.task_ids or [])]
+        ids = getattr(response, "task_ids", None) or []
+        if not all(isinstance(task_id, int) for task_id in ids):
+            raise self._shape(f"import tasks into project {project_id}", "task ids that are not numbers")
         if len(ids) != len(tasks):
             raise ServiceError(
                 f"Label Studio at {self.url} imported {len(ids)} of {len(tasks)} tasks into project {project_id}"
@@ -236,20 +273,24 @@ class LabelStudioClient:
         return ids
 
     def export(self, project_id: int) -> list[dict[str, Any]]:
-        """Every task of the project with its annotations, as Label Studio's JSON export."""
-        with self._calling(f"export project {project_id}"):
+        """Every task of the project with its annotations, as Label Studio's JSON export: checked to be
+        a list of task objects whose ``data`` is an object and whose ``annotations`` are objects."""
+        what = f"export project {project_id}"
+        with self._calling(what):
             chunks = self._sdk.projects.exports.download_sync(
                 project_id, export_type="JSON", download_all_tasks=True, request_options=_READ
             )
             raw = b"".join(chunks)
         try:
-            tasks = json.loads(raw)
-        except ValueError as exc:
-            raise ServiceError(
-                f"Label Studio at {self.url} sent an export of project {project_id} that is not JSON"
-            ) from exc
+            tasks = orjson.loads(raw)  # bounded nesting: a body nested deeper fails here
+        except orjson.JSONDecodeError as exc:
+            raise self._shape(what, f"a body that is not JSON ({exc})") from None
         if not isinstance(tasks, list):
-            raise ServiceError(f"Label Studio at {self.url} sent an export of project {project_id} that is not a list")
+            raise self._shape(what, "a body that is not a list of tasks")
+        for index, task in enumerate(tasks):
+            problem = _task_problem(task)
+            if problem:
+                raise self._shape(what, f"task #{index} {problem}")
         return tasks
 
     def task_item_ids(self, project_id: int) -> dict[int, str]:
@@ -331,6 +372,22 @@ class LabelStudioClient:
             completed_by=completed_by,
         )
         return int(annotation.id)
+
+
+def _task_problem(task: Any) -> str | None:
+    """Why an exported task cannot be read (``None`` when it can)."""
+    if not isinstance(task, dict):
+        return "is not an object"
+    if not isinstance(task.get("id"), int):
+        return "has no numeric id"
+    if not isinstance(task.get("data", {}), dict):
+        return "has data that is not an object"
+    annotations = task.get("annotations", [])
+    if not isinstance(annotations, list) or not all(isinstance(a, dict) for a in annotations):
+        return "has annotations that are not a list of objects"
+    if not all(isinstance(a.get("result", []), list) for a in annotations):
+        return "has an annotation whose result is not a list"
+    return None
 
 
 def _summary(body: Any, limit: int = 500) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from segbench.core.errors import ProviderError
+from segbench.core.http_limits import map_requests
 from segbench.core.io import canonical_json, fingerprint, write_json
 from segbench.providers.base import LanguageProvider, Question, Usage
 
@@ -176,9 +176,8 @@ class CachedProvider(CacheFront):
         workers = max(1, min(int(getattr(self.inner, "concurrency", 1)), len(todo)))
         if workers == 1:
             outcomes = [ask(item) for item in todo.items()]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                outcomes = list(pool.map(ask, todo.items()))
+        else:  # daemon threads: Ctrl-C does not wait for the requests in flight
+            outcomes = map_requests(ask, list(todo.items()), workers)
         failures = [outcome for _, outcome in outcomes if isinstance(outcome, ProviderError)]
         if failures:
             first = failures[0]

@@ -19,18 +19,16 @@ import base64
 import binascii
 import logging
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import openai
 from PIL import Image, ImageFilter
 
 from segbench.core.errors import InputError, ProviderError
 from segbench.core.io import open_image
 from segbench.providers.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
-from segbench.providers.openai_provider import OpenAIBackend, _is_transient, display_url
+from segbench.providers.openai_provider import OpenAIBackend, display_url
 from segbench.schemas.edits import EditPlan
 
 log = logging.getLogger(__name__)
@@ -191,33 +189,15 @@ class OpenAIImageEditor(OpenAIBackend):
 
     def _call(self, plan: EditPlan, **request: Any) -> Any:
         """One ``images.edit`` call, retrying transient failures with backoff."""
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = self._conn.client.images.edit(**request)
-            except openai.OpenAIError as exc:
-                if not _is_transient(exc):
-                    raise self._error(plan, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
-                if attempt == self.max_retries:
-                    raise self._error(
-                        plan, f"gave up after {attempt + 1} attempts: {self._describe(exc)}", hint="retry later"
-                    ) from None  # unchained: its text can carry a secret
-                delay = self._delay(attempt, exc)
-                self._count(retries=1)
-                log.warning(
-                    "%s at %s (%s): %s; retry %d/%d in %.2f s",
-                    self.model, display_url(self.base_url), plan.target_key,
-                    self._describe(exc), attempt + 1, self.max_retries, delay,
-                )  # fmt: skip
-                time.sleep(delay)
-                continue
-            usage = getattr(response, "usage", None)
-            self._count(
-                calls=1,
-                prompt_tokens=getattr(usage, "input_tokens", 0) or 0,
-                completion_tokens=getattr(usage, "output_tokens", 0) or 0,
-            )
-            return response
-        raise AssertionError("unreachable")  # the loop returns or raises
+        response = self._retrying(plan, plan.target_key, lambda: self._conn.client.images.edit(**request),
+                                  looks_right=lambda answer: hasattr(answer, "data"))
+        usage = getattr(response, "usage", None)
+        self._count(
+            calls=1,
+            prompt_tokens=getattr(usage, "input_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "output_tokens", 0) or 0,
+        )
+        return response
 
     def _decode(self, plan: EditPlan, response: Any) -> Image.Image:
         data = getattr(response, "data", None) or []

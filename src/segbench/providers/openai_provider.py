@@ -3,7 +3,11 @@
 It sends each :class:`~segbench.providers.base.Question` as a chat completion with a strict JSON
 schema (the pydantic answer schema), validates the reply with pydantic, re-asks once when the reply
 does not validate (showing the model its error), and retries rate limits, server errors, timeouts and
-dropped connections with exponential backoff and jitter (honouring ``Retry-After``). Works against
+dropped connections with exponential backoff and jitter (honouring ``Retry-After`` up to
+:data:`MAX_RETRY_AFTER`; a server asking for longer fails the question at once). Each request ends
+within its timeout however slowly the server sends (:mod:`segbench.core.http_limits`), an answer
+that is not a chat completion (an HTML page, an event stream, cut-off JSON) is a typed error, and
+Ctrl-C ends a command at once, also while requests are in flight or a retry waits. Works against
 api.openai.com and any OpenAI-compatible server (``base_url``).
 
 The API key is handed to the official client and nowhere else: it never appears in errors, logs,
@@ -18,8 +22,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,6 +31,7 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from segbench.core.errors import ProviderError
+from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines, map_requests
 from segbench.providers.base import Question, Usage
 
 log = logging.getLogger(__name__)
@@ -36,7 +40,7 @@ T = TypeVar("T", bound=BaseModel)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx: the statuses OpenAI documents as transient
-MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail instead of hanging
+MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail at once instead of hanging
 REASK = (
     "Your previous answer could not be used: {problem}\n"
     "Answer the same request again with JSON that matches the schema exactly."
@@ -85,8 +89,18 @@ def _retry_after(exc: Exception) -> float | None:
     return None
 
 
+class _WrongShape(Exception):
+    """An answer of another kind than the API's (an HTML page, an event stream)."""
+
+
+def _sleep(seconds: float) -> None:
+    """Wait before a retry; in a worker thread Ctrl-C does not reach here, but the daemon thread
+    running it does not hold the program (``http_limits.map_requests``)."""
+    threading.Event().wait(seconds)
+
+
 def _is_transient(exc: Exception) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    if isinstance(exc, (openai.APIConnectionError, ValueError, _WrongShape)):  # timeouts; bodies cut off or garbled
         return True
     return isinstance(exc, openai.APIStatusError) and (exc.status_code in RETRY_STATUS or exc.status_code >= 500)
 
@@ -116,7 +130,9 @@ class _Connection:
         self.secret = secret
         # Retries are ours (counted, logged, Retry-After honoured), so the client's own are off.
         # A placeholder key keeps the client from silently reading OPENAI_API_KEY for a keyless server.
-        self.client = openai.OpenAI(api_key=secret or "unused", base_url=base_url, max_retries=0, timeout=timeout)
+        http = keep_deadlines(openai.DefaultHttpxClient(timeout=timeout, max_redirects=MAX_REDIRECTS))
+        self.client = openai.OpenAI(api_key=secret or "unused", base_url=base_url, max_retries=0, timeout=timeout,
+                                    http_client=http)
 
     def __repr__(self) -> str:
         return "<connection>"
@@ -138,6 +154,7 @@ class OpenAIBackend:
         """Set what every backend holds; makes no network call."""
         self.model = model
         self.base_url = base_url
+        self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -159,16 +176,50 @@ class OpenAIBackend:
         """Close the HTTP connections."""
         self._conn.client.close()
 
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff."""
+    def _delay(self, attempt: int, exc: Exception) -> float | None:
+        """Seconds to wait before retry ``attempt + 1``: the server's Retry-After, else backoff;
+        ``None`` when the server asks for longer than :data:`MAX_RETRY_AFTER`."""
         asked = _retry_after(exc)
         if asked is not None:
             if asked > MAX_RETRY_AFTER:
-                return MAX_RETRY_AFTER
+                return None
             # A little jitter on top, so workers told the same instant do not return together.
             return asked + self._random.uniform(0, 0.1 * asked + 0.01)
         backoff = min(self.backoff_max, self.backoff_base * 2**attempt)
         return backoff / 2 + self._random.uniform(0, backoff / 2)  # "equal jitter"
+
+    def _retrying(self, subject: Any, label: str, call: Callable[[], Any], looks_right: Callable[[Any], bool]) -> Any:
+        """``call()`` (one request), retrying transient failures with backoff; what it returned.
+
+        ``subject`` is what the errors name (the question, the edit plan), ``label`` what the retry
+        lines name; ``looks_right`` checks the answer's shape (a body of another kind is retried
+        like a dropped connection, then fails naming what came instead).
+        """
+        for attempt in range(self.max_retries + 1):
+            try:
+                with deadline(self.timeout):
+                    answer = call()
+                if not looks_right(answer):
+                    raise _WrongShape(f"the answer was not what the API returns ({type(answer).__name__} "
+                                      "body: an HTML page or an event stream?)")
+            except (openai.OpenAIError, ValueError, _WrongShape) as exc:
+                if not _is_transient(exc):
+                    raise self._error(subject, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
+                if attempt == self.max_retries:
+                    raise self._error(subject, f"gave up after {attempt + 1} attempts: {self._describe(exc)}",
+                                      hint="retry later, or lower the concurrency") from None
+                delay = self._delay(attempt, exc)
+                if delay is None:
+                    raise self._error(subject, f"{self._describe(exc)}; the server asks to wait "
+                                      f"{_retry_after(exc):.0f} s before retrying, more than the {MAX_RETRY_AFTER:g} s "
+                                      "segbench waits", hint="retry later (the server is rate-limiting)") from None
+                self._count(retries=1)
+                log.warning("%s at %s (%s): %s; retry %d/%d in %.2f s", self.model, display_url(self.base_url),
+                            label, self._describe(exc), attempt + 1, self.max_retries, delay)
+                _sleep(delay)
+                continue
+            return answer
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _count(self, **amounts: float) -> None:
         with self._lock:
@@ -176,7 +227,11 @@ class OpenAIBackend:
 
     def _describe(self, exc: Exception) -> str:
         if isinstance(exc, openai.APITimeoutError):
-            return "request timed out"
+            return f"request timed out (no complete answer within {self.timeout:g} s)"
+        if isinstance(exc, _WrongShape):
+            return str(exc)
+        if isinstance(exc, ValueError):
+            return f"the answer was not valid JSON ({type(exc).__name__})"
         if isinstance(exc, openai.APIConnectionError):
             return "connection failed"
         if isinstance(exc, openai.APIStatusError):
@@ -284,18 +339,16 @@ class OpenAIProvider(OpenAIBackend):
         """
         if not questions:
             return []
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(questions))) as pool:
-            futures = [pool.submit(self.answer, q, schema) for q in questions]
-        results: list[T] = []
-        failures: list[ProviderError] = []
-        for future in futures:
-            exc = future.exception()
-            if exc is None:
-                results.append(future.result())
-            elif isinstance(exc, ProviderError):
-                failures.append(exc)
-            else:
-                raise exc
+
+        def ask(question: Question) -> T | ProviderError:
+            try:
+                return self.answer(question, schema)
+            except ProviderError as exc:
+                return exc
+
+        outcomes = map_requests(ask, questions, self.concurrency)
+        results = [outcome for outcome in outcomes if not isinstance(outcome, ProviderError)]
+        failures = [outcome for outcome in outcomes if isinstance(outcome, ProviderError)]
         if failures:
             first = failures[0]
             raise ProviderError(
@@ -331,33 +384,16 @@ class OpenAIProvider(OpenAIBackend):
 
     def _complete(self, question: Question, messages: list[dict[str, str]], fmt: dict[str, Any]) -> Any:
         """One chat completion, retrying transient failures with backoff."""
-        for attempt in range(self.max_retries + 1):
-            try:
-                with self._slots:
-                    completion = self._conn.client.chat.completions.create(
-                        model=self.model, messages=messages, response_format=fmt, **self.params
-                    )
-            except openai.OpenAIError as exc:
-                if not _is_transient(exc):
-                    raise self._error(question, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
-                if attempt == self.max_retries:
-                    raise self._error(
-                        question,
-                        f"gave up after {attempt + 1} attempts: {self._describe(exc)}",
-                        hint="retry later, or lower the concurrency",
-                    ) from None  # unchained: its text can carry a secret
-                delay = self._delay(attempt, exc)
-                self._count(retries=1)
-                log.warning(
-                    "%s at %s (%s): %s; retry %d/%d in %.2f s",
-                    self.model, display_url(self.base_url), question.kind,
-                    self._describe(exc), attempt + 1, self.max_retries, delay,
-                )  # fmt: skip
-                time.sleep(delay)
-                continue
-            self._record(completion)
-            return completion
-        raise AssertionError("unreachable")  # the loop returns or raises
+
+        def call() -> Any:
+            with self._slots:
+                return self._conn.client.chat.completions.create(
+                    model=self.model, messages=messages, response_format=fmt, **self.params)
+
+        completion = self._retrying(question, question.kind, call,
+                                    looks_right=lambda answer: isinstance(getattr(answer, "choices", None), list))
+        self._record(completion)
+        return completion
 
     def _record(self, completion: Any) -> None:
         usage = getattr(completion, "usage", None)
