@@ -87,13 +87,17 @@ def cluster(tmp_path_factory):
         start("prefect", PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(api_port))
         start("scheduler", DASK, "scheduler", "--host", "127.0.0.1", "--port", str(scheduler_port),
               "--no-dashboard")
-        for name in ("w1", "w2"):
+        def start_worker(name: str) -> None:
             start(name, DASK, "worker", address, "--name", name, "--nthreads", "1", "--no-dashboard",
                   "--host", "127.0.0.1", "--local-directory", str(root / name))
+
+        for name in ("w1", "w2"):
+            start_worker(name)
         _wait_for(lambda: _answers(env["PREFECT_API_URL"] + "/health"), "the Prefect server", list(procs.values()))
         with _client(address) as client:
             client.wait_for_workers(2, timeout=60)
-        yield {"root": root, "work": work, "env": env, "address": address, "procs": procs, "logs": logs}
+        yield {"root": root, "work": work, "env": env, "address": address, "procs": procs, "logs": logs,
+               "start_worker": start_worker}
     finally:
         _stop(list(procs.values()))
 
@@ -155,6 +159,9 @@ def test_a_worker_killed_mid_build_changes_nothing(cluster, world, default_build
             build.kill()
             build.wait()
     assert cluster["procs"][busy].wait(timeout=10) == -signal.SIGKILL
+    cluster["start_worker"](busy)  # the module's other tests, in any order, expect both workers
+    with _client(cluster["address"]) as client:
+        client.wait_for_workers(2, timeout=60)
     assert "0 reused" in out
     assert sha256_tree(data / "coco_cd") == sha256_tree(default_build)
 
