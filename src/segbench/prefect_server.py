@@ -284,6 +284,35 @@ def drain_prefect_workers() -> None:
     EventsWorker.drain_all()
 
 
+def check_configured_api(url: str) -> None:
+    """Check a ``PREFECT_API_URL`` the user set: its form now, that it answers when a flow is about
+    to run (before Prefect is imported), so neither ends in Prefect's own traceback.
+
+    Raises:
+        InputError: not an http(s) URL. ServiceError: nothing answers there (at the first flow).
+    """
+    from urllib.parse import urlsplit
+
+    from segbench.core.errors import InputError
+
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+    except ValueError:  # a port that is no number, or out of range
+        valid = False
+    if not valid:
+        raise InputError(f"PREFECT_API_URL={url!r} is not an http(s) URL",
+                         hint="set it to a Prefect API, e.g. http://127.0.0.1:4200/api, or unset it (segbench then "
+                              "starts a server itself)")
+
+    def answers() -> None:
+        if not _healthy(url.rstrip("/"), timeout=5.0):
+            raise ServiceError(f"the Prefect API at PREFECT_API_URL={url} does not answer (GET /health)",
+                               hint="start that server, or unset PREFECT_API_URL (segbench then starts one itself)")
+
+    sys.meta_path.insert(0, _BeforeImport("prefect", answers))
+
+
 # --- a server started on demand, stopped when idle ------------------------------------------------------
 
 _in_use: list[object] = []  # the open lock files this process holds (released when it exits)

@@ -141,6 +141,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     text = read_text(path, encoding="utf-8-sig", hint="check --config / $SEGBENCH_CONFIG")  # a BOM is accepted
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise InputError("TOML nested too deeply to read", path=path, hint="settings are flat: key = value") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path,
                          hint="correct the syntax at that line (strings need quotes: data_root = \"data\")") from exc

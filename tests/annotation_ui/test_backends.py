@@ -105,6 +105,22 @@ def test_label_studio_launch_creates_the_project_once_and_runs_its_steps(tmp_pat
     assert relaunch == (1, {"tasks_imported": 0}) and len(client.projects) == 1
 
 
+def test_a_label_studio_launch_killed_before_recording_its_project_is_resumed_not_duplicated(tmp_path, monkeypatch):
+    client = StandInClient()
+    round_ = _round("labelstudio")
+    _images(tmp_path / "data", round_)
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    connection = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
+    backend = LabelStudioBackend(BackendContext(tmp_path / "data", label_studio=connection,
+                                                step=lambda name, fn, *args: fn(*args)))
+    project_id, _ = backend.launch(round_)
+    client.projects[project_id]["tasks"].pop()  # killed mid-import, and before the id reached the round record
+    assert backend.launch(round_) == (project_id, {"tasks_imported": 1}) and len(client.projects) == 1
+    # A project left by an earlier round under the same key (other tasks) is not taken over.
+    other = _round("labelstudio").model_copy(update={"task_salt": "another round"})
+    assert backend.launch(other)[0] != project_id and len(client.projects) == 2
+
+
 def test_label_studio_copy_names_a_missing_image(tmp_path):
     with pytest.raises(InputError, match="image of a round item not found"):
         copy_images(_round("labelstudio"), tmp_path, tmp_path / "files")

@@ -31,6 +31,9 @@ class StandInClient:
     def check(self) -> None:
         pass
 
+    def project_by_title(self, title: str) -> int | None:
+        return min((pid for pid, project in self.projects.items() if project["title"] == title), default=None)
+
     def project_exists(self, project_id: int) -> bool:
         return project_id in self.projects
 

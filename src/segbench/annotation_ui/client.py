@@ -193,6 +193,13 @@ class LabelStudioClient:
         log.info("created Label Studio project %s (%s) at %s", project.id, title, self.url)
         return int(project.id)
 
+    def project_by_title(self, title: str) -> int | None:
+        """The id of the project titled exactly ``title`` (the lowest, should there be several), or None."""
+        with self._calling(f"find project {title!r}"):
+            found = [project.id for project in self._sdk.projects.list(title=title, request_options=_READ)
+                     if getattr(project, "title", None) == title and isinstance(getattr(project, "id", None), int)]
+        return min(found) if found else None
+
     def project_exists(self, project_id: int) -> bool:
         """Whether the project exists (and the token may see it)."""
         with self._calling(f"get project {project_id}"):

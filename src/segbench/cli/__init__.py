@@ -101,8 +101,11 @@ def _choose_prefect_api(settings: Settings, *, private_allowed: bool) -> None:
     """Point Prefect at the server of this work dir, started in the background by the first command
     that runs a flow (or a private server for this command with ``server_idle_minutes = 0``). Before
     Prefect is imported: it reads the URL then."""
-    if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
-        return  # the user's own server, or a program that already set Prefect up
+    if "prefect" in sys.modules:
+        return  # a program that already set Prefect up
+    if os.environ.get("PREFECT_API_URL"):
+        prefect_server.check_configured_api(os.environ["PREFECT_API_URL"])  # the user's own server
+        return
 
     def hint(text: str) -> None:
         console.err.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -17,6 +17,7 @@ file's bytes alive.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Container, Iterator
@@ -87,6 +88,9 @@ def read_coco(path: str | Path) -> RawCoco:
             path=path,
             hint="is this a COCO annotation file (instances_*.json / stuff_*.json)?",
         ) from exc
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path,
+                         hint="is this a COCO annotation file? its records nest a few levels at most") from None
     except msgspec.DecodeError as exc:
         try:
             bytes(data).decode("utf-8")
@@ -101,8 +105,17 @@ def categories_of(raw: RawCoco, path: str | Path) -> dict[int, dict[str, Any]]:
 
 
 def as_dict(record: msgspec.Raw) -> Any:
-    """One record decoded in full, as plain JSON values (what :func:`load_coco` would hold)."""
-    return msgspec.json.decode(record)
+    """One record decoded in full, as plain JSON values (what :func:`load_coco` would hold).
+
+    A number msgspec cannot hold (``1e999``) is read as the standard library reads it (infinity),
+    so the record's checks name the field; a record nested too deep to decode is ``None``.
+    """
+    try:
+        return msgspec.json.decode(record)
+    except msgspec.ValidationError:
+        return json.loads(bytes(record))
+    except RecursionError:
+        return None
 
 
 def _where(exc: msgspec.ValidationError, prefix: str) -> str:

@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -128,12 +129,66 @@ def unreadable(exc: OSError, path: str | Path, *, expect: str = "file", hint: st
     return InputError(f"cannot read the {expect} ({exc.strerror or exc})", path=path, hint=hint or "check the path")
 
 
+# The largest input file segbench reads whole (JSON, CSV, TOML, images, arrays); larger ones are refused
+# before reading, not met with MemoryError halfway. SEGBENCH_MAX_INPUT_MB raises it.
+DEFAULT_MAX_INPUT_MB = 8192
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def max_input_bytes() -> int:
+    """The size limit of :func:`check_input_file` (``SEGBENCH_MAX_INPUT_MB``, checked when read)."""
+    raw = os.environ.get("SEGBENCH_MAX_INPUT_MB", "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_MB << 20
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = math.nan
+    if not math.isfinite(megabytes) or megabytes <= 0:
+        raise InputError(f"SEGBENCH_MAX_INPUT_MB={raw!r} is not a positive number of megabytes",
+                         hint=f"set it to e.g. {DEFAULT_MAX_INPUT_MB}, or unset it")
+    return int(megabytes * (1 << 20))
+
+
+def check_input_file(path: str | Path, *, hint: str | None = None, whole: bool = True) -> int:
+    """Check, before opening it, that ``path`` is a regular file segbench may read; its size.
+
+    A FIFO would block the reader for ever and ``/dev/zero`` would never end: both are refused, as
+    sockets and devices are (a symlink counts as what it points to), and so is a file read
+    ``whole`` over :func:`max_input_bytes` (a streamed one may be larger).
+
+    Raises:
+        InputError: missing, a directory, not a regular file, unreadable, or too large.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise unreadable(exc, path, hint=hint) from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise unreadable(IsADirectoryError(str(path)), path, hint=hint)
+    for test, kind in _KINDS:
+        if test(info.st_mode):
+            raise InputError(f"not a regular file: {kind}", path=path,
+                             hint=hint or "give the path of a file (segbench does not read pipes, devices or sockets)")
+    limit = max_input_bytes() if whole else info.st_size
+    if info.st_size > limit:
+        raise InputError(f"{info.st_size / (1 << 20):,.0f} MB, more than the {limit / (1 << 20):,.0f} MB segbench "
+                         "reads from one file", path=path,
+                         hint="split the file, or raise the limit with SEGBENCH_MAX_INPUT_MB if the memory allows")
+    return info.st_size
+
+
 def read_bytes(path: str | Path, *, hint: str | None = None) -> bytes:
-    """The bytes of a file; a missing, unreadable or directory path is an :class:`InputError`."""
+    """The bytes of a file (:func:`check_input_file` first); any problem is an :class:`InputError`."""
+    check_input_file(path, hint=hint)
     try:
         return Path(path).read_bytes()
     except OSError as exc:
         raise unreadable(exc, path, hint=hint) from exc
+    except MemoryError:
+        raise InputError("too large to read into this machine's memory", path=path,
+                         hint="free memory, or split the file") from None
 
 
 def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = None) -> str:
@@ -167,8 +222,12 @@ def read_json(path: str | Path, *, hint: str | None = None) -> Any:
     file into an :class:`InputError`."""
     data = without_bom(read_bytes(path, hint=hint))
     try:
-        # orjson parses COCO-size files about twice as fast as the standard library.
+        # orjson parses COCO-size files about twice as fast as the standard library, and refuses
+        # nesting deeper than 1,024 levels instead of recursing until the stack ends.
         return orjson.loads(data)
+    except MemoryError:
+        raise InputError("too large to parse in this machine's memory", path=path,
+                         hint="free memory, or split the file") from None
     except orjson.JSONDecodeError as exc:
         try:
             bytes(data).decode("utf-8")
@@ -184,6 +243,8 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
+    """sha256 of a regular file, read in chunks (a FIFO or a device is refused: :func:`check_input_file`)."""
+    check_input_file(path, whole=False)
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
         while chunk := handle.read(chunk_size):
@@ -236,6 +297,8 @@ def open_image(
     them becomes ``error`` naming the file, so a bad image never ends a command with a traceback.
     """
     where = path if path is not None or isinstance(source, bytes) else source
+    if not isinstance(source, bytes):
+        _check_image_file(source, item, hint, error)
     try:
         with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as image:
             image.load()
@@ -251,11 +314,20 @@ def image_size(path: str | Path, *, item: str | None = None, hint: str = "restor
     Pillow checks the pixel limit when it reads the header, so a decompression bomb is refused here
     before anything is decoded.
     """
+    _check_image_file(path, item, hint, error)
     try:
         with Image.open(path) as image:
             return image.size
     except Exception as exc:  # noqa: BLE001 — see open_image
         raise _image_error(exc, path, item, hint, error) from exc
+
+
+def _check_image_file(path: str | Path, item: str | None, hint: str, error: type[InputError]) -> None:
+    """:func:`check_input_file` for an image, its error of the caller's type naming the item."""
+    try:
+        check_input_file(path)
+    except InputError as exc:
+        raise error(exc.message, path=path, item=item, hint=exc.hint or hint) from None
 
 
 def _image_error(exc: Exception, path: str | Path | None, item: str | None, hint: str,

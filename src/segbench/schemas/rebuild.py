@@ -222,6 +222,8 @@ def load_plan(path: str | Path, model: type[RebuildPlan]) -> RebuildPlan:
         raise InputError("plan file not found", path=path, hint="check --plan")
     try:
         data = tomllib.loads(read_text(path, encoding="utf-8-sig", hint="check --plan"))
+    except RecursionError:
+        raise InputError("TOML nested too deeply to read", path=path, hint="a plan nests two levels at most") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the syntax at that line") from exc
     try:

@@ -74,6 +74,8 @@ def load_release_info(path: Path | None, **options: object) -> ReleaseInfo:
     if path is not None:
         try:
             data = tomllib.loads(read_text(path, encoding="utf-8-sig", hint="check --info"))
+        except RecursionError:
+            raise InputError("TOML nested too deeply to read", path=path, hint="release info is flat") from None
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"not valid TOML ({exc})", path=path, hint="fix the file's syntax") from exc
     data.update({name: value for name, value in options.items() if value is not None})

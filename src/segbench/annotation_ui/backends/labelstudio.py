@@ -57,7 +57,10 @@ class LabelStudioBackend:
         return LabelStudioClient(connection.url, connection.token.get_secret_value())
 
     def launch(self, round: Round) -> tuple[int, dict[str, int]]:
-        """Create (or reuse) the project, let it show the round's images, import the missing tasks."""
+        """Create (or reuse) the project, let it show the round's images, import the missing tasks.
+
+        The project is found by its title (one per round key) when the round has no id yet: a launch
+        killed after creating the project, before the id was recorded, is resumed, not duplicated."""
         files_root = self.connection().files
         if files_root is None:
             raise InputError("no files folder configured for the Label Studio server",
@@ -66,6 +69,8 @@ class LabelStudioBackend:
             client.check()
             project_id = round.project_id
             if project_id is None or not client.project_exists(project_id):
+                project_id = _unrecorded_project(client, round)
+            if project_id is None:
                 project_id = client.create_project(
                     project_title(round.key), render_label_config(round.config.label_config, **round.config.params),
                     description=f"{round.kind} on {round.dataset} ({round.dataset_version[:12]})",
@@ -104,6 +109,16 @@ class LabelStudioBackend:
     def launch_hint(self, round: Round) -> str:
         url = self.connection().url
         return f"Annotate at {url.rstrip('/')}/projects/{round.project_id}"
+
+
+def _unrecorded_project(client: LabelStudioClient, round: Round) -> int | None:
+    """The project a killed launch of this round created, found by title, if every task in it is
+    one of this round's (a project of an earlier round under the same key is not taken over)."""
+    project_id = client.project_by_title(project_title(round.key))
+    if project_id is None:
+        return None
+    ours = {round.task_id(item.item_id) for item in round.items}
+    return project_id if set(client.task_item_ids(project_id).values()) <= ours else None
 
 
 def _project_id(round: Round) -> int:

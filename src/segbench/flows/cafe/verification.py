@@ -17,7 +17,7 @@ from prefect import flow
 from segbench.annotation_ui.gold import QualityOptions, with_quality
 from segbench.core import clock
 from segbench.core.errors import InputError
-from segbench.core.io import atomic_write_text, fingerprint, write_json
+from segbench.core.io import atomic_write_text, fingerprint, read_text, write_json
 from segbench.core.manifest import read_manifest, verify_outputs
 from segbench.flows.cafe.gold import alike, known_bad_items
 from segbench.flows.prefect_ui import run_name
@@ -43,7 +43,7 @@ def read_candidates(candidates: Path) -> list[Candidate]:
     if not path.is_file():
         raise InputError("no CAFE candidates found", path=path, hint="build them first: segbench build cafe-candidates")
     out = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         try:
             out.append(Candidate.model_validate_json(line))
         except ValueError as exc:

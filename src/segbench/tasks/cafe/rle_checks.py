@@ -48,9 +48,11 @@ def check_compressed_counts(counts: list[bytes], pixels: np.ndarray, path: str, 
                          hint="re-encode the mask with pycocotools.mask.encode (counts decoded to str)")
 
 
-# Masks from which the compiled passes (rle_kernels) pay for numba's start-up (~0.7 s once per
-# process): below, the vectorised numpy pass and pycocotools' IoUs take less.
-COMPILED_FROM_MASKS = 10_000
+# Masks from which the compiled passes (rle_kernels) pay for numba's start-up (importing it and loading
+# the cached machine code, ~0.5 s once per process): below, the vectorised numpy pass and pycocotools'
+# IoUs take less. `evaluate cgf1` as a command (bench/cafe_eval.py's data) took 1.95 s compiled and 1.64 s
+# not at 40k masks, 7.5 s and 9.6 s at 400k: they save ~6.5 µs a mask, so they pay from ~80k.
+COMPILED_FROM_MASKS = 80_000
 
 
 def use_compiled(masks: int) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from segbench.core.errors import AnnotationError, InputError
-from segbench.core.io import open_image
+from segbench.core.io import check_input_file, open_image
 from segbench.core.splits import rho_name
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.flip.metrics import GROUPS, NUM_CLASSES, FlipAccumulator, labels_from_probs
@@ -117,6 +117,15 @@ def prediction_paths(predictions_dir: str | Path, image_ids: Iterable[int]) -> d
     return found
 
 
+def _declared_shape(archive: Any) -> tuple[int, ...]:
+    """The shape the header of ``probs.npy`` in an open ``.npz`` declares, read without the data."""
+    with archive.zip.open("probs.npy") as member:
+        version = np.lib.format.read_magic(member)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        declared, _fortran, _dtype = read_header(member)
+    return tuple(declared)
+
+
 def read_prediction(
     path: str | Path, shape: tuple[int, int]
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -134,7 +143,9 @@ def read_prediction(
             probabilities, or labels outside 0..2; the error names the file.
     """
     path = Path(path)
+    check_input_file(path, hint=PREDICTION_HINT)  # no FIFO, device or oversized file is opened
     if path.suffix == ".npz":
+        expected = (NUM_CLASSES, *shape)
         try:
             with np.load(path, allow_pickle=False) as archive:
                 if "probs" not in archive.files:
@@ -143,16 +154,13 @@ def read_prediction(
                         path=path,
                         hint=PREDICTION_HINT,
                     )
+                declared = _declared_shape(archive)  # before reading: a header may claim 100,000² pixels
+                if declared != expected:
+                    raise InputError(f"probs has shape {declared}; expected {expected}", path=path,
+                                     hint=PREDICTION_HINT)
                 probs = archive["probs"]
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise InputError(f"not a readable .npz ({exc})", path=path) from exc
-        expected = (NUM_CLASSES, *shape)
-        if probs.shape != expected:
-            raise InputError(
-                f"probs has shape {probs.shape}; expected {expected}",
-                path=path,
-                hint=PREDICTION_HINT,
-            )
         if not np.issubdtype(probs.dtype, np.floating) or not np.isfinite(probs).all():
             raise InputError("probs must be finite floats", path=path, hint=PREDICTION_HINT)
         if (probs < 0).any():

@@ -32,7 +32,7 @@ from segbench import progress
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
-from segbench.core.io import read_json, write_json
+from segbench.core.io import read_bytes, read_json, write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
@@ -58,9 +58,7 @@ def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
     """Bytes of ``path``: from disk without a revision, else through DVC at ``rev`` (repo-relative)."""
     if rev is None:
         p = Path(path) if Path(path).is_absolute() else Path(repo) / path
-        if not p.is_file():
-            raise InputError("file not found", path=p, hint="check the path")
-        return p.read_bytes(), str(p)
+        return read_bytes(p), str(p)
     rel = _source_path(repo, rev, path)
     with DatasetSource(repo, rev) as source:
         return source.read_bytes(rel), f"{rel}@{rev}"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from segbench.core.errors import InputError
-from segbench.core.io import not_utf8, read_json, unreadable
+from segbench.core.io import check_input_file, not_utf8, read_json, unreadable
 
 if TYPE_CHECKING:  # spaCy is imported when a pipeline is loaded, not with this module
     from segbench.tasks.vocab.noun_pipeline import MiningPipeline
@@ -60,8 +60,7 @@ def iter_captions(path: str | Path, *, field: str = "caption") -> Iterator[str]:
     if kind is None:
         raise InputError(f"unknown captions format {path.suffix!r}", path=path,
                          hint=f"use one of {', '.join(sorted(FORMATS))}")
-    if not path.is_file():
-        raise InputError("captions file not found", path=path, hint="check the path")
+    check_input_file(path, hint="check the path of the captions file", whole=False)  # streamed: any size
     reader = {"coco": _coco, "text": _text, "jsonl": _jsonl, "tsv": _tsv, "parquet": _parquet}[kind]
     try:
         for caption in reader(path, field):

@@ -29,7 +29,7 @@ import numpy as np
 from PIL import Image
 
 from segbench.core.errors import InputError
-from segbench.core.io import open_image
+from segbench.core.io import open_image, read_text
 from segbench.core.splits import group_id
 from segbench.schemas.waterbirds import SpeciesMatch, WaterbirdsParams
 from segbench.tasks.waterbirds import versions
@@ -96,10 +96,9 @@ class Bird:
 
 
 def _read_pairs(path: Path) -> dict[int, str]:
-    if not path.is_file():
-        raise InputError("CUB file not found", path=path, hint="--cub-root must hold images.txt, classes.txt, ...")
+    text = read_text(path, hint="--cub-root must hold images.txt, classes.txt, ...")  # names a non-UTF-8 byte
     out = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         parts = line.split(maxsplit=1)
