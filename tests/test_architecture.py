@@ -66,3 +66,10 @@ def test_only_dataset_packages_and_the_registry_name_a_dataset():
             if imported and any(part in names for part in imported.split(".")[1:]):
                 offenders.append(f"{path.relative_to(SRC)} imports {imported}")
     assert offenders == []
+
+
+def test_the_registry_lists_the_plan_steps_a_plan_knows():
+    from segbench.schemas.rebuild import FINAL_STEPS
+
+    assert registry.FINAL_PLAN_STEPS == FINAL_STEPS
+    assert registry.plan_steps()[-len(FINAL_STEPS):] == FINAL_STEPS

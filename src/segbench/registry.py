@@ -15,10 +15,12 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from segbench.core.errors import InputError
-from segbench.schemas import rebuild as plans
+
+if TYPE_CHECKING:
+    from segbench.schemas import rebuild as plans
 
 
 @dataclass(frozen=True)
@@ -202,8 +204,13 @@ def offline_answers() -> dict[str, Any]:
     return answers
 
 
+FINAL_PLAN_STEPS = ("evaluate", "publish")
+
+
 def plan_model() -> type[plans.RebuildPlan]:
     """The rebuild-plan model: a table per dataset that a plan can build, their ``[[evaluate]]`` entries."""
+    from segbench.schemas import rebuild as plans  # pydantic models: not for every command
+
     sections = tuple((spec.name, spec.load("plan_section")) for spec in DATASETS if spec.plan_section)
     # dict.fromkeys: one entry model may serve several datasets (its ``dataset`` Literal lists them).
     evaluations = tuple(dict.fromkeys(spec.load("plan_evaluation") for spec in DATASETS if spec.plan_evaluation))
@@ -212,9 +219,13 @@ def plan_model() -> type[plans.RebuildPlan]:
 
 def load_plan(path: str | Path) -> plans.RebuildPlan:
     """Read and validate a rebuild plan (see :func:`segbench.schemas.rebuild.load_plan`)."""
+    from segbench.schemas import rebuild as plans
+
     return plans.load_plan(path, plan_model())
 
 
 def plan_steps() -> tuple[str, ...]:
-    """Every step a plan can have, in the order a rebuild runs them."""
-    return (*(spec.name for spec in DATASETS if spec.plan_section), *plans.FINAL_STEPS)
+    """Every step a plan can have, in the order a rebuild runs them (the plan's own steps last:
+    ``schemas.rebuild.FINAL_STEPS``, which a test holds this to; named here so that the command
+    line's help needs no plan model)."""
+    return (*(spec.name for spec in DATASETS if spec.plan_section), *FINAL_PLAN_STEPS)

@@ -73,9 +73,9 @@ def _evaluate(gt: dict, predictions: list[dict]) -> dict:
 
 def test_a_large_evaluation_gives_the_small_paths_numbers(monkeypatch):
     gt, predictions = _cafe(np.random.default_rng(1), 2200)
-    monkeypatch.setattr(rle_checks, "COMPILED_FROM_MASKS", 1)  # every pass compiled
+    monkeypatch.setattr(rle_checks, "use_compiled", lambda masks: True)  # every pass compiled
     compiled = _evaluate(gt, predictions)
-    monkeypatch.setattr(rle_checks, "COMPILED_FROM_MASKS", 10**9)  # none
+    monkeypatch.setattr(rle_checks, "use_compiled", lambda masks: False)  # none
     assert _evaluate(gt, predictions) == compiled
     assert 0 < compiled["Overall"]["TA-TP"] < compiled["Overall"]["N"]
 

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from segbench import console, prefect_server, registry
 from segbench.cli import demo, help_text, publish, rebuild, release, rounds, server
 from segbench.cli.help_text import Runner
-from segbench.core import clock
+from segbench.core import clock, process
 from segbench.core.errors import SegbenchError
 from segbench.settings import Settings, configure_runtime, load_settings
 
@@ -93,6 +93,8 @@ def _root(
     if config is not None:  # flows read their secrets from the settings themselves
         os.environ["SEGBENCH_CONFIG"] = str(config.resolve())
     configure_runtime(settings, verbose=verbose)
+    if ctx.invoked_subcommand not in OWN_SERVER_COMMANDS:  # serve lives on; every other command ends
+        process.mark_one_command()
     _choose_prefect_api(settings, private_allowed=ctx.invoked_subcommand not in OWN_SERVER_COMMANDS)
     ctx.obj = {"settings": settings, "wait": wait, "runner": runner_spec}
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from segbench.tasks.cafe.rle_checks import use_compiled
+from segbench.tasks.cafe import rle_checks
 
 _TARGETS_PER_CALL = 32
 
@@ -39,7 +39,7 @@ def grouped_ious(rles: Sequence[dict[str, Any]], members: Sequence[Sequence[int]
     """IoU of mask ``rles[i]`` with ``targets[k]`` for every ``i`` of ``members[k]``, concatenated in
     group order (``sum(len(m) for m in members)`` values). Each group's masks must have its target's size."""
     sizes = [len(m) for m in members]
-    if use_compiled(len(rles)):
+    if rle_checks.use_compiled(len(rles)):
         from segbench.tasks.cafe.rle_kernels import target_ious
 
         index = np.fromiter((i for m in members for i in m), dtype=np.int64, count=sum(sizes))

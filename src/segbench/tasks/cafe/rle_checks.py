@@ -8,10 +8,12 @@ than any image needs, and its runs are non-negative and cover exactly the image'
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
+from segbench.core import process
 from segbench.core.errors import InputError
 
 
@@ -49,15 +51,18 @@ def check_compressed_counts(counts: list[bytes], pixels: np.ndarray, path: str, 
 
 
 # Masks from which the compiled passes (rle_kernels) pay for numba's start-up (importing it and loading
-# the cached machine code, ~0.5 s once per process): below, the vectorised numpy pass and pycocotools'
-# IoUs take less. `evaluate cgf1` as a command (bench/cafe_eval.py's data) took 1.95 s compiled and 1.64 s
-# not at 40k masks, 7.5 s and 9.6 s at 400k: they save ~6.5 µs a mask, so they pay from ~80k.
+# the cached machine code, ~0.5 s once per process). In a process that ends with its command,
+# `evaluate cgf1` (bench/cafe_eval.py's data) took 1.95 s compiled and 1.64 s not at 40k masks, 7.5 s and
+# 9.6 s at 400k: they pay from ~80k. Once paid, or in a process that lives on, they are faster from a
+# few hundred masks (the CAFE table at 2k masks: 0.013 s against 0.055 s).
 COMPILED_FROM_MASKS = 80_000
+COMPILED_WARM_FROM_MASKS = 1_000
 
 
 def use_compiled(masks: int) -> bool:
     """Whether to check or intersect ``masks`` masks with the compiled passes."""
-    return masks >= COMPILED_FROM_MASKS
+    warm = "segbench.tasks.cafe.rle_kernels" in sys.modules or not process.is_one_command()
+    return masks >= (COMPILED_WARM_FROM_MASKS if warm else COMPILED_FROM_MASKS)
 
 
 # A run needs at most 7 characters for any image below 2**34 pixels; longer numbers only come from
