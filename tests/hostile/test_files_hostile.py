@@ -133,3 +133,10 @@ def test_a_bad_prefect_api_url_is_named_not_a_traceback(tmp_path, cgf1_files, mo
     monkeypatch.setenv("PREFECT_API_URL", url)
     outcome = run_console(tmp_path, *_cgf1(tmp_path, gt, preds), "--track")
     assert_clean_failure(outcome, "PREFECT_API_URL", expected)
+
+
+def test_a_results_csv_with_a_column_twice_names_both(tmp_path):
+    path = tmp_path / "batch.csv"
+    path.write_text("WorkerId,AssignmentId,Input.item_id,Answer.context,WorkerId\nW1,A1,1,indoor,\n")
+    with pytest.raises(InputError, match=r"'WorkerId' appears twice \(columns 1 and 5\)"):
+        read_results(path)

@@ -50,6 +50,12 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     if not reader.fieldnames:
         raise InputError("no header row", path=path, hint="export the results with their column names")
     _check_columns(reader.fieldnames, path, "header")
+    seen: dict[str, int] = {}
+    for number, name in enumerate(reader.fieldnames, start=1):
+        if name in seen:  # csv.DictReader would keep the last cell of the two, silently
+            raise InputError(f"header: column {name!r} appears twice (columns {seen[name]} and {number})", path=path,
+                             hint="remove or rename one of the two columns")
+        seen[name] = number
     try:
         rows = []
         for row in reader:
