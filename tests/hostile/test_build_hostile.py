@@ -197,6 +197,26 @@ def test_with_on_error_skip_an_escaping_file_name_is_left_out_and_listed(case):
     assert "secret.jpg" not in exported
 
 
+def test_a_bbox_reaching_outside_its_image_is_refused_not_copied(case):
+    project, src, outs = case
+    image = used_coco_image(outs["coco_cd"])
+    path = coco_instances_file(src["world"], image["id"])
+    cat_ids = {c["id"] for c in json.loads(path.read_text())["categories"] if c["name"] in ("cat", "dog")}
+    box = [5000, -300, 9000, 9000]
+    edited: list[int] = []
+
+    def widen(data: dict) -> None:
+        ann = next(a for a in data["annotations"] if a["image_id"] == image["id"] and a["category_id"] in cat_ids)
+        ann["bbox"] = box
+        edited.append(ann["id"])
+
+    edit_json(path, widen)
+    before = tree_hash(outs["coco_cd"])
+    refused(project, *_args("coco_cd", src), names=(f"annotation {edited[0]}", "reaches outside", str(box)),
+            error=AnnotationError)
+    assert tree_hash(outs["coco_cd"]) == before
+
+
 # --- 3. ρ values that name the same split folder ------------------------------------------------------
 
 

@@ -112,6 +112,22 @@ def image_problem(img: Any) -> str | None:
     return None
 
 
+def bbox_problem(bbox: Any, width: int, height: int, slack: float = 1.0) -> str | None:
+    """Why an annotation's ``bbox`` ([x, y, w, h]) cannot describe an object of a ``width × height``
+    image (``None`` when it can, or when there is none): not four finite numbers, a negative size, or
+    reaching more than ``slack`` pixels outside the image (COCO's own boxes stay within rounding)."""
+    if bbox is None:
+        return None
+    numbers = isinstance(bbox, list) and len(bbox) == 4 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in bbox)
+    if not numbers:
+        return f"bbox {bbox!r} is not four finite numbers [x, y, width, height]"
+    x, y, w, h = bbox
+    if w < 0 or h < 0 or x < -slack or y < -slack or x + w > width + slack or y + h > height + slack:
+        return f"bbox {bbox} reaches outside the {width}×{height} image"
+    return None
+
+
 def annotation_problem(ann: Any, images: dict, categories: dict) -> str | None:
     if not isinstance(ann, dict) or not _is_int(ann.get("id")):
         return "annotation has no integer 'id'"

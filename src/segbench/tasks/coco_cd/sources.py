@@ -19,9 +19,9 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from segbench.core.coco import CocoIndex
+from segbench.core.coco import CocoIndex, bbox_problem
 from segbench.core.coco_typed import as_dict, categories_of, read_coco, valid_annotations, valid_images
-from segbench.core.errors import ImportPolicy, InputError
+from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.schemas.coco_cd import CocoCdParams
 from segbench.tasks.coco_cd.context import evidence_slots
 
@@ -68,16 +68,23 @@ def _read_split(path: Path, params: CocoCdParams, policy: ImportPolicy) -> _Spli
     raw = read_coco(path)
     categories = categories_of(raw, path)
     split = _Split(path, categories, raw.info, raw.licenses)
-    image_records = {}
+    image_records, sizes = {}, {}
     for image, record in valid_images(raw, path, policy):
         split.image_ids.append(image.id)
         image_records[image.id] = record
+        sizes[image.id] = (image.width, image.height)
     targets = {cat_id for cat_id, cat in categories.items() if cat["name"] in params.classes}
     slots = _slots(categories, params)
     for ann, record in valid_annotations(raw, path, policy, image_records, categories):
+        if ann.category_id in targets:  # copied into the split files: its bbox must fit its image
+            target = as_dict(record)
+            problem = bbox_problem(target.get("bbox"), *sizes[ann.image_id])
+            if problem:
+                policy.handle(AnnotationError(problem, path=path, item=f"annotation {ann.id}",
+                                              hint="fix or remove the annotation's bbox"))
+                continue
+            split.annotations.append(target)
         split.annotation_ids.append(ann.id)
-        if ann.category_id in targets:
-            split.annotations.append(as_dict(record))
         slot = slots.get(ann.category_id)
         if slot is not None:
             split.evidence.setdefault(ann.image_id, [0.0, 0.0])[slot] += ann.area
