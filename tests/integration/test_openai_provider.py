@@ -81,6 +81,30 @@ def test_rate_limit_honours_retry_after(server):
     assert provider.usage.retries == 1 and provider.usage.calls == 1
 
 
+def test_a_noticeable_wait_before_a_retry_is_shown_as_a_step(server, monkeypatch):
+    from segbench import progress
+    from segbench.providers import openai_provider
+
+    shown: list[str] = []
+
+    class Listener:
+        def start(self, description, total):
+            shown.append(description)
+
+        def advance(self, handle, amount=1):
+            pass
+
+        def finish(self, handle):
+            pass
+
+    monkeypatch.setattr(openai_provider, "NOTICEABLE_WAIT", 0.2)
+    server.fail_next(1, 429, retry_after=0.3)
+    with progress.listening(Listener()):
+        assert provider_for(server).answer(ask("dog"), RelationAnswer).category == "dog"
+    assert len(shown) == 1 and "HTTP 429" in shown[0] and "waiting 0 s before retry 1/4" in shown[0]
+    assert SECRET not in shown[0]
+
+
 def test_server_errors_are_retried(server):
     server.fail_next(2, 500)
     provider = provider_for(server)

@@ -30,6 +30,7 @@ import openai
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from segbench import progress
 from segbench.core.errors import ProviderError
 from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines, map_requests
 from segbench.providers.base import Question, Usage
@@ -40,6 +41,7 @@ T = TypeVar("T", bound=BaseModel)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx: the statuses OpenAI documents as transient
+NOTICEABLE_WAIT = 3.0  # seconds; a longer wait before a retry is shown as a progress step
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail at once instead of hanging
 REASK = (
     "Your previous answer could not be used: {problem}\n"
@@ -216,7 +218,13 @@ class OpenAIBackend:
                 self._count(retries=1)
                 log.warning("%s at %s (%s): %s; retry %d/%d in %.2f s", self.model, display_url(self.base_url),
                             label, self._describe(exc), attempt + 1, self.max_retries, delay)
-                _sleep(delay)
+                if delay < NOTICEABLE_WAIT:
+                    _sleep(delay)
+                    continue
+                # A wait a user notices is shown (the log above reaches the terminal only with --verbose).
+                with progress.step(f"{self.model} at {display_url(self.base_url)}: {self._describe(exc)}; "
+                                   f"waiting {delay:.0f} s before retry {attempt + 1}/{self.max_retries}"):
+                    _sleep(delay)
                 continue
             return answer
         raise AssertionError("unreachable")  # the loop returns or raises
