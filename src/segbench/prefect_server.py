@@ -285,11 +285,11 @@ def drain_prefect_workers() -> None:
 
 
 def check_configured_api(url: str) -> None:
-    """Check a ``PREFECT_API_URL`` the user set: its form now, that it answers when a flow is about
-    to run (before Prefect is imported), so neither ends in Prefect's own traceback.
+    """Check the form of a ``PREFECT_API_URL`` the user set (whether it answers is
+    :func:`ensure_api_answers`, when a flow is about to run).
 
     Raises:
-        InputError: not an http(s) URL. ServiceError: nothing answers there (at the first flow).
+        InputError: not an http(s) URL.
     """
     from urllib.parse import urlsplit
 
@@ -305,12 +305,18 @@ def check_configured_api(url: str) -> None:
                          hint="set it to a Prefect API, e.g. http://127.0.0.1:4200/api, or unset it (segbench then "
                               "starts a server itself)")
 
-    def answers() -> None:
-        if not _healthy(url.rstrip("/"), timeout=5.0):
-            raise ServiceError(f"the Prefect API at PREFECT_API_URL={url} does not answer (GET /health)",
-                               hint="start that server, or unset PREFECT_API_URL (segbench then starts one itself)")
 
-    sys.meta_path.insert(0, _BeforeImport("prefect", answers))
+def ensure_api_answers() -> None:
+    """Before a command runs its flows: the Prefect API ``PREFECT_API_URL`` names answers (a server
+    segbench starts answers by then), so a dead one is a clear error, not Prefect's traceback.
+
+    Raises:
+        ServiceError: nothing answers there.
+    """
+    url = os.environ.get("PREFECT_API_URL")
+    if url and not _healthy(url.rstrip("/"), timeout=5.0):
+        raise ServiceError(f"the Prefect API at PREFECT_API_URL={url} does not answer (GET /health)",
+                           hint="start that server, or unset PREFECT_API_URL (segbench then starts one itself)")
 
 
 # --- a server started on demand, stopped when idle ------------------------------------------------------

@@ -30,13 +30,14 @@ def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
     The runner comes from the root options (``--runner``, ``--dask-address``, ``--workers``); a local
     Dask cluster lives only for this call.
     """
-    from segbench import progress
+    from segbench import prefect_server, progress
     from segbench.flows.runner import RunnerSpec, runner_session, with_runner, without_heartbeats
     from segbench.locking import command_lock
 
     spec = ctx.find_root().obj.get("runner") or RunnerSpec()
     with command_lock(ctx), console.listener() as listener, progress.listening(listener), \
             runner_session(spec) as live, without_heartbeats():
+        prefect_server.ensure_api_answers()
         result = with_runner(fn, live)(*args, **kwargs)
     console.set_summary(result)  # what --json prints, unless the command sets a summary of its own
     return result

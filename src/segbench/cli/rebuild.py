@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from segbench import console, registry
+from segbench import console, prefect_server, registry
 from segbench.cli.common import display_path, settings_of
 from segbench.core.errors import InputError, ServiceError
 
@@ -48,6 +48,8 @@ def rebuild_command(
     registry.load_plan(plan).select(only, path=plan)  # a bad plan or step fails before Prefect starts
     settings = settings_of(ctx)
     from segbench.flows.rebuild import rebuild
+
+    prefect_server.ensure_api_answers()
 
     # No command_lock here: the flow takes the data root's lock itself (a served run must hold it too).
     with console.listener() as listener, progress.listening(listener):
