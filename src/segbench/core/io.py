@@ -323,11 +323,14 @@ def image_size(path: str | Path, *, item: str | None = None, hint: str = "restor
 
 
 def _check_image_file(path: str | Path, item: str | None, hint: str, error: type[InputError]) -> None:
-    """:func:`check_input_file` for an image, its error of the caller's type naming the item."""
+    """:func:`check_input_file` for an image that exists (a missing one is named by :func:`_image_error`),
+    its error of the caller's type naming the item."""
+    if not os.path.lexists(path):
+        return
     try:
         check_input_file(path)
     except InputError as exc:
-        raise error(exc.message, path=path, item=item, hint=exc.hint or hint) from None
+        raise error(f"image file cannot be read: {exc.message}", path=path, item=item, hint=exc.hint or hint) from None
 
 
 def _image_error(exc: Exception, path: str | Path | None, item: str | None, hint: str,
