@@ -297,8 +297,9 @@ def check_configured_api(url: str) -> None:
 
     try:
         parts = urlsplit(url)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
-    except ValueError:  # a port that is no number, or out of range
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number, or out of range
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
         valid = False
     if not valid:
         raise InputError(f"PREFECT_API_URL={url!r} is not an http(s) URL",

@@ -171,8 +171,7 @@ def check_input_file(path: str | Path, *, hint: str | None = None, whole: bool =
         if test(info.st_mode):
             raise InputError(f"not a regular file: {kind}", path=path,
                              hint=hint or "give the path of a file (segbench does not read pipes, devices or sockets)")
-    limit = max_input_bytes() if whole else info.st_size
-    if info.st_size > limit:
+    if whole and info.st_size > (limit := max_input_bytes()):
         raise InputError(f"{info.st_size / (1 << 20):,.0f} MB, more than the {limit / (1 << 20):,.0f} MB segbench "
                          "reads from one file", path=path,
                          hint="split the file, or raise the limit with SEGBENCH_MAX_INPUT_MB if the memory allows")

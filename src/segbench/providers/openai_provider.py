@@ -95,12 +95,6 @@ class _WrongShape(Exception):
     """An answer of another kind than the API's (an HTML page, an event stream)."""
 
 
-def _sleep(seconds: float) -> None:
-    """Wait before a retry; in a worker thread Ctrl-C does not reach here, but the daemon thread
-    running it does not hold the program (``http_limits.map_requests``)."""
-    threading.Event().wait(seconds)
-
-
 def _is_transient(exc: Exception) -> bool:
     if isinstance(exc, (openai.APIConnectionError, ValueError, _WrongShape)):  # timeouts; bodies cut off or garbled
         return True
@@ -219,12 +213,12 @@ class OpenAIBackend:
                 log.warning("%s at %s (%s): %s; retry %d/%d in %.2f s", self.model, display_url(self.base_url),
                             label, self._describe(exc), attempt + 1, self.max_retries, delay)
                 if delay < NOTICEABLE_WAIT:
-                    _sleep(delay)
+                    time.sleep(delay)  # on a daemon thread (map_requests): Ctrl-C does not wait for it
                     continue
                 # A wait a user notices is shown (the log above reaches the terminal only with --verbose).
                 with progress.step(f"{self.model} at {display_url(self.base_url)}: {self._describe(exc)}; "
                                    f"waiting {delay:.0f} s before retry {attempt + 1}/{self.max_retries}"):
-                    _sleep(delay)
+                    time.sleep(delay)
                 continue
             return answer
         raise AssertionError("unreachable")  # the loop returns or raises
