@@ -217,6 +217,25 @@ def test_a_bbox_reaching_outside_its_image_is_refused_not_copied(case):
     assert tree_hash(outs["coco_cd"]) == before
 
 
+def test_an_area_json_cannot_hold_is_skipped_and_listed_naming_the_area(case):
+    project, src, outs = case
+    image = used_coco_image(outs["coco_cd"])
+    path = coco_instances_file(src["world"], image["id"])
+    edited: list[int] = []
+
+    def mark(data: dict) -> None:
+        ann = next(a for a in data["annotations"] if a["image_id"] == image["id"])
+        ann["area"] = 123456.789
+        edited.append(ann["id"])
+
+    edit_json(path, mark)
+    path.write_text(path.read_text().replace("123456.789", "1e999"))  # no JSON writer emits it
+    result = invoke(project, *_args("coco_cd", src, "--on-error", "skip", "--out", str(project / "skipping")))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    skipped = json.loads((project / "skipping" / "skipped.json").read_text())["items"]
+    assert [(s["item"], "area" in s["message"]) for s in skipped] == [(f"annotation {edited[0]}", True)]
+
+
 # --- 3. ρ values that name the same split folder ------------------------------------------------------
 
 

@@ -92,3 +92,14 @@ def test_a_plain_evaluate_command_never_imports_prefect(tmp_path):
     assert "segbench.tasks.cafe.eval_report" in imported  # the evaluation ran (import_module is not timed)
     assert not [module for module in imported if module.split(".")[0] == "prefect"]
     assert (tmp_path / "out" / "metrics.json").is_file() and "cgF1" in done.stdout
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_verbose_shows_an_in_process_evaluations_log_lines(tmp_path, verbose):
+    args = _cgf1(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "segbench", *(["--verbose"] if verbose else []), "--data-root",
+                           str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "evaluate", *args, "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ("INFO    | cgF1" in done.stderr) == verbose
+    assert "Report:" in done.stdout

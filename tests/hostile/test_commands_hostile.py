@@ -1,0 +1,87 @@
+"""The hostile cases of ``test_servers_hostile.py`` and ``test_files_hostile.py`` through the commands a
+user types: each ends as a clean failure (exit code 2, the thing named, a fix, no traceback), in
+bounded time, without the token or key in what is printed. (A server that drips is tested on the
+client, with a short deadline: through a command it takes the 120 s a request may last.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from support.bad_http import BadServer, Reply
+from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
+from support.hostile import assert_clean_failure, run_main
+
+from segbench.annotation_ui.backends.files import files_dir
+from segbench.annotation_ui.rounds import RoundStore
+from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "ls-token-SECRET-0123456789abcdef"
+KEY = "sk-test-SECRET-0123456789abcdef"
+T0 = "2026-01-01T00:00:00+00:00"
+
+
+def _launched_round(data_root: Path, backend: str, project_id: int | None = None) -> str:
+    RoundStore(data_root / "rounds").save(Round(
+        key="audit-1", kind="coco_cd_context_audit", dataset="coco_cd", dataset_version="0" * 64,
+        config=RoundConfig(label_config="coco_cd_context"), backend=backend, status=RoundStatus.LAUNCHED,
+        created_at=T0, updated_at=T0, launched_at=T0, project_id=project_id,
+        items=[RoundItem(item_id=str(i), image=f"coco_cd/images/{i}.png", width=4, height=4) for i in (1, 2)]))
+    return "audit-1"
+
+
+def test_rounds_status_against_a_label_studio_answering_garbage(tmp_path, monkeypatch):
+    key = _launched_round(tmp_path / "data", "labelstudio", project_id=1)
+    with BadServer(lambda request: Reply(200, b"[1, 2]")) as server:
+        monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_URL", server.url)
+        monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", TOKEN)
+        monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_FILES", str(tmp_path / "files"))
+        outcome = run_main(tmp_path, "rounds", "status", key)
+    assert_clean_failure(outcome, server.url)
+    assert TOKEN not in outcome.stdout + outcome.stderr
+
+
+@pytest.mark.parametrize("how", ["a column twice", "a FIFO"])
+def test_rounds_ingest_names_a_results_file_it_cannot_read(tmp_path, how):
+    key = _launched_round(tmp_path / "data", "files")
+    results = files_dir(tmp_path / "data", key) / "results"
+    results.mkdir(parents=True)
+    path = results / "batch.csv"
+    if how == "a FIFO":
+        os.mkfifo(path)
+        expected = "FIFO"
+    else:
+        path.write_text("WorkerId,AssignmentId,Input.item_id,Answer.context,WorkerId\nW1,A1,1,indoor,\n")
+        expected = "appears twice"
+    assert_clean_failure(run_main(tmp_path, "rounds", "ingest", key), str(path), expected)
+
+
+def test_evaluate_names_the_input_size_limit(tmp_path, monkeypatch):
+    (tmp_path / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+    (tmp_path / "preds.json").write_text(json.dumps(HAND_PREDS))
+    monkeypatch.setenv("SEGBENCH_MAX_INPUT_MB", "0.0001")
+    outcome = run_main(tmp_path, "evaluate", "cgf1", "--gt", str(tmp_path / "gt.json"), "--predictions",
+                       str(tmp_path / "preds.json"), "--out", str(tmp_path / "out"))
+    assert_clean_failure(outcome, "SEGBENCH_MAX_INPUT_MB")
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_vocab_with_a_model_server_asking_to_wait_an_hour(tmp_path, monkeypatch):
+    captions = tmp_path / "captions.txt"
+    captions.write_text("a cat on the sofa\na cat by the window\na dog in the park\na dog on the grass\n")
+    reply = Reply(429, b'{"error": {"message": "slow down"}}', {"Content-Type": "application/json",
+                                                                  "Retry-After": "3600"})
+    with BadServer(lambda request: reply) as server:
+        monkeypatch.setenv("SEGBENCH_PROVIDER", "openai")
+        monkeypatch.setenv("SEGBENCH_OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        start = time.monotonic()
+        outcome = run_main(tmp_path, "build", "vocab", "--captions", str(captions), "--min-count", "1")
+    assert_clean_failure(outcome, "3600 s", "more than the 120 s")
+    assert time.monotonic() - start < 120 and KEY not in outcome.stdout + outcome.stderr
