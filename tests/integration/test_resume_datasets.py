@@ -5,6 +5,7 @@ finished resumes with the same bytes as an uninterrupted build, reusing those un
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -169,6 +170,19 @@ def _finish(process: subprocess.Popen) -> tuple[int, int]:
     return computed, reused
 
 
+def _persisted_results(storage: Path) -> list[Path]:
+    """The result files written whole: one seen mid-write (not yet JSON) does not count, so the kill
+    cannot land between a unit's file appearing and its last byte."""
+    whole = []
+    for path in storage.glob("*") if storage.is_dir() else ():
+        try:
+            json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        whole.append(path)
+    return whole
+
+
 def test_vocab_killed_while_mining_resumes_byte_identically(captions, tmp_path):
     nltk, storage = tmp_path / "nltk", tmp_path / "results"
     reference = tmp_path / "uninterrupted" / "coco_cd"
@@ -178,7 +192,7 @@ def test_vocab_killed_while_mining_resumes_byte_identically(captions, tmp_path):
     out = tmp_path / "killed" / "coco_cd"
     process = _vocab_process(captions, out, nltk, storage)
     deadline = time.monotonic() + 240
-    while not (storage.is_dir() and len(list(storage.iterdir())) >= 3):  # three mining units persisted
+    while len(_persisted_results(storage)) < 3:  # three mining units persisted
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no mining unit finished"
         time.sleep(0.01)
