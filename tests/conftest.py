@@ -104,6 +104,12 @@ def prefect_harness():
 
 
 @pytest.fixture(scope="session")
+def prefect_server_home(prefect_harness) -> Path:
+    """The folder of the session's Prefect server: its database (runs, states, logs, events)."""
+    return _SESSION_DIR / "prefect"
+
+
+@pytest.fixture(scope="session")
 def demo_project(prefect_harness, tmp_path_factory, worker_id):
     """``segbench --json demo --seed 0`` run once per test run, as a user runs it: ``(project, result)``.
 

@@ -117,3 +117,41 @@ def test_a_misbehaving_openai_server_is_a_provider_error(case):
     assert expected in message, message
     assert KEY not in message and "test-model" in message
     assert elapsed < 12, f"{case}: took {elapsed:.1f} s"  # 2 attempts of at most 2 s each, no long waits
+
+
+HUB_TOKEN = "hf_SECRET_0123456789abcdef"
+HUB_CASES = {
+    "redirect loop": (Reply(302, headers={"Location": "/again"}), "redirect"),
+    "gzip header on a plain body": (Reply(200, b"{}", {"Content-Type": "application/json", "Content-Encoding": "gzip"}),
+                                    "cannot push"),
+    "a repository created without a url": (Reply(200, b"{}"), "unexpected shape"),
+    "JSON cut off": (Reply(200, b'{"url": "ht'), "cannot push"),
+    "an HTML page": (Reply(200, b"<html><body>Sign in</body></html>", {"Content-Type": "text/html"}), "cannot push"),
+    "Retry-After of an hour": (Reply(429, b'{"error": "slow down"}', {"Content-Type": "application/json",
+                                                                     "Retry-After": "3600"}), "cannot push"),
+    "an error echoing the token": (Reply(403, json.dumps({"error": f"bad token Bearer {HUB_TOKEN}"}).encode()), "***"),
+    "a body dripped a byte a second": (Reply(200, b"{" + b" " * 60 + b"}", drip=1.0), "cannot push"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HUB_CASES))
+def test_a_misbehaving_hub_is_a_hub_error(case, tmp_path, monkeypatch):
+    from pydantic import SecretStr
+
+    from segbench.providers import hub
+
+    monkeypatch.setattr(hub, "CALL_SECONDS", 3.0)  # a drip is cut by the deadline, not by a read timeout
+    monkeypatch.setattr(hub, "READ_TIMEOUT", 2.0)
+    (tmp_path / "release").mkdir()
+    (tmp_path / "release" / "README.md").write_text("# a release\n")
+    reply, expected = HUB_CASES[case]
+    with BadServer(_always(reply)) as server:
+        start = time.monotonic()
+        with pytest.raises(hub.HubError) as caught:
+            hub.push_folder(tmp_path / "release", "org/data", tag="v1", endpoint=server.url,
+                            token=SecretStr(HUB_TOKEN))
+        elapsed = time.monotonic() - start
+    message = str(caught.value)
+    assert expected in message and "org/data" in message, message
+    assert HUB_TOKEN not in message
+    assert elapsed < 12, f"{case}: took {elapsed:.1f} s"

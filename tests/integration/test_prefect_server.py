@@ -225,9 +225,11 @@ BUILD = ("build", "coco-cd", "--val-per-group", "2", "--test-per-group", "3", "-
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> Path:
-    """Enough images that rendering lasts seconds: Ctrl-C lands while render units are still running."""
+    """Enough images that rendering lasts seconds (about 360 units): Ctrl-C lands while render units are
+    still running, even on a loaded machine."""
     root = tmp_path_factory.mktemp("world")
-    generate_demo_world(root, seed=1, group_sizes={"cat/indoor": 60, "cat/outdoor": 20, "dog/indoor": 20, "dog/outdoor": 60})
+    generate_demo_world(root, seed=1, group_sizes={"cat/indoor": 180, "cat/outdoor": 60, "dog/indoor": 60,
+                                                  "dog/outdoor": 180})
     return root
 
 

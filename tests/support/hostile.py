@@ -87,9 +87,11 @@ def run_main(project: Path, *args: str, root_args: list[str] | None = None) -> O
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
-def run_console(project: Path, *args: str, root_args: list[str] | None = None, timeout: float = 120) -> Outcome:
-    """``python -m segbench ARGS`` in a subprocess from inside ``project``: exactly what a user runs."""
-    env = {**os.environ, "PYTHONPATH": SOURCES + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def run_console(project: Path, *args: str, root_args: list[str] | None = None, timeout: float = 120,
+                env: dict[str, str] | None = None) -> Outcome:
+    """``python -m segbench ARGS`` in a subprocess from inside ``project``, with ``env`` added to the
+    environment: exactly what a user runs."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": SOURCES + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("SEGBENCH_CONFIG", None)
     cmd = [sys.executable, "-m", "segbench", *(project_args(project) if root_args is None else root_args), *args]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=timeout, check=False)

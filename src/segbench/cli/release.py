@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from pydantic import SecretStr
 
 from segbench import console, registry
 from segbench.cli.common import display_path, relative_to_repo, run_flow, settings_of
@@ -75,7 +76,7 @@ def release_command(
                              social_impact=social_impact, personal_information=personal_information,
                              maintainer=maintainer, embed_restricted=embed_restricted or None)
     info.require_complete(str(info_file or "release"))
-    token = settings.hub_token.get_secret_value() if settings.hub_token else os.environ.get("HF_TOKEN")
+    token = settings.hub_token or (SecretStr(os.environ["HF_TOKEN"]) if os.environ.get("HF_TOKEN") else None)
     from segbench.flows.release import release_dataset  # Prefect, and its server, only past the checks
 
     repo = Path(".").resolve()

@@ -18,13 +18,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ssl
+import sys
 import threading
 import time
 import typing
 from collections.abc import Iterator
-
-import httpcore
-import httpx
 
 MAX_REDIRECTS = 5
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("segbench_http_deadline", default=None)
@@ -43,60 +41,69 @@ def deadline(seconds: float) -> Iterator[None]:
         _deadline.reset(token)
 
 
-def _bounded(timeout: float | None) -> float | None:
-    """``timeout`` shortened to what is left of the deadline; raises once it has passed."""
+def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` shortened to what is left of the deadline; raises ``expired`` once it has passed."""
     end = _deadline.get()
     if end is None:
         return timeout
     left = end - time.monotonic()
     if left <= 0:
-        raise httpcore.ReadTimeout("the request's deadline passed")
+        raise expired("the request's deadline passed")
     return left if timeout is None else min(timeout, left)
 
 
-class _Stream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
+class _Stream:
+    """A network stream whose reads and writes keep the deadline (the httpcore interface, duck-typed
+    so that it serves httpcore and httpcore2 alike)."""
+
+    def __init__(self, inner: typing.Any, expired: type[Exception]) -> None:
+        self._inner, self._expired = inner, expired
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bounded(timeout))
+        return self._inner.read(max_bytes, _bounded(timeout, self._expired))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _bounded(timeout))
+        self._inner.write(buffer, _bounded(timeout, self._expired))
 
     def close(self) -> None:
         self._inner.close()
 
     def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.start_tls(ssl_context, server_hostname, _bounded(timeout)))
+                  timeout: float | None = None) -> _Stream:
+        inner = self._inner.start_tls(ssl_context, server_hostname, _bounded(timeout, self._expired))
+        return _Stream(inner, self._expired)
 
     def get_extra_info(self, info: str) -> typing.Any:
         return self._inner.get_extra_info(info)
 
 
-class _Backend(httpcore.NetworkBackend):
-    def __init__(self) -> None:
-        self._inner = httpcore.SyncBackend()
+class _Backend:
+    def __init__(self, inner: typing.Any, expired: type[Exception]) -> None:
+        self._inner, self._expired = inner, expired
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_tcp(host, port, _bounded(timeout), local_address, socket_options))
+                    socket_options: typing.Iterable[typing.Any] | None = None) -> _Stream:
+        stream = self._inner.connect_tcp(host, port, _bounded(timeout, self._expired), local_address, socket_options)
+        return _Stream(stream, self._expired)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_unix_socket(path, _bounded(timeout), socket_options))
+                            socket_options: typing.Iterable[typing.Any] | None = None) -> _Stream:
+        stream = self._inner.connect_unix_socket(path, _bounded(timeout, self._expired), socket_options)
+        return _Stream(stream, self._expired)
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
 
 
-def keep_deadlines(client: httpx.Client) -> httpx.Client:
-    """``client`` with its sockets (its own transport's and the proxies' it mounted) keeping deadlines."""
+def keep_deadlines(client: typing.Any) -> typing.Any:
+    """``client`` (an ``httpx`` or ``httpx2`` client) with its sockets, its own transport's and the
+    proxies' it mounted, keeping deadlines. A passed deadline raises the ``ReadTimeout`` of the
+    client's own httpcore, which the client turns into its ``TransportError``."""
     for mounted in [client._transport, *client._mounts.values()]:
         pool = getattr(mounted, "_pool", None)
         if pool is not None:  # httpx builds its pools without a way to pass the network backend
-            pool._network_backend = _Backend()
+            core = sys.modules[type(pool).__module__.partition(".")[0]]  # httpcore or httpcore2
+            pool._network_backend = _Backend(core.SyncBackend(), core.ReadTimeout)
     return client
 
 

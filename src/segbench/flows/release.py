@@ -13,6 +13,7 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from pydantic import SecretStr
 
 from segbench import progress, registry
 from segbench.core.release import writer
@@ -62,7 +63,7 @@ def _worth_retrying(task, task_run, state) -> bool:
 # An upload is idempotent (content-addressed commits), so a retry after a network error is safe.
 @task(**task_name("push-to-hub"), cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10],
       retry_condition_fn=_worth_retrying)
-def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: str | None) -> str:
+def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: SecretStr | None) -> str:
     from segbench.providers.hub import push_folder
 
     return push_folder(out, repo_id, tag=tag, endpoint=endpoint, token=token)
@@ -71,7 +72,7 @@ def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: st
 @flow(name="release-dataset", flow_run_name=run_name("release-dataset", ("dataset", "rev")))
 def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Path("."), rev: str | None = None,
                     data_dir: str | None = None, push: str | None = None, tag: str | None = None,
-                    hub_endpoint: str | None = None, hub_token: str | None = None,
+                    hub_endpoint: str | None = None, hub_token: SecretStr | None = None,
                     version: str | None = None) -> ReleaseResult:
     """Release ``dataset`` (its build in the working tree, or at DVC version ``rev``) into ``out``.
 

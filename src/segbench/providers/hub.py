@@ -1,16 +1,28 @@
 """The one module that talks to the Hugging Face Hub: push a release folder and tag it.
 
 ``huggingface_hub`` does the HTTP (create the repository, upload the folder in one commit, tag
-it); ``endpoint`` points it at another Hub (a mirror, or a local server in tests). The token comes
-from the caller (``HF_TOKEN`` or the settings) and never reaches a message: errors are reported
-with the token removed.
+it); ``endpoint`` points it at another Hub (a mirror, or a local server in tests). Its client gets
+segbench's limits (:mod:`segbench.core.http_limits`): a read timeout, bounded redirects and a
+deadline per call; and the whole push runs on a daemon thread the command waits for at most
+:func:`push_deadline`, because ``huggingface_hub`` honours any ``Retry-After`` in full (an hour, if
+a server asks) and does not stop for Ctrl-C while it sleeps. The token arrives as a ``SecretStr``
+(a flow parameter Prefect records masked) and never reaches a message.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
 
 from segbench.core.errors import SegbenchError
+from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines
+
+READ_TIMEOUT = 60.0  # seconds a connection or a read may wait
+CALL_SECONDS = 120.0  # what one small call (create the repository, tag) may take, retries included
+MIN_UPLOAD_RATE = 1_000_000  # bytes a second: the slowest upload the folder's deadline allows for
 
 
 class HubError(SegbenchError):
@@ -23,21 +35,71 @@ def _clean(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-def push_folder(folder: Path, repo_id: str, *, tag: str, endpoint: str | None = None, token: str | None = None) -> str:
-    """Upload ``folder`` to the dataset repository ``repo_id`` and tag the commit; return the repository URL."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
+def _bounded_client() -> Any:
+    from huggingface_hub.utils._http import default_client_factory
 
+    client = default_client_factory()  # keeps the library's request hook (user agent, request ids)
+    client.timeout = READ_TIMEOUT
+    client.max_redirects = MAX_REDIRECTS
+    return keep_deadlines(client)
+
+
+def push_deadline(folder: Path) -> float:
+    """Seconds a push of ``folder`` may take: the small calls, and its bytes at :data:`MIN_UPLOAD_RATE`."""
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return 3 * CALL_SECONDS + size / MIN_UPLOAD_RATE
+
+
+def _push(folder: Path, repo_id: str, tag: str, endpoint: str | None, token: str | None) -> str:
+    from huggingface_hub import HfApi
+    from huggingface_hub.utils import set_client_factory
+
+    set_client_factory(_bounded_client)
     api = HfApi(endpoint=endpoint, token=token or None)
-    try:
+    with deadline(CALL_SECONDS):
         url = api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+    with deadline(push_deadline(folder) - 2 * CALL_SECONDS):
         commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
                                    commit_message=f"Release {tag}")
+    with deadline(CALL_SECONDS):
         api.create_tag(repo_id, tag=tag, repo_type="dataset", revision=commit.oid, exist_ok=True)
-    except (HfHubHTTPError, OSError, ValueError) as exc:
-        error = HubError(f"cannot push the release to {repo_id} ({_clean(str(exc), token)})", path=str(folder),
-                         hint="check the repository name, that the token may write to it (HF_TOKEN), and the network")
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        error.permanent = isinstance(exc, ValueError) or (status is not None and status < 500)
-        raise error from None  # unchained: the cause's text can carry the token
     return str(url)
+
+
+def push_folder(folder: Path, repo_id: str, *, tag: str, endpoint: str | None = None,
+                token: SecretStr | None = None) -> str:
+    """Upload ``folder`` to the dataset repository ``repo_id`` and tag the commit; return the repository URL."""
+    secret = token.get_secret_value() if token else None
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["url"] = _push(folder, repo_id, tag, endpoint, secret)
+        except BaseException as exc:  # handed to the command below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True, name="segbench-hub-push")
+    worker.start()
+    worker.join(push_deadline(folder))
+    if worker.is_alive():
+        raise HubError(f"the Hub at {endpoint or 'huggingface.co'} did not finish the push to {repo_id} within {push_deadline(folder):.0f} s "
+                       "(it may have asked to wait)", path=str(folder),
+                       hint="try again later, or check SEGBENCH_HUB_ENDPOINT and the network")
+    if "error" in outcome:
+        raise _typed(outcome["error"], folder, f"{repo_id} at {endpoint or 'huggingface.co'}", secret) from None  # unchained: its text can carry the token
+    return outcome["url"]
+
+
+def _typed(exc: BaseException, folder: Path, repo_id: str, token: str | None) -> BaseException:
+    """The push's failure as a :class:`HubError` (what it says cleaned of the token); anything else as it came."""
+    import httpx2
+
+    if not isinstance(exc, (httpx2.HTTPError, OSError, ValueError, KeyError, TypeError, AttributeError)):
+        return exc
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    what = str(exc) if isinstance(exc, (httpx2.HTTPError, OSError, ValueError)) else \
+        f"an answer of an unexpected shape ({type(exc).__name__}: {exc})"
+    error = HubError(f"cannot push the release to {repo_id} ({_clean(what, token)})", path=str(folder),
+                     hint="check the repository name, that the token may write to it (HF_TOKEN), and the network")
+    error.permanent = isinstance(exc, ValueError) or (status is not None and status < 500)
+    return error
