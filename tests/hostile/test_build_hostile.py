@@ -431,3 +431,41 @@ def test_with_wait_a_build_queues_behind_the_build_writing_its_output(case, tmp_
         holder.kill()
         holder.wait()
     assert verify_outputs(out) == {"changed": [], "missing": [], "extra": []}
+
+
+# --- 11. destinations that cannot take the output --------------------------------------------------
+
+WITHOUT_ROOTS_RIGHTS = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                        "--inh-caps=-dac_override,-dac_read_search"]
+
+
+def _can_drop_root_rights() -> bool:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return False
+    return subprocess.run([*WITHOUT_ROOTS_RIGHTS, "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 and not _can_drop_root_rights(), reason="needs root, or setpriv to drop its rights")
+def test_a_previous_output_that_cannot_be_removed_stops_the_build_before_it_changes_anything(case):
+    """A folder of the previous output is chmod 000: the build is refused before the swap, naming the
+    folder, with the previous output as it was and no half-swapped copy beside it."""
+    project, src, outs = case
+    out = outs["coco_cd"]
+    locked = out / "masks"
+    before = tree_hash(out)
+    locked.chmod(0)
+    try:
+        prefix = WITHOUT_ROOTS_RIGHTS if os.geteuid() == 0 else []
+        env = {**child_env(), "COLUMNS": "200"}
+        done = subprocess.run([*prefix, sys.executable, "-m", "segbench", "--data-root", str(project / "data"),
+                               "--work-dir", str(project / "work"), *_args("coco_cd", src, "--force")],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    message = " ".join(done.stderr.split())
+    assert str(locked) in message and "cannot remove" in message and "chmod -R u+rwX" in message
+    assert tree_hash(out) == before
+    assert not list(out.parent.glob(".coco_cd.previous")), "no copy of the old output beside it"
+    stage, = out.parent.glob(".coco_cd.*.partial")
+    assert (stage / ".stage-nonce").is_file(), "the finished stage resumes once the folder is fixed"

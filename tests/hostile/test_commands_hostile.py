@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -85,3 +86,61 @@ def test_build_vocab_with_a_model_server_asking_to_wait_an_hour(tmp_path, monkey
         outcome = run_main(tmp_path, "build", "vocab", "--captions", str(captions), "--min-count", "1")
     assert_clean_failure(outcome, "3600 s", "more than the 120 s")
     assert time.monotonic() - start < 120 and KEY not in outcome.stdout + outcome.stderr
+
+
+@pytest.fixture
+def mounted(tmp_path):
+    """``mount(options)``: a fresh tmpfs at a new folder under ``tmp_path``, unmounted afterwards
+    (skips where this user may not mount)."""
+    points: list[Path] = []
+
+    def mount(options: str) -> Path:
+        point = tmp_path / f"mount{len(points)}"
+        point.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("this user may not mount a file system")
+        points.append(point)
+        return point
+
+    yield mount
+    for point in points:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def test_a_data_root_on_a_read_only_mount_is_refused_before_any_work(tmp_path, mounted):
+    point = mounted("size=4m")
+    key = _launched_round(point, "files")
+    results = files_dir(point, key) / "results"
+    results.mkdir(parents=True)
+    (results / "batch.csv").write_text("WorkerId,AssignmentId,Input.item_id,Answer.context\nW1,A1,1,indoor\n")
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    outcome = run_main(tmp_path, "rounds", "ingest", key, root_args=["--data-root", str(point), "--work-dir",
+                                                                      str(tmp_path / "work")])
+    assert_clean_failure(outcome, str(point), "read-only file system")
+
+
+def test_an_output_folder_whose_name_the_file_system_cannot_hold_is_refused_up_front(tmp_path):
+    (tmp_path / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+    (tmp_path / "preds.json").write_text(json.dumps(HAND_PREDS))
+    out = tmp_path / ("report-" + "x" * 233)  # 240 bytes: fits, but not its working copies' names
+    outcome = run_main(tmp_path, "evaluate", "cgf1", "--gt", str(tmp_path / "gt.json"), "--predictions",
+                       str(tmp_path / "preds.json"), "--out", str(out))
+    assert_clean_failure(outcome, "name of 240 bytes", "shorter name")
+    assert not out.exists()
+
+
+def test_a_full_disk_under_the_report_is_one_message(tmp_path, mounted):
+    (tmp_path / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+    (tmp_path / "preds.json").write_text(json.dumps(HAND_PREDS))
+    out = mounted("size=16k") / "report"
+    outcome = run_main(tmp_path, "evaluate", "cgf1", "--gt", str(tmp_path / "gt.json"), "--predictions",
+                       str(tmp_path / "preds.json"), "--out", str(out))
+    assert_clean_failure(outcome, "No space left on device", "free space")
+
+
+def test_a_round_command_with_a_prefect_api_that_does_not_answer_names_it(tmp_path, monkeypatch):
+    key = _launched_round(tmp_path / "data", "files")
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    outcome = run_main(tmp_path, "rounds", "ingest", key)
+    assert_clean_failure(outcome, "PREFECT_API_URL=http://127.0.0.1:9/api", "does not answer")

@@ -23,7 +23,7 @@ from segbench import console, prefect_server, registry
 from segbench.cli import demo, help_text, publish, rebuild, release, rounds, server
 from segbench.cli.help_text import Runner
 from segbench.core import clock, process
-from segbench.core.errors import SegbenchError
+from segbench.core.errors import SegbenchError, file_system_error
 from segbench.settings import Settings, configure_runtime, load_settings
 
 # Commands whose work outlives them on the server (schedules): a private server would die with them.
@@ -147,6 +147,12 @@ def main() -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         console.error(f"invalid parameter {'.'.join(map(str, first['loc']))}: {first['msg']}")
+        sys.exit(2)
+    except OSError as exc:  # a file system failure no step named: still one message, not a traceback
+        error = file_system_error(exc)
+        if error is None:
+            raise
+        console.error(str(error), exc)
         sys.exit(2)
     except KeyboardInterrupt:  # outside a command (while parsing)
         console.error(INTERRUPTED_HINT)

@@ -25,6 +25,7 @@ from segbench.cli.common import (
 )
 from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
+from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
     from segbench.schemas.cafe import CafeDemo, ExportSummary
@@ -75,7 +76,8 @@ def build_candidates_command(
     seed: int = seed_option(0, "Seed of the target draw, edit types, offline plans and edits."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad annotation, image or edit, "
                                                                       "or skip it and report it in skipped.json."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe_candidates)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe_candidates).",
+                             callback=check_output_folder),
     replay_only: bool = typer.Option(False, "--replay-only", help="Plans and edits only from the caches."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the candidates are up to date."),
 ) -> None:
@@ -146,7 +148,7 @@ def create_verification_command(
 
     quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires,
                                                      overlap=overlap, workers=workers, rules=rule), seed=seed)
-    with command_lock(ctx):
+    with command_lock(ctx, runs_flows=True):
         round_ = create_cafe_verification(ctx.obj["settings"].data_root, key, backend=backend.value, overlap=overlap,
                                           overwrite=overwrite, quality=quality,
                                           gold_sources=_gold_sources(gold_source or []))
@@ -176,7 +178,8 @@ def _gold_sources(values: list[str]) -> dict[str, Path]:
 def export_command(
     ctx: typer.Context,
     round_key: str = typer.Option(..., "--round", help="The ingested CAFE verification round."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe).",
+                             callback=check_output_folder),
     force: bool = typer.Option(False, "--force", help="Export even when the export is up to date."),
 ) -> None:
     """Export the verified CAFE pairs in the SA-Co format (CAFE.json, CAFE_{SM,CC,OC}.json, images/).
@@ -220,7 +223,8 @@ def evaluate_cafe_command(
                                                                                    "pairs calibrates and is left "
                                                                                    "out of the numbers."),
     seed: int = seed_option(0, "Seed of the calibration split."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cafe/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cafe/<run>).",
+                             callback=check_output_folder),
     force: bool = FORCE_EVALUATION,
     track: bool = TRACK,
 ) -> None:
@@ -281,7 +285,8 @@ def evaluate_cgf1_command(
     each: bool = typer.Option(False, "--each", help="Score the predictions against each --gt file in turn (CAFE's "
                                                     "run_eval.sh on CAFE_SM/CC/OC.json) instead of the oracle "
                                                     "protocol; an image in none of the files is an error."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cgf1/<run>)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/cgf1/<run>).",
+                             callback=check_output_folder),
     force: bool = FORCE_EVALUATION,
     track: bool = TRACK,
 ) -> None:

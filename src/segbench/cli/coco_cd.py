@@ -25,6 +25,7 @@ from segbench.cli.common import (
 from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import InputError, OnError
+from segbench.core.paths import check_output_folder
 from segbench.locking import command_lock
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ def build_command(
     coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}"
                                                            "2017.json and the train2017/, val2017/ image folders."),
     stuff_root: Path = typer.Option(..., "--stuff-root", help="Folder with stuff_{train,val}2017.json (COCO-Stuff)."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/coco_cd)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/coco_cd).",
+                             callback=check_output_folder),
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
     val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 50)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 125)."),
@@ -156,7 +158,7 @@ def create_audit_command(
     if not (dataset / "manifest.json").is_file():  # before Prefect starts: an answer in a second, not ten
         raise InputError("COCO-CD is not built here: the audit samples its validation split", path=dataset,
                          hint="build it first: segbench build coco-cd (or segbench demo), or pass --data-root")
-    with command_lock(ctx):
+    with command_lock(ctx, runs_flows=True):
         round_ = create_coco_cd_audit(settings_of(ctx).data_root, key, per_group=per_group, seed=seed, backend=backend.value,
                                       overlap=overlap, overwrite=overwrite, batch_by_group=batch_by_group,
                                       **quality)

@@ -24,20 +24,20 @@ def settings_of(ctx: typer.Context) -> Settings:
     return ctx.find_root().obj["settings"]
 
 
-def run_flow(ctx: typer.Context, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def run_flow(ctx: typer.Context, fn: Any, *args: Any, reads_only: bool = False, **kwargs: Any) -> Any:
     """Run a flow with progress on stderr (bars on a terminal, lines otherwise), holding the data root's lock, on the chosen runner.
 
     The runner comes from the root options (``--runner``, ``--dask-address``, ``--workers``); a local
-    Dask cluster lives only for this call.
+    Dask cluster lives only for this call. ``reads_only``: the flow writes nothing in the data root
+    (an evaluation), which may then be on a read-only disk.
     """
-    from segbench import prefect_server, progress
+    from segbench import progress
     from segbench.flows.runner import RunnerSpec, runner_session, with_runner, without_heartbeats
     from segbench.locking import command_lock
 
     spec = ctx.find_root().obj.get("runner") or RunnerSpec()
-    with command_lock(ctx), console.listener() as listener, progress.listening(listener), \
+    with command_lock(ctx, reads_only=reads_only, runs_flows=True), console.listener() as listener, progress.listening(listener), \
             runner_session(spec) as live, without_heartbeats():
-        prefect_server.ensure_api_answers()
         result = with_runner(fn, live)(*args, **kwargs)
     console.set_summary(result)  # what --json prints, unless the command sets a summary of its own
     return result
@@ -58,11 +58,12 @@ def run_evaluation(ctx: typer.Context, track: bool, function: str, flow: str, **
     from segbench import progress, registry
 
     if track or settings_of(ctx).track_evaluations:
-        return run_flow(ctx, registry.load(flow), **kwargs)
+        return run_flow(ctx, registry.load(flow), reads_only=True, **kwargs)
     from segbench.locking import command_lock
 
     evaluate = registry.load(function)
-    with command_lock(ctx), console.listener() as listener, progress.listening(listener), _evaluation_log():
+    with command_lock(ctx, reads_only=True), console.listener() as listener, progress.listening(listener), \
+            _evaluation_log():
         result = evaluate(**kwargs)
     console.set_summary(result)
     return result

@@ -37,7 +37,7 @@ def publish_command(
     check_remote(repo, remote, remote_url=remote_url or settings.dvc_remote)
     from segbench.flows.publish import publish_data  # Prefect, and its server, only past the checks
 
-    with command_lock(ctx):
+    with command_lock(ctx, runs_flows=True):
         ensure_repo(repo, init_git=init_git)
         record = publish_data(repo=str(repo), data_dir=relative_to_repo(settings.data_root, repo), remote=remote,
                               remote_url=remote_url or settings.dvc_remote, commit=commit, message=message, tag=tag)

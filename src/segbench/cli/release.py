@@ -81,7 +81,7 @@ def release_command(
 
     repo = Path(".").resolve()
     data_dir = path or relative_to_repo(settings.data_root / registry.dataset(dataset).default_out, repo)
-    result = run_flow(ctx, release_dataset, dataset=dataset, out=out.resolve(), info=info, repo=repo,
+    result = run_flow(ctx, release_dataset, reads_only=True, dataset=dataset, out=out.resolve(), info=info, repo=repo,
                       rev=rev, data_dir=data_dir, push=push, tag=tag,
                       hub_endpoint=settings.hub_endpoint or os.environ.get("HF_ENDPOINT"), hub_token=token)
     print_release(result)

@@ -134,7 +134,7 @@ def launch(
 
     from segbench.flows.rounds import launch_round
 
-    with command_lock(ctx):
+    with command_lock(ctx, runs_flows=True):
         round_ = launch_round(settings.data_root, key, settings.label_studio(), batch)
     print_round(round_, "Round launched")
     backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
@@ -183,7 +183,7 @@ def ingest(
              "new rounds)."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
-    from segbench.annotation_ui.gold import pass_list
+    from segbench.annotation_ui.gold import pass_list, saved_gold_answers
     from segbench.annotation_ui.rounds import RoundStore
 
     settings = ctx.obj["settings"]
@@ -191,10 +191,11 @@ def ingest(
     # A missing round, a damaged answers file or a gate not yet passable fails here, before Prefect starts.
     pass_list(store, store.load(key))
     store.load_answers(key)
+    saved_gold_answers(store, key)
 
     from segbench.flows.rounds import ingest_round
 
-    with command_lock(ctx):
+    with command_lock(ctx, runs_flows=True):
         result = ingest_round(settings.data_root, key, settings.label_studio(), on_error,
                               aggregation.value if aggregation else None)
     console.set_summary(result)

@@ -24,6 +24,7 @@ from segbench.cli.common import (
 )
 from segbench.cli.publish import print_publish
 from segbench.core.errors import OnError
+from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
     from segbench.schemas.waterbirds import WaterbirdsBuildSummary, WaterbirdsDemo
@@ -51,7 +52,8 @@ def build_command(
                                                          "segmentations/."),
     places_root: Path = typer.Option(..., "--places-root", help="Places365 root with one folder per place "
                                                                "(bamboo_forest, forest/broadleaf, ocean, lake/natural)."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/waterbirds_seg)."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/waterbirds_seg).",
+                             callback=check_output_folder),
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),
     val_per_group: int = typer.Option(None, "--val-per-group", help="Val images per group (default: 74, as "
                                                                     "released)."),

@@ -11,6 +11,7 @@ the data they check.
 from __future__ import annotations
 
 import enum
+import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,27 @@ class AnnotationError(InputError):
 
 class OutputError(SegbenchError):
     """An output cannot be written (no space left on the disk, no permission, ...)."""
+
+
+_FILE_SYSTEM_HINTS = {
+    errno.EROFS: "give a folder on a writable disk (--data-root, --work-dir, --out), or remount it read-write",
+    errno.EACCES: "check the file's and its folder's permissions, or give a folder you may write in",
+    errno.EPERM: "check the file's and its folder's permissions, or give a folder you may write in",
+    errno.ENOSPC: "free space on that disk (or give a folder on another one) and run the same command again",
+    errno.EDQUOT: "free space within your quota (or give a folder on another disk) and run the same command again",
+    errno.ENAMETOOLONG: "give a shorter path (--data-root, --work-dir, --out) or shorter names",
+    errno.EMFILE: "raise the limit of open files (ulimit -n) and run the same command again",
+    errno.EIO: "the disk failed to read or write: check it, then run the same command again",
+}
+
+
+def file_system_error(exc: OSError) -> OutputError | None:
+    """A file system failure no step turned into a typed error (a read-only mount, a full disk, a
+    name too long), as one naming the file and what to do; None for the other ``OSError`` kinds."""
+    hint = _FILE_SYSTEM_HINTS.get(exc.errno or 0)
+    if hint is None:
+        return None
+    return OutputError(exc.strerror or str(exc), path=exc.filename, hint=hint)
 
 
 class InsufficientDataError(SegbenchError):

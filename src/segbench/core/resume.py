@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from segbench.core.errors import InputError
+from segbench.core.errors import InputError, OutputError
 from segbench.core.io import atomic_write_text, fingerprint, read_json, sha256_file, sha256_tree
 
 NONCE_NAME = ".stage-nonce"
@@ -116,6 +116,24 @@ class Stage:
         return fingerprint({"build": self.key, "stage": self.nonce, "unit": unit})
 
 
+def check_removable(tree: Path, what: str) -> None:
+    """Raise unless every folder under ``tree`` can be emptied and removed by this user: checked
+    before an output is replaced, so a folder that cannot be removed stops the swap before it starts,
+    not half-way with the old and the new output side by side.
+
+    Raises:
+        OutputError: naming the first folder that cannot be read or changed.
+    """
+    def refuse(folder: str | None) -> None:
+        raise OutputError(f"{what} holds a folder this user cannot remove", path=folder or tree,
+                          hint=f"give yourself the rights (chmod -R u+rwX {tree}) or remove it, then run the same "
+                               "command again")
+
+    for folder, _, _ in os.walk(tree, onerror=lambda exc: refuse(exc.filename)):
+        if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+            refuse(folder)
+
+
 def stage_path(target: str | Path, key: str) -> Path:
     target = Path(target)
     return target.with_name(f".{target.name}.{key[:16]}.partial")
@@ -147,12 +165,24 @@ def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
     # One flush for everything written into the stage, before it becomes visible. It comes before the
     # nonce goes: a kill during the flush (it can take seconds) then leaves a stage that still resumes.
     os.sync()
-    nonce_file.unlink()
     previous = target.with_name(f".{target.name}.previous")
-    shutil.rmtree(previous, ignore_errors=True)
+    if previous.exists():  # left by a swap that was killed between its two renames
+        check_removable(previous, "a previous output left beside the new one")
+        shutil.rmtree(previous)
     if target.exists():
-        os.replace(target, previous)
-    os.replace(path, target)
+        check_removable(target, "the previous output")
+    nonce_file.unlink()
+    try:
+        if target.exists():
+            os.replace(target, previous)
+        os.replace(path, target)
+    except OSError as exc:
+        if previous.exists() and not target.exists():
+            os.replace(previous, target)
+        atomic_write_text(nonce_file, nonce)  # the stage still resumes
+        raise OutputError(f"cannot swap the new output in ({exc.strerror or exc})", path=target,
+                          hint=f"check that you may write in {target.parent}, then run the same command again "
+                               f"(it resumes from {path})") from exc
     shutil.rmtree(previous, ignore_errors=True)
     for stale in target.parent.glob(f".{target.name}.*.partial"):
         if stale.is_dir():  # stages; the output's lock file (segbench.locking) is a file of that name too

@@ -16,6 +16,7 @@ from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_file,
 from segbench.core.release import card, croissant, licences
 from segbench.core.release.parquet import Shard, pyarrow_version, write_split
 from segbench.core.release.plan import Licence, ReleasePlan, Table
+from segbench.core.resume import check_removable
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.release import ReleaseFile, ReleaseInfo, ReleaseResult
 
@@ -70,6 +71,8 @@ def write_gallery(stage: Path, plan: ReleasePlan) -> list[str]:
 
 def swap_in(stage: Path, out: Path) -> None:
     """Replace ``out`` by the finished stage (the old release is removed only once the new one is whole)."""
+    if out.exists():
+        check_removable(out, "the previous release")
     try:
         if out.exists():
             old = out.with_name(f".{out.name}.old")
