@@ -21,7 +21,7 @@ from segbench.annotation_ui.backends.files import files_dir
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]  # in-process commands share one API
 
 TOKEN = "ls-token-SECRET-0123456789abcdef"
 KEY = "sk-test-SECRET-0123456789abcdef"
