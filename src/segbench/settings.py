@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     label_studio_token: SecretStr | None = None
     label_studio_files: Path | None = None
     label_studio_dir: Path | None = None  # the folder scripts/label-studio.sh runs its server from
+    # Seconds a connection or a read may wait; a whole request ends within four times this.
+    label_studio_timeout: float = Field(30.0, gt=0, allow_inf_nan=False)
     dvc_remote: str | None = None
     hub_endpoint: str | None = None  # the Hugging Face Hub `release --push` uploads to (default: huggingface.co)
     hub_token: SecretStr | None = None  # or HF_TOKEN
@@ -106,7 +108,7 @@ class Settings(BaseSettings):
     def label_studio(self) -> LabelStudioConnection:
         """The Label Studio server these settings point at, as the round flows take it."""
         return LabelStudioConnection(url=self.label_studio_url, token=self.label_studio_token,
-                                     files=self.label_studio_files)
+                                     files=self.label_studio_files, timeout=self.label_studio_timeout)
 
     @classmethod
     def settings_customise_sources(

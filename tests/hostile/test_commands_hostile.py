@@ -48,6 +48,18 @@ def test_rounds_status_against_a_label_studio_answering_garbage(tmp_path, monkey
     assert TOKEN not in outcome.stdout + outcome.stderr
 
 
+def test_rounds_status_against_a_label_studio_that_drips_ends_within_its_deadline(tmp_path, monkeypatch):
+    key = _launched_round(tmp_path / "data", "labelstudio", project_id=1)
+    with BadServer(lambda request: Reply(200, b"[" + b" " * 600 + b"]", drip=0.5)) as server:
+        monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_URL", server.url)
+        monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", TOKEN)
+        monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TIMEOUT", "1")  # a request may last 4 s
+        start = time.monotonic()
+        outcome = run_main(tmp_path, "rounds", "status", key)
+    assert_clean_failure(outcome, server.url, "4 s")
+    assert time.monotonic() - start < 15
+
+
 @pytest.mark.parametrize("how", ["a column twice", "a FIFO"])
 def test_rounds_ingest_names_a_results_file_it_cannot_read(tmp_path, how):
     key = _launched_round(tmp_path / "data", "files")

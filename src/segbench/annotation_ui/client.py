@@ -49,7 +49,7 @@ class LabelStudioClient:
         url: the server's base URL, e.g. ``http://127.0.0.1:8089``.
         token: an API token (the legacy 40-character token, or a personal access token).
         timeout: seconds a connection or a read may wait.
-        deadline: seconds a whole request may take (default: 4 × ``timeout``, at least 120).
+        deadline: seconds a whole request may take (default: 4 × ``timeout``).
 
     The constructor makes no network call; use :meth:`check` to fail early.
     """
@@ -57,7 +57,7 @@ class LabelStudioClient:
     def __init__(self, url: str, token: str, *, timeout: float = 30, deadline: float | None = None) -> None:
         self.url = url.rstrip("/")
         self._token = token
-        self._deadline = deadline if deadline is not None else max(120.0, 4 * timeout)
+        self._deadline = deadline if deadline is not None else 4 * timeout
         self._http = keep_deadlines(httpx.Client(base_url=self.url, timeout=timeout, follow_redirects=True,
                                                  max_redirects=MAX_REDIRECTS))
         try:

@@ -36,6 +36,7 @@ class LabelStudioConnection(BaseModel):
         url: the server, e.g. ``http://127.0.0.1:8089``.
         token: its API token (None: not configured; a launch or ingest then says how to set it).
         files: the folder the server serves local files from; rounds copy their images into it.
+        timeout: seconds a connection or a read may wait; a whole request ends within four times this.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -43,6 +44,7 @@ class LabelStudioConnection(BaseModel):
     url: str
     token: SecretStr | None = None
     files: Path | None = None
+    timeout: float = 30.0
 
 
 class RoundStatus(str, enum.Enum):

@@ -54,7 +54,8 @@ class LabelStudioBackend:
         if connection.token is None:
             raise InputError("no Label Studio API token configured",
                              hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
-        return LabelStudioClient(connection.url, connection.token.get_secret_value())
+        return LabelStudioClient(connection.url, connection.token.get_secret_value(), timeout=connection.timeout,
+                                 deadline=4 * connection.timeout)
 
     def launch(self, round: Round) -> tuple[int, dict[str, int]]:
         """Create (or reuse) the project, let it show the round's images, import the missing tasks.
