@@ -233,9 +233,9 @@ def random_case(seed: int, n_gts: int = 1) -> tuple[list[dict], list[dict]]:
     gts = [{"images": images, "annotations": anns, "categories": cats}]
     for _ in range(1, n_gts):
         alt = [dict(a) for a in anns if rng.random() < .7]
-        alt += [{"id": 10_000 + len(alt), "image_id": img["id"], "category_id": 1, "iscrowd": 0,
+        alt += [{"id": 10_000 + n, "image_id": img["id"], "category_id": 1, "iscrowd": 0,
                  "segmentation": bitmap_to_rle(random_mask(rng, img["height"], img["width"]))}
-                for img in images if rng.random() < .3]
+                for n, img in enumerate(images) if rng.random() < .3]
         gts.append({"images": [dict(i, is_instance_exhaustive=int(rng.random() < .9)) for i in images],
                     "annotations": alt, "categories": cats})
     return gts, preds

@@ -140,3 +140,49 @@ def test_a_results_csv_with_a_column_twice_names_both(tmp_path):
     path.write_text("WorkerId,AssignmentId,Input.item_id,Answer.context,WorkerId\nW1,A1,1,indoor,\n")
     with pytest.raises(InputError, match=r"'WorkerId' appears twice \(columns 1 and 5\)"):
         read_results(path)
+
+
+def _edited_gt(edit) -> dict:
+    gt = cafe_gt(HAND_PAIRS)
+    edit(gt)
+    return gt
+
+
+GROUND_TRUTH_CASES = {
+    "an image id twice": (lambda g: g["images"].append(dict(g["images"][0])), ["image id 1 appears twice"]),
+    "an annotation id twice": (lambda g: g["annotations"].append(dict(g["annotations"][0], image_id=2)),
+                               ["annotation id 1 appears twice"]),
+    "iscrowd 2": (lambda g: g["annotations"][0].update(iscrowd=2), ["annotation 1", "iscrowd is 2, not 0 or 1"]),
+    "is_instance_exhaustive 'yes'": (lambda g: g["images"][0].update(is_instance_exhaustive="yes"),
+                                     ["image 1", "is_instance_exhaustive is 'yes'"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GROUND_TRUTH_CASES))
+def test_ground_truth_that_pycocotools_would_misread_is_refused(tmp_path, cgf1_files, case):
+    """pycocotools keeps the last of two entries with one id and reads any non-zero flag as true;
+    the evaluation names the entry instead of scoring a silently different file."""
+    _, preds = cgf1_files
+    edit, names = GROUND_TRUTH_CASES[case]
+    gt = tmp_path / "edited-gt.json"
+    gt.write_text(json.dumps(_edited_gt(edit)))
+    outcome = run_main(tmp_path, *_cgf1(tmp_path, gt, preds))
+    assert_clean_failure(outcome, str(gt), *names)
+    assert not (tmp_path / "out").exists()
+
+
+PREDICTION_FILE_CASES = {
+    "gzip": (lambda text: __import__("gzip").compress(text.encode()), "a gzip-compressed file", "gunzip"),
+    "UTF-16": (lambda text: text.encode("utf-16"), "UTF-16 text", "iconv -f utf-16"),
+    "a NaN score": (lambda text: text.replace('"score": 0.9', '"score": NaN', 1).encode(), "NaN or Infinity at line 1",
+                    "write null"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PREDICTION_FILE_CASES))
+def test_a_predictions_file_in_another_format_is_named_for_what_it_is(tmp_path, cgf1_files, case):
+    gt, preds = cgf1_files
+    encode, what, fix = PREDICTION_FILE_CASES[case]
+    preds.write_bytes(encode(preds.read_text()))
+    outcome = run_main(tmp_path, *_cgf1(tmp_path, gt, preds))
+    assert_clean_failure(outcome, str(preds), what, fix)

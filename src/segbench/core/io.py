@@ -203,7 +203,27 @@ def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = N
         raise not_utf8(exc, path) from exc
 
 
+# What a file that is not UTF-8 most often is, told by its first bytes (UTF-32 LE before UTF-16 LE:
+# its mark starts with UTF-16's).
+_OTHER_FORMATS = (
+    (b"\x1f\x8b", "a gzip-compressed file", "decompress it first (gunzip FILE)"),
+    (b"PK\x03\x04", "a zip archive", "unzip it and pass the file inside"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text (it starts with a UTF-32 byte-order mark)",
+     "save the file as UTF-8 (e.g. iconv -f utf-32 -t utf-8)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text (it starts with a UTF-32 byte-order mark)",
+     "save the file as UTF-8 (e.g. iconv -f utf-32 -t utf-8)"),
+    (b"\xff\xfe", "UTF-16 text (it starts with a UTF-16 byte-order mark)",
+     "save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8)"),
+    (b"\xfe\xff", "UTF-16 text (it starts with a UTF-16 byte-order mark)",
+     "save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8)"),
+)
+
+
 def not_utf8(exc: UnicodeDecodeError, path: str | Path) -> InputError:
+    head = bytes(exc.object[:4])
+    for magic, what, fix in _OTHER_FORMATS:
+        if head.startswith(magic):
+            return InputError(f"not UTF-8 text: {what}", path=path, hint=fix)
     return InputError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=path,
                       hint="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
 
@@ -232,6 +252,10 @@ def read_json(path: str | Path, *, hint: str | None = None) -> Any:
             bytes(data).decode("utf-8")
         except UnicodeDecodeError as not_text:
             raise not_utf8(not_text, path) from not_text
+        if bytes(data[exc.pos:exc.pos + 9]).lstrip(b"-").startswith((b"NaN", b"Infinity")):
+            raise InputError(f"not valid JSON: a NaN or Infinity at line {exc.lineno}, column {exc.colno} (JSON has "
+                             "no such numbers)", path=path, hint="write null (or a finite number) where the value is "
+                                                            "undefined") from exc
         raise InputError(
             f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file"
         ) from exc

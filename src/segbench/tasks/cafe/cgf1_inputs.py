@@ -211,6 +211,9 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         for img in data["images"]:
             _check_image(img, path)
             images[img["id"]] = img
+    if len(images) < len(data["images"]):  # pycocotools would keep the last one silently
+        raise _twice("image", [img["id"] for img in data["images"]], path)
+    _check_flags(data["images"], "is_instance_exhaustive", "image", path)
     cat_ids = []
     for cat in data["categories"]:
         if not isinstance(cat, dict) or not _is_int(cat.get("id")):
@@ -231,6 +234,9 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         ann_index[ann["id"]] = ann
         ann_ids_by_image[ann["image_id"]].append(ann["id"])
         first_annotation.setdefault(ann["image_id"], ann)
+    if len(ann_index) < len(annotations):
+        raise _twice("annotation", [ann["id"] for ann in annotations], path)
+    _check_flags(annotations, "iscrowd", "annotation", path)
     compressed = usual_compressed(annotations, images) if usual else None
     rles: dict[int, dict[str, Any]] = {}  # GroundTruth.rle's answers, known already for the usual file
     if compressed is not None:  # every segmentation a compressed RLE of its image's size
@@ -249,6 +255,21 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
     return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
                        ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
                        first_annotation=first_annotation, counts_checked=True, _rle_cache=rles)
+
+
+def _twice(kind: str, ids: list[Any], path: str) -> InputError:
+    seen: set[Any] = set()
+    repeated = next(i for i in ids if i in seen or seen.add(i))
+    return InputError(f"{kind} id {repeated!r} appears twice", path=path, item=f"{kind} {repeated}",
+                      hint=f"give every {kind} its own id (a copied entry?)")
+
+
+def _check_flags(entries: list[dict[str, Any]], key: str, kind: str, path: str) -> None:
+    """``key`` is 0 or 1 (or a boolean) in every entry: ``"yes"`` or 2 would be read as true."""
+    bad = next((entry for entry in entries if entry[key] not in (0, 1)), None)
+    if bad is not None:
+        raise InputError(f"{key} is {bad[key]!r}, not 0 or 1", path=path, item=f"{kind} {bad['id']}",
+                         hint=f"set {key} to 0 or 1")
 
 
 def _check_image(img: Any, path: str) -> None:
