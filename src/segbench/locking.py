@@ -183,12 +183,11 @@ def _read_holder(path: Path) -> dict:
 
 
 @contextmanager
-def command_lock(ctx: typer.Context, *, reads_only: bool = False, runs_flows: bool = False) -> Iterator[None]:
+def command_lock(ctx: typer.Context, *, reads_only: bool = False) -> Iterator[None]:
     """The data root's lock for a running CLI command (the root context holds settings and ``--wait``).
 
     A command that writes in the data root (``reads_only`` False) is refused at once when it cannot:
-    a read-only mount, no permission, a name too long. A command that ``runs_flows`` checks, once it
-    holds the lock, that the Prefect API answers."""
+    a read-only mount, no permission, a name too long."""
     from segbench import console
 
     obj = ctx.find_root().obj
@@ -202,10 +201,6 @@ def command_lock(ctx: typer.Context, *, reads_only: bool = False, runs_flows: bo
     if not reads_only:
         check_writable_folder(data_root, "data root")
     with data_root_lock(data_root, command=ctx.command_path, wait=wait, on_wait=waiting):
-        if runs_flows:  # a dead API is one message, not Prefect's traceback from inside the first flow
-            from segbench import prefect_server
-
-            prefect_server.ensure_api_answers()
         previous = dict(_running)
         _running.update(command=ctx.command_path, wait=wait)
         try:

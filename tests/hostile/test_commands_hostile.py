@@ -60,18 +60,29 @@ def test_rounds_status_against_a_label_studio_that_drips_ends_within_its_deadlin
     assert time.monotonic() - start < 15
 
 
-@pytest.mark.parametrize("how", ["a column twice", "a FIFO"])
-def test_rounds_ingest_names_a_results_file_it_cannot_read(tmp_path, how):
+RESULTS_FILES = {
+    "a column twice": ("WorkerId,AssignmentId,Input.item_id,Answer.context,WorkerId\nW1,A1,1,indoor,\n",
+                       "appears twice"),
+    "semicolons": ("WorkerId;AssignmentId;Input.item_id;Answer.context\nW1;A1;1;indoor\n", "separated by semicolons"),
+    "a workbook": ("PK\x03\x04" + "\x00" * 64, "a zip archive named .csv"),
+    "an answer not in the label config": ("WorkerId,AssignmentId,Input.item_id,Answer.context\nW1,A1,1,underwater\n",
+                                          "'underwater' is not allowed"),
+    "a FIFO": (None, "FIFO"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(RESULTS_FILES))
+def test_rounds_ingest_names_a_results_file_it_cannot_read_before_prefect_starts(tmp_path, monkeypatch, how):
     key = _launched_round(tmp_path / "data", "files")
     results = files_dir(tmp_path / "data", key) / "results"
     results.mkdir(parents=True)
     path = results / "batch.csv"
-    if how == "a FIFO":
+    text, expected = RESULTS_FILES[how]
+    if text is None:
         os.mkfifo(path)
-        expected = "FIFO"
     else:
-        path.write_text("WorkerId,AssignmentId,Input.item_id,Answer.context,WorkerId\nW1,A1,1,indoor,\n")
-        expected = "appears twice"
+        path.write_text(text)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # reached only if the file passed
     assert_clean_failure(run_main(tmp_path, "rounds", "ingest", key), str(path), expected)
 
 

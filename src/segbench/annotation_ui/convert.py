@@ -39,6 +39,9 @@ LABEL_SEPARATOR = "|"
 
 Allowed = Mapping[str, set[str]] | None
 
+# What to do about one bad answer, when nothing more precise can be said.
+SKIP_HINT = "correct that answer, or ingest with --on-error skip to leave it out (it is listed in the skip report)"
+
 
 # --- Label Studio ------------------------------------------------------------------------------------
 
@@ -94,7 +97,7 @@ def answers_from_labelstudio(
 
 
 def _labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons=True) -> Answer:
-    def fail(message: str, hint: str | None = None) -> AnnotationError:
+    def fail(message: str, hint: str = SKIP_HINT) -> AnnotationError:
         return AnnotationError(message, path=source, item=where, hint=hint)
 
     item_id = (task.get("data") or {}).get("item_id")
@@ -223,7 +226,7 @@ def answers_from_files(
 
 def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: Allowed, where: str,
                   check_polygons: bool = True, source: str | Path | None = None) -> Answer:
-    def fail(message: str, hint: str | None = None) -> AnnotationError:
+    def fail(message: str, hint: str = SKIP_HINT) -> AnnotationError:
         return AnnotationError(message, path=source, item=where, hint=hint)
 
     for column in FILES_REQUIRED:

@@ -46,9 +46,16 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
                          hint="save the crowd's results as CSV (with a header row) or as a JSON list of rows")
     # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
     text = read_text(path, encoding="utf-8-sig")
+    if text.startswith("PK\x03\x04"):
+        raise InputError("a zip archive named .csv (a spreadsheet workbook?)", path=path,
+                         hint="open it in the spreadsheet program and save it as CSV (comma-separated)")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise InputError("no header row", path=path, hint="export the results with their column names")
+    if len(reader.fieldnames) == 1 and (separator := next((c for c in ";\t|" if c in reader.fieldnames[0]), None)):
+        name = {";": "semicolons", "\t": "tabs", "|": "bars"}[separator]
+        raise InputError(f"the columns are separated by {name}, not commas", path=path,
+                         hint="export the results as comma-separated CSV (a spreadsheet's locale may choose ';')")
     _check_columns(reader.fieldnames, path, "header")
     seen: dict[str, int] = {}
     for number, name in enumerate(reader.fieldnames, start=1):
@@ -60,11 +67,13 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
         rows = []
         for row in reader:
             if None in row:  # csv.DictReader puts cells beyond the header under the key None
-                raise InputError(f"row {reader.line_num - 1} has more cells than the header", path=path)
+                raise InputError(f"row {reader.line_num - 1} has more cells than the header", path=path,
+                                 hint="quote cells that hold commas, or fix the row")
             rows.append(dict(row))
         return rows
     except csv.Error as exc:
-        raise InputError(f"malformed CSV at line {reader.line_num}: {exc}", path=path) from exc
+        raise InputError(f"malformed CSV at line {reader.line_num}: {exc}", path=path,
+                         hint="export the file again from the crowd platform, or fix that line") from exc
 
 
 def _check_columns(columns: Iterable[str], path: Path, where: str) -> None:

@@ -16,6 +16,7 @@ from segbench.cli.common import (
     TRACK,
     build_status,
     display_path,
+    flow_command_lock,
     print_up_to_date,
     relative_to_repo,
     run_evaluation,
@@ -144,11 +145,10 @@ def create_verification_command(
     """Create the verification round of the CAFE candidates: people check q+, q-, the edit and the mask."""
     from segbench.annotation_ui.gold import QualityOptions
     from segbench.flows.cafe.verification import create_cafe_verification
-    from segbench.locking import command_lock
 
     quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires,
                                                      overlap=overlap, workers=workers, rules=rule), seed=seed)
-    with command_lock(ctx, runs_flows=True):
+    with flow_command_lock(ctx):
         round_ = create_cafe_verification(ctx.obj["settings"].data_root, key, backend=backend.value, overlap=overlap,
                                           overwrite=overwrite, quality=quality,
                                           gold_sources=_gold_sources(gold_source or []))

@@ -17,6 +17,7 @@ from segbench.cli.common import (
     FORCE_BUILD,
     build_status,
     display_path,
+    flow_command_lock,
     relative_to_repo,
     run_flow,
     seed_option,
@@ -26,7 +27,6 @@ from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
 from segbench.core.errors import InputError, OnError
 from segbench.core.paths import check_output_folder
-from segbench.locking import command_lock
 
 if TYPE_CHECKING:
     from segbench.schemas.coco_cd import CocoCdBuildSummary, CocoCdDemo
@@ -158,7 +158,7 @@ def create_audit_command(
     if not (dataset / "manifest.json").is_file():  # before Prefect starts: an answer in a second, not ten
         raise InputError("COCO-CD is not built here: the audit samples its validation split", path=dataset,
                          hint="build it first: segbench build coco-cd (or segbench demo), or pass --data-root")
-    with command_lock(ctx, runs_flows=True):
+    with flow_command_lock(ctx):
         round_ = create_coco_cd_audit(settings_of(ctx).data_root, key, per_group=per_group, seed=seed, backend=backend.value,
                                       overlap=overlap, overwrite=overwrite, batch_by_group=batch_by_group,
                                       **quality)

@@ -33,14 +33,25 @@ def run_flow(ctx: typer.Context, fn: Any, *args: Any, reads_only: bool = False, 
     """
     from segbench import progress
     from segbench.flows.runner import RunnerSpec, runner_session, with_runner, without_heartbeats
-    from segbench.locking import command_lock
 
     spec = ctx.find_root().obj.get("runner") or RunnerSpec()
-    with command_lock(ctx, reads_only=reads_only, runs_flows=True), console.listener() as listener, progress.listening(listener), \
+    with flow_command_lock(ctx, reads_only=reads_only), console.listener() as listener, progress.listening(listener), \
             runner_session(spec) as live, without_heartbeats():
         result = with_runner(fn, live)(*args, **kwargs)
     console.set_summary(result)  # what --json prints, unless the command sets a summary of its own
     return result
+
+
+@contextlib.contextmanager
+def flow_command_lock(ctx: typer.Context, *, reads_only: bool = False) -> Iterator[None]:
+    """The data root's lock for a command that runs flows; once it is held, the Prefect API must
+    answer (a dead one is one message, not Prefect's traceback from inside the first flow)."""
+    from segbench import prefect_server
+    from segbench.locking import command_lock
+
+    with command_lock(ctx, reads_only=reads_only):
+        prefect_server.ensure_api_answers()
+        yield
 
 
 TRACK = typer.Option(False, "--track", help="Run as a Prefect flow reported to the server, so the Prefect UI "

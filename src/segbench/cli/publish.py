@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from segbench import console
-from segbench.cli.common import relative_to_repo, settings_of
+from segbench.cli.common import flow_command_lock, relative_to_repo, settings_of
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
@@ -28,7 +28,6 @@ def publish_command(
 ) -> None:
     """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
     from segbench.core.versioning import check_new_tag, check_remote, ensure_repo
-    from segbench.locking import command_lock
 
     settings = settings_of(ctx)
     repo = Path(".").resolve()
@@ -37,7 +36,7 @@ def publish_command(
     check_remote(repo, remote, remote_url=remote_url or settings.dvc_remote)
     from segbench.flows.publish import publish_data  # Prefect, and its server, only past the checks
 
-    with command_lock(ctx, runs_flows=True):
+    with flow_command_lock(ctx):
         ensure_repo(repo, init_git=init_git)
         record = publish_data(repo=str(repo), data_dir=relative_to_repo(settings.data_root, repo), remote=remote,
                               remote_url=remote_url or settings.dvc_remote, commit=commit, message=message, tag=tag)

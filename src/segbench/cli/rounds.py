@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from segbench import console
-from segbench.cli.common import existing
+from segbench.cli.common import existing, flow_command_lock
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
@@ -134,7 +134,7 @@ def launch(
 
     from segbench.flows.rounds import launch_round
 
-    with command_lock(ctx, runs_flows=True):
+    with flow_command_lock(ctx):
         round_ = launch_round(settings.data_root, key, settings.label_studio(), batch)
     print_round(round_, "Round launched")
     backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
@@ -183,19 +183,26 @@ def ingest(
              "new rounds)."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
+    from segbench.annotation_ui.backends import backend_for
     from segbench.annotation_ui.gold import pass_list, saved_gold_answers
-    from segbench.annotation_ui.rounds import RoundStore
+    from segbench.annotation_ui.rounds import RoundStatus, RoundStore, check_step
+    from segbench.core.errors import ImportPolicy
 
     settings = ctx.obj["settings"]
     store = RoundStore(settings.data_root / "rounds")
-    # A missing round, a damaged answers file or a gate not yet passable fails here, before Prefect starts.
-    pass_list(store, store.load(key))
+    # A missing round, a round not launched, a damaged answers file, a gate not yet passable or a bad
+    # results file of a crowd fails here, in a second, before Prefect starts.
+    round_ = store.load(key)
+    check_step(round_, RoundStatus.INGESTED, "ingest")
+    pass_list(store, round_)
     store.load_answers(key)
     saved_gold_answers(store, key)
+    if round_.backend == "files":  # local files, read again by the flow: cheap
+        backend_for(round_, settings.data_root).fetch_answers(round_, ImportPolicy(on_error=on_error))
 
     from segbench.flows.rounds import ingest_round
 
-    with command_lock(ctx, runs_flows=True):
+    with flow_command_lock(ctx):
         result = ingest_round(settings.data_root, key, settings.label_studio(), on_error,
                               aggregation.value if aggregation else None)
     console.set_summary(result)
