@@ -52,6 +52,18 @@ def test_agreement_needs_enough_judgments_before_it_flags():
     assert rows(report)["c"]["agreement_with_aggregate"] == 0.0 and report["suspicious"] == []
 
 
+def test_answers_on_tied_items_are_counted_apart_from_the_agreement():
+    """Two workers who agree on w1 and disagree on w2 and w3 (ties): agreement 1.0 over the one decided
+    item, and two tied judgments each, so the report does not read as full agreement."""
+    answers = [choice("w1", "a", "indoor"), choice("w1", "b", "indoor"),
+               choice("w2", "a", "indoor"), choice("w2", "b", "outdoor"),
+               choice("w3", "a", "outdoor"), choice("w3", "b", "indoor")]
+    by = rows(scored(answers))
+    for worker in ("a", "b"):
+        assert (by[worker]["agreement_with_aggregate"], by[worker]["agreement_judgments"],
+                by[worker]["undecided_judgments"]) == (1.0, 1, 2)
+
+
 def test_an_outlying_median_time_is_flagged_by_robust_z():
     answers = [choice(f"w{i}", w, "indoor", seconds) for i in range(3)
                for w, seconds in (("a", 30), ("b", 34), ("c", 28), ("d", 31), ("fast", 1))]

@@ -49,10 +49,11 @@ def write_worker_report(store: RoundStore, round_: Round, scored: Mapping[str, A
 
 
 def worker_markdown(report: dict[str, Any]) -> str:
-    header = ["worker", "answers", "gold", "gold accuracy", "κ", "agreement", "label distance", "median s",
+    header = ["worker", "answers", "gold", "gold accuracy", "κ", "agreement", "tied", "label distance", "median s",
               "time z", "flags"]
     rows = [[_shown(w), w["answers"], w["gold_answers"], w["gold_accuracy"], w.get("kappa"),
-             w["agreement_with_aggregate"], w.get("label_distance"), w["median_seconds"], w["flags"]["time_z"],
+             w["agreement_with_aggregate"], w.get("undecided_judgments", 0), w.get("label_distance"),
+             w["median_seconds"], w["flags"]["time_z"],
              ", ".join(w["flags"]["raised"]) or "-"] for w in report["workers"]]
     named = {w["worker"]: _shown(w) for w in report["workers"]}
     suspicious = [[named.get(s["worker"], s["worker"]), "; ".join(s["reasons"])] for s in report["suspicious"]]
@@ -63,7 +64,9 @@ def worker_markdown(report: dict[str, Any]) -> str:
     gate = f"; answers count only for workers on the pass list of {report['requires']}" if report["requires"] else ""
     lines = [f"# Workers of round {report['round']}", "",
              f"{kind}{gate}. Aggregation: {report.get('aggregation', '-')}. κ is Cohen's κ with the reference "
-             "(the known label on gold, the aggregate elsewhere); label distance is the total variation distance "
+             "(the known label on gold, the aggregate elsewhere); agreement is the share of the worker's answers "
+             "equal to the aggregate, over the items the aggregate decides (tied: answers on items whose "
+             "aggregate is a tie, left out of it); label distance is the total variation distance "
              "between the worker's label shares and the references'.", "",
              markdown_table(header, [[cell(v) for v in row] for row in rows]), "",
              f"## Suspicious workers ({len(suspicious)})", "",

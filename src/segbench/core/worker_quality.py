@@ -219,9 +219,10 @@ def score_workers(
     workers, suspicious = [], []
     for worker, mine in sorted(by_worker.items()):
         right = [ok for a in mine if a.item_id in gold for ok in gold_judgments(a, *gold[a.item_id], rules)]
-        agree = [category(labels) == majority[a.item_id][control] for a in mine if a.item_id in majority
-                 for control, labels in a.choices.items()
-                 if labels and majority[a.item_id].get(control) is not None]
+        judged_items = [(majority[a.item_id].get(control), labels) for a in mine if a.item_id in majority
+                        for control, labels in a.choices.items() if labels]
+        # An item whose aggregate is a tie decides nothing: it is counted apart, not as agreement.
+        agree = [category(labels) == decided for decided, labels in judged_items if decided is not None]
         judged = [(mine_label, reference[key]) for key, mine_label in timelines[worker]]
         drop = accuracy_drop([m == r for m, r in judged])
         asked, absent, said_yes, missing = presence_signals(mine)
@@ -229,6 +230,7 @@ def score_workers(
                "gold_accuracy": _share(sum(right), len(right)),
                "gold_interval": gold_interval(sum(right), len(right), rules.gold_confidence),
                "agreement_judgments": len(agree), "agreement_with_aggregate": _share(sum(agree), len(agree)),
+               "undecided_judgments": len(judged_items) - len(agree),
                "judgments": len(judged), "kappa": _rounded(kappa_with_reference(judged)),
                "label_distance": label_distance(judged),
                "accuracy_early_late": None if drop is None else [drop.early, drop.late],
