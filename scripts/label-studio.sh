@@ -13,7 +13,7 @@ usage() {
 usage: scripts/label-studio.sh install|start|stop|status|env|--help
 
   install   create the server's own virtualenv and pip install label-studio==$LS_VERSION
-            (~1.5 min, ~1 GB; skipped when already there)
+            (~1 min, ~1 GB; skipped when already there)
   start     start the server on 127.0.0.1 (SQLite) and wait until /health answers; a fresh data
             folder is copied from an initialised template, so it starts in seconds
   start --fresh
@@ -94,7 +94,7 @@ cmd_install() {
   fi
   local python=${PYTHON:-python3.11}
   command -v "$python" >/dev/null 2>&1 || die "$python not found (set PYTHON=/path/to/python3.11)"
-  echo "Installing label-studio $LS_VERSION into $VENV (~1.5 min, ~1 GB)"
+  echo "Installing label-studio $LS_VERSION into $VENV (~1 min, ~1 GB)"
   # Its own virtualenv: the server pins python-json-logger and redis versions Prefect cannot use.
   [ -x "$VENV/bin/python" ] || "$python" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
@@ -160,7 +160,7 @@ prepare_data_dir() {
   fi
   if [ "$(cat "$TEMPLATE_DIR/.segbench-fingerprint" 2>/dev/null)" != "$fp" ]; then
     # Migrating a new database takes 30-40 s; do it once into a template and copy that after.
-    echo "Initialising a template database (once, ~40 s)"
+    echo "Initialising a template database (once, ~35 s)"
     rm -rf "$TEMPLATE_DIR" "$TEMPLATE_DIR.tmp"
     mkdir -p "$TEMPLATE_DIR.tmp"
     if ! (export_server_env "$TEMPLATE_DIR.tmp"
