@@ -1,0 +1,56 @@
+"""The Prefect UI at the address `segbench server start` prints, in a real browser (headless Chromium,
+the Debian package, driven by playwright): a build run by a later command is listed by its name on the
+runs page, and its artifact is on the artifacts page. A UI pointed at another API would show "0 runs"."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.browser import browser_or_skip
+from support.hostile_builds import COCO_CD_OPTIONS, WORLD_SIZES, child_env
+
+from segbench.demo.world import generate_demo_world
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+def _segbench(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}  # the server segbench starts
+    env.update({"COLUMNS": "200", "SEGBENCH_SERVER_IDLE_MINUTES": "30"})
+    return subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(project / "data"), "--work-dir",
+                           str(project / "work"), *args], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_ui_at_the_printed_address_lists_a_build_run_and_its_artifact(tmp_path):
+    chromium = browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    world = tmp_path / "world"
+    generate_demo_world(world, seed=1, group_sizes=WORLD_SIZES)
+    project = tmp_path / "project"
+    project.mkdir()
+    started = _segbench(project, "server", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        url = re.search(r"started at (http://\S+)", started.stdout)[1]
+        built = _segbench(project, "build", "coco-cd", "--coco-root", str(world), "--stuff-root", str(world),
+                          *COCO_CD_OPTIONS)
+        assert built.returncode == 0, built.stderr
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{url.rstrip('/')}/runs", wait_until="domcontentloaded")
+            page.get_by_text(re.compile(r"^build-coco-cd")).first.wait_for(timeout=60_000)
+            page.screenshot(path=str(tmp_path / "runs.png"))
+            page.goto(f"{url.rstrip('/')}/artifacts", wait_until="domcontentloaded")
+            page.get_by_text("build-coco-cd").first.wait_for(timeout=60_000)
+            page.screenshot(path=str(tmp_path / "artifacts.png"))
+            assert "Can't connect to Server API" not in page.content()
+            browser.close()
+    finally:
+        _segbench(project, "server", "stop")
