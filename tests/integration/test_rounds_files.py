@@ -162,3 +162,13 @@ def test_an_audit_round_can_launch_group_by_group(data_root):
     status = json.loads(run(project, "--json", "rounds", "status", "audit-groups").stdout)
     assert {b["batch"]: (b["items"], b["launched"]) for b in status["batches"]} == {
         "cat-indoors": (2, 2), "cat-outdoors": (2, 0), "dog-indoors": (2, 0), "dog-outdoors": (2, 0)}
+
+
+def test_an_audit_asking_more_images_than_a_group_has_is_refused_before_prefect_starts(data_root, monkeypatch):
+    from support.cli import run
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # reached only past the check
+    result = run(data_root.parent, "rounds", "create", "audit-big", "--backend", "files", "--per-group", "500",
+                 code=1)
+    assert "validation images; the audit asks for 500" in str(result.exception)
+    assert not (data_root / "rounds" / "audit-big.json").exists()

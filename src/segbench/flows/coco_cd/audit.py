@@ -13,7 +13,7 @@ from segbench.annotation_ui.gold import QualityOptions, with_quality
 from segbench.annotation_ui.rounds import RoundStore, new_round
 from segbench.core import clock
 from segbench.core.errors import InputError
-from segbench.core.io import atomic_write_text, fingerprint, read_json, read_text, write_json
+from segbench.core.io import atomic_write_text, fingerprint, read_text, write_json
 from segbench.core.manifest import read_manifest
 from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT
 from segbench.flows.prefect_ui import run_name
@@ -26,15 +26,6 @@ def dataset_version(dataset: Path) -> str:
     """A content version of a built dataset: the fingerprint of its outputs' hashes (a rebuild with
     the same outputs keeps it, whatever its timestamp)."""
     return fingerprint(read_manifest(dataset).outputs)
-
-
-def _val_split(dataset: Path) -> dict[str, Any]:
-    """The validation split (shared by every ρ directory)."""
-    candidates = sorted(dataset.glob("splits/rho_*/val.json"))
-    if not candidates:
-        raise InputError("no validation split found", path=dataset / "splits",
-                         hint="build COCO-CD first (segbench build coco-cd)")
-    return read_json(candidates[0])
 
 
 @flow(name="coco-cd-audit-create", flow_run_name=run_name("coco-cd-audit-create", ("key", "per_group", "seed")))
@@ -71,7 +62,7 @@ def create_coco_cd_audit(
     if not manifest.params.get("write_images", True):
         raise InputError("this build has no images (built with --no-images); people need to see them",
                          path=dataset, hint="rebuild COCO-CD with images, then create the round")
-    val = _val_split(dataset)
+    val = audit.read_val_split(dataset)
     items = audit.sample_audit_items(val, per_group=per_group, seed=seed, dataset_dir=dataset_dir,
                                      size=int(manifest.params["size"]), batch_by_group=batch_by_group)
     round_ = new_round(
@@ -104,7 +95,7 @@ def write_audit_report(round_: Round, answers: list[ItemAnswer], data_root: Path
         raise InputError(f"the dataset changed since round {round_.key} was created", path=dataset,
                          hint="check out the data version the round was made on (dvc checkout at its commit), "
                               "or create a new round")
-    images = {str(image["id"]): image for image in _val_split(dataset)["images"]}
+    images = {str(image["id"]): image for image in audit.read_val_split(dataset)["images"]}
     auto = {item.item_id: (images[item.item_id]["group_id"], images[item.item_id]["context"]) for item in round_.items}
     table = audit.audit_table(auto, answers)
     out = Path(data_root) / f"{round_.dataset}_audit"

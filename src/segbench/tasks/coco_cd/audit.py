@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from segbench.core.errors import InsufficientDataError
+from segbench.core.errors import InputError, InsufficientDataError
+from segbench.core.io import read_json
 from segbench.core.reports import markdown_table
 from segbench.schemas.rounds import ItemAnswer, RoundItem
 
@@ -35,22 +37,41 @@ def sample_audit_items(
     Raises:
         InsufficientDataError: a group has fewer than ``per_group`` images.
     """
+    rng = random.Random(seed)
+    items = []
+    for group, images in sorted(images_by_group(val_split, per_group).items()):
+        for image in rng.sample(sorted(images, key=lambda i: i["id"]), per_group):
+            items.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
+                                   width=size, height=size,
+                                   batch=group_batch(group) if batch_by_group else None))
+    return sorted(items, key=lambda item: int(item.item_id))
+
+
+def read_val_split(dataset: Path) -> dict[str, Any]:
+    """The validation split of a COCO-CD build (shared by every ρ directory)."""
+    candidates = sorted(dataset.glob("splits/rho_*/val.json"))
+    if not candidates:
+        raise InputError("no validation split found", path=dataset / "splits",
+                         hint="build COCO-CD first (segbench build coco-cd)")
+    return read_json(candidates[0])
+
+
+def images_by_group(val_split: Mapping[str, Any], per_group: int) -> dict[int, list[dict[str, Any]]]:
+    """The split's images by group id.
+
+    Raises:
+        InsufficientDataError: a group has fewer than ``per_group`` images.
+    """
     by_group: dict[int, list[dict[str, Any]]] = {g: [] for g in range(4)}
     for image in val_split["images"]:
         by_group[image["group_id"]].append(image)
-    rng = random.Random(seed)
-    items = []
     for group, images in sorted(by_group.items()):
         if len(images) < per_group:
             raise InsufficientDataError(
                 f"group {GROUP_NAMES[group]} has {len(images)} validation images; the audit asks for {per_group}",
                 hint="lower --per-group, or build COCO-CD with a larger --val-per-group",
             )
-        for image in rng.sample(sorted(images, key=lambda i: i["id"]), per_group):
-            items.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
-                                   width=size, height=size,
-                                   batch=group_batch(group) if batch_by_group else None))
-    return sorted(items, key=lambda item: int(item.item_id))
+    return by_group
 
 
 def group_batch(group: int) -> str:
