@@ -78,19 +78,19 @@ def push_folder(folder: Path, repo_id: str, *, tag: str, endpoint: str | None = 
         except BaseException as exc:  # handed to the command below
             outcome["error"] = exc
 
+    where, limit = f"{repo_id} at {endpoint or 'huggingface.co'}", push_deadline(folder)
     worker = threading.Thread(target=work, daemon=True, name="segbench-hub-push")
     worker.start()
-    worker.join(push_deadline(folder))
+    worker.join(limit)
     if worker.is_alive():
-        raise HubError(f"the Hub at {endpoint or 'huggingface.co'} did not finish the push to {repo_id} within {push_deadline(folder):.0f} s "
-                       "(it may have asked to wait)", path=str(folder),
-                       hint="try again later, or check SEGBENCH_HUB_ENDPOINT and the network")
-    if "error" in outcome:
-        raise _typed(outcome["error"], folder, f"{repo_id} at {endpoint or 'huggingface.co'}", secret) from None  # unchained: its text can carry the token
+        raise HubError(f"the push to {where} did not finish within {limit:.0f} s (the Hub may have asked to wait)",
+                       path=str(folder), hint="try again later, or check SEGBENCH_HUB_ENDPOINT and the network")
+    if "error" in outcome:  # unchained: the cause's text can carry the token
+        raise _typed(outcome["error"], folder, where, secret) from None
     return outcome["url"]
 
 
-def _typed(exc: BaseException, folder: Path, repo_id: str, token: str | None) -> BaseException:
+def _typed(exc: BaseException, folder: Path, where: str, token: str | None) -> BaseException:
     """The push's failure as a :class:`HubError` (what it says cleaned of the token); anything else as it came."""
     import httpx2
 
@@ -99,7 +99,7 @@ def _typed(exc: BaseException, folder: Path, repo_id: str, token: str | None) ->
     status = getattr(getattr(exc, "response", None), "status_code", None)
     what = str(exc) if isinstance(exc, (httpx2.HTTPError, OSError, ValueError)) else \
         f"an answer of an unexpected shape ({type(exc).__name__}: {exc})"
-    error = HubError(f"cannot push the release to {repo_id} ({_clean(what, token)})", path=str(folder),
+    error = HubError(f"cannot push the release to {where} ({_clean(what, token)})", path=str(folder),
                      hint="check the repository name, that the token may write to it (HF_TOKEN), and the network")
     error.permanent = isinstance(exc, ValueError) or (status is not None and status < 500)
     return error
