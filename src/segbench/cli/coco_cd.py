@@ -150,7 +150,7 @@ def create_audit_command(
     """Create a round record (data/rounds/KEY.json) with its selected items: the COCO-CD context audit.
 
     Gold items are validation images whose context is unambiguous by the evidence shares."""
-    from segbench.tasks.coco_cd.audit import images_by_group, read_val_split
+    from segbench.tasks.coco_cd.audit import audit_sources
 
     quality = rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires, overlap=overlap,
                                     workers=workers, rules=rule)
@@ -158,7 +158,7 @@ def create_audit_command(
     if not (dataset / "manifest.json").is_file():  # before Prefect starts: an answer in a second, not ten
         raise InputError("COCO-CD is not built here: the audit samples its validation split", path=dataset,
                          hint="build it first: segbench build coco-cd (or segbench demo), or pass --data-root")
-    images_by_group(read_val_split(dataset), per_group)  # too few images: said before Prefect starts too
+    audit_sources(dataset, per_group)  # no images, too few: said before Prefect starts too
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
 
     with flow_command_lock(ctx):

@@ -58,11 +58,7 @@ def create_coco_cd_audit(
         InsufficientDataError: a group is too small. RoundStateError: the key exists (unless ``overwrite``).
     """
     dataset = Path(data_root) / dataset_dir
-    manifest = read_manifest(dataset)
-    if not manifest.params.get("write_images", True):
-        raise InputError("this build has no images (built with --no-images); people need to see them",
-                         path=dataset, hint="rebuild COCO-CD with images, then create the round")
-    val = audit.read_val_split(dataset)
+    manifest, val = audit.audit_sources(dataset, per_group)
     items = audit.sample_audit_items(val, per_group=per_group, seed=seed, dataset_dir=dataset_dir,
                                      size=int(manifest.params["size"]), batch_by_group=batch_by_group)
     round_ = new_round(

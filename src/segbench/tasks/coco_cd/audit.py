@@ -15,7 +15,9 @@ from typing import Any
 
 from segbench.core.errors import InputError, InsufficientDataError
 from segbench.core.io import read_json
+from segbench.core.manifest import read_manifest
 from segbench.core.reports import markdown_table
+from segbench.schemas.manifest import Manifest
 from segbench.schemas.rounds import ItemAnswer, RoundItem
 
 KIND = "coco_cd_context_audit"
@@ -45,6 +47,23 @@ def sample_audit_items(
                                    width=size, height=size,
                                    batch=group_batch(group) if batch_by_group else None))
     return sorted(items, key=lambda item: int(item.item_id))
+
+
+def audit_sources(dataset: Path, per_group: int) -> tuple[Manifest, dict[str, Any]]:
+    """The build's manifest and validation split, once they are known to serve an audit of
+    ``per_group`` images a group (checked before any round is made, by the command and the flow).
+
+    Raises:
+        InputError: the build has no images (people must see them), or no validation split.
+        InsufficientDataError: a group is too small.
+    """
+    manifest = read_manifest(dataset)
+    if not manifest.params.get("write_images", True):
+        raise InputError("this build has no images (built with --no-images); people need to see them",
+                         path=dataset, hint="rebuild COCO-CD with images, then create the round")
+    val = read_val_split(dataset)
+    images_by_group(val, per_group)
+    return manifest, val
 
 
 def read_val_split(dataset: Path) -> dict[str, Any]:
