@@ -445,7 +445,8 @@ def _can_drop_root_rights() -> bool:
     return subprocess.run([*WITHOUT_ROOTS_RIGHTS, "true"], capture_output=True).returncode == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0 and not _can_drop_root_rights(), reason="needs root, or setpriv to drop its rights")
+@pytest.mark.skipif(os.geteuid() == 0 and not _can_drop_root_rights(), reason="root ignores file modes, and "
+                    "setpriv cannot drop its rights here")
 def test_a_previous_output_that_cannot_be_removed_stops_the_build_before_it_changes_anything(case):
     """A folder of the previous output is chmod 000: the build is refused before the swap, naming the
     folder, with the previous output as it was and no half-swapped copy beside it."""

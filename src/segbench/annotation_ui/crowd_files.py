@@ -46,9 +46,6 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
                          hint="save the crowd's results as CSV (with a header row) or as a JSON list of rows")
     # utf-8-sig: spreadsheet programs and AMT's download add a byte-order mark.
     text = read_text(path, encoding="utf-8-sig")
-    if text.startswith("PK\x03\x04"):
-        raise InputError("a zip archive named .csv (a spreadsheet workbook?)", path=path,
-                         hint="open it in the spreadsheet program and save it as CSV (comma-separated)")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise InputError("no header row", path=path, hint="export the results with their column names")

@@ -197,17 +197,20 @@ def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = N
         InputError: the file is missing, a directory, unreadable, or not UTF-8 (names the byte offset).
     """
     data = read_bytes(path, hint=hint)
+    if (error := other_format(data, path)) is not None:
+        raise error
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise not_utf8(exc, path) from exc
 
 
-# What a file that is not UTF-8 most often is, told by its first bytes (UTF-32 LE before UTF-16 LE:
-# its mark starts with UTF-16's).
+# What a file given as text is when it is not, told by its first bytes (UTF-32 LE before UTF-16 LE:
+# its mark starts with UTF-16's). A zip full of zero bytes would even decode as UTF-8.
 _OTHER_FORMATS = (
     (b"\x1f\x8b", "a gzip-compressed file", "decompress it first (gunzip FILE)"),
-    (b"PK\x03\x04", "a zip archive", "unzip it and pass the file inside"),
+    (b"PK\x03\x04", "a zip archive named {suffix} (a spreadsheet workbook, or files packed together)",
+     "unzip it and pass the file inside; a workbook: save it as CSV (comma-separated) from its program"),
     (b"\xff\xfe\x00\x00", "UTF-32 text (it starts with a UTF-32 byte-order mark)",
      "save the file as UTF-8 (e.g. iconv -f utf-32 -t utf-8)"),
     (b"\x00\x00\xfe\xff", "UTF-32 text (it starts with a UTF-32 byte-order mark)",
@@ -219,13 +222,20 @@ _OTHER_FORMATS = (
 )
 
 
-def not_utf8(exc: UnicodeDecodeError, path: str | Path) -> InputError:
-    head = bytes(exc.object[:4])
+def other_format(data: bytes | memoryview, path: str | Path) -> InputError | None:
+    """The error for a file given as text that is compressed, an archive or UTF-16/32; None otherwise."""
+    head = bytes(data[:4])
     for magic, what, fix in _OTHER_FORMATS:
         if head.startswith(magic):
-            return InputError(f"not UTF-8 text: {what}", path=path, hint=fix)
-    return InputError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=path,
-                      hint="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+            suffix = Path(path).suffix or "without a suffix"
+            return InputError(f"not UTF-8 text: {what.format(suffix=suffix)}", path=path, hint=fix)
+    return None
+
+
+def not_utf8(exc: UnicodeDecodeError, path: str | Path) -> InputError:
+    return other_format(exc.object, path) or InputError(
+        f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=path,
+        hint="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -248,6 +258,8 @@ def read_json(path: str | Path, *, hint: str | None = None) -> Any:
         raise InputError("too large to parse in this machine's memory", path=path,
                          hint="free memory, or split the file") from None
     except orjson.JSONDecodeError as exc:
+        if (error := other_format(data, path)) is not None:
+            raise error from exc
         try:
             bytes(data).decode("utf-8")
         except UnicodeDecodeError as not_text:
