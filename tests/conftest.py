@@ -133,6 +133,15 @@ def demo_project(prefect_harness, tmp_path_factory, worker_id):
     return project, SimpleNamespace(**json.loads(record.read_text()))
 
 
+@pytest.fixture
+def demo_copy(demo_project, tmp_path) -> Path:
+    """A copy of the demo project for a test that changes it, without its releases, Prefect state or caches."""
+    copy = tmp_path / "project"
+    shutil.copytree(demo_project[0], copy, symlinks=True,
+                    ignore=shutil.ignore_patterns("releases", "prefect", "huggingface"))
+    return copy
+
+
 @pytest.fixture(scope="session")
 def label_studio():
     """The Label Studio test server that scripts/test.sh starts, with a client for it.

@@ -10,7 +10,6 @@ runs' parameters, states, logs and events, and the stored results) is searched f
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -82,10 +81,9 @@ def test_the_openai_key_echoed_back_is_nowhere(tmp_path, prefect_server_home):
     _assert_nowhere(key, outcome, tmp_path, prefect_server_home, "build-vocab")
 
 
-def test_the_hub_token_echoed_back_is_nowhere(demo_project, tmp_path, prefect_server_home):
+def test_the_hub_token_echoed_back_is_nowhere(demo_copy, prefect_server_home):
     token = "hf_ECHOED_3c9a7e1f0b"
-    project = tmp_path / "project"
-    shutil.copytree(demo_project[0], project, symlinks=True, ignore=shutil.ignore_patterns("releases", "prefect"))
+    project = demo_copy
     with BadServer(_echo) as server:
         outcome = run_console(project, "--verbose", "release", "vocab", "--out", str(project / "rel"), *ANSWERS,
                               "--push", "org/vocab", root_args=[],

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,9 +33,8 @@ def test_the_readme_marks_blocks_to_run():
 
 
 @pytest.mark.parametrize("block", _marked_blocks(), ids=lambda b: b.split("\n", 1)[0][:60])
-def test_a_marked_block_runs_as_written_after_the_demo(demo_project, tmp_path, block):
-    project = tmp_path / "project"
-    shutil.copytree(demo_project[0], project, symlinks=True, ignore=shutil.ignore_patterns("releases", "prefect"))
+def test_a_marked_block_runs_as_written_after_the_demo(demo_copy, block):
+    project = demo_copy
     env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}  # servers as a user gets them
     env["COLUMNS"] = "200"
     for command in _commands(block):

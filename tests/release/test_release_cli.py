@@ -16,12 +16,9 @@ ANSWERS = ["--annotations-license", "cc-by-4.0", "--intended-uses", "testing", "
 
 
 @pytest.fixture
-def project(demo_project, tmp_path, monkeypatch):
-    source, _ = demo_project
-    copy = tmp_path / "project"
-    shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns("releases", "prefect"))
-    monkeypatch.chdir(copy)
-    return copy
+def project(demo_copy, monkeypatch):
+    monkeypatch.chdir(demo_copy)
+    return demo_copy
 
 
 def test_two_releases_of_one_version_are_byte_identical(project):

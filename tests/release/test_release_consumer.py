@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,17 +17,19 @@ CONSUMER = Path(__file__).with_name("consumer.py")
 DATASETS = ("coco_cd", "waterbirds", "cafe", "spin", "vocab")
 
 
-def _consume(folder: Path, dataset: str) -> dict:
+def _consume(folder: Path, dataset: str, cache: Path) -> dict:
+    # The datasets cache goes to the test's own folder, not to the shared demo project it reads.
+    env = {**os.environ, "HF_HOME": str(cache)}
     done = subprocess.run([sys.executable, str(CONSUMER), str(folder), dataset], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_a_consumer_without_segbench_loads_every_config_and_matches_the_native_files(demo_project, dataset):
+def test_a_consumer_without_segbench_loads_every_config_and_matches_the_native_files(demo_project, dataset, tmp_path):
     project, _ = demo_project
-    summary = _consume(project / "releases" / dataset, dataset)
+    summary = _consume(project / "releases" / dataset, dataset, tmp_path / "huggingface")
     assert summary["configs"], "no config loaded"
     for config, splits in summary["configs"].items():
         labels = splits.pop("labels")
