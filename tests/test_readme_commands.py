@@ -1,20 +1,16 @@
 """Every ``segbench`` command the README shows exists, with every option it shows.
 
 The README's ``bash`` blocks are what a new user copies: a renamed command or option there fails
-here, not in their terminal. Placeholders (``[--gt CAFE.json | --rev v1]``, ``…``) are read as the
-options they name.
+here, not in their terminal. The same check reads the commands that ``fix:`` lines name.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-import typer.main
-
-from segbench.cli import app
+from support.commands import check_fix_lines, check_invocation
 
 pytestmark = pytest.mark.unit
 
@@ -33,43 +29,34 @@ def _invocations() -> list[str]:
     return found
 
 
-def _options(command: Any) -> set[str]:
-    return {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
-
-
-def _check(line: str, root: Any) -> None:
-    tokens = [t.strip("[]|") for t in line.split()[1:]]
-    tokens = [t for t in tokens if t and t not in ("…", "...")]
-    command = root  # typer's click commands; a group has subcommands
-    root_options = _options(root)
-    position = 0
-    while position < len(tokens) and hasattr(command, "commands"):  # root options, then the words of the command
-        token = tokens[position]
-        if token.startswith("-"):
-            assert token.split("=")[0] in root_options, f"{line}: {token} is no option of segbench"
-            takes_value = next(p for p in root.params if token.split("=")[0] in p.opts).is_flag is False
-            position += 2 if takes_value and "=" not in token else 1
-            continue
-        assert token in command.commands, f"{line}: no command {token!r} (there are {sorted(command.commands)})"
-        command = command.commands[token]
-        position += 1
-    for token in tokens[position:]:
-        if token.startswith("--"):
-            name = token.split("=")[0]
-            assert name in _options(command) | root_options, f"{line}: {name} is no option of {command.name}"
-
-
 def test_the_readme_shows_segbench_commands():
     assert len(_invocations()) >= 30
 
 
 @pytest.mark.parametrize("line", _invocations())
 def test_every_command_the_readme_shows_exists_with_its_options(line):
-    _check(line, typer.main.get_command(app))
+    check_invocation(line)
 
 
 @pytest.mark.parametrize("line", [f"{PROGRAM} rounds create r1 --per-groups 5", f"{PROGRAM} evaluate cocos --rev v1",
                                   f"{PROGRAM} --data-roots d build coco-cd"])
 def test_a_renamed_command_or_option_would_fail(line):
     with pytest.raises(AssertionError):
-        _check(line, typer.main.get_command(app))
+        check_invocation(line)
+
+
+@pytest.mark.parametrize("output", [
+    "Error: x\n  fix: run `segbench predict-baseline` first",
+    "Error: x\n  fix: segbench rounds creat audit-1",
+    "Error: x\n  fix: pass it again (segbench build coco-cd --per-groups 5)",
+    "Error: x\n  fix: start with\n  .venv/bin/segbench serve-ui\n",
+])
+def test_a_fix_naming_a_command_that_does_not_exist_fails(output):
+    with pytest.raises(AssertionError, match="names a command that does not exist"):
+        check_fix_lines(output)
+
+
+def test_fixes_naming_real_commands_and_prose_pass():
+    check_fix_lines("Error: a\n  fix: create one with `segbench rounds create` (COCO-CD audit) or `segbench spin rounds`\n"
+                    "Error: b\n  fix: unset it (segbench then starts one itself); build it with segbench build first\n"
+                    "Error: c\n  fix: delete it and run `segbench rounds ingest audit-1` again, or see segbench.toml")

@@ -22,6 +22,8 @@ import pytest
 import segbench
 from segbench.core.io import sha256_tree
 
+from .commands import check_fix_lines
+
 # The sources under test, for subprocesses (the tests may run from a worktree, not the installed copy).
 SOURCES = str(Path(segbench.__file__).resolve().parents[1])
 
@@ -84,6 +86,7 @@ def run_main(project: Path, *args: str, root_args: list[str] | None = None) -> O
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+    check_fix_lines(err.getvalue())
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
@@ -95,6 +98,7 @@ def run_console(project: Path, *args: str, root_args: list[str] | None = None, t
     env.pop("SEGBENCH_CONFIG", None)
     cmd = [sys.executable, "-m", "segbench", *(project_args(project) if root_args is None else root_args), *args]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    check_fix_lines(proc.stderr)
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 

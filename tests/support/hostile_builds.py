@@ -27,6 +27,8 @@ from segbench.cli import app
 from segbench.core.errors import SegbenchError
 from segbench.core.io import fingerprint, sha256_tree
 
+from .commands import check_fix_lines
+
 WORLD_SIZES = {"cat/indoor": 12, "cat/outdoor": 8, "dog/indoor": 8, "dog/outdoor": 12}
 COCO_CD_OPTIONS = ("--val-per-group", "2", "--test-per-group", "3")
 BOMB_SIDE = 30_000  # 9·10⁸ pixels: over twice Pillow's limit, so opening it raises DecompressionBombError
@@ -53,7 +55,9 @@ def tree_hash(root: Path) -> str | None:
 def invoke(project: Path, *args: str, data_root: Path | None = None):
     """``segbench --data-root … --work-dir … ARGS`` in-process; the result, whatever its exit code."""
     data = data_root or project / "data"
-    return CliRunner().invoke(app, ["--data-root", str(data), "--work-dir", str(project / "work"), *args])
+    result = CliRunner().invoke(app, ["--data-root", str(data), "--work-dir", str(project / "work"), *args])
+    check_fix_lines(f"{result.output}\n{result.exception or ''}")
+    return result
 
 
 def refused(project: Path, *args: str, names: tuple[str, ...], data_root: Path | None = None,
@@ -93,7 +97,9 @@ def console_run(project: Path, *args: str, timeout: float = 300) -> subprocess.C
         env.pop(key, None)
     command = [sys.executable, "-m", "segbench", "--data-root", str(project / "data"), "--work-dir",
                str(project / "work"), *args]
-    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
+    check_fix_lines(done.stderr)
+    return done
 
 
 def copy_tree(source: Path, target: Path) -> Path:
