@@ -45,6 +45,13 @@ def test_the_demo_builds_publishes_and_evaluates_every_dataset(demo):
     assert not (project / "data" / "eval").exists()  # reports are results, not part of the data version
 
 
+def test_each_summary_is_headed_by_its_dataset_in_the_order_they_ran(demo):
+    _, result = demo
+    headings = [line.split(" ─")[0] for line in result.output.splitlines() if line.endswith("───")]
+    titles = [spec.title for spec in registry.DATASETS if spec.demo_printer]
+    assert headings == [*titles, "Published version"]
+
+
 def test_the_publish_summary_lists_every_dataset_built(demo):
     _, result = demo
     published = result.output[result.output.index("Published"):]

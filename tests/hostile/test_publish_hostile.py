@@ -65,3 +65,10 @@ def test_an_unknown_remote_is_refused_before_anything_changes(repo):
     assert_clean_failure(run_main(repo, "publish", "--remote", "nowhere"), "'nowhere'", "not configured",
                          "--remote-url")
     assert state(repo) == before and not (repo / ".dvc").exists()
+
+
+def test_a_folder_outside_git_is_refused_before_prefect_starts(tmp_path):
+    # A unit test's Prefect API answers nothing: reaching for it would be a different error.
+    outcome = run_console(tmp_path, "publish")
+    assert_clean_failure(outcome, str(tmp_path), "not a git repository", "--init-git")
+    assert "Prefect" not in outcome.stderr and not (tmp_path / ".git").exists()

@@ -34,8 +34,12 @@ def demo_command(
         result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                           reports_dir=settings.reports_dir, provider=provider, seed=seed, dvc_remote=settings.dvc_remote,
                           spacy_model=settings.spacy_model, editor=editor)
+    # The summaries come after every progress line: a heading says whose each one is.
     for name, results in result.datasets.items():
-        registry.dataset(name).load("demo_printer")(results, provider)
+        spec = registry.dataset(name)
+        console.out.rule(f"[bold]{spec.title}[/]", align="left")
+        spec.load("demo_printer")(results, provider)
+    console.out.rule("[bold]Published version[/]", align="left")
     print_publish(result.publish)
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
     width = max(map(len, result.paths))

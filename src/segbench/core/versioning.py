@@ -99,22 +99,21 @@ def default_remote(repo: str | Path) -> str | None:
     return _dvc_config(Path(repo).resolve())["core"].get("remote")
 
 
-def ensure_repo(repo: str | Path, *, init_git: bool = False) -> Path:
-    """Make ``repo`` a git + DVC repository with link-based cache, and return its resolved path.
+def check_repo(repo: str | Path, *, init_git: bool = False) -> bool:
+    """Refuse a folder that cannot be published from, before anything runs; True if it needs ``git init``.
 
     A folder that is not in git is refused unless ``init_git`` is set: running ``git init`` in the
     wrong folder (a home directory, a download folder) is a mistake better caught than made. A folder
     inside another repository but not at its root is refused too (DVC would track paths relative to
-    the outer root). ``dvc init`` runs when ``.dvc/`` is missing; ``cache.type`` is set in
-    ``.dvc/config`` so every clone links instead of copying.
+    the outer root).
 
     Raises:
-        VersioningError: not a git repository (and ``init_git`` is false), not its root, or a command failed.
+        VersioningError: not a git repository (and ``init_git`` is false), or not its root.
     """
     repo = Path(repo).resolve()
-    if init_git:
-        repo.mkdir(parents=True, exist_ok=True)
-    elif not repo.is_dir():
+    if not repo.is_dir():
+        if init_git:
+            return True
         raise VersioningError("repository folder not found", path=repo, hint="check the path")
     top = _git(repo, "rev-parse", "--show-toplevel", check=False)
     if top.returncode != 0:
@@ -122,16 +121,33 @@ def ensure_repo(repo: str | Path, *, init_git: bool = False) -> Path:
             raise VersioningError(
                 "not a git repository",
                 path=repo,
-                hint="run `git init` there, or pass init_git=True (`segbench publish --init-git`)",
+                hint="run `git init` there, or `segbench publish --init-git`",
             )
-        _git(repo, "init", "-q")
-        logger.info("initialised git repository in %s", repo)
-    elif Path(top.stdout.strip()).resolve() != repo:
+        return True
+    if Path(top.stdout.strip()).resolve() != repo:
         raise VersioningError(
             f"inside the git repository {top.stdout.strip()} but not at its root",
             path=repo,
             hint="publish from the repository root",
         )
+    return False
+
+
+def ensure_repo(repo: str | Path, *, init_git: bool = False) -> Path:
+    """Make ``repo`` a git + DVC repository with link-based cache, and return its resolved path.
+
+    The folder must pass :func:`check_repo`. ``git init`` runs there if ``init_git`` and it is not
+    in git; ``dvc init`` runs when ``.dvc/`` is missing; ``cache.type`` is set in ``.dvc/config`` so
+    every clone links instead of copying.
+
+    Raises:
+        VersioningError: what :func:`check_repo` refuses, or a command failed.
+    """
+    repo = Path(repo).resolve()
+    if check_repo(repo, init_git=init_git):
+        repo.mkdir(parents=True, exist_ok=True)
+        _git(repo, "init", "-q")
+        logger.info("initialised git repository in %s", repo)
     if not (repo / ".dvc").is_dir():
         _dvc(repo, "init")
         logger.info("initialised DVC in %s", repo)
