@@ -8,11 +8,9 @@ both give the same output, and fails when they differ.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -237,49 +235,6 @@ def _agrees(check: Callable[[Any, Any], None], ours: Any, ref: Any) -> bool:
     return True
 
 
-def cafe(quick: bool, pair_counts: tuple[int, ...] | None = None) -> list[Row]:
-    """The CAFE table against a re-implementation of CAFE's script (``segbench.tasks.cafe.reference``).
-
-    CAFE's ``eval_cafe_metrics.py`` cannot be run here (``public_tools.CAFE_MISSING``), so this row
-    compares segbench's target-aware table with the script's algorithm re-implemented (a Python loop
-    over pairs, pycocotools IoUs with the target), and says so in its name: it does not stand for
-    the public tool. cgF1 is measured against SAM3's real evaluator (``cgf1_warm``, ``eval_commands``).
-    Both sides start from the same parsed JSON, warm; segbench's time includes validating and
-    indexing the inputs (the reference validates nothing). Times are the median of three runs, each
-    after a garbage collection. ``pair_counts`` overrides the scales (``bench/cafe_eval.py --pairs``).
-    """
-    from cafe_eval import compare_table, fast, fast_steps, fast_table, generate
-
-    from segbench.tasks.cafe.reference import reference_target_aware
-
-    def median_of_3(function: Callable[..., Any]) -> tuple[Any, float]:
-        runs = []
-        for _ in range(3):
-            gc.collect()  # neither side pays for the garbage of the runs before it
-            runs.append(_timed(function, gt, predictions))
-        return runs[0][0], statistics.median(t for _, t in runs)
-
-    rows = []
-    for pairs in pair_counts or ((500, 2146) if quick else (2146, 10_000)):
-        gt, predictions = generate(pairs, 0)
-        detail = {"pairs": pairs, "images": len(gt["images"]), "predictions": len(predictions)}
-        first_call = _timed(fast, gt, predictions)[1]
-        reference_target_aware(gt, predictions)
-        table, t_table = median_of_3(fast_table)
-        ref, t_ref = median_of_3(reference_target_aware)
-        whole, t_whole = median_of_3(fast)
-        agrees = _agrees(compare_table, table, ref) and _agrees(compare_table, whole, ref)
-        rows.append(result(f"CAFE table vs CAFE's script's algorithm re-implemented, not the script ({pairs:,} pairs)",
-                           measured=t_table, baseline=t_ref, ratio=t_ref / t_table, target=">= 2x faster",
-                           passed=t_ref / t_table >= 2, checks={"identical numbers": agrees},
-                           detail=detail | {"whole_evaluation_s": round(t_whole, 3),
-                                            "whole_evaluation_ratio": round(t_ref / t_whole, 3),
-                                            "whole_evaluation_adds": "per-subset cgF1, tau sweep",
-                                            "first_call_s": round(first_call, 3),
-                                            "segbench_steps_s": fast_steps(gt, predictions)}))
-    return rows
-
-
 # --- the LLM stage ----------------------------------------------------------------------------------
 
 def _judge(body: dict[str, Any]) -> dict[str, Any]:
@@ -480,7 +435,7 @@ def _adversarial_row(row: dict[str, float], trials: int) -> Row:
 
 
 ROWS: dict[str, Callable[[bool], list[Row]]] = {
-    "coco_cd": coco_cd, "nouns": noun_mining, "cafe": cafe, "llm": llm_stage, "noop": noop_rebuild,
+    "coco_cd": coco_cd, "nouns": noun_mining, "llm": llm_stage, "noop": noop_rebuild,
     "dask": dask_scale_out, "overhead": command_overhead, "eval_commands": evaluate_commands, "cgf1_warm": cgf1_warm,
     "status": rounds_status, "crowd": crowd, "release": release,
 }

@@ -2,13 +2,11 @@
 
     .venv/bin/python bench/run.py                 # full scale (COCO scale, 10k CAFE pairs, ...): long
     .venv/bin/python bench/run.py --quick         # small scales: a few minutes
-    .venv/bin/python bench/run.py --only nouns cafe
+    .venv/bin/python bench/run.py --only nouns overhead
 
 Rows (``--only`` names): coco_cd (COCO-CD build vs pycocotools loading its inputs; its peak RSS vs the
 JSON size; peak RSS at 10%, 50% and 100% of the scale, each build in its own process, with the slope),
-nouns (noun mining vs spaCy's full pipeline), cafe (the CAFE table at 2,146 and 10k pairs vs CAFE's script's
-algorithm re-implemented: the script itself cannot be fetched here),
-llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
+nouns (noun mining vs spaCy's full pipeline), llm (the vocabulary's judging stage against a local server with injected latency, and a rebuild that
 must make no call), noop (a no-op rebuild vs a full build), dask (2 Dask workers vs 1), overhead
 (`segbench evaluate cgf1` on 5 pairs vs SAM3's CGF1Evaluator, both processes), eval_commands (`segbench
 evaluate cgf1` vs SAM3's CGF1Evaluator as processes at 2,146, 10k and 100k pairs, with peak RSS;
@@ -39,7 +37,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ORDER = ("coco_cd", "nouns", "cafe", "llm", "noop", "dask", "overhead", "eval_commands", "cgf1_warm", "status",
+ORDER = ("coco_cd", "nouns", "llm", "noop", "dask", "overhead", "eval_commands", "cgf1_warm", "status",
          "crowd", "release")
 HEADER = ("row", "measured", "baseline", "ratio", "target", "result")
 
