@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from support.cafe_eval_data import ALIGNED, EDIT, ELSEWHERE, HAND_PAIRS, HAND_PREDS, TARGET, H, W, box, cafe_gt, pred
+from support.cafe_reference import reference_cafe, reference_cgf1
 
 from segbench.core.errors import InputError
 from segbench.core.masks import bitmap_to_rle
@@ -20,7 +21,6 @@ from segbench.tasks.cafe.metrics import (
     evaluate_cafe,
     split_for_calibration,
 )
-from segbench.tasks.cafe.reference import reference_cafe, reference_cgf1
 
 
 def run_cafe(gt: dict, preds: list[dict], **kwargs) -> dict:

@@ -3,8 +3,8 @@
 Slow on purpose: one pycocotools ``COCOeval`` per (image, ground-truth file), results loaded with
 ``COCO.loadRes`` image by image, Python loops over images and pairs — the way SAM3's
 ``CGF1Evaluator`` and CAFE's ``eval_cafe_metrics.py`` compute them. It exists to check the fast
-evaluator (:mod:`segbench.tasks.cafe.cgf1`, :mod:`segbench.tasks.cafe.metrics`) in randomized tests and to
-be the baseline of ``bench/cafe_eval.py``. Inputs are parsed JSON (dicts and lists); they are copied
+evaluator (:mod:`segbench.tasks.cafe.cgf1`, :mod:`segbench.tasks.cafe.metrics`) in randomized tests.
+Inputs are parsed JSON (dicts and lists); they are copied
 before pycocotools mutates them. It validates nothing: give it valid inputs.
 """
 
