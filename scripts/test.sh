@@ -39,6 +39,13 @@ if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
   eval "$(test_server env)" || exit 1
 fi
 
+# The tests' folders peak near 1.5 GB (a passing test's folder is removed when it ends): say so
+# up front when the disk is short, rather than fail halfway with "No space left on device".
+free_mb=$(df -Pm "${TMPDIR:-/tmp}" | awk 'NR == 2 { print $4 }')
+if [ "${free_mb:-0}" -lt 2048 ]; then
+  echo "warning: ${free_mb:-?} MB free under ${TMPDIR:-/tmp}; the tests need about 1.5 GB there" >&2
+fi
+
 if [ "$#" -gt 0 ]; then
   pytest_run "$@"
   exit $?
