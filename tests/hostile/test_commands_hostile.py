@@ -86,6 +86,21 @@ def test_rounds_ingest_names_a_results_file_it_cannot_read_before_prefect_starts
     assert_clean_failure(run_main(tmp_path, "rounds", "ingest", key), str(path), expected)
 
 
+@pytest.mark.parametrize(("command", "unset", "expected"), [
+    ("launch", "SEGBENCH_LABEL_STUDIO_TOKEN", "no Label Studio API token"),
+    ("ingest", "SEGBENCH_LABEL_STUDIO_TOKEN", "no Label Studio API token"),
+])
+def test_a_label_studio_round_command_without_its_settings_says_so_before_prefect_starts(tmp_path, monkeypatch,
+                                                                                        command, unset, expected):
+    key = _launched_round(tmp_path / "data", "labelstudio", project_id=1)
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", TOKEN)
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_FILES", str(tmp_path / "files"))
+    monkeypatch.delenv(unset)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # reached only if the settings passed
+    assert_clean_failure(run_main(tmp_path, "rounds", command, key), expected, unset)
+
+
 def test_evaluate_names_the_input_size_limit(tmp_path, monkeypatch):
     (tmp_path / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
     (tmp_path / "preds.json").write_text(json.dumps(HAND_PREDS))

@@ -130,14 +130,17 @@ def launch(
     from segbench.annotation_ui.rounds import RoundStore
 
     settings = ctx.obj["settings"]
-    plan_launch(RoundStore(settings.data_root / "rounds").load(key), batch)  # a bad batch fails before Prefect starts
+    round_ = RoundStore(settings.data_root / "rounds").load(key)
+    # A bad batch, or a server or token not configured, fails before Prefect starts.
+    plan_launch(round_, batch)
+    backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
+    backend.check_configured(launching=True)
 
     from segbench.flows.rounds import launch_round
 
     with flow_command_lock(ctx):
         round_ = launch_round(settings.data_root, key, settings.label_studio(), batch)
     print_round(round_, "Round launched")
-    backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
     console.out.print(backend.launch_hint(round_))
 
 
@@ -197,8 +200,10 @@ def ingest(
     pass_list(store, round_)
     store.load_answers(key)
     saved_gold_answers(store, key)
+    backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
+    backend.check_configured()
     if round_.backend == "files":  # local files, read again by the flow: cheap
-        backend_for(round_, settings.data_root).fetch_answers(round_, ImportPolicy(on_error=on_error))
+        backend.fetch_answers(round_, ImportPolicy(on_error=on_error))
 
     from segbench.flows.rounds import ingest_round
 

@@ -44,6 +44,9 @@ class FilesBackend:
     def folder(self, round: Round) -> Path:
         return files_dir(self.context.data_root, round.key)
 
+    def check_configured(self, *, launching: bool = False) -> None:
+        """Nothing to configure: the round's folder is under the data root."""
+
     def launch(self, round: Round) -> tuple[None, dict[str, int]]:
         """Write the task files (again on a relaunch: the same round gives the same files)."""
         write_file_tasks(round, self.folder(round))
