@@ -86,19 +86,22 @@ def test_rounds_ingest_names_a_results_file_it_cannot_read_before_prefect_starts
     assert_clean_failure(run_main(tmp_path, "rounds", "ingest", key), str(path), expected)
 
 
-@pytest.mark.parametrize(("command", "unset", "expected"), [
-    ("launch", "SEGBENCH_LABEL_STUDIO_TOKEN", "no Label Studio API token"),
-    ("ingest", "SEGBENCH_LABEL_STUDIO_TOKEN", "no Label Studio API token"),
-])
-def test_a_label_studio_round_command_without_its_settings_says_so_before_prefect_starts(tmp_path, monkeypatch,
-                                                                                        command, unset, expected):
+@pytest.mark.parametrize("command", ["launch", "ingest"])
+@pytest.mark.parametrize(("unset", "expected"), [
+    ("SEGBENCH_LABEL_STUDIO_TOKEN", ["no Label Studio API token", "SEGBENCH_LABEL_STUDIO_TOKEN"]),
+    (None, ["cannot reach Label Studio at http://127.0.0.1:9", "scripts/label-studio.sh status"]),
+], ids=["no-token", "no-server"])
+def test_a_label_studio_round_command_says_what_it_lacks_before_prefect_starts(tmp_path, monkeypatch, command,
+                                                                              unset, expected):
     key = _launched_round(tmp_path / "data", "labelstudio", project_id=1)
-    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_TOKEN", TOKEN)
-    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_FILES", str(tmp_path / "files"))
-    monkeypatch.delenv(unset)
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # reached only if the settings passed
-    assert_clean_failure(run_main(tmp_path, "rounds", command, key), expected, unset)
+    if unset:
+        monkeypatch.delenv(unset)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # reached only past the checks
+    outcome = run_main(tmp_path, "rounds", command, key)
+    assert_clean_failure(outcome, *expected)
+    assert TOKEN not in outcome.stdout + outcome.stderr
 
 
 def test_evaluate_names_the_input_size_limit(tmp_path, monkeypatch):

@@ -29,6 +29,8 @@ def _echo(request: Request) -> Reply:
     """An error quoting what the client sent, as some proxies and debug servers do."""
     if request.path.rstrip("/").endswith("/health"):
         return Reply(200, b'{"status": "UP"}')
+    if request.path.rstrip("/").endswith("/whoami"):  # the token passes the command's check, then the
+        return Reply(200, json.dumps({"id": 1, "email": _authorization(request)}).encode())  # flow is refused
     said = _authorization(request)
     return Reply(403, json.dumps({"detail": f"refused {said}", "error": {"message": f"refused {said}"}}).encode())
 

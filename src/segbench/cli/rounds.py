@@ -131,10 +131,10 @@ def launch(
 
     settings = ctx.obj["settings"]
     round_ = RoundStore(settings.data_root / "rounds").load(key)
-    # A bad batch, or a server or token not configured, fails before Prefect starts.
+    # A bad batch, a token not configured or a server that does not answer fails before Prefect starts.
     plan_launch(round_, batch)
     backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
-    backend.check_configured(launching=True)
+    backend.check_ready(launching=True)
 
     from segbench.flows.rounds import launch_round
 
@@ -201,7 +201,7 @@ def ingest(
     store.load_answers(key)
     saved_gold_answers(store, key)
     backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
-    backend.check_configured()
+    backend.check_ready()
     if round_.backend == "files":  # local files, read again by the flow: cheap
         backend.fetch_answers(round_, ImportPolicy(on_error=on_error))
 

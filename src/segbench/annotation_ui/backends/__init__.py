@@ -59,9 +59,9 @@ class RoundBackend(Protocol):
     def check_project_id(cls, round: Round, project_id: int | None) -> None:
         """Raise RoundStateError unless ``project_id`` is what a launch on this backend records."""
 
-    def check_configured(self, *, launching: bool = False) -> None:
-        """Raise InputError for what the backend needs that is not configured (a server, a token): the
-        command line asks before Prefect starts."""
+    def check_ready(self, *, launching: bool = False) -> None:
+        """Raise for what the backend needs and lacks (a token, a server that answers): the command
+        line asks before Prefect starts."""
 
     def launch(self, round: Round) -> tuple[int | None, dict[str, int]]:
         """Put the round's tasks where people answer them (idempotent); its project id and counts."""

@@ -44,7 +44,7 @@ class FilesBackend:
     def folder(self, round: Round) -> Path:
         return files_dir(self.context.data_root, round.key)
 
-    def check_configured(self, *, launching: bool = False) -> None:
+    def check_ready(self, *, launching: bool = False) -> None:
         """Nothing to configure: the round's folder is under the data root."""
 
     def launch(self, round: Round) -> tuple[None, dict[str, int]]:

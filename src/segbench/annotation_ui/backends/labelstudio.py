@@ -48,20 +48,27 @@ class LabelStudioBackend:
                                   "and SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_url / _token in segbench.toml)")
         return self.context.label_studio
 
-    def check_configured(self, *, launching: bool = False) -> None:
-        """Raise InputError for a server or token (and, to launch, a files folder) not configured."""
+    def check_ready(self, *, launching: bool = False) -> None:
+        """Raise for a token (and, to launch, a files folder) not configured, or a server that does
+        not answer its health check."""
+        if launching:
+            self._files_root()
+        with self.client() as client:
+            client.check()
+
+    def _files_root(self) -> Path:
+        files_root = self.connection().files
+        if files_root is None:
+            raise InputError("no files folder configured for the Label Studio server",
+                             hint="set SEGBENCH_LABEL_STUDIO_FILES to the folder the server serves local files from")
+        return files_root
+
+    def client(self) -> LabelStudioClient:
+        """A client for the context's server, signed in with its token."""
         connection = self.connection()
         if connection.token is None:
             raise InputError("no Label Studio API token configured",
                              hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
-        if launching and connection.files is None:
-            raise InputError("no files folder configured for the Label Studio server",
-                             hint="set SEGBENCH_LABEL_STUDIO_FILES to the folder the server serves local files from")
-
-    def client(self) -> LabelStudioClient:
-        """A client for the context's server, signed in with its token."""
-        self.check_configured()
-        connection = self.connection()
         return LabelStudioClient(connection.url, connection.token.get_secret_value(), timeout=connection.timeout,
                                  deadline=4 * connection.timeout)
 
@@ -70,8 +77,7 @@ class LabelStudioBackend:
 
         The project is found by its title (one per round key) when the round has no id yet: a launch
         killed after creating the project, before the id was recorded, is resumed, not duplicated."""
-        self.check_configured(launching=True)
-        files_root = self.connection().files
+        files_root = self._files_root()
         with self.client() as client:
             client.check()
             project_id = round.project_id
