@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def test_the_demo_builds_publishes_and_evaluates_every_dataset(demo):
 
 def test_each_summary_is_headed_by_its_dataset_in_the_order_they_ran(demo):
     _, result = demo
-    headings = [line.split(" ─")[0] for line in result.output.splitlines() if line.endswith("───")]
+    headings = [m.group(1) for line in result.output.splitlines() if (m := re.fullmatch(r"(\w.*?) ─{3,}", line))]
     titles = [spec.title for spec in registry.DATASETS if spec.demo_printer]
     assert headings == [*titles, "Published version"]
 
