@@ -70,6 +70,7 @@ def test_lock_file_lives_outside_the_data_root(tmp_path: Path) -> None:
 
 
 def test_cli_command_stops_with_a_clear_message(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # publish checks the repository first
     data_root = tmp_path / "data"
     holder = _hold(data_root, 30)
     try:
