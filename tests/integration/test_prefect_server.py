@@ -206,7 +206,7 @@ def _saved_round(data_root: Path) -> str:
 
 @pytest.mark.parametrize("args", [("--help",), ("--version",), ("rounds", "list"), ("rounds", "status"),
                                   ("server", "status")], ids=" ".join)
-def test_local_commands_never_import_prefect(tmp_path, args):
+def test_local_commands_never_import_prefect_or_other_heavy_modules(tmp_path, args):
     project = tmp_path / "project"
     if args == ("rounds", "status"):
         args = (*args, _saved_round(project / "data"))
@@ -216,6 +216,8 @@ def test_local_commands_never_import_prefect(tmp_path, args):
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
     assert "segbench.cli" in imported  # the measurement works
     assert not {name for name in imported if name.split(".")[0] == "prefect"}
+    # nor what takes half a second each and a read does not use: scipy's statistics, the Label Studio SDK
+    assert not imported & {"scipy.stats", "label_studio_sdk"}
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------------------------

@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
-from scipy.stats import median_abs_deviation
 
 from segbench.core.worker_signals import (
     Drop,
@@ -153,6 +152,8 @@ def gold_judgments(answer: Answer, gold: Mapping[str, Any], size: tuple[int, int
 
 def robust_z(values: Mapping[str, float]) -> dict[str, float | None]:
     """Modified z-score of each value (0.6745 · (x − median) / MAD); None when it is undefined."""
+    from scipy.stats import median_abs_deviation  # scipy.stats takes 0.5 s to import: only when scoring
+
     if len(values) < 3:
         return {key: None for key in values}
     data = np.array(list(values.values()), dtype=float)

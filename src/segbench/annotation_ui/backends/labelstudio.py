@@ -14,15 +14,17 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
-from segbench.annotation_ui.client import LabelStudioClient
 from segbench.annotation_ui.convert import answers_from_labelstudio
 from segbench.annotation_ui.kinds import answer_checks, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
 from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundItem
+
+if TYPE_CHECKING:
+    from segbench.annotation_ui.client import LabelStudioClient
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +71,8 @@ class LabelStudioBackend:
         if connection.token is None:
             raise InputError("no Label Studio API token configured",
                              hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
+        from segbench.annotation_ui.client import LabelStudioClient  # the SDK takes 0.7 s to import
+
         return LabelStudioClient(connection.url, connection.token.get_secret_value(), timeout=connection.timeout,
                                  deadline=4 * connection.timeout)
 
