@@ -42,6 +42,9 @@ def test_new_round_refuses_duplicate_ids_and_no_items():
         new_round("k", "kind", "ds", "v", config, [], "files", T0)
     with pytest.raises(InputError, match="invalid round key"):
         new_round("../k", "kind", "ds", "v", config, _items("1"), "files", T0)
+    with pytest.raises(InputError, match="at most 100"):
+        new_round("k" * 101, "kind", "ds", "v", config, _items("1"), "files", T0)
+    assert new_round("k" * 100, "kind", "ds", "v", config, _items("1"), "files", T0).key == "k" * 100
 
 
 @pytest.mark.parametrize("image", ["../x.png", "/abs.png", "coco_cd/../../x.png", "a\\b.png"])

@@ -38,7 +38,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the same rule as Round.key
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")  # the same rule as Round.key
 _ANSWERS_SUFFIX = ".answers"
 # Files beside a round record that are not rounds: its worker report and a qualification's pass list.
 _SIDE_SUFFIXES = (_ANSWERS_SUFFIX, ".workers", ".qualified")
@@ -295,8 +295,8 @@ def check_round_key(key: str) -> str:
 def _check_key(key: str) -> str:
     if not isinstance(key, str) or not _KEY.match(key) or key.endswith(_SIDE_SUFFIXES):
         raise InputError(
-            f"invalid round key {key!r}: use letters, digits, '_', '.', '-', starting with a letter or digit, "
-            f"not ending in {', '.join(map(repr, _SIDE_SUFFIXES))}",
+            f"invalid round key {key!r}: use at most 100 letters, digits, '_', '.', '-', starting with a letter "
+            f"or digit, not ending in {', '.join(map(repr, _SIDE_SUFFIXES))}",
             hint="pick a key such as audit-2026-01",
         )
     return key

@@ -97,7 +97,9 @@ class RoundConfig(BaseModel):
 class Round(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    key: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    # At most 100 characters: the file names beside a round record (its answers, worker report) stay
+    # well within the 255 bytes a file system takes.
+    key: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
     kind: str = Field(description="what the round is for: a round kind a dataset registers")
     dataset: str
     dataset_version: str = Field(description="the dataset's manifest sha256 (or data version) the items come from")
