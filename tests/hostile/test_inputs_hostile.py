@@ -177,6 +177,7 @@ CASES = [
     ("rounds-close-not-ingested", "rounds close s-car-tire", ["s-car-tire", "cannot close"], False),
     ("rounds-create-traversal", "rounds create ../outside", ["invalid round key", "../outside"], True),
     ("rounds-create-answers-suffix", "rounds create r1.answers", ["invalid round key", "r1.answers"], True),
+    ("rounds-create-negative-per-group", "rounds create r1 --per-group -3", ["--per-group"], False),
     ("rounds-create-key-too-long", "rounds create " + "k" * 101, ["invalid round key", "at most 100"], True),
     ("cafe-verification-traversal", "build cafe-verification ../v1", ["invalid round key", "../v1"], True),
     ("rounds-create-unknown-backend", "rounds create r1 --backend paper", ["--backend"], False),

@@ -132,7 +132,7 @@ def create_audit_command(
     key: str = rounds.ROUND_KEY,
     kind: str = typer.Option(AUDIT_KIND, "--kind", parser=_audit_kind, metavar=f"<{AUDIT_KIND}>",
                              help="What the round asks (the round kind's name, as `rounds list` shows it)."),
-    per_group: int = typer.Option(50, "--per-group", help="Audit: validation images per group."),
+    per_group: int = typer.Option(50, "--per-group", min=1, help="Audit: validation images per group."),
     seed: int = seed_option(13, "Seed of the sample."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(2, "--overlap", help="Annotators per task."),

@@ -54,9 +54,13 @@ def audit_sources(dataset: Path, per_group: int) -> tuple[Manifest, dict[str, An
     ``per_group`` images a group (checked before any round is made, by the command and the flow).
 
     Raises:
-        InputError: the build has no images (people must see them), or no validation split.
+        InputError: fewer than one image a group asked for, the build has no images (people must see
+            them), or no validation split.
         InsufficientDataError: a group is too small.
     """
+    if per_group < 1:
+        raise InputError(f"an audit needs at least one image per group, not {per_group}", item="per_group",
+                         hint="pass --per-group 1 or more")
     manifest = read_manifest(dataset)
     if not manifest.params.get("write_images", True):
         raise InputError("this build has no images (built with --no-images); people need to see them",
