@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, TARGET, cafe_gt, pred
 from support.cli import run
+from support.hostile import assert_clean_failure, run_main
 
 from segbench.core.errors import InputError, SegbenchError
 from segbench.core.masks import bitmap_to_rle, rle_runs
@@ -136,3 +137,13 @@ def _numbers(counts: bytes) -> list[bytes]:
             out.append(current)
             current = b""
     return out
+
+
+@pytest.mark.parametrize("command", ["cafe", "cgf1"])
+@pytest.mark.parametrize("threshold", ["nan", "inf", "-1", "1.5"])
+def test_a_score_threshold_outside_0_1_is_refused_before_any_work(tmp_path, command, threshold):
+    gt, preds = _write(tmp_path, cafe_gt(HAND_PAIRS), HAND_PREDS)
+    outcome = run_main(tmp_path, "evaluate", command, "--gt", gt, "--predictions", preds, "--out",
+                       str(tmp_path / "out"), "--score-threshold", threshold)
+    assert_clean_failure(outcome, "score_threshold" if command == "cafe" else "--score-threshold", fix=False)
+    assert not (tmp_path / "out").exists()

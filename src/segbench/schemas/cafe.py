@@ -145,7 +145,7 @@ class CafeEvalParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    score_threshold: float = Field(0.5, description="presence threshold t (SAM3's default 0.5)")
+    score_threshold: float = Field(0.5, ge=0, le=1, description="presence threshold t (SAM3's default 0.5)")
     iou_threshold: float = Field(0.3, gt=0, le=1, description="target-alignment IoU τ (the paper's 0.3)")
     taus: tuple[float, ...] = Field(TAU_SWEEP, min_length=1, description="τ values of the sweep")
     calibrate: bool = False

@@ -218,6 +218,9 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
     Raises:
         InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
     """
+    if not 0 <= score_threshold <= 1:  # NaN fails too
+        raise InputError(f"the score threshold must lie in [0, 1], got {score_threshold}", item="--score-threshold",
+                         hint="pass a presence score such as 0.5 (SAM3's default)")
     steps = steps or InProcess()
     gts, predictions, out = [str(p) for p in gts], str(predictions), str(out)
     protocol = "each ground truth in turn" if each else "oracle" if len(gts) > 1 else "single ground truth"
