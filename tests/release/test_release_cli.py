@@ -47,6 +47,13 @@ def test_release_toml_gives_the_answers_and_options_override_it(project):
     assert "option maintainer" in card and "toml maintainer" not in card
 
 
+def test_a_licence_that_is_not_an_id_is_refused_before_anything_is_written(project):
+    answers = [*ANSWERS[2:], "--annotations-license", "CC BY 4.0\nlicense: mit"]
+    result = run(project, "release", "vocab", "--out", str(project / "rel"), *answers, code=1)
+    assert "annotations_license" in str(result.exception) and "is not a licence id" in str(result.exception)
+    assert not (project / "rel").exists()
+
+
 def test_restricted_images_are_withheld_unless_the_maker_says_so(project):
     withheld = run(project, "--json", "release", "spin", "--out", str(project / "spin"), *ANSWERS)
     assert '"withheld_images": 40' in withheld.stdout.replace(" ", "").replace('":', '": ')

@@ -42,3 +42,21 @@ def test_broken_toml_names_the_file(tmp_path):
     path.write_text("annotations_license = \n")
     with pytest.raises(InputError, match="release.toml"):
         load_release_info(path)
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('annotations_license = "cc-by-4.0\\nlicense: mit"\n', "annotations_license"),
+    ('annotations_license = "CC BY 4.0"\n', "annotations_license"),
+    ('[images]\nlicense = "-"\nname = "mine"\nredistributable = true\n', "images.license"),
+])
+def test_a_licence_that_is_not_an_id_is_refused_naming_the_field(tmp_path, text, field):
+    path = tmp_path / "release.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=f"{field}: .* is not a licence id") as caught:
+        load_release_info(path)
+    assert f"correct {field}" in str(caught.value)
+
+
+@pytest.mark.parametrize("licence", ["cc-by-4.0", "apache-2.0", "other", "LicenseRef-Flickr", "GPL-2.0+"])
+def test_spdx_style_licence_ids_pass(licence):
+    assert load_release_info(None, annotations_license=licence).annotations_license == licence

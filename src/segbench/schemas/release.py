@@ -8,10 +8,11 @@ with an error naming each missing field.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from segbench.core.errors import InputError
 from segbench.core.io import read_text
@@ -26,6 +27,17 @@ REQUIRED_FIELDS = {
 }
 
 
+# An SPDX-style licence id (cc-by-4.0, apache-2.0, other): it goes into the card's YAML header and
+# the Croissant metadata, where a space or a new line would make it another thing.
+_LICENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*")
+
+
+def _licence_id(value: str | None) -> str | None:
+    if value is not None and not _LICENCE_ID.fullmatch(value):
+        raise ValueError(f"{value!r} is not a licence id: use an SPDX-style id such as cc-by-4.0, or other")
+    return value
+
+
 class ImageTerms(BaseModel):
     """The terms of a source's images, where the maker knows better than the dataset's defaults."""
 
@@ -35,6 +47,8 @@ class ImageTerms(BaseModel):
     name: str
     url: str | None = None
     redistributable: bool
+
+    _check_license = field_validator("license")(_licence_id)
 
 
 class ReleaseInfo(BaseModel):
@@ -50,6 +64,8 @@ class ReleaseInfo(BaseModel):
     out_of_scope_uses: str | None = None
     images: ImageTerms | None = Field(None, description="overrides the source images' terms")
     embed_restricted: bool = Field(False, description="embed images whose licence forbids redistribution")
+
+    _check_license = field_validator("annotations_license")(_licence_id)
 
     def missing(self) -> list[str]:
         return [name for name in REQUIRED_FIELDS if not (getattr(self, name) or "").strip()]
@@ -83,8 +99,10 @@ def load_release_info(path: Path | None, **options: object) -> ReleaseInfo:
         return ReleaseInfo.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InputError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}", path=path,
-                         hint=f"the fields are {', '.join(ReleaseInfo.model_fields)}") from exc
+        field = ".".join(map(str, first["loc"]))
+        hint = (f"the fields are {', '.join(ReleaseInfo.model_fields)}" if first["type"] == "extra_forbidden"
+                else f"correct {field} (`segbench release --help` describes each field)")
+        raise InputError(f"{field}: {first['msg'].removeprefix('Value error, ')}", path=path, hint=hint) from exc
 
 
 class ReleaseFile(BaseModel):
