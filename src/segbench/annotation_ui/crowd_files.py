@@ -19,6 +19,10 @@ FILES_REQUIRED = ("WorkerId", "AssignmentId", "Input.item_id")
 TASK_COLUMNS = ("item_id", "image", "width", "height")
 
 
+# Separators a spreadsheet may have used instead of commas, and what people call them.
+_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "bars"}
+
+
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """Read a results file of the files backend: CSV (with a header) or JSON (a list of rows).
 
@@ -49,9 +53,9 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise InputError("no header row", path=path, hint="export the results with their column names")
-    if len(reader.fieldnames) == 1 and (separator := next((c for c in ";\t|" if c in reader.fieldnames[0]), None)):
-        name = {";": "semicolons", "\t": "tabs", "|": "bars"}[separator]
-        raise InputError(f"the columns are separated by {name}, not commas", path=path,
+    if len(reader.fieldnames) == 1 and (separator := next((c for c in _SEPARATORS if c in reader.fieldnames[0]),
+                                                          None)):
+        raise InputError(f"the columns are separated by {_SEPARATORS[separator]}, not commas", path=path,
                          hint="export the results as comma-separated CSV (a spreadsheet's locale may choose ';')")
     _check_columns(reader.fieldnames, path, "header")
     seen: dict[str, int] = {}

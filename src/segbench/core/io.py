@@ -208,16 +208,12 @@ def read_text(path: str | Path, *, encoding: str = "utf-8", hint: str | None = N
 # What a file given as text is when it is not, told by its first bytes (UTF-32 LE before UTF-16 LE:
 # its mark starts with UTF-16's). A zip full of zero bytes would even decode as UTF-8.
 _OTHER_FORMATS = (
-    (b"\x1f\x8b", "a gzip-compressed file", "decompress it first (gunzip FILE)"),
-    (b"PK\x03\x04", "a zip archive named {suffix} (a spreadsheet workbook, or files packed together)",
+    ((b"\x1f\x8b",), "a gzip-compressed file", "decompress it first (gunzip FILE)"),
+    ((b"PK\x03\x04",), "a zip archive named {suffix} (a spreadsheet workbook, or files packed together)",
      "unzip it and pass the file inside; a workbook: save it as CSV (comma-separated) from its program"),
-    (b"\xff\xfe\x00\x00", "UTF-32 text (it starts with a UTF-32 byte-order mark)",
+    ((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32 text (it starts with a UTF-32 byte-order mark)",
      "save the file as UTF-8 (e.g. iconv -f utf-32 -t utf-8)"),
-    (b"\x00\x00\xfe\xff", "UTF-32 text (it starts with a UTF-32 byte-order mark)",
-     "save the file as UTF-8 (e.g. iconv -f utf-32 -t utf-8)"),
-    (b"\xff\xfe", "UTF-16 text (it starts with a UTF-16 byte-order mark)",
-     "save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8)"),
-    (b"\xfe\xff", "UTF-16 text (it starts with a UTF-16 byte-order mark)",
+    ((b"\xff\xfe", b"\xfe\xff"), "UTF-16 text (it starts with a UTF-16 byte-order mark)",
      "save the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8)"),
 )
 
@@ -225,8 +221,8 @@ _OTHER_FORMATS = (
 def other_format(data: bytes | memoryview, path: str | Path) -> InputError | None:
     """The error for a file given as text that is compressed, an archive or UTF-16/32; None otherwise."""
     head = bytes(data[:4])
-    for magic, what, fix in _OTHER_FORMATS:
-        if head.startswith(magic):
+    for marks, what, fix in _OTHER_FORMATS:
+        if head.startswith(marks):
             suffix = Path(path).suffix or "without a suffix"
             return InputError(f"not UTF-8 text: {what.format(suffix=suffix)}", path=path, hint=fix)
     return None
