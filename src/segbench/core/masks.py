@@ -175,3 +175,8 @@ def _nearest_sources(length: int, new_length: int) -> np.ndarray:
     indices = np.arange(length, dtype=np.int32).reshape(1, length)
     picked = Image.fromarray(indices, mode="I").resize((new_length, 1), resample=Image.Resampling.NEAREST)
     return np.asarray(picked)[0].astype(np.intp)
+
+
+def intersection_area(a: dict[str, Any], b: dict[str, Any]) -> int:
+    """Pixels two RLEs of one image share."""
+    return int(mask_utils.area(mask_utils.merge([_to_bytes_rle(a), _to_bytes_rle(b)], intersect=True)))

@@ -26,13 +26,13 @@ from segbench.schemas.release import ReleaseInfo, ReleaseResult
 
 
 @task(**task_name("write-split"), cache_policy=NO_CACHE)
-def write_split_task(stage: Path, plan: ReleasePlan, table: Table, withheld: list[str]) -> list[Shard]:
+def write_split_task(stage: Path, plan: ReleasePlan, table: Table, collected: writer.Collected) -> list[Shard]:
     rows = table.rows
 
     def tracked():
         return progress.track(rows(), f"{plan.name} {table.config} {table.split}", total=table.count)
 
-    return writer.write_table(stage, plan, Table(table.config, table.split, table.count, tracked), withheld)
+    return writer.write_table(stage, plan, Table(table.config, table.split, table.count, tracked), collected)
 
 
 @task(**task_name("copy-native-files"), cache_policy=NO_CACHE)
@@ -46,9 +46,14 @@ def gallery_task(stage: Path, plan: ReleasePlan) -> list[str]:
 
 
 @task(**task_name("write-card-and-croissant"), cache_policy=NO_CACHE)
-def documents_task(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict, withheld: list[str],
-                   gallery: list[str]) -> None:
-    writer.write_documents(stage, plan, info, shards, withheld, gallery)
+def documents_task(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict, collected: writer.Collected,
+                   gallery: list[str], url: str | None) -> None:
+    writer.write_documents(stage, plan, info, shards, collected, gallery, url=url)
+
+
+def hub_url(repo_id: str, endpoint: str | None) -> str:
+    """Where a pushed release is browsed: the dataset repository on the Hub (or the endpoint given)."""
+    return f"{(endpoint or 'https://huggingface.co').rstrip('/')}/datasets/{repo_id}"
 
 
 def _worth_retrying(task, task_run, state) -> bool:
@@ -94,18 +99,19 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
         build_key = plan.version
         plan.version = version or rev or build_key
         stage = writer.stage_for(out)
-        withheld: list[str] = []
+        collected = writer.Collected()
+        url = hub_url(push, hub_endpoint) if push else None
         try:
-            shards = {(table.config, table.split): write_split_task(stage, plan, table, withheld)
+            shards = {(table.config, table.split): write_split_task(stage, plan, table, collected)
                       for table in plan.tables}
             native_task(stage, plan, source)
             gallery = gallery_task(stage, plan)
-            documents_task(stage, plan, info, shards, withheld, gallery)
+            documents_task(stage, plan, info, shards, collected, gallery, url)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)  # nothing to resume: a release is rewritten whole
             raise
     writer.swap_in(stage, out)
-    result = writer.result(plan, out, withheld)
+    result = writer.result(plan, out, collected)
     if push:
         result.tag = tag or rev or f"build-{build_key[:12]}"
         result.pushed_to = push_task(out, push, result.tag, hub_endpoint, hub_token)

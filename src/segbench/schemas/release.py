@@ -63,6 +63,19 @@ class ReleaseInfo(BaseModel):
     maintainer: str | None = None
     out_of_scope_uses: str | None = None
     images: ImageTerms | None = Field(None, description="overrides the source images' terms")
+    # Datasheet answers only the maker can give; a question left without one says "not recorded".
+    version: str = Field("1.0.0", pattern=r"^\d+\.\d+\.\d+$",
+                         description="the release's own version (MAJOR.MINOR.PATCH); the data version is appended")
+    creators: str | None = Field(None, description="who made the dataset, on behalf of whom")
+    funding: str | None = Field(None, description="who funded it")
+    ethical_review: str | None = Field(None, description="ethical review of the collection, if any")
+    consent: str | None = Field(None, description="whether people in the data were notified and consented")
+    offensive_content: str | None = Field(None, description="whether it may offend or upset a viewer")
+    contributions: str | None = Field(None, description="how others extend or correct it")
+    erratum: str | None = Field(None, description="where corrections are listed")
+    retention: str | None = Field(None, description="limits on keeping data about people")
+    export_controls: str | None = Field(None, description="export or other regulatory restrictions")
+    citation: str | None = Field(None, description="BibTeX of this release, printed before the papers'")
     embed_restricted: bool = Field(False, description="embed images whose licence forbids redistribution")
 
     _check_license = field_validator("annotations_license")(_licence_id)

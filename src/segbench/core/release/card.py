@@ -1,4 +1,8 @@
-"""The dataset card (``README.md`` with the Hub's YAML header) and ``DATASHEET.md``, from the build record."""
+"""The dataset card: ``README.md`` with the Hub's YAML header, written from the build record.
+
+Every statement is the plan's (the build record put into words), the maker's (``release.toml``) or
+the licences computed once for the release (:mod:`.licences`); the card adds no fact of its own.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,11 @@ from typing import Any
 
 import yaml
 
+import segbench
+from segbench.core.release.licences import ReleaseLicences
 from segbench.core.release.parquet import Shard, pyarrow_version
 from segbench.core.release.plan import ReleasePlan
-from segbench.core.release.rounds import describe_rounds
+from segbench.core.release.rounds import LOW_KAPPA, agreement_rows, low_agreement, round_rows
 from segbench.schemas.release import ReleaseInfo
 
 
@@ -26,19 +32,26 @@ def size_category(rows: int) -> str:
     return "n>1M"
 
 
-def card_yaml(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]]) -> dict[str, Any]:
+def default_config(plan: ReleasePlan) -> str:
+    configs = list(plan.configs())
+    return plan.default_config if plan.default_config in configs else next(iter(configs), "default")
+
+
+def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], terms: ReleaseLicences) -> dict[str, Any]:
     configs = plan.configs()
     features = plan.features._to_yaml_list()
+    default = default_config(plan)
     return {
-        "license": info.annotations_license,
+        **terms.card_fields(),
+        "language": ["en"],
         "pretty_name": plan.pretty_name,
         "task_categories": ["image-segmentation"],
         "size_categories": [size_category(max((sum(s.values()) for s in configs.values()), default=0))],
         "source_datasets": plan.source_datasets,
         "annotations_creators": plan.annotations_creators,
-        "configs": [{"config_name": config, "default": index == 0,
+        "configs": [{"config_name": config, **({"default": True} if config == default else {}),
                      "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in splits]}
-                    for index, (config, splits) in enumerate(configs.items())],
+                    for config, splits in configs.items()],
         "dataset_info": [{"config_name": config, "features": features,
                           "splits": [{"name": split, "num_examples": rows,
                                       "num_bytes": sum(s.size for s in shards[(config, split)])}
@@ -47,24 +60,91 @@ def card_yaml(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
     }
 
 
-def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {item}" for item in items) if items else "- none recorded"
+def feature_type(feature: Any) -> str:
+    """A feature's type in words: ``int64``, ``image``, ``class label``, ``list of float32``, ``struct``."""
+    from datasets import ClassLabel, Image, List, Value
+
+    if isinstance(feature, Image):
+        return "image"
+    if isinstance(feature, ClassLabel):
+        return "class label: " + ", ".join(f"{i} = {name}" for i, name in enumerate(feature.names))
+    if isinstance(feature, Value):
+        return feature.dtype
+    if isinstance(feature, List):
+        inner = feature.feature
+        return "list of " + ("structs {" + ", ".join(inner) + "}" if isinstance(inner, dict) else feature_type(inner))
+    if isinstance(feature, dict):
+        return "struct {" + ", ".join(feature) + "}"
+    return type(feature).__name__
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    """A Markdown table; ``|`` and new lines inside a cell are escaped so the table stays one."""
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                      *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)])
+
+
+def bullets(items: list[str], empty: str = "none recorded") -> str:
+    return "\n".join(f"- {item}" for item in items) if items else f"- {empty}"
+
+
+def all_findings(plan: ReleasePlan) -> list[str]:
+    """The plan's findings, then a warning for each question people agreed on little beyond chance."""
+    low = low_agreement(plan.rounds)
+    return [*plan.findings, *([f"Low agreement (κ < {LOW_KAPPA}) on {', '.join(low)}: people agreed little beyond "
+                               "chance there, so those answers are weak evidence." ] if low else [])]
+
+
+def fields_section(plan: ReleasePlan) -> str:
+    return table(["field", "type", "description"],
+                 [[f"`{name}`", feature_type(feature), plan.descriptions[name]]
+                  for name, feature in plan.features.items()])
+
+
+def annotation_section(plan: ReleasePlan) -> str:
+    parts = [plan.annotation_protocol]
+    if plan.rounds:
+        parts += ["Human rounds behind the data:", table(
+            ["round", "kind", "platform", "items", "answers per item", "workers", "answers", "gold items",
+             "qualification", "aggregation", "dates"], round_rows(plan.rounds))]
+        agreement = agreement_rows(plan.rounds)
+        if agreement:
+            parts += ["Agreement between workers, per question (Fleiss' κ and Krippendorff's α over the answers):",
+                      table(["round", "question", "κ", "α", "majority answers", "note"], agreement)]
+    else:
+        parts.append("No human annotation round is behind this data.")
+    parts.append(f"Machine tools: {'; '.join(plan.machine_tools) or 'none'}.")
+    return "\n\n".join(parts)
+
+
+def licence_section(terms: ReleaseLicences) -> str:
+    rows = [[c.licence.applies_to, f"`{c.licence.id}`", "yes" if c.shipped else "no"] for c in terms.components]
+    return (f"In short: {terms.summary()}.\n\n" + table(["part", "licence", "in this release"], rows)
+            + "\n\nEach row's `license_id` names its image's licence. `LICENSES.md` has the names and links, "
+              "`licenses.json` the same for a program.")
 
 
 def card(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]], gallery: list[str],
-         withheld: int) -> str:
-    header = yaml.dump(card_yaml(plan, info, shards), Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
+         terms: ReleaseLicences) -> str:
+    header = yaml.dump(card_yaml(plan, shards, terms), Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
                        width=1000)
     configs = plan.configs()
-    split_rows = "\n".join(f"| `{config}` | {split} | {rows} |" for config, splits in configs.items()
-                           for split, rows in splits.items())
-    sources = "\n".join(f"| {name} | `{digest}` |" for name, digest in sorted(plan.sources.items()))
-    selection = "\n".join(f"| {rule.replace('_', ' ')} | {count} |" for rule, count in plan.selection.items())
-    first = next(iter(configs), "default")
+    split_rows = [[f"`{config}`", split, rows] for config, splits in configs.items() for split, rows in splits.items()]
+    first = default_config(plan)
     pictures = "\n".join(f"![{name}](gallery/{name})" for name in gallery[:4])
     more = f"\n\nAll {len(gallery)} sheets are in [`gallery/`](gallery/)." if len(gallery) > 4 else ""
-    withheld_text = (f"\n\n{withheld} images are not embedded: their licence forbids redistribution. Their rows keep "
-                     "a reference to the source file (see `LICENSES.md`)." if withheld else "")
+    withheld = (f"\n\n{len(terms.withheld)} images are not in this release (no parquet cell and no file holds them): "
+                "their licence forbids redistribution. Their rows keep the source file's name; see `LICENSES.md`."
+                if terms.withheld else "")
+    images_note = ("with the image and mask bytes embedded (PNG or JPEG; no paths)" if plan.has_images
+                   else "with the mask bytes embedded")
+    native = ("`native/` holds the files the official evaluators read, unmodified (no image: no evaluator reads "
+              "one)." if plan.native else "")
+    out_of_scope = f"\n\nOut of scope: {info.out_of_scope_uses}" if info.out_of_scope_uses else ""
+    findings = bullets(all_findings(plan), "the build recorded no check of the data's quality beyond the counts above")
     return f"""---
 {header}---
 
@@ -72,8 +152,9 @@ def card(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], lis
 
 {plan.summary}
 
-Data version `{plan.version}`, built {plan.created}. Made with segbench; the parquet files were written by
-pyarrow {pyarrow_version()} with pinned settings, so a release of this version is byte-identical to this one.
+Data version `{plan.version}`, built {plan.created}. Made with segbench {segbench.__version__}; the parquet files
+were written by pyarrow {pyarrow_version()} with pinned settings, so a release of this version is byte-identical to
+this one.
 
 ## Load it
 
@@ -84,18 +165,19 @@ path = "."  # this folder, or the Hub repository it was pushed to
 {plan.load_example or f'ds = load_dataset(path, "{first}")'}
 ```
 
-Offline, or without `datasets`: the files under `data/` are plain parquet (`pyarrow.parquet.read_table`), with
-the image and mask bytes embedded (PNG or JPEG; no paths). `croissant.json` describes every file and column
-(`mlcroissant.Dataset("croissant.json").records("{first}")`). `native/` holds the files the official evaluators
-read, unmodified.
+Offline, or without `datasets`: the files under `data/` are plain parquet (`pyarrow.parquet.read_table`), {images_note}.
+`croissant.json` describes every file and column (`mlcroissant.Dataset("croissant.json").records("{first}")`).
+{native}{withheld}{(chr(10) + chr(10) + plan.notes) if plan.notes else ""}
+
+## Data fields
+
+{fields_section(plan)}
 
 ## Configs and splits
 
-| config | split | rows |
-|---|---|---|
-{split_rows}
+{table(["config", "split", "rows"], split_rows)}
 
-The ids each split holds, with the seed that drew them, are in `splits.json`.{withheld_text}
+The ids each split holds, with the seed that drew them, are in `splits.json`.
 
 ## Gallery
 
@@ -103,48 +185,43 @@ The ids each split holds, with the seed that drew them, are in `splits.json`.{wi
 
 ## Sources
 
-| input | sha256 |
-|---|---|
-{sources}
+{table(["input", "sha256"], [[name, f"`{digest}`"] for name, digest in sorted(plan.sources.items())])}
 
 ## Selection
 
 Seed: {plan.seed if plan.seed is not None else "none (no random draw)"}.
 
-| rule | count |
-|---|---|
-{selection}
+{table(["rule", "count"], [[rule.replace("_", " "), count] for rule, count in plan.selection.items()])}
 
 {plan.preprocessing}
 
 ## Annotation
 
-{plan.annotation_protocol}
+{annotation_section(plan)}
 
-{describe_rounds(plan.rounds)}
+## What the build's records show
 
-Machine tools: {"; ".join(plan.machine_tools) or "none"}.
+{findings}
 
 ## Biases
 
-{_bullets(plan.biases)}
+{bullets(plan.biases)}
 
 ## Known limitations
 
-{_bullets(plan.limitations)}
+{bullets(plan.limitations)}
 
 ## Uses
 
-{info.intended_uses}
+Intended uses of this release (its maker's): {info.intended_uses}{out_of_scope}
 
-{_bullets(plan.use_cases)}
+What the dataset's design measures, on real sources:
 
-Out of scope: {info.out_of_scope_uses or "uses the intended uses above do not cover."}
+{bullets(plan.use_cases)}
 
 ## Licence
 
-Annotations: `{info.annotations_license}`. Images keep their sources' licences; see `LICENSES.md` and
-`licenses.json` (per image where the source records one).
+{licence_section(terms)}
 
 ## Maintenance
 
@@ -153,70 +230,6 @@ Maintained by {info.maintainer}. A new data version is a new release with its ow
 ## Citation
 
 ```bibtex
-{chr(10).join(plan.citations)}
+{chr(10).join([*([info.citation] if info.citation else []), *plan.citations])}
 ```
-"""
-
-
-def datasheet(plan: ReleasePlan, info: ReleaseInfo, withheld: int) -> str:
-    """The seven sections of Datasheets for Datasets (Gebru et al.), from the record and the maker's answers."""
-    configs = plan.configs()
-    total = sum(sum(splits.values()) for splits in configs.values())
-    return f"""# Datasheet: {plan.pretty_name}
-
-Data version `{plan.version}`, built {plan.created}.
-
-## 1. Motivation
-
-{plan.summary}
-
-Maintained by {info.maintainer}.
-
-## 2. Composition
-
-{total} rows over {len(configs)} configs ({", ".join(f"`{c}`: " + ", ".join(f"{s} {n}" for s, n in splits.items())
-                                          for c, splits in configs.items())}). Features:
-{", ".join(f"`{name}`" for name in plan.features)}.
-
-Personal or sensitive information: {info.personal_information}
-
-## 3. Collection process
-
-{plan.collection}
-
-Sources and their sha256: {", ".join(f"{name} `{digest[:12]}`" for name, digest in sorted(plan.sources.items()))}.
-
-## 4. Preprocessing, cleaning and labelling
-
-{plan.preprocessing}
-
-Selection counts: {", ".join(f"{rule} {count}" for rule, count in plan.selection.items())}.
-
-{plan.annotation_protocol} {describe_rounds(plan.rounds)}
-
-Machine tools: {"; ".join(plan.machine_tools) or "none"}.
-
-## 5. Uses
-
-{info.intended_uses}
-
-{_bullets(plan.use_cases)}
-
-Biases to keep in mind:
-{_bullets(plan.biases)}
-
-Social impact: {info.social_impact}
-
-## 6. Distribution
-
-Released as parquet with a Hugging Face card and Croissant metadata. Annotations under `{info.annotations_license}`;
-images under their sources' licences (`LICENSES.md`). {withheld} images are withheld for their licence.
-
-## 7. Maintenance
-
-Maintained by {info.maintainer}. Each data version is released anew, with its version in the card; errors are
-fixed in a new version, never in place.
-
-Known limitations:
-{_bullets(plan.limitations)}
 """

@@ -7,22 +7,28 @@ config whose fields read the parquet columns. The RAI fields are the build recor
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from segbench.core.errors import OutputError
 from segbench.core.io import atomic_write_text
+from segbench.core.release.licences import ReleaseLicences
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ReleasePlan
 from segbench.core.release.rounds import describe_rounds
 from segbench.schemas.release import ReleaseInfo
 
-_LICENCE_URLS = {"cc-by-4.0": "https://creativecommons.org/licenses/by/4.0/",
-                 "cc-by-sa-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
-                 "cc-by-nc-4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
-                 "cc0-1.0": "https://creativecommons.org/publicdomain/zero/1.0/",
-                 "apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0",
-                 "mit": "https://opensource.org/licenses/MIT"}
+_FORMATS = {".json": "application/json", ".jsonl": "application/jsonlines", ".md": "text/markdown",
+            ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".py": "text/x-python",
+            ".yaml": "application/yaml", ".csv": "text/csv", ".parquet": "application/x-parquet"}
+CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
+
+
+def semver(release_version: str, data_version: str) -> str:
+    """The release's MAJOR.MINOR.PATCH with the data version as SemVer build metadata (``1.0.0+dvc-md5-3f…``)."""
+    metadata = re.sub(r"[^0-9A-Za-z.-]+", "-", data_version).strip("-.") or "unversioned"
+    return f"{release_version}+{metadata}"
 
 
 def _data_type(feature: Any) -> Any:
@@ -46,7 +52,7 @@ def _data_type(feature: Any) -> Any:
 
 
 def _fields(mlc: Any, field_id: str, file_set: str, name: str, feature: Any, column: str | None = None,
-            path: str | None = None) -> list[Any]:
+            path: str | None = None, description: str | None = None) -> list[Any]:
     """The Croissant fields of one feature: leaves read their column (a JSON path into it when nested),
     lists are arrays, a struct has one sub-field per key. mlcroissant reads one level of sub-fields,
     so a struct inside a struct is flattened into leaves named ``<struct>_<key>``."""
@@ -67,15 +73,24 @@ def _fields(mlc: Any, field_id: str, file_set: str, name: str, feature: Any, col
         sub_fields = [field for key, value in inner.items()
                       for field in _fields(mlc, f"{field_id}/{key}", file_set, key, value, column=column or name,
                                            path=key)]
-        return [mlc.Field(id=field_id, name=name, data_types=[], sub_fields=sub_fields, **array)]
+        return [mlc.Field(id=field_id, name=name, description=description, data_types=[], sub_fields=sub_fields,
+                          **array)]
     json_path = (f"{path}.bytes" if path else "bytes") if isinstance(inner, Image) else path
-    description = (f"class index: {', '.join(f'{i} {n}' for i, n in enumerate(inner.names))}"
-                   if isinstance(inner, ClassLabel) else None)
+    if isinstance(inner, ClassLabel):
+        classes = f"class index: {', '.join(f'{i} {n}' for i, n in enumerate(inner.names))}"
+        description = f"{description} ({classes})" if description else classes
     return [mlc.Field(id=field_id, name=name, description=description, data_types=[_data_type(inner)],
                       source=source(json_path), **array)]
 
 
-def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]]) -> dict[str, Any]:
+def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]],
+              terms: ReleaseLicences, files: list[tuple[str, int, str]], *, url: str | None = None) -> dict[str, Any]:
+    """The Croissant document: every file with its sha256, a record set per config, the RAI fields.
+
+    Args:
+        files: ``(path, bytes, sha256)`` of every file of the release but the parquet shards and itself.
+        url: where the release is published (the pushed Hub repository); absent when it is not.
+    """
     import mlcroissant as mlc
 
     distribution: list[Any] = []
@@ -86,35 +101,47 @@ def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
                                         includes=[f"data/{config}/*.parquet"],
                                         description=f"the parquet shards of config {config} ({', '.join(splits)})"))
         fields = [field for name, feature in plan.features.items()
-                  for field in _fields(mlc, f"{config}/{name}", file_set, name, feature)]
+                  for field in _fields(mlc, f"{config}/{name}", file_set, name, feature,
+                                       description=plan.descriptions[name])]
         fields.append(mlc.Field(id=f"{config}/split", name="split", data_types=[mlc.DataType.TEXT],
                                 description="the split a row belongs to (from its file name)",
                                 source=mlc.Source(file_set=file_set, extract=mlc.Extract(file_property="filename"),
                                                   transforms=[mlc.Transform(regex=r"^(\w+)-\d{5}-of-\d{5}\.parquet$")])))
         record_sets.append(mlc.RecordSet(id=config, name=config, fields=fields,
                                          description=f"one row per example of config {config}"))
-    for (config, split), files in shards.items():
-        for shard in files:
+    for (config, split), parts in shards.items():
+        for shard in parts:
             distribution.append(mlc.FileObject(id=shard.path, name=shard.path, content_url=shard.path,
                                                content_size=f"{shard.size} B", sha256=shard.sha256,
                                                encoding_formats=["application/x-parquet"],
                                                description=f"{config} {split}: {shard.rows} rows"))
+    for path, size, digest in files:
+        distribution.append(mlc.FileObject(id=path, name=path, content_url=path, content_size=f"{size} B",
+                                           sha256=digest, encoding_formats=[_FORMATS.get(Path(path).suffix,
+                                                                                         "application/octet-stream")]))
     rounds = describe_rounds(plan.rounds)
     overlaps = sorted({r.overlap or 1 for r in plan.rounds})
+    # From the first human round to the build (or the build's day alone when no person took part).
+    dates = {day[:10] for day in (plan.created, *(r.created for r in plan.rounds), *(r.ingested for r in plan.rounds))
+             if day}
     metadata = mlc.Metadata(
-        name=plan.name, description=plan.summary, version="1.0.0",
-        license=[_LICENCE_URLS.get(info.annotations_license or "", info.annotations_license)],
-        url="https://github.com/segbench/segbench", cite_as=plan.citations[0] if plan.citations else None,
-        date_created=plan.created[:10], date_published=plan.created[:10], conforms_to="http://mlcommons.org/croissant/1.1",
-        creators=[mlc.Person(name=info.maintainer)], keywords=["image segmentation", "evaluation", plan.name],
-        distribution=distribution, record_sets=record_sets,
+        name=plan.name, description=plan.summary, version=semver(info.version, plan.version),
+        license=terms.croissant(), url=url, cite_as="\n\n".join([*([info.citation] if info.citation else []),
+                                                                 *plan.citations]) or None,
+        in_language=["en"], date_created=plan.created[:10], date_published=plan.created[:10],
+        conforms_to=CONFORMS_TO, creators=[mlc.Person(name=info.maintainer)],
+        keywords=["image segmentation", "evaluation", plan.name], distribution=distribution, record_sets=record_sets,
         data_collection=plan.collection, data_collection_type=["Secondary Data Analysis"],
+        data_collection_timeframe=sorted({min(dates), max(dates)}),
         data_preprocessing_protocol=[plan.preprocessing, "Selection counts: " + ", ".join(
             f"{rule} {count}" for rule, count in plan.selection.items())],
+        data_manipulation_protocol=plan.manipulation,
         data_annotation_protocol=[plan.annotation_protocol, rounds],
         data_annotation_platform=sorted({r.platform for r in plan.rounds}) or ["none"],
-        data_annotation_analysis=[rounds],
+        data_annotation_analysis=[rounds, *plan.findings],
         annotations_per_item=", ".join(str(o) for o in overlaps) if overlaps else "1 (derived labels)",
+        annotator_demographics=(["not collected: the round records hold no worker's demographics"] if plan.rounds
+                                else None),
         machine_annotation_tools=plan.machine_tools or ["none"],
         data_biases=plan.biases, data_limitations=plan.limitations,
         data_use_cases=[info.intended_uses or "", *plan.use_cases], data_social_impact=info.social_impact,

@@ -20,8 +20,25 @@ PALETTE = [(230, 159, 0), (86, 180, 233), (0, 158, 115), (240, 228, 66), (0, 114
            (204, 121, 167)]
 
 
+WITHHELD = (214, 214, 214)  # the canvas a withheld image's masks are drawn on
+
+
 def decode(data: bytes) -> Image.Image:
     return open_image(data, mode="RGB")
+
+
+def withheld_canvas(width: int, height: int) -> Image.Image:
+    """A neutral canvas of an image's size, for drawing the masks of an image the release withholds."""
+    return Image.new("RGB", (max(1, width), max(1, height)), WITHHELD)
+
+
+def palette_png(labels: np.ndarray, colours: Sequence[tuple[int, int, int]]) -> bytes:
+    """A label map as a palette PNG: the pixel values stay the class indices (0 background, black), and a
+    viewer shows each class in its colour instead of a black image."""
+    image = Image.fromarray(labels.astype(np.uint8), mode="L").convert("P")
+    flat = [0, 0, 0, *(value for colour in colours for value in colour)]
+    image.putpalette(flat + [0] * (768 - len(flat)))
+    return png_bytes(image)
 
 
 def overlay(image: Image.Image, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]],
@@ -67,11 +84,20 @@ def sheet(title: str, tiles: Sequence[tuple[Image.Image | None, str]], *, column
         x, y = (index % columns) * size, 24 + (index // columns) * (size + CAPTION)
         if image is not None:
             canvas.paste(_fit(image, size - 4), (x + 2, y))
-        for line_no, line in enumerate(caption.splitlines()[:2]):
-            draw.text((x + 4, y + size - 2 + 12 * line_no), line[: size // 6], fill="black", font=font)
+        for line_no, line in enumerate(_caption_lines(caption, size // 6)):
+            draw.text((x + 4, y + size - 2 + 12 * line_no), line, fill="black", font=font)
     if not tiles:
         draw.text((6, 40), "(no items)", fill="gray", font=font)
     return canvas
+
+
+def _caption_lines(caption: str, width: int) -> list[str]:
+    """At most two lines of ``width`` characters; a line that is cut ends in "..." so the cut shows."""
+    lines = caption.splitlines()
+    out = [line if len(line) <= width else line[: width - 3] + "..." for line in lines[:2]]
+    if len(lines) > 2 and out:
+        out[-1] = out[-1][: width - 3] + "..."
+    return out
 
 
 def save(image: Image.Image, folder: Path, name: str) -> str:

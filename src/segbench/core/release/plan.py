@@ -10,7 +10,7 @@ Croissant metadata are written from it alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,8 @@ class AnnotationRound:
     key: str
     kind: str
     platform: str
+    created: str  # when the round was created and last ingested (its record's timestamps)
+    ingested: str
     overlap: int | None
     items: int
     answers: int
@@ -71,6 +73,7 @@ class AnnotationRound:
     gold: int
     qualification: str
     agreement: Mapping[str, Mapping[str, float | None]]  # control → {kappa, alpha}
+    decided: Mapping[str, Mapping[str, int]]  # control → majority answer → items
 
 
 @dataclass
@@ -82,6 +85,7 @@ class ReleasePlan:
         pretty_name: the card's title.
         summary: one paragraph on what the dataset is.
         features: the Hugging Face features of every config (``datasets.Features``).
+        descriptions: feature → what it holds (meaning, units, value set); one per feature (:func:`columns`).
         tables: the splits, in the order the card lists them.
         native: release path → the build's file (relative to the project) for the official evaluators.
         version: the data version the release is made from (the DVC revision, or the build key).
@@ -94,8 +98,13 @@ class ReleasePlan:
         machine_tools: the models and programs that produced or judged parts of the data.
         collection, preprocessing, annotation_protocol: prose for the card, datasheet and Croissant.
         biases, limitations, use_cases: bullet points.
-        licences: the licences of the source images (per source), beside the annotations' and segbench's.
-        image_licences: image id → licence id, where the source records one per image.
+        licences: the licences of the source images (per source, or per image where the source records
+            one) and of the annotations copied from sources; rows name theirs in ``license_id``.
+        maker_covers: what the maker's ``annotations_license`` covers (what the release adds).
+        findings: what the build's records say of the data's quality, for the card and datasheet.
+        answers: datasheet question id → an answer from the build's records (:mod:`.datasheet`).
+        manipulation: how images were altered, if they were (Croissant's data manipulation protocol).
+        default_config: the config the card loads first (the papers' headline one).
         citations: BibTeX entries to cite.
         source_datasets, annotations_creators, size_category: the card's YAML.
         gallery: writes the contact sheets into a folder and returns their paths relative to it.
@@ -105,6 +114,7 @@ class ReleasePlan:
     pretty_name: str
     summary: str
     features: Any
+    descriptions: dict[str, str]
     tables: list[Table]
     native: dict[str, str]
     version: str
@@ -122,13 +132,24 @@ class ReleasePlan:
     limitations: list[str]
     use_cases: list[str]
     licences: list[Licence]
-    image_licences: dict[str, str]
+    maker_covers: str
     citations: list[str]
     source_datasets: list[str]
     annotations_creators: list[str]
     gallery: Callable[[Path], list[str]]
     load_example: str = ""
     has_images: bool = True  # False when the build holds no images (a masks-only COCO-CD build)
+    notes: str = ""  # what a user must know to load it (withheld images and how to put them back)
+    findings: list[str] = field(default_factory=list)
+    answers: dict[str, str] = field(default_factory=dict)
+    manipulation: str | None = None
+    default_config: str | None = None
+    extra_files: dict[str, bytes] = field(default_factory=dict)  # release path → bytes (a script, a table)
+
+    def __post_init__(self) -> None:
+        undescribed = [name for name in self.features if not self.descriptions.get(name)]
+        if undescribed:
+            raise ValueError(f"release plan {self.name}: no description of {', '.join(undescribed)}")
 
     def configs(self) -> dict[str, dict[str, int]]:
         """config → split → rows, in table order."""
@@ -136,3 +157,11 @@ class ReleasePlan:
         for table in self.tables:
             out.setdefault(table.config, {})[table.split] = table.count
         return out
+
+
+def columns(*specs: tuple[str, Any, str]) -> tuple[Any, dict[str, str]]:
+    """The features of ``(name, feature, description)`` triples, and their descriptions: the one place
+    a release's column is both typed and explained."""
+    from datasets import Features
+
+    return Features({name: feature for name, feature, _ in specs}), {name: text for name, _, text in specs}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from segbench.core.release.plan import AnnotationRound
@@ -24,8 +25,13 @@ def rounds_of(source: DatasetSource, datasets: set[str]) -> list[AnnotationRound
         answers: dict[str, Any] = source.read_json(answers_path) if source.exists(answers_path) else {}
         counts = record.get("counts", {})
         threshold = record.get("pass_threshold")
+        decided: dict[str, Counter[str]] = {}
+        for item in answers.get("items", []):
+            for control, choice in item.get("majority", {}).items():
+                decided.setdefault(control, Counter())[str(choice) if choice is not None else "no majority"] += 1
         rounds.append(AnnotationRound(
             key=key, kind=record.get("kind", ""), platform=_platform(record.get("backend", "")),
+            created=str(record.get("created_at") or ""), ingested=str(record.get("ingested_at") or ""),
             overlap=record.get("config", {}).get("overlap"), items=counts.get("items", 0),
             answers=counts.get("answers", 0), annotators=counts.get("annotators", 0),
             aggregation=record.get("aggregation", ""),
@@ -33,6 +39,7 @@ def rounds_of(source: DatasetSource, datasets: set[str]) -> list[AnnotationRound
             qualification=f"workers pass at {threshold} on gold" if threshold is not None else "none",
             agreement={control: {"kappa": values.get("kappa"), "alpha": values.get("alpha")}
                        for control, values in sorted(answers.get("agreement", {}).items())},
+            decided={control: dict(sorted(counts.items())) for control, counts in sorted(decided.items())},
         ))
     return sorted(rounds, key=lambda r: r.key)
 
@@ -53,6 +60,45 @@ def describe_rounds(rounds: list[AnnotationRound]) -> str:
                      f"{r.annotators} workers, {r.answers} answers, {r.gold} gold items, qualification {r.qualification}, "
                      f"{r.aggregation} aggregation; agreement {agreement}.")
     return " ".join(lines)
+
+
+# Below this κ the workers agreed little more than chance would (Landis and Koch's "slight").
+LOW_KAPPA = 0.2
+
+
+def round_rows(rounds: list[AnnotationRound]) -> list[list[object]]:
+    """One table row per round, for the card."""
+    return [[f"`{r.key}`", r.kind, r.platform, r.items, r.overlap or 1, r.annotators, r.answers, r.gold,
+             r.qualification, r.aggregation, timeframe([r])] for r in rounds]
+
+
+def agreement_rows(rounds: list[AnnotationRound]) -> list[list[object]]:
+    """One table row per round and question: κ, α, how the majority answered, and a warning where κ is low."""
+    rows: list[list[object]] = []
+    for r in rounds:
+        for control, values in r.agreement.items():
+            kappa = values.get("kappa")
+            note = (f"κ < {LOW_KAPPA}: the workers agreed little beyond chance; do not read this question's "
+                    "answers as verified" if kappa is not None and kappa < LOW_KAPPA else "")
+            majority = ", ".join(f"{answer} {n}" for answer, n in r.decided.get(control, {}).items()) or "–"
+            rows.append([f"`{r.key}`", control, _num(kappa), _num(values.get("alpha")), majority, note])
+    return rows
+
+
+def low_agreement(rounds: list[AnnotationRound]) -> list[str]:
+    """The questions whose κ is below :data:`LOW_KAPPA`, as ``round/question (κ …)``."""
+    return [f"{r.key}/{control} (κ {_num(values.get('kappa'))})" for r in rounds
+            for control, values in r.agreement.items()
+            if values.get("kappa") is not None and values["kappa"] < LOW_KAPPA]
+
+
+def timeframe(rounds: list[AnnotationRound]) -> str:
+    """From the first round's creation to the last ingest, as dates; empty when no round says."""
+    starts = sorted(r.created[:10] for r in rounds if r.created)
+    ends = sorted(r.ingested[:10] for r in rounds if r.ingested)
+    if not starts:
+        return ""
+    return starts[0] if not ends or ends[-1] == starts[0] else f"{starts[0]} to {ends[-1]}"
 
 
 def _num(value: float | None) -> str:

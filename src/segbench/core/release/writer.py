@@ -8,14 +8,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import segbench
 from segbench.core.errors import OutputError
 from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_file, write_json
-from segbench.core.release import card, croissant, licences
+from segbench.core.release import card, croissant, datasheet, licences
 from segbench.core.release.parquet import Shard, pyarrow_version, write_split
-from segbench.core.release.plan import Licence, ReleasePlan, Table
+from segbench.core.release.plan import ReleasePlan, Table
 from segbench.core.resume import check_removable
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.release import ReleaseFile, ReleaseInfo, ReleaseResult
@@ -28,39 +30,62 @@ def stage_for(out: Path) -> Path:
     return stage
 
 
-def write_table(stage: Path, plan: ReleasePlan, table: Table, withheld: list[str]) -> list[Shard]:
-    """One split's parquet shards; rows whose image is not embedded are listed in ``withheld``."""
-    id_column = next((name for name in ("pair_id", "image_id", "id") if name in plan.features), None)
+@dataclass
+class Collected:
+    """What the rows said while they were written: each row's image licence and whether its bytes went in."""
+
+    images: dict[str, str] = field(default_factory=dict)  # row id → license_id
+    embedded: set[str] = field(default_factory=set)
+    withheld: set[str] = field(default_factory=set)
+
+
+def row_id_column(plan: ReleasePlan) -> str | None:
+    return next((name for name in ("pair_id", "image_id", "id") if name in plan.features), None)
+
+
+def write_table(stage: Path, plan: ReleasePlan, table: Table, collected: Collected) -> list[Shard]:
+    """One split's parquet shards; each row's licence and image (embedded or withheld) go into ``collected``."""
+    id_column = row_id_column(plan)
 
     def rows() -> Iterator[Mapping[str, Any]]:
         for row in table.rows():
-            if plan.has_images and "image" in row and row["image"] is None:
-                withheld.append(f"{table.config}/{table.split}/{row.get(id_column)}")
+            row_id = str(row.get(id_column))
+            if "license_id" in row:
+                collected.images[row_id] = row["license_id"]
+            if plan.has_images and "image" in row:
+                (collected.withheld if row["image"] is None else collected.embedded).add(row_id)
             yield row
 
     return write_split(stage, table.config, table.split, plan.features.arrow_schema, rows())
 
 
 def write_native(stage: Path, plan: ReleasePlan, source: DatasetSource) -> int:
-    """Copy the files the official evaluators read, byte for byte."""
+    """Copy the files the official evaluators read, byte for byte, and the plan's own files."""
     for target, relpath in sorted(plan.native.items()):
         atomic_write_bytes(stage / target, source.read_bytes(relpath), durable=False)
-    return len(plan.native)
+    for target, data in sorted(plan.extra_files.items()):
+        atomic_write_bytes(stage / target, data, durable=False)
+    return len(plan.native) + len(plan.extra_files)
+
+
+def release_licences(plan: ReleasePlan, info: ReleaseInfo, collected: Collected) -> licences.ReleaseLicences:
+    maker = licences.maker_licence(info.annotations_license or "other", plan.maker_covers)
+    return licences.derive(maker, plan.licences, collected.images, collected.embedded, sorted(collected.withheld))
 
 
 def write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]],
-                    withheld: list[str], gallery_files: list[str]) -> None:
-    annotations = Licence(id=info.annotations_license or "other", name=info.annotations_license or "",
-                                   url=None, redistributable=True, applies_to="the annotations of this release")
-    sources = list({(lic.id, lic.name, lic.applies_to): lic for lic in plan.licences}.values())
-    terms = licences.licences_json(annotations, sources, plan.image_licences, withheld)
-    write_json(stage / "licenses.json", terms, indent=1)
-    atomic_write_text(stage / "LICENSES.md", licences.licences_markdown(plan.pretty_name, terms))
+                    collected: Collected, gallery_files: list[str], *, url: str | None = None) -> None:
+    """The licences, ``splits.json``, card, datasheet and, last, Croissant (it lists every other file)."""
+    terms = release_licences(plan, info, collected)
+    write_json(stage / "licenses.json", terms.to_json(), indent=1)
+    atomic_write_text(stage / "LICENSES.md", terms.markdown(plan.pretty_name))
     write_json(stage / "splits.json", {"seed": plan.seed, "version": plan.version, "pyarrow": pyarrow_version(),
-                                       "ids": plan.chosen_ids}, indent=1)
-    atomic_write_text(stage / "README.md", card.card(plan, info, shards, gallery_files, len(withheld)))
-    atomic_write_text(stage / "DATASHEET.md", card.datasheet(plan, info, len(withheld)))
-    croissant.write_and_validate(stage, croissant.croissant(plan, info, shards))
+                                       "segbench": segbench.__version__, "ids": plan.chosen_ids}, indent=1)
+    atomic_write_text(stage / "README.md", card.card(plan, info, shards, gallery_files, terms))
+    atomic_write_text(stage / "DATASHEET.md", datasheet.datasheet(plan, info, terms))
+    files = [(path.relative_to(stage).as_posix(), path.stat().st_size, sha256_file(path))
+             for path in sorted(stage.rglob("*")) if path.is_file() and path.relative_to(stage).parts[0] != "data"]
+    croissant.write_and_validate(stage, croissant.croissant(plan, info, shards, terms, files, url=url))
 
 
 def write_gallery(stage: Path, plan: ReleasePlan) -> list[str]:
@@ -88,10 +113,8 @@ def swap_in(stage: Path, out: Path) -> None:
                           hint="check the folder's permissions and that nothing holds it open") from exc
 
 
-def result(plan: ReleasePlan, out: Path, withheld: list[str]) -> ReleaseResult:
+def result(plan: ReleasePlan, out: Path, collected: Collected) -> ReleaseResult:
     files = [ReleaseFile(path=path.relative_to(out).as_posix(), size=path.stat().st_size, sha256=sha256_file(path))
              for path in sorted(out.rglob("*")) if path.is_file() and not path.relative_to(out).parts[0] == "native"]
-    embedded = sum(sum(splits.values()) for splits in plan.configs().values()) - len(withheld) \
-        if plan.has_images and "image" in plan.features else 0
     return ReleaseResult(dataset=plan.name, out=out, version=plan.version, configs=plan.configs(), files=files,
-                         embedded_images=embedded, withheld_images=len(withheld))
+                         embedded_images=len(collected.embedded), withheld_images=len(collected.withheld))

@@ -4,7 +4,7 @@ A row holds the edited image, the target mask (a PNG, and its COCO RLE as the SA
 q+ and q-, the edit type, the source (dataset, image and annotation ids, file name: the source
 image itself is not part of the build), the edit plan as JSON, the planner and the editor, and the
 verification votes per question with their agreement. The native files are the SA-Co ``CAFE*.json``
-files and the edited images, as SAM3's evaluator reads them.
+files, as SAM3's evaluator reads them (it reads no image, so the edits live in the parquet alone).
 """
 
 from __future__ import annotations
@@ -26,22 +26,63 @@ from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
 from segbench.core.release.rounds import rounds_of
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.edits import EditType
+from segbench.schemas.rounds import ItemAnswer
 from segbench.tasks.cafe.export import NEGATIVE_ID_OFFSET
+from segbench.tasks.cafe.verification import verdict
 
 SPLIT = "test"
 CONFIGS = {"all": "CAFE", "SM": "CAFE_SM", "CC": "CAFE_CC", "OC": "CAFE_OC"}
+# An edit is a derivative of its source photo and carries that photo's terms. COCO (and LVIS, which
+# annotates COCO's photos) records a Flickr licence per photo that the build does not keep, so a row
+# names COCO's licence table as one reference (`source_image_id` finds the photo's entry in it).
+_COCO_PHOTOS = ("LicenseRef-COCO-Flickr", "the source photo's Flickr licence, per photo (COCO's `licenses` table: "
+                "CC BY, BY-SA, BY-NC, BY-NC-SA, BY-ND or BY-NC-ND 2.0, or no known restriction)",
+                "https://cocodataset.org/#termsofuse")
 SOURCE_LICENCES = {
-    "coco": Licence("other", "edits of COCO images (Flickr licences, per source image)",
-                    "https://cocodataset.org/#termsofuse", True, "edited images whose source is COCO"),
-    "lvis": Licence("other", "edits of COCO images annotated by LVIS (Flickr licences, per source image)",
-                    "https://www.lvisdataset.org/", True, "edited images whose source is LVIS"),
+    "coco": Licence(*_COCO_PHOTOS, True, "edited images whose source photo is COCO's"),
+    "lvis": Licence(*_COCO_PHOTOS, True, "edited images whose source photo is COCO's, annotated by LVIS"),
     # SA-Co is gated on the Hub: its images are not redistributed without the maker's say-so.
-    "saco": Licence("other", "edits of SA-Co images (SA-Co terms; gated)", "https://github.com/facebookresearch/sam3",
-                    False, "edited images whose source is SA-Co"),
+    "saco": Licence("LicenseRef-SA-Co", "SA-Co terms (gated)", "https://github.com/facebookresearch/sam3", False,
+                    "edited images whose source is SA-Co"),
+}
+MASK_LICENCES = {
+    "coco": COCO_ANNOTATIONS,
+    "lvis": Licence("cc-by-4.0", "LVIS annotations: Creative Commons Attribution 4.0", "https://www.lvisdataset.org/",
+                    True, "target masks copied from LVIS", of_images=False),
+    "saco": Licence("LicenseRef-SA-Co", "SA-Co terms (gated)", "https://github.com/facebookresearch/sam3", True,
+                    "target masks copied from SA-Co", of_images=False),
 }
 UNKNOWN_SOURCE = Licence("unknown", "unknown source terms", None, False, "edited images of another source")
+UNKNOWN_MASKS = Licence("unknown", "unknown source terms", None, True, "target masks of another source",
+                        of_images=False)
 CITATIONS = ["@misc{cafe,\n  title = {From Pixels to Concepts: Do Segmentation Models Understand What They "
-             "Segment?}\n}"]
+             "Segment?},\n  howpublished = {\\url{https://github.com/T-S-Liang/CAFE}}\n}"]
+DESCRIPTIONS = {
+    "pair_id": "the pair's id: the positive image entry's id in the SA-Co files (its misleading twin has this id "
+               "+ 1,000,000,000)",
+    "image": "the edited image (JPEG); null when its source's terms forbid redistribution",
+    "target_mask": "the target M as a PNG at the image's size: 255 inside the target, 0 outside",
+    "target_rle": "M as COCO RLE (`size` [height, width], `counts` compressed), as the SA-Co file stores it",
+    "target_area": "M's area in pixels",
+    "target_bbox": "M's box [x, y, width, height] in pixels",
+    "q_pos": "the valid prompt q+: it names the target, whose mask is given",
+    "q_neg": "the misleading prompt q-: valid for nothing in the image, so a model should return no mask",
+    "edit_type": "the counterfactual: SM Superficial Mimicry, CC Context Conflict, OC Ontological Conflict",
+    "object_name": "the target's category name in its source",
+    "source": "the source dataset of the photo and the mask (coco, lvis or saco)",
+    "source_image_id": "the photo's image id in its source",
+    "source_annotation_id": "the target's annotation id in its source",
+    "source_file_name": "the photo's file name in its source (the photo itself is not in the release)",
+    "edit_plan": "the plan the editor followed, a JSON object as a string (json.loads it)",
+    "edit_seed": "the seed of the edit (-1 when the candidate record has none)",
+    "planner": "the language model (or offline provider) that planned the edit and wrote q+ and q-",
+    "editor": "the image editor that made the edit",
+    "votes": "the people's answers per verification question: yes and no counts, the majority (null on a tie) "
+             "and the share of answers that agree with it",
+    "width": "the edited image's width in pixels",
+    "height": "the edited image's height in pixels",
+    "license_id": "the edited image's licence: its source photo's (see `LICENSES.md`)",
+}
 
 
 def _votes(answers: dict[str, Any]) -> dict[str, list[dict]]:
@@ -61,6 +102,19 @@ def _votes(answers: dict[str, Any]) -> dict[str, list[dict]]:
     return out
 
 
+def rejections(answers: dict[str, Any], candidate_ids: set[int]) -> dict[str, int]:
+    """Why candidates were not verified: reason (``edit_clean: no``, ``mask_fits: tie``) → candidates.
+
+    A candidate fails for every reason that applies, so the counts can add up to more than the rejected."""
+    reasons: Counter[str] = Counter()
+    by_item = {str(item["item_id"]): ItemAnswer.model_validate(item) for item in answers.get("items", [])}
+    for candidate in sorted(candidate_ids):
+        verified, why = verdict(by_item.get(str(candidate)))
+        if not verified:
+            reasons.update(why)
+    return dict(sorted(reasons.items()))
+
+
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
     from datasets import ClassLabel, Features, Image, List, Value
 
@@ -73,7 +127,8 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     candidates = {int(row["id"]): row for row in map(json.loads, source.read_bytes(
         f"{candidates_dir}/candidates.jsonl").decode("utf-8").splitlines()) if row}
     answers_path = f"{data_root}/rounds/{params['round']}.answers.json"
-    votes = _votes(source.read_json(answers_path)) if source.exists(answers_path) else {}
+    answers = source.read_json(answers_path) if source.exists(answers_path) else {}
+    votes = _votes(answers)
     edit_types = [t.name for t in EditType]
     features = Features({
         "pair_id": Value("int64"),
@@ -105,6 +160,9 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
 
     def licence_of(image: dict) -> Licence:
         return policy.licence(SOURCE_LICENCES.get(image.get("source", ""), UNKNOWN_SOURCE))
+
+    def mask_of(positive: dict, annotation: dict) -> np.ndarray:
+        return rle_to_bitmap(annotation["segmentation"]).astype(bool)
 
     @functools.cache  # each SA-Co file is read once, whatever asks for its pairs
     def pairs(subset: str) -> list[tuple[dict, dict, dict]]:
@@ -153,12 +211,14 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
             tiles = []
             for positive, negative, annotation in pairs(subset)[:12]:
                 caption = f"q+ {positive['text_input']}\nq- {negative['text_input']}"
-                if not policy.embed(licence_of(positive)):
-                    tiles.append((None, caption + " (withheld)"))
-                    continue
-                picture = gallery.decode(source.read_bytes(f"{data_dir}/images/{positive['file_name']}"))
-                mask = rle_to_bitmap(annotation["segmentation"]).astype(bool)
-                tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[0])], alpha=0.0), caption))
+                mask = mask_of(positive, annotation)
+                if policy.embed(licence_of(positive)):
+                    picture = gallery.decode(source.read_bytes(f"{data_dir}/images/{positive['file_name']}"))
+                    tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[0])], alpha=0.0), caption))
+                else:  # the target drawn on a grey canvas: the image itself stays out of every file
+                    canvas = gallery.withheld_canvas(mask.shape[1], mask.shape[0])
+                    tiles.append((gallery.overlay(canvas, [(mask, gallery.PALETTE[4])]),
+                                  f"image withheld: q+ {positive['text_input']}\nq- {negative['text_input']}"))
             sheet = gallery.sheet(f"CAFE {config} ({EditType[config].value}): edited image, target outlined",
                                   tiles, columns=4, size=220)
             written.append(gallery.save(sheet, out, f"{config}.png"))
@@ -166,7 +226,6 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
 
     counts = manifest["counts"]
     native = {f"native/{subset}.json": f"{data_dir}/{subset}.json" for subset in CONFIGS.values()}
-    native |= {f"native/images/{name}": f"{data_dir}/images/{name}" for name in source.listdir(f"{data_dir}/images")}
     sources_used = sorted({positive.get("source", "") for positive, _, _ in pairs("CAFE")})
     return ReleasePlan(
         name="cafe", pretty_name="CAFE (counterfactual image–prompt pairs)",
@@ -174,12 +233,14 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                  "Conflict — each with a valid prompt q+ whose target mask is given and a misleading prompt q- "
                  "that should find nothing, verified by people; for testing whether promptable segmenters "
                  "understand what they segment."),
-        features=features, tables=tables, native=native,
+        features=features, descriptions=DESCRIPTIONS, tables=tables, native=native,
         version=manifest["build_key"], created=manifest["created_at"],
         sources={**candidates_manifest["inputs"], **manifest["inputs"]},
         selection={"candidates": candidates_manifest["counts"]["candidates"],
                    **{f"candidates {k}": v for k, v in candidates_manifest["counts"]["by_edit_type"].items()},
-                   "not verified": counts["not_verified"], "verified pairs": counts["samples"],
+                   "not verified": counts["not_verified"],
+                   **{f"not verified, {reason}": n for reason, n in rejections(answers, set(candidates)).items()},
+                   "verified pairs": counts["samples"],
                    **{f"verified {k}": v for k, v in counts["by_edit_type"].items()}},
         seed=candidates_manifest.get("seed"), chosen_ids={config: {SPLIT: [int(p["id"]) for p, _, _ in pairs(subset)]}
                                                            for config, subset in CONFIGS.items()},
@@ -200,8 +261,21 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                      "by the mask_fits question, not re-annotated.",
                      "Source images are referenced, not included."],
         use_cases=["Measuring target-aware false positives (AFPR) and cgF1 of promptable segmenters."],
-        licences=[COCO_ANNOTATIONS, *(policy.licence(SOURCE_LICENCES.get(s, UNKNOWN_SOURCE)) for s in sources_used)],
-        image_licences={}, citations=CITATIONS, source_datasets=sources_used,
+        licences=[*(policy.licence(SOURCE_LICENCES.get(s, UNKNOWN_SOURCE)) for s in sources_used),
+                  *(MASK_LICENCES.get(s, UNKNOWN_MASKS) for s in sources_used)],
+        maker_covers="the prompts q+ and q-, the edit plans and the verification answers this release adds",
+        citations=CITATIONS, source_datasets=sources_used,
+        manipulation=(f"Each image is its source photo edited once by {editor}, inside or around the target mask as "
+                      "the edit type asks (a texture or pattern on the object, a new background, or a new material); "
+                      f"edited images are saved as JPEG quality {cparams['jpeg_quality']}."),
+        answers={"used": "Its paper (cited below) evaluates promptable segmenters with cgF1 and the target-aware "
+                         "false-positive rates.",
+                 "instances": "One edited photo with one target object: a valid prompt q+ for it and a misleading "
+                              "prompt q- that matches nothing in the image.",
+                 "labels": "Yes: the target mask M for q+; q- has no mask by construction; the edit type.",
+                 "relationships": "Each pair keeps its source photo's and annotation's ids; the `all` config holds "
+                                  "the pairs of SM, CC and OC together.",
+                 "splits": "CAFE is a test set: one split, `test`."},
         annotations_creators=["crowdsourced", "machine-generated"], gallery=write_gallery,
         load_example=f'ds = load_dataset(path, "all", split="{SPLIT}")\nrow = ds[0]  # row["image"], row["q_pos"], '
                      'row["q_neg"], row["target_mask"]',

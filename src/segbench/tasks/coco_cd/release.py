@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from segbench.core.release.licences import COCO_ANNOTATIONS, coco_licence
+from segbench.core.release.licences import COCO_ANNOTATIONS, COCO_STUFF_ANNOTATIONS, coco_licence
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan
 from segbench.core.release.rounds import rounds_of
 from segbench.core.versioning import DatasetSource
@@ -14,12 +15,14 @@ from segbench.tasks.flip import release as flip
 
 CITATIONS = [
     "@misc{cococd,\n  title = {Right Regions, Wrong Labels: Semantic Label Flips in Segmentation under "
-    "Correlation Shift}\n}",
+    "Correlation Shift},\n  howpublished = {\\url{https://github.com/acharaakshit/label-flips}}\n}",
     "@inproceedings{lin2014coco,\n  title = {Microsoft COCO: Common Objects in Context},\n  author = {Lin, "
-    "Tsung-Yi and others},\n  booktitle = {ECCV},\n  year = {2014}\n}",
+    "Tsung-Yi and Maire, Michael and Belongie, Serge and Hays, James and Perona, Pietro and Ramanan, Deva and "
+    "Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},\n  booktitle = {ECCV},\n  year = {2014}\n}",
     "@inproceedings{caesar2018cocostuff,\n  title = {COCO-Stuff: Thing and Stuff Classes in Context},\n  author = "
     "{Caesar, Holger and Uijlings, Jasper and Ferrari, Vittorio},\n  booktitle = {CVPR},\n  year = {2018}\n}",
 ]
+AUDIT_KIND = "coco_cd_context_audit"
 
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
@@ -33,33 +36,47 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
               for config in flip.configs(source, data_dir) for split in flip.SPLITS}
     licence_table = [row for data in splits.values() for row in data.get("licenses", [])]
 
-    def licence_of(image: dict[str, Any]) -> Licence:
-        return coco_licence(image.get("license"), licence_table)
+    def licences_of(image: dict[str, Any]) -> list[Licence]:
+        return [coco_licence(image.get("license"), licence_table)]
 
     def extra(image: dict[str, Any]) -> dict[str, Any]:
         row = evidence.get(int(image["id"]), {})
-        return {name: float(row.get(name, 0.0)) for name in ("fg_ratio", "indoor_share", "indoor_area",
-                                                              "outdoor_area")}
+        return {**{name: float(row.get(name) or 0.0) for name in ("fg_ratio", "indoor_share", "indoor_area",
+                                                                   "outdoor_area")},
+                "coco_url": image.get("coco_url"), "flickr_url": image.get("flickr_url")}
 
     params = manifest["params"]
-    layout = flip.FlipLayout(data_dir=data_dir, class_names=tuple(params["classes"]), context_field="context",
-                             context_names=("indoor", "outdoor"), extra=extra, licence=licence_of,
-                             has_images=params.get("write_images", True))
+    size = params["size"]
+    layout = flip.FlipLayout(
+        data_dir=data_dir, class_names=tuple(params["classes"]), context_field="context",
+        context_names=("indoor", "outdoor"), extra=extra, licence=licences_of,
+        image=f"the COCO image resized to {size}×{size} (PNG; the aspect ratio is not kept)",
+        size="the original COCO image's", has_images=params.get("write_images", True))
     tables, chosen = flip.tables(source, layout, policy)
-    image_licences, licences = {}, {}
-    for data in splits.values():
-        for image in data["images"]:
-            licence = policy.licence(licence_of(image))
-            image_licences[str(image["id"])] = licence.id
-            licences[licence.applies_to] = licence
+    image_terms = {lic.id: lic for data in splits.values() for image in data["images"]
+                   for lic in flip.image_licences(layout, policy, image)}
+    features, descriptions = flip.columns(layout, [
+        ("fg_ratio", Value("float32"), f"the foreground's fraction of the image at {size}×{size} (0–1)"),
+        ("indoor_share", Value("float32"), "indoor evidence ÷ (indoor + outdoor evidence), from COCO-Stuff pixels "
+                                           "(0–1; the context rule compares it with "
+                                           f"{params['context_share']})"),
+        ("indoor_area", Value("float32"), "pixels of indoor COCO-Stuff classes, at the original image size"),
+        ("outdoor_area", Value("float32"), "pixels of outdoor COCO-Stuff classes, at the original image size"),
+        ("coco_url", Value("string"), "the image's COCO download address, where the source records it (null "
+                                      "otherwise)"),
+        ("flickr_url", Value("string"), "the photo's Flickr address, where the source records it: credit its "
+                                        "author there (null otherwise)"),
+    ])
     counts = manifest["counts"]
+    rounds = rounds_of(source, {"coco_cd"})
+    data_root = str(Path(data_dir).parent)
+    coverage = _read_optional(source, f"{data_dir}/tables/context_coverage.json")
     return ReleasePlan(
         name="coco_cd", pretty_name="COCO-CD (context-debiased cat/dog segmentation)",
         summary=("Cat and dog images from COCO, each labelled indoor or outdoor from COCO-Stuff pixel evidence, "
                  "with train splits whose class–context correlation ρ is set by construction and balanced "
                  "validation and test splits, for measuring semantic label flips under correlation shift."),
-        features=flip.features(layout, {name: Value("float32") for name in ("fg_ratio", "indoor_share",
-                                                                              "indoor_area", "outdoor_area")}),
+        features=features, descriptions=descriptions,
         tables=tables, native=flip.native_files(source, data_dir),
         version=manifest["build_key"], created=manifest["created_at"],
         sources={**manifest["inputs"], "images (sources.json)": _sources_hash(source, data_dir)},
@@ -67,14 +84,14 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                                                    "invalid_segmentation", "fg_too_small", "fg_too_large", "kept",
                                                    "usable") if name in counts}
         | {f"context {name}": value for name, value in counts.get("context", {}).items()},
-        seed=manifest.get("seed"), chosen_ids=chosen, rounds=rounds_of(source, {"coco_cd"}),
+        seed=manifest.get("seed"), chosen_ids=chosen, rounds=rounds,
         machine_tools=["COCO-Stuff stuff annotations (the context rule: indoor when the indoor share ≥ "
                        f"{params['context_share']} and indoor area ≥ {params['context_min_area']:.0%})"],
         collection=("Images and instance masks are COCO 2017 (train and val); stuff masks are COCO-Stuff 2017. "
                     "No new images were collected."),
         preprocessing=(f"Images with exactly one of {', '.join(params['classes'])} are kept when their foreground "
-                       f"fraction at {params['size']}² lies in ({params['fg_min']}, {params['fg_max']}); images and "
-                       f"masks are resized to {params['size']}×{params['size']}; context is read from COCO-Stuff "
+                       f"fraction at {size}² lies in ({params['fg_min']}, {params['fg_max']}); images and "
+                       f"masks are resized to {size}×{size}; context is read from COCO-Stuff "
                        "pixels (the curated indoor and outdoor lists); unknown context is excluded. Splits are "
                        f"drawn with seed {manifest.get('seed')}: ρ ∈ {params['rhos']}, {params['val_per_group']} "
                        f"val and {params['test_per_group']} test images per group."),
@@ -84,20 +101,61 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                 "are balanced over the four groups.",
                 "Context is a binary indoor/outdoor rule over COCO-Stuff classes; scenes that mix both or show "
                 "neither are excluded, so ambiguous scenes are under-represented.",
-                "COCO's cats are more often indoors and its dogs outdoors; the balanced splits are drawn from "
-                "the smaller groups' supply."],
+                *_supply(coverage, params["classes"])],
         limitations=["Two classes and one binary context: a probe of label flips, not a general benchmark.",
                      "Masks come from COCO polygons (coarse at boundaries).",
                      "COCO-Stuff stuff labels decide the context; their errors carry over."],
         use_cases=["Measuring semantic label flips of segmentation models under correlation shift.",
                    "Comparing training regimes across ρ."],
-        licences=[COCO_ANNOTATIONS, *sorted(licences.values(), key=lambda lic: lic.applies_to)],
-        image_licences=image_licences, citations=CITATIONS, source_datasets=["coco", "coco-stuff"],
+        licences=[*sorted(image_terms.values(), key=lambda lic: lic.applies_to), COCO_ANNOTATIONS,
+                  COCO_STUFF_ANNOTATIONS],
+        maker_covers="the group ids and the split selection this release adds",
+        citations=CITATIONS, source_datasets=["coco", "coco-stuff"],
         annotations_creators=["expert-generated", "machine-generated"],
         gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy),
-        has_images=layout.has_images,
-        load_example='ds = load_dataset(path, "rho_0.95")\nrow = ds["test"][0]  # row["image"], row["mask"]: PIL images',
+        has_images=layout.has_images, default_config=flip.default_config(source, data_dir),
+        findings=_audit_findings(source, data_root, rounds),
+        answers={"used": "Its paper (cited below) trains segmentation models at each ρ and measures their label "
+                         "flips on the balanced test split.",
+                 "instances": "One photo from COCO showing a cat or a dog (exactly one of the two classes).",
+                 "labels": "Yes: the class (cat or dog), the context (indoor or outdoor) and a per-pixel mask.",
+                 "relationships": "`group_id` joins class and context (2·y + a); the same image can appear in "
+                                  "several ρ configs (val and test are the same images in every config).",
+                 "missing": "Images whose context is unknown (too little or mixed evidence) are left out."},
+        load_example=f'ds = load_dataset(path, "{flip.default_config(source, data_dir)}")\n'
+                     'row = ds["test"][0]  # row["image"], row["mask"]: PIL images',
     )
+
+
+def _read_optional(source: DatasetSource, relpath: str) -> dict[str, Any]:
+    return source.read_json(relpath) if source.exists(relpath) else {}
+
+
+def _supply(coverage: dict[str, Any], classes: list[str]) -> list[str]:
+    """How context splits within each class in the usable images: the supply the balanced splits draw from."""
+    shares = [f"{name}: {row['indoor']} indoor, {row['outdoor']} outdoor, {row['unknown']} unknown"
+              for name, row in coverage.items() if name in classes]
+    return [f"Context within each class among the usable images ({'; '.join(shares)}); the balanced splits draw "
+            "the rarer groups from the smaller supply."] if shares else []
+
+
+def _audit_findings(source: DatasetSource, data_root: str, rounds: list) -> list[str]:
+    """What each ingested context audit found: agreement with the rule and the ambiguous share."""
+    findings = []
+    for round_ in rounds:
+        if round_.kind != AUDIT_KIND:
+            continue
+        table = _read_optional(source, f"{data_root}/coco_cd_audit/{round_.key}.json")
+        overall = table.get("overall")
+        if not overall:
+            continue
+        agreement = "n/a" if overall.get("agreement") is None else f"{overall['agreement']:.1%}"
+        ambiguous = "n/a" if overall.get("ambiguous_share") is None else f"{overall['ambiguous_share']:.1%}"
+        findings.append(f"Context audit `{round_.key}`: people's majority label agreed with the automatic context "
+                        f"on {overall['agree']} of {overall['judged']} judged validation images ({agreement}); "
+                        f"{overall['ambiguous']} of {overall['answered']} answered images were called ambiguous "
+                        f"({ambiguous}); {overall['no_majority']} had no majority.")
+    return findings
 
 
 def _sources_hash(source: DatasetSource, data_dir: str) -> str:

@@ -17,9 +17,10 @@ from segbench.schemas.vocab import LEVELS, RELATION_OF_LEVEL
 
 SPLIT = "vocabulary"
 CAPTIONS = Licence("cc-by-4.0", "COCO captions: Creative Commons Attribution 4.0", "https://cocodataset.org/#termsofuse",
-                   True, "the captions the nouns were mined from (not redistributed)", of_images=False)
+                   True, "the terms, nouns mined from the captions (the captions are not in the release)",
+                   of_images=False)
 CITATIONS = ["@inproceedings{openended2026,\n  title = {Benchmarking Open-ended Segmentation},\n  booktitle = {ICLR},\n"
-             "  year = {2026}\n}"]
+             "  year = {2026},\n  url = {https://openreview.net/forum?id=QSmwRnw8GP}\n}"]
 
 
 def _folder(source: DatasetSource, data_dir: str) -> str:
@@ -49,6 +50,16 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     features = Features({"class": ClassLabel(names=classes), "class_id": Value("int32"), "term": Value("string"),
                          "level": ClassLabel(names=levels), "provider": Value("string"), "model": Value("string"),
                          "prompt_version": Value("string")})
+    descriptions = {
+        "class": "the dataset category the term is related to",
+        "class_id": "the category's id in the dataset",
+        "term": "a noun mined from the captions (lower case, singular)",
+        "level": "the term's strongest relation to the class: exact, synonym, hyponym (a kind of the class) or "
+                 "meronym (a part of it); levels are cumulative in use (level k accepts every term up to k)",
+        "provider": "the judge of the relation: a language model provider, or WordNet offline",
+        "model": "the judge's model",
+        "prompt_version": "the version of the prompt the judge was asked with",
+    }
 
     def rows() -> Iterator[dict]:
         for cls, term, level in entries:
@@ -71,7 +82,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         summary=(f"Nouns mined from image captions and related to each {name} category at four levels (exact ⊂ "
                  "synonym ⊂ hyponym ⊂ meronym), for mapping open-ended segmentation outputs onto the dataset's "
                  "categories (the lexical mapping and the Lexical Alignment Curve)."),
-        features=features, tables=[Table("default", SPLIT, len(entries), rows)],
+        features=features, descriptions=descriptions, tables=[Table("default", SPLIT, len(entries), rows)],
         native={f"native/{name}.json": f"{folder}/{name}.json", "native/candidates.jsonl": f"{folder}/candidates.jsonl"},
         version=manifest["build_key"], created=manifest["created_at"], sources=dict(manifest["inputs"]),
         selection={"captions": counts["captions"], "distinct captions": counts["distinct_captions"],
@@ -91,7 +102,16 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         limitations=["English only.", "A term belongs to one level per class (its strongest)."],
         use_cases=["Mapping open-vocabulary predictions onto a closed label set.",
                    "Computing the Lexical Alignment Curve."],
-        licences=[CAPTIONS], image_licences={}, citations=CITATIONS, source_datasets=["coco-captions"],
+        licences=[CAPTIONS], maker_covers="the relation levels this release adds", has_images=False,
+        answers={"used": "Its paper (cited below) maps open-ended segmentation outputs onto dataset categories with "
+                         "such vocabularies and plots the Lexical Alignment Curve.",
+                 "missing": "No row lacks a value: every term has its class, level and judge.",
+                 "instances": "One (class, term) pair: a noun from the captions and its relation to the class.",
+                 "labels": "Yes: the relation level (exact, synonym, hyponym or meronym).",
+                 "relationships": "Rows of one class share `class`; a term appears once per class, at its "
+                                  "strongest relation.",
+                 "splits": "A vocabulary is one table: one split, `vocabulary`."},
+        citations=CITATIONS, source_datasets=["coco-captions"],
         annotations_creators=["machine-generated"], gallery=write_gallery,
         load_example=f'ds = load_dataset(path, split="{SPLIT}")\nds.features["level"].int2str(ds[0]["level"])',
     )

@@ -11,14 +11,17 @@ from segbench.tasks.flip import release as flip
 from segbench.tasks.waterbirds.dataset import CLASSES, CONTEXTS
 
 # CUB-200-2011 and Places365 are for non-commercial research; WILDS redistributes Waterbirds on those terms.
-CUB = Licence("other", "CUB-200-2011: non-commercial research and educational use",
-              "https://www.vision.caltech.edu/datasets/cub_200_2011/", True, "the bird images (CUB-200-2011)")
-PLACES = Licence("other", "Places365: non-commercial research and educational use", "http://places2.csail.mit.edu/",
-                 True, "the place images (Places365)")
+# Each image is a composite, so it carries both (its row's license_id joins them with AND).
+CUB = Licence("LicenseRef-CUB-200-2011", "CUB-200-2011: non-commercial research and educational use",
+              "https://www.vision.caltech.edu/datasets/cub_200_2011/", True, "the birds pasted into each image "
+              "(CUB-200-2011)")
+PLACES = Licence("LicenseRef-Places365", "Places365: non-commercial research and educational use",
+                 "http://places2.csail.mit.edu/", True, "the place behind each bird (Places365)")
+CUB_MASKS = Licence(CUB.id, CUB.name, CUB.url, True, "the masks, CUB-200-2011's bird segmentations", of_images=False)
 
 CITATIONS = [
     "@misc{cococd,\n  title = {Right Regions, Wrong Labels: Semantic Label Flips in Segmentation under "
-    "Correlation Shift}\n}",
+    "Correlation Shift},\n  howpublished = {\\url{https://github.com/acharaakshit/label-flips}}\n}",
     "@inproceedings{sagawa2020dro,\n  title = {Distributionally Robust Neural Networks for Group Shifts},\n  author = "
     "{Sagawa, Shiori and Koh, Pang Wei and Hashimoto, Tatsunori B. and Liang, Percy},\n  booktitle = {ICLR},\n"
     "  year = {2020}\n}",
@@ -41,15 +44,22 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                 "cub_split": image["cub_split"]}
 
     layout = flip.FlipLayout(data_dir=data_dir, class_names=CLASSES, context_field="context", context_names=CONTEXTS,
-                             extra=extra, licence=lambda image: CUB)
+                             extra=extra, licence=lambda image: [CUB, PLACES],
+                             image="a CUB bird cut out with its mask and pasted onto a Places365 photo (PNG)",
+                             size="the composite's")
     tables, chosen = flip.tables(source, layout, policy)
+    features, descriptions = flip.columns(layout, [
+        ("species", Value("string"), "the CUB-200-2011 species folder of the bird (e.g. 001.Black_footed_Albatross)"),
+        ("place_name", Value("string"), "the Places365 category of the background"),
+        ("place_file", Value("string"), "the background's file, relative to the Places365 image folder"),
+        ("cub_split", Value("string"), "the bird's split in CUB-200-2011's official train/test list"),
+    ])
     return ReleasePlan(
         name="waterbirds", pretty_name="Waterbirds-seg",
         summary=("CUB-200-2011 birds composited onto land or water places from Places365, with a segmentation "
                  "mask per image and train splits whose bird-type–place correlation ρ is set by construction "
                  "(balanced val and test), for measuring semantic label flips under correlation shift."),
-        features=flip.features(layout, {name: Value("string") for name in ("species", "place_name", "place_file",
-                                                                            "cub_split")}),
+        features=features, descriptions=descriptions,
         tables=tables, native=flip.native_files(source, data_dir) | {
             "native/species.json": f"{data_dir}/species.json"},
         version=manifest["build_key"], created=manifest["created_at"], sources=dict(manifest["inputs"]),
@@ -73,8 +83,22 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         limitations=["Synthetic composites, not photographs of birds in those places.",
                      "Two classes and two place types."],
         use_cases=["Measuring semantic label flips of segmentation models under correlation shift."],
-        licences=[CUB, PLACES], image_licences={}, citations=CITATIONS, source_datasets=["cub-200-2011", "places365"],
+        licences=[policy.licence(CUB), policy.licence(PLACES), CUB_MASKS],
+        maker_covers="the bird-type and place-type labels, group ids and split selection this release adds",
+        citations=CITATIONS, source_datasets=["cub-200-2011", "places365"],
         annotations_creators=["machine-generated"],
         gallery=flip.gallery_writer(source, layout, GROUP_NAMES, policy),
-        load_example='ds = load_dataset(path, "rho_0.95")\nrow = ds["test"][0]  # row["image"], row["mask"]: PIL images',
+        default_config=flip.default_config(source, data_dir),
+        manipulation=("Each image is a composite: a CUB bird cut out along its segmentation mask and pasted onto a "
+                      "Places365 photo of a land or water place."),
+        answers={"used": "Its paper (cited below, with COCO-CD) trains segmentation models at each ρ and measures "
+                         "their label flips on the balanced test split.",
+                 "instances": "One composite image: a bird from CUB-200-2011 on a land or water place from "
+                              "Places365.",
+                 "labels": "Yes: the bird type (landbird or waterbird), the place type (land or water) and a "
+                           "per-pixel mask of the bird.",
+                 "relationships": "`group_id` joins bird type and place type (2·y + a); the same composite can "
+                                  "appear in several ρ configs."},
+        load_example=f'ds = load_dataset(path, "{flip.default_config(source, data_dir)}")\n'
+                     'row = ds["test"][0]  # row["image"], row["mask"]: PIL images',
     )
