@@ -72,6 +72,11 @@ def coco_licence(licence_id: int | None, table: list[dict] | None = None) -> Lic
     return known or Licence("unknown", "unknown", None, False, f"images with licence id {licence_id}")
 
 
+def licence_url(licence: Licence) -> str:
+    """The licence's own address: the canonical one for a known id, else the source's page, else the id."""
+    return HUB_LICENCES.get(licence.id) or licence.url or licence.id
+
+
 def expression(licences: list[Licence]) -> str:
     """The SPDX expression of an item that carries every one of ``licences`` (a composite's parts)."""
     return " AND ".join(dict.fromkeys(licence.id for licence in licences))
@@ -125,8 +130,7 @@ class ReleaseLicences:
 
     def croissant(self) -> list[str]:
         """Croissant's ``license``: a URL (or the id where none is known) per shipped licence."""
-        urls = {c.licence.id: c.licence.url or HUB_LICENCES.get(c.licence.id) or c.licence.id
-                for c in self.components if c.shipped}
+        urls = {c.licence.id: licence_url(c.licence) for c in self.components if c.shipped}
         return list(dict.fromkeys(urls[i] for i in self.shipped_ids))
 
     def to_json(self) -> dict[str, Any]:

@@ -151,14 +151,15 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                 shown = name is not None and policy.embed(licence)
                 base = (gallery.decode(source.read_bytes(f"{data_dir}/images/{split}/{name}")) if shown
                         else gallery.withheld_canvas(int(image["width"]), int(image["height"])))
-                note = "" if shown else " (image withheld)"
+                note = "" if shown else ", no image"
                 for level_no, level in enumerate(LEVEL_NAMES):
                     layers = [(rle_to_bitmap(a["rle"]).astype(bool), gallery.PALETTE[(level_no * 2 + i) % 7])
                               for i, a in enumerate(a for a in annotations[split].get(int(image["id"]), [])
                                                     if a["level"] == level_no)]
                     tiles.append((gallery.overlay(base, layers),
-                                  f"{image.get('object_class', '')} {image['id']}{note}\n{level}s: {len(layers)}"))
-            title = f"SPIN {supercategory}: each image as wholes, parts and subparts"
+                                  f"{image.get('object_class', '')} {image['id']}\n{level}s: {len(layers)}{note}"))
+            title = (f"SPIN {supercategory}: each image as wholes, parts and subparts"
+                     + ("" if policy.embed(licence) else " (images withheld: masks on grey)"))
             written.append(gallery.save(gallery.sheet(title, tiles, columns=3, size=200), out,
                                         f"{supercategory}.png"))
         return written
