@@ -8,6 +8,7 @@ native files; prints a JSON summary. Exits non-zero with the failed check's mess
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -40,9 +41,13 @@ def card_header(folder: Path) -> dict:
     return yaml.safe_load(text.split("---\n")[1])
 
 
+NATIVE_SPLIT = {"validation": "val"}  # the Hub's split name → the native files' (the build's)
+
+
 def native_counts(folder: Path, dataset: str, config: str, split: str) -> int:
     """Rows a split should have, read from the native files with pycocotools (or JSON for vocabularies)."""
     native = folder / "native"
+    split = NATIVE_SPLIT.get(split, split)
     if dataset in ("coco_cd", "waterbirds"):
         return len(COCO(str(native / "splits" / config / f"{split}.json")).getImgIds())
     if dataset == "cafe":
@@ -69,6 +74,24 @@ def check_images(table, image_columns: list[str]) -> int:
     return embedded
 
 
+def check_files(folder: Path, croissant: dict) -> int:
+    """Every file of the release has a Croissant FileObject with its sha256; returns how many."""
+    objects = {d["contentUrl"]: d["sha256"] for d in croissant["distribution"] if "contentUrl" in d}
+    files = [p for p in folder.rglob("*") if p.is_file() and p.name != "croissant.json"]
+    for path in files:
+        relpath = path.relative_to(folder).as_posix()
+        assert objects.get(relpath) == hashlib.sha256(path.read_bytes()).hexdigest(), f"{relpath}: no sha256 or a wrong one"
+    return len(files)
+
+
+def check_fields(folder: Path, header: dict) -> None:
+    """The card's Data fields table describes every feature."""
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    table = card.split("## Data fields", 1)[1].split("\n## ", 1)[0]
+    for feature in header["dataset_info"][0]["features"]:
+        assert f"| `{feature['name']}` |" in table, f"the card does not describe {feature['name']}"
+
+
 def check_masks(dataset: str, folder: Path, ds, config: str, split: str) -> int:
     checked = 0
     for row in ds.select(range(min(len(ds), 5))):
@@ -92,6 +115,10 @@ def main(folder: Path, dataset: str) -> dict:
     header = card_header(folder)
     summary: dict = {"configs": {}}
     croissant = mlc.Dataset(jsonld=folder / "croissant.json")  # raises on an invalid document
+    document = json.loads((folder / "croissant.json").read_text(encoding="utf-8"))
+    assert "http://mlcommons.org/croissant/RAI/1.0" in document["conformsTo"], "no RAI vocabulary"
+    summary["files"] = check_files(folder, document)
+    check_fields(folder, header)
     for entry in header["configs"]:
         config = entry["config_name"]
         for data_file in entry["data_files"]:

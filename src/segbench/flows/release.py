@@ -92,7 +92,11 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
     policy = ImagePolicy(
         terms=Licence(terms.license, terms.name, terms.url, terms.redistributable,
                       "every image of this release (as its maker states)") if terms else None,
-        embed_restricted=info.embed_restricted)
+        embed_restricted=info.embed_restricted,
+        annotation_terms=Licence(info.source_annotations.license, info.source_annotations.name,
+                                 info.source_annotations.url, info.source_annotations.redistributable,
+                                 "annotations copied from the sources", of_images=False)
+        if info.source_annotations else None)
     with DatasetSource(repo, rev) as raw:
         source = CheckedSource(raw)  # every file read must be what its build wrote
         plan = make_plan(source, folder, policy)

@@ -39,7 +39,8 @@ def _licence_id(value: str | None) -> str | None:
 
 
 class ImageTerms(BaseModel):
-    """The terms of a source's images, where the maker knows better than the dataset's defaults."""
+    """The terms of a source's images (or of its annotations), where the maker knows better than the
+    dataset's defaults: a private source, a generated world."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -63,6 +64,8 @@ class ReleaseInfo(BaseModel):
     maintainer: str | None = None
     out_of_scope_uses: str | None = None
     images: ImageTerms | None = Field(None, description="overrides the source images' terms")
+    source_annotations: ImageTerms | None = Field(
+        None, description="overrides the terms of masks and labels copied from the sources")
     # Datasheet answers only the maker can give; a question left without one says "not recorded".
     version: str = Field("1.0.0", pattern=r"^\d+\.\d+\.\d+$",
                          description="the release's own version (MAJOR.MINOR.PATCH); the data version is appended")

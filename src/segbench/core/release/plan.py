@@ -32,15 +32,24 @@ class ImagePolicy:
     """Which licence an image carries and whether its bytes go into the release.
 
     ``terms`` is the maker's statement of the images' terms (``release.toml``'s ``[images]``), which
-    replaces each source's default; ``embed_restricted`` embeds images whose licence forbids
+    replaces each source's default; ``annotation_terms`` (``[source_annotations]``) does the same for
+    masks and labels copied from sources; ``embed_restricted`` embeds images whose licence forbids
     redistribution (the maker then answers for it).
     """
 
     terms: Licence | None = None
     embed_restricted: bool = False
+    annotation_terms: Licence | None = None
 
     def licence(self, default: Licence) -> Licence:
         return self.terms or default
+
+    def annotations(self, default: Licence) -> Licence:
+        """The licence of annotations copied from a source: the maker's statement, else the source's."""
+        if self.annotation_terms is None:
+            return default
+        return Licence(self.annotation_terms.id, self.annotation_terms.name, self.annotation_terms.url,
+                       self.annotation_terms.redistributable, default.applies_to, of_images=False)
 
     def embed(self, licence: Licence) -> bool:
         return licence.redistributable or self.embed_restricted

@@ -262,7 +262,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                      "Source images are referenced, not included."],
         use_cases=["Measuring target-aware false positives (AFPR) and cgF1 of promptable segmenters."],
         licences=[*(policy.licence(SOURCE_LICENCES.get(s, UNKNOWN_SOURCE)) for s in sources_used),
-                  *(MASK_LICENCES.get(s, UNKNOWN_MASKS) for s in sources_used)],
+                  *(policy.annotations(MASK_LICENCES.get(s, UNKNOWN_MASKS)) for s in sources_used)],
         maker_covers="the prompts q+ and q-, the edit plans and the verification answers this release adds",
         citations=CITATIONS, source_datasets=sources_used,
         manipulation=(f"Each image is its source photo edited once by {editor}, inside or around the target mask as "

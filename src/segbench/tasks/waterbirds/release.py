@@ -83,7 +83,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         limitations=["Synthetic composites, not photographs of birds in those places.",
                      "Two classes and two place types."],
         use_cases=["Measuring semantic label flips of segmentation models under correlation shift."],
-        licences=[policy.licence(CUB), policy.licence(PLACES), CUB_MASKS],
+        licences=[policy.licence(CUB), policy.licence(PLACES), policy.annotations(CUB_MASKS)],
         maker_covers="the bird-type and place-type labels, group ids and split selection this release adds",
         citations=CITATIONS, source_datasets=["cub-200-2011", "places365"],
         annotations_creators=["machine-generated"],
