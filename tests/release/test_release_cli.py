@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -58,7 +59,7 @@ def test_restricted_images_are_withheld_unless_the_maker_says_so(project):
     withheld = run(project, "--json", "release", "spin", "--out", str(project / "spin"), *ANSWERS)
     assert '"withheld_images": 40' in withheld.stdout.replace(" ", "").replace('":', '": ')
     licences = (project / "spin" / "LICENSES.md").read_text()
-    assert "ImageNet" in licences and "not embedded" in licences
+    assert "ImageNet" in licences and "not in this release, in no file" in licences
     run(project, "release", "spin", "--out", str(project / "spin"), *ANSWERS, "--embed-restricted")
     assert '"withheld_images": []' in (project / "spin" / "licenses.json").read_text().replace("\n", "")
 
@@ -81,6 +82,8 @@ def test_push_uploads_the_folder_and_tags_it_without_leaking_the_token(project, 
         assert hub.repos == ["org/vocab"] and hub.tags == ["v1.0"]
         assert hub.files == released, "the Hub received every file of the release, byte for byte"
         assert "license: cc-by-4.0" in hub.card_headers[0]
+        croissant = json.loads(released["croissant.json"])
+        assert croissant["url"] == f"{hub.url.rstrip('/')}/datasets/org/vocab", "Croissant names where it was pushed"
         assert "org/vocab" in result.output and "v1.0" in result.output
         assert "hf_secret_for_test" not in result.output
 

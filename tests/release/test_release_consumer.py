@@ -31,12 +31,16 @@ def test_a_consumer_without_segbench_loads_every_config_and_matches_the_native_f
     project, _ = demo_project
     summary = _consume(project / "releases" / dataset, dataset, tmp_path / "huggingface")
     assert summary["configs"], "no config loaded"
+    answers = summary["configs"].pop("answers", None)
+    assert (answers is not None) == (dataset in ("coco_cd", "cafe", "spin")), "a config of the people's answers"
+    if answers:
+        assert answers["rows"] > 0 and answers["workers"] >= 2
     for config, splits in summary["configs"].items():
         labels = splits.pop("labels")
         assert all(split["rows"] > 0 for split in splits.values()), (config, splits)
         if dataset in ("coco_cd", "waterbirds"):
             assert labels["class"] == (["cat", "dog"] if dataset == "coco_cd" else ["landbird", "waterbird"])
-            assert set(splits) == {"train", "val", "test"} and config.startswith("rho_")
+            assert set(splits) == {"train", "validation", "test"} and config.startswith("rho_")
             # the demo's images are its own: every image and mask is embedded
             assert all(split["embedded"] == 2 * split["rows"] for split in splits.values())
         if dataset == "cafe":
@@ -56,7 +60,12 @@ def test_the_card_names_its_version_and_every_document_is_there(demo_project, da
     card = (folder / "README.md").read_text(encoding="utf-8")
     header = yaml.safe_load(card.split("---\n")[1])
     assert header["license"] == "cc0-1.0" and header["task_categories"] == ["image-segmentation"]
-    assert {c["config_name"] for c in header["configs"]} == {p.name for p in (folder / "data").iterdir()}
+    named = {path for c in header["configs"] for f in c["data_files"] for path in folder.glob(f["path"])}
+    assert named == set(folder.glob("data/*/*.parquet")), "every parquet file belongs to a config, and is there"
+    if dataset in ("coco_cd", "waterbirds"):  # val and test are drawn once for every ρ: written once
+        shared = {f["path"] for c in header["configs"] if c["config_name"].startswith("rho_")
+                  for f in c["data_files"] if f["split"] != "train"}
+        assert shared == {"data/balanced/validation-*.parquet", "data/balanced/test-*.parquet"}
     assert [c["config_name"] for c in header["dataset_info"]] == [c["config_name"] for c in header["configs"]]
     md5 = json.loads(result.stdout)["publish"]["md5"]
     assert f"dvc md5 {md5}" in card, "the card names the published data version"

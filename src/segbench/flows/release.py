@@ -8,6 +8,7 @@ documents are one task each; the push to the Hub is the only step that talks to 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import SecretStr
 
 from segbench import progress, registry
-from segbench.core.release import writer
+from segbench.core.release import rounds, writer
 from segbench.core.release.integrity import CheckedSource
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
@@ -32,7 +33,7 @@ def write_split_task(stage: Path, plan: ReleasePlan, table: Table, collected: wr
     def tracked():
         return progress.track(rows(), f"{plan.name} {table.config} {table.split}", total=table.count)
 
-    return writer.write_table(stage, plan, Table(table.config, table.split, table.count, tracked), collected)
+    return writer.write_table(stage, plan, dataclasses.replace(table, rows=tracked), collected)
 
 
 @task(**task_name("copy-native-files"), cache_policy=NO_CACHE)
@@ -100,14 +101,20 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
     with DatasetSource(repo, rev) as raw:
         source = CheckedSource(raw)  # every file read must be what its build wrote
         plan = make_plan(source, folder, policy)
+        answers = rounds.answers_table(source, plan.rounds)
+        if answers is not None:  # every person's answers, so others can aggregate them anew
+            plan.tables.append(answers)
         build_key = plan.version
         plan.version = version or rev or build_key
         stage = writer.stage_for(out)
         collected = writer.Collected()
         url = hub_url(push, hub_endpoint) if push else None
         try:
-            shards = {(table.config, table.split): write_split_task(stage, plan, table, collected)
-                      for table in plan.tables}
+            written: dict[str, list[Shard]] = {}  # a split that configs share is written once
+            for table in plan.tables:
+                if table.path not in written:
+                    written[table.path] = write_split_task(stage, plan, table, collected)
+            shards = {(table.config, table.split): written[table.path] for table in plan.tables}
             native_task(stage, plan, source)
             gallery = gallery_task(stage, plan)
             documents_task(stage, plan, info, shards, collected, gallery, url)

@@ -40,7 +40,8 @@ def fill(table: pa.Table, images: dict[str, Path], problems: list[str]) -> tuple
     """``table`` with its null images filled; problems are appended (file missing, sha256 differs)."""
     cells = table.column("image").to_pylist()
     names = table.column("file_name").to_pylist()
-    digests = table.column("image_sha256").to_pylist()
+    digests = (table.column("image_sha256").to_pylist() if "image_sha256" in table.column_names
+               else [None] * table.num_rows)
     filled = 0
     for row, cell in enumerate(cells):
         if cell is not None:
@@ -95,9 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     problems: list[str] = []
     tables, filled = {}, 0
     for shard in shards:
-        table = pq.read_table(shard)
+        try:
+            table = pq.read_table(shard)
+        except (OSError, pa.ArrowException) as exc:
+            print(f"error: {shard} is not a readable parquet file ({exc}); download the release again",
+                  file=sys.stderr)
+            return 2
         if "image" not in table.column_names or table.column("image").null_count == 0:
             continue
+        if "file_name" not in table.column_names:
+            print(f"error: {shard} has no file_name column; this script serves releases whose rows name their "
+                  "image's file", file=sys.stderr)
+            return 2
         tables[shard], count = fill(table, images, problems)
         filled += count
     if problems:
@@ -105,11 +115,16 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
         return 1
-    for shard, table in tables.items():
-        tmp = shard.with_name(shard.name + ".partial")
-        pq.write_table(table, tmp, **WRITER)
-        os.replace(tmp, shard)
-    update_croissant(args.release, list(tables))
+    try:
+        for shard, table in tables.items():
+            tmp = shard.with_name(shard.name + ".partial")
+            pq.write_table(table, tmp, **WRITER)
+            os.replace(tmp, shard)
+        update_croissant(args.release, list(tables))
+    except OSError as exc:
+        print(f"error: cannot write into {args.release} ({exc.strerror or exc}); check its permissions and free "
+              "space, then run this again (shards already rewritten hold their images)", file=sys.stderr)
+        return 1
     print(f"attached {filled} images in {len(tables)} parquet files")
     return 0
 

@@ -39,7 +39,7 @@ def default_config(plan: ReleasePlan) -> str:
 
 def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], terms: ReleaseLicences) -> dict[str, Any]:
     configs = plan.configs()
-    features = plan.features._to_yaml_list()
+    paths = {(t.config, t.split): t.path for t in plan.tables}
     default = default_config(plan)
     return {
         **terms.card_fields(),
@@ -50,9 +50,9 @@ def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], ter
         "source_datasets": plan.source_datasets,
         "annotations_creators": plan.annotations_creators,
         "configs": [{"config_name": config, **({"default": True} if config == default else {}),
-                     "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in splits]}
+                     "data_files": [{"split": split, "path": paths[(config, split)]} for split in splits]}
                     for config, splits in configs.items()],
-        "dataset_info": [{"config_name": config, "features": features,
+        "dataset_info": [{"config_name": config, "features": plan.features_of(config)[0]._to_yaml_list(),
                           "splits": [{"name": split, "num_examples": rows,
                                       "num_bytes": sum(s.size for s in shards[(config, split)])}
                                      for split, rows in splits.items()]}
@@ -99,9 +99,17 @@ def all_findings(plan: ReleasePlan) -> list[str]:
 
 
 def fields_section(plan: ReleasePlan) -> str:
-    return table(["field", "type", "description"],
-                 [[f"`{name}`", feature_type(feature), plan.descriptions[name]]
-                  for name, feature in plan.features.items()])
+    """The fields of the main configs, then of each config of another shape (the people's answers)."""
+    sections = [table(["field", "type", "description"],
+                      [[f"`{name}`", feature_type(feature), plan.descriptions[name]]
+                       for name, feature in plan.features.items()])]
+    for config in plan.configs():
+        features, descriptions = plan.features_of(config)
+        if features is not plan.features:
+            sections.append(f"Config `{config}`:\n\n" + table(
+                ["field", "type", "description"],
+                [[f"`{name}`", feature_type(feature), descriptions[name]] for name, feature in features.items()]))
+    return "\n\n".join(sections)
 
 
 def annotation_section(plan: ReleasePlan) -> str:

@@ -97,24 +97,31 @@ def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
     record_sets: list[Any] = []
     for config, splits in plan.configs().items():
         file_set = f"parquet-{config}"
+        includes = list(dict.fromkeys(t.path for t in plan.tables if t.config == config))
         distribution.append(mlc.FileSet(id=file_set, name=file_set, encoding_formats=["application/x-parquet"],
-                                        includes=[f"data/{config}/*.parquet"],
+                                        includes=includes,
                                         description=f"the parquet shards of config {config} ({', '.join(splits)})"))
-        fields = [field for name, feature in plan.features.items()
+        features, descriptions = plan.features_of(config)
+        fields = [field for name, feature in features.items()
                   for field in _fields(mlc, f"{config}/{name}", file_set, name, feature,
-                                       description=plan.descriptions[name])]
+                                       description=descriptions[name])]
         fields.append(mlc.Field(id=f"{config}/split", name="split", data_types=[mlc.DataType.TEXT],
                                 description="the split a row belongs to (from its file name)",
                                 source=mlc.Source(file_set=file_set, extract=mlc.Extract(file_property="filename"),
                                                   transforms=[mlc.Transform(regex=r"^(\w+)-\d{5}-of-\d{5}\.parquet$")])))
         record_sets.append(mlc.RecordSet(id=config, name=config, fields=fields,
                                          description=f"one row per example of config {config}"))
+    described: set[str] = set()
     for (config, split), parts in shards.items():
         for shard in parts:
+            if shard.path in described:
+                continue  # a split that configs share: one file, one FileObject
+            described.add(shard.path)
+            users = [c for (c, s), others in shards.items() if s == split and shard in others]
             distribution.append(mlc.FileObject(id=shard.path, name=shard.path, content_url=shard.path,
                                                content_size=f"{shard.size} B", sha256=shard.sha256,
                                                encoding_formats=["application/x-parquet"],
-                                               description=f"{config} {split}: {shard.rows} rows"))
+                                               description=f"{split} of {', '.join(users)}: {shard.rows} rows"))
     for path, size, digest in files:
         distribution.append(mlc.FileObject(id=path, name=path, content_url=path, content_size=f"{size} B",
                                            sha256=digest, encoding_formats=[_FORMATS.get(Path(path).suffix,

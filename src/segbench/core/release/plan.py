@@ -63,6 +63,14 @@ class Table:
     split: str
     count: int
     rows: Callable[[], Iterator[Mapping[str, Any]]]
+    features: Any = None  # a config of its own shape (the people's answers); None: the plan's features
+    descriptions: Mapping[str, str] | None = None
+    folder: str | None = None  # under data/: the config's own by default; tables of one folder and split share files
+
+    @property
+    def path(self) -> str:
+        """The release path of the split's shards, as the card's ``data_files`` names them."""
+        return f"data/{self.folder or self.config}/{self.split}-*.parquet"
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,11 @@ class ReleasePlan:
         undescribed = [name for name in self.features if not self.descriptions.get(name)]
         if undescribed:
             raise ValueError(f"release plan {self.name}: no description of {', '.join(undescribed)}")
+
+    def features_of(self, config: str) -> tuple[Any, Mapping[str, str]]:
+        """A config's features and their descriptions."""
+        table = next((t for t in self.tables if t.config == config and t.features is not None), None)
+        return (table.features, table.descriptions or {}) if table else (self.features, self.descriptions)
 
     def configs(self) -> dict[str, dict[str, int]]:
         """config → split → rows, in table order."""

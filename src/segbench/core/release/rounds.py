@@ -1,11 +1,14 @@
-"""The human rounds behind a dataset, read from the round store (``data/rounds/<key>.json``)."""
+"""The human rounds behind a dataset, read from the round store (``data/rounds/<key>.json``): how the
+card describes them, and every person's answers as a config of their own (workers pseudonymised)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
-from segbench.core.release.plan import AnnotationRound
+from segbench.core.release.plan import AnnotationRound, Table
 from segbench.core.versioning import DatasetSource
 
 ROUNDS_DIR = "data/rounds"
@@ -103,3 +106,53 @@ def timeframe(rounds: list[AnnotationRound]) -> str:
 
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+ANSWERS_CONFIG = "answers"
+ANSWERS_DESCRIPTIONS = {
+    "round": "the round's key (the card's round table describes each)",
+    "item_id": "the item's id in its round: CAFE's pair_id, COCO-CD's image_id, SPIN's <image>-<part annotation id>",
+    "worker": "the person who answered, as a pseudonym: worker-NNNN, numbered by first answer in this release and "
+              "the same across its rounds; no platform id or e-mail is released",
+    "choices": "the person's answer to each question of the item (a list, as a question may take several labels)",
+    "polygons": "the polygons the person drew, as JSON (null when the round asks for none)",
+    "gold": "whether the item is a gold item, whose answer is known and checks the workers",
+    "left_out": "whether the worker was left out of the aggregation (the round's screening)",
+}
+
+
+def answers_table(source: DatasetSource, rounds: list[AnnotationRound]) -> Table | None:
+    """Every person's answers in ``rounds`` as the ``answers`` config, so others can aggregate them anew.
+
+    Workers get pseudonyms numbered in order of first answer (rounds by key, answers as the round
+    stores them): stable within the release, and derived from nothing a platform knows.
+    """
+    from datasets import Features, List, Value
+
+    answered = [r for r in rounds if source.exists(f"{ROUNDS_DIR}/{r.key}.answers.json")]
+    if not answered:
+        return None
+    stored = {r.key: source.read_json(f"{ROUNDS_DIR}/{r.key}.answers.json") for r in answered}
+    records = {r.key: source.read_json(f"{ROUNDS_DIR}/{r.key}.json") for r in answered}
+    pseudonyms: dict[str, str] = {}
+    for key in sorted(stored):
+        for answer in stored[key].get("answers", []):
+            pseudonyms.setdefault(str(answer["annotator"]), f"worker-{len(pseudonyms) + 1:04d}")
+    count = sum(len(data.get("answers", [])) for data in stored.values())
+    features = Features({"round": Value("string"), "item_id": Value("string"), "worker": Value("string"),
+                         "choices": List({"question": Value("string"), "answer": List(Value("string"))}),
+                         "polygons": Value("string"), "gold": Value("bool"), "left_out": Value("bool")})
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for key in sorted(stored):
+            gold = {str(item["item_id"]) for item in records[key].get("items", []) if item.get("gold") is not None}
+            left_out = {str(entry.get("worker")) for entry in stored[key].get("left_out", [])}
+            for answer in stored[key].get("answers", []):
+                polygons = answer.get("polygons") or None
+                yield {"round": key, "item_id": str(answer["item_id"]), "worker": pseudonyms[str(answer["annotator"])],
+                       "choices": [{"question": question, "answer": [str(a) for a in labels]}
+                                   for question, labels in sorted((answer.get("choices") or {}).items())],
+                       "polygons": json.dumps(polygons, sort_keys=True) if polygons else None,
+                       "gold": str(answer["item_id"]) in gold, "left_out": str(answer["annotator"]) in left_out}
+
+    return Table(ANSWERS_CONFIG, ANSWERS_CONFIG, count, rows, features=features, descriptions=ANSWERS_DESCRIPTIONS)

@@ -56,7 +56,8 @@ def write_table(stage: Path, plan: ReleasePlan, table: Table, collected: Collect
                 (collected.withheld if row["image"] is None else collected.embedded).add(row_id)
             yield row
 
-    return write_split(stage, table.config, table.split, plan.features.arrow_schema, rows())
+    return write_split(stage, table.folder or table.config, table.split, plan.features_of(table.config)[0].arrow_schema,
+                       rows())
 
 
 def write_native(stage: Path, plan: ReleasePlan, source: DatasetSource) -> int:

@@ -27,6 +27,7 @@ from segbench.tasks.flip.inputs import read_split
 
 SPLITS = ("train", "val", "test")
 HUB_SPLIT = {"train": "train", "val": "validation", "test": "test"}  # the build's split → the Hub's name
+SHARED_FOLDER = "balanced"  # data/balanced/: the validation and test files every ρ config shares
 HEADLINE_CONFIG = "rho_0.95"  # the papers' headline correlation (seed 002, Tables 1-3)
 # Mask colours (Okabe–Ito blue and reddish purple): far from the orange and brown of cats and dogs.
 CLASS_COLOURS = [(0, 114, 178), (204, 121, 167)]
@@ -78,14 +79,22 @@ def configs(source: DatasetSource, data_dir: str) -> list[str]:
 
 
 def tables(source: DatasetSource, layout: FlipLayout, policy: ImagePolicy) -> tuple[list[Table], dict]:
-    """The tables of every config and split (by their Hub names), and the ids each split holds."""
+    """The tables of every config and split (by their Hub names), and the ids each split holds.
+
+    Val and test are drawn once for every ρ (:mod:`segbench.core.splits`): when every config holds the
+    same images there, the release writes them once, under ``data/balanced/``, and each config's
+    ``validation`` and ``test`` point at those files."""
     out, chosen = [], {}
-    for config in configs(source, layout.data_dir):
+    names = configs(source, layout.data_dir)
+    splits = {(config, split): read_split(source, f"{layout.data_dir}/splits/{config}/{split}.json")
+              for config in names for split in SPLITS}
+    for config in names:
         for split in SPLITS:
-            relpath = f"{layout.data_dir}/splits/{config}/{split}.json"
-            images = read_split(source, relpath)
+            images = splits[(config, split)]
+            shared = split != "train" and all(splits[(other, split)] == images for other in names)
             chosen.setdefault(config, {})[HUB_SPLIT[split]] = [int(image["id"]) for image in images]
-            out.append(Table(config, HUB_SPLIT[split], len(images), _rows(source, layout, images, policy)))
+            out.append(Table(config, HUB_SPLIT[split], len(images), _rows(source, layout, images, policy),
+                             folder=SHARED_FOLDER if shared and len(names) > 1 else None))
     return out, chosen
 
 
