@@ -147,8 +147,6 @@ def card(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], lis
     withheld = (f"\n\n{len(terms.withheld)} images are not in this release (no parquet cell and no file holds them): "
                 "their licence forbids redistribution. Their rows keep the source file's name; see `LICENSES.md`."
                 if terms.withheld else "")
-    images_note = ("with the image and mask bytes embedded (PNG or JPEG; no paths)" if plan.has_images
-                   else "with the mask bytes embedded")
     native = ("`native/` holds the files the official evaluators read, unmodified (no image: no evaluator reads "
               "one)." if plan.native else "")
     out_of_scope = f"\n\nOut of scope: {info.out_of_scope_uses}" if info.out_of_scope_uses else ""
@@ -173,7 +171,8 @@ path = "."  # this folder, or the Hub repository it was pushed to
 {plan.load_example or f'ds = load_dataset(path, "{first}")'}
 ```
 
-Offline, or without `datasets`: the files under `data/` are plain parquet (`pyarrow.parquet.read_table`), {images_note}.
+Offline, or without `datasets`: the files under `data/` are plain parquet (`pyarrow.parquet.read_table`); an image
+column holds the encoded bytes (PNG or JPEG), never a path.
 `croissant.json` describes every file and column (`mlcroissant.Dataset("croissant.json").records("{first}")`).
 {native}{withheld}{(chr(10) + chr(10) + plan.notes) if plan.notes else ""}
 
