@@ -125,6 +125,11 @@ def main(folder: Path, dataset: str) -> dict:
         for data_file in entry["data_files"]:
             assert list(folder.glob(data_file["path"])), f"{data_file['path']}: no file"
         ds = load_dataset(str(folder), config)
+        streamed = load_dataset(str(folder), config, streaming=True)
+        assert {split: sum(1 for _ in streamed[split]) for split in streamed} == {s: len(ds[s]) for s in ds}, \
+            f"{config}: streaming gives other rows"
+        assert sum(1 for _ in croissant.records(config)) == sum(len(ds[s]) for s in ds), \
+            f"{config}: Croissant's records are not the parquet's rows"
         flat = load_dataset("parquet", data_files={f["split"]: str(folder / f["path"]) for f in entry["data_files"]})
         summary["configs"][config] = {}
         if config == "answers":  # every person's answers: pseudonyms only, no native file to match

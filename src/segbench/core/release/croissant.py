@@ -1,7 +1,9 @@
 """``croissant.json``: Croissant 1.1 metadata with the Responsible-AI fields, made and validated by mlcroissant.
 
-One FileObject per parquet shard (with its sha256), one FileSet per config and one RecordSet per
-config whose fields read the parquet columns. The RAI fields are the build record put into words.
+One FileObject with its sha256 per file of the release (the parquet shards, the native files, the
+card, the gallery...), one FileSet per config and one RecordSet per config whose fields read the
+parquet columns and carry the card's field descriptions. The RAI fields are the build record put
+into words.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
         license=terms.croissant(), url=url, cite_as="\n\n".join([*([info.citation] if info.citation else []),
                                                                  *plan.citations]) or None,
         in_language=["en"], date_created=plan.created[:10], date_published=plan.created[:10],
-        conforms_to=CONFORMS_TO, creators=[mlc.Person(name=info.maintainer)],
+        conforms_to=CONFORMS_TO, creators=[mlc.Person(name=info.creators or info.maintainer)],
         keywords=["image segmentation", "evaluation", plan.name], distribution=distribution, record_sets=record_sets,
         data_collection=plan.collection, data_collection_type=["Secondary Data Analysis"],
         data_collection_timeframe=sorted({min(dates), max(dates)}),

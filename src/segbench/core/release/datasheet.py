@@ -100,12 +100,13 @@ def _timeframe(f: Facts) -> str:
 
 
 def _third_parties(f: Facts) -> str:
-    return f"Via third parties: the source datasets {', '.join(f.plan.source_datasets)} (section 3 lists the files)."
+    return (f"Via third parties: the source datasets {', '.join(f.plan.source_datasets)} (the card's Sources table "
+            "lists the files read, with their sha256).")
 
 
 def _raw(f: Facts) -> str:
-    return ("The raw inputs stay with their sources; the build records each one's sha256 (section 3), so a rebuild "
-            "checks it reads the same bytes.")
+    return ("The raw inputs stay with their sources; the build records each one's sha256 (the card's Sources "
+            "table), so a rebuild checks it reads the same bytes.")
 
 
 def _software(f: Facts) -> str:
@@ -115,7 +116,7 @@ def _software(f: Facts) -> str:
 
 def _papers(f: Facts) -> str:
     titles = [c.split("title = {", 1)[1].split("}", 1)[0] for c in f.plan.citations if "title = {" in c]
-    return "The papers that define it and its sources: " + "; ".join(titles) + "."
+    return "No repository of uses is recorded. The papers that define it and its sources: " + "; ".join(titles) + "."
 
 
 def _ip(f: Facts) -> str:
@@ -135,7 +136,7 @@ QUESTIONS: list[tuple[str, list[tuple[str, Answer]]]] = [
         ("For what purpose was the dataset created?", lambda f: f.plan.summary),
         ("Who created the dataset, and on behalf of which entity?",
          lambda f: f.info.creators or f"Released by {f.info.maintainer}, built from "
-                                      f"{', '.join(f.plan.source_datasets)} (their makers are cited below)."),
+                                      f"{', '.join(f.plan.source_datasets)} (the card cites their makers)."),
         ("Who funded the creation of the dataset?", _maker("funding")),
         ("Any other comments?", lambda f: f"Data version `{f.plan.version}`, built {f.plan.created}."),
     ]),

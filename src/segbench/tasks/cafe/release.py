@@ -161,8 +161,6 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     def licence_of(image: dict) -> Licence:
         return policy.licence(SOURCE_LICENCES.get(image.get("source", ""), UNKNOWN_SOURCE))
 
-    def mask_of(positive: dict, annotation: dict) -> np.ndarray:
-        return rle_to_bitmap(annotation["segmentation"]).astype(bool)
 
     @functools.cache  # each SA-Co file is read once, whatever asks for its pairs
     def pairs(subset: str) -> list[tuple[dict, dict, dict]]:
@@ -211,7 +209,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
             tiles = []
             for positive, negative, annotation in pairs(subset)[:12]:
                 caption = f"q+ {positive['text_input']}\nq- {negative['text_input']}"
-                mask = mask_of(positive, annotation)
+                mask = rle_to_bitmap(annotation["segmentation"]).astype(bool)
                 if policy.embed(licence_of(positive)):
                     picture = gallery.decode(source.read_bytes(f"{data_dir}/images/{positive['file_name']}"))
                     tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[0])], alpha=0.0), caption))
@@ -268,7 +266,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         manipulation=(f"Each image is its source photo edited once by {editor}, inside or around the target mask as "
                       "the edit type asks (a texture or pattern on the object, a new background, or a new material); "
                       f"edited images are saved as JPEG quality {cparams['jpeg_quality']}."),
-        answers={"used": "Its paper (cited below) evaluates promptable segmenters with cgF1 and the target-aware "
+        answers={"used": "Its paper (cited in the card) evaluates promptable segmenters with cgF1 and the target-aware "
                          "false-positive rates.",
                  "instances": "One edited photo with one target object: a valid prompt q+ for it and a misleading "
                               "prompt q- that matches nothing in the image.",

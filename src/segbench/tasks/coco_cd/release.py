@@ -115,7 +115,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy),
         has_images=layout.has_images, default_config=flip.default_config(source, data_dir),
         findings=_audit_findings(source, data_root, rounds),
-        answers={"used": "Its paper (cited below) trains segmentation models at each ρ and measures their label "
+        answers={"used": "Its paper (cited in the card) trains segmentation models at each ρ and measures their label "
                          "flips on the balanced test split.",
                  "instances": "One photo from COCO showing a cat or a dog (exactly one of the two classes).",
                  "labels": "Yes: the class (cat or dog), the context (indoor or outdoor) and a per-pixel mask.",

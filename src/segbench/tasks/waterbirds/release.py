@@ -91,7 +91,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         default_config=flip.default_config(source, data_dir),
         manipulation=("Each image is a composite: a CUB bird cut out along its segmentation mask and pasted onto a "
                       "Places365 photo of a land or water place."),
-        answers={"used": "Its paper (cited below, with COCO-CD) trains segmentation models at each ρ and measures "
+        answers={"used": "Its paper (cited in the card; it defines COCO-CD too) trains segmentation models at each ρ and measures "
                          "their label flips on the balanced test split.",
                  "instances": "One composite image: a bird from CUB-200-2011 on a land or water place from "
                               "Places365.",
