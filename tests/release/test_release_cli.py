@@ -138,3 +138,14 @@ def test_a_folder_that_is_not_a_release_is_never_replaced(project):
     assert (keep / "todo.txt").read_text() == "mine"
     run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS)
     run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS)  # a previous release is replaced
+
+
+def test_a_malformed_stored_answer_stops_the_release_naming_it(project):
+    path = project / "data" / "rounds" / "demo-context-audit.answers.json"
+    stored = json.loads(path.read_text())
+    del stored["answers"][1]["annotator"]
+    path.write_text(json.dumps(stored))
+    result = run(project, "release", "coco_cd", "--out", str(project / "rel"), *ANSWERS, code=1)
+    message = str(result.exception)
+    assert "answers[1]" in message and "demo-context-audit.answers.json" in message and "rounds ingest" in message
+    assert not (project / "rel").exists()

@@ -8,8 +8,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import ValidationError
+
+from segbench.core.errors import InputError
 from segbench.core.release.plan import AnnotationRound, Table
 from segbench.core.versioning import DatasetSource
+from segbench.schemas.rounds import Answer
 
 ROUNDS_DIR = "data/rounds"
 
@@ -67,6 +71,19 @@ def describe_rounds(rounds: list[AnnotationRound]) -> str:
 
 # Below this κ the workers agreed little more than chance would (Landis and Koch's "slight").
 LOW_KAPPA = 0.2
+
+
+def _answers(data: dict[str, Any], path: str, key: str) -> list[Answer]:
+    """The answers a round stored, typed; a malformed one stops the release, naming it."""
+    out = []
+    for index, raw in enumerate(data.get("answers", [])):
+        try:
+            out.append(Answer.model_validate(raw))
+        except ValidationError as exc:
+            raise InputError(f"a stored answer is malformed ({exc.errors()[0]['msg']})", path=path,
+                             item=f"answers[{index}]",
+                             hint=f"delete {path} and run `segbench rounds ingest {key}` again") from exc
+    return out
 
 
 def round_rows(rounds: list[AnnotationRound]) -> list[list[object]]:
@@ -134,25 +151,27 @@ def answers_table(source: DatasetSource, rounds: list[AnnotationRound]) -> Table
         return None
     stored = {r.key: source.read_json(f"{ROUNDS_DIR}/{r.key}.answers.json") for r in answered}
     records = {r.key: source.read_json(f"{ROUNDS_DIR}/{r.key}.json") for r in answered}
+    answers = {key: _answers(data, f"{ROUNDS_DIR}/{key}.answers.json", key) for key, data in stored.items()}
     pseudonyms: dict[str, str] = {}
-    for key in sorted(stored):
-        for answer in stored[key].get("answers", []):
-            pseudonyms.setdefault(str(answer["annotator"]), f"worker-{len(pseudonyms) + 1:04d}")
-    count = sum(len(data.get("answers", [])) for data in stored.values())
+    for key in sorted(answers):
+        for answer in answers[key]:
+            pseudonyms.setdefault(answer.annotator, f"worker-{len(pseudonyms) + 1:04d}")
+    count = sum(map(len, answers.values()))
     features = Features({"round": Value("string"), "item_id": Value("string"), "worker": Value("string"),
                          "choices": List({"question": Value("string"), "answer": List(Value("string"))}),
                          "polygons": Value("string"), "gold": Value("bool"), "left_out": Value("bool")})
 
     def rows() -> Iterator[dict[str, Any]]:
-        for key in sorted(stored):
+        for key in sorted(answers):
             gold = {str(item["item_id"]) for item in records[key].get("items", []) if item.get("gold") is not None}
             left_out = {str(entry.get("worker")) for entry in stored[key].get("left_out", [])}
-            for answer in stored[key].get("answers", []):
-                polygons = answer.get("polygons") or None
-                yield {"round": key, "item_id": str(answer["item_id"]), "worker": pseudonyms[str(answer["annotator"])],
-                       "choices": [{"question": question, "answer": [str(a) for a in labels]}
-                                   for question, labels in sorted((answer.get("choices") or {}).items())],
+            for answer in answers[key]:
+                polygons = {control: [p.model_dump(mode="json") for p in shapes]
+                            for control, shapes in sorted(answer.polygons.items())}
+                yield {"round": key, "item_id": answer.item_id, "worker": pseudonyms[answer.annotator],
+                       "choices": [{"question": question, "answer": labels}
+                                   for question, labels in sorted(answer.choices.items())],
                        "polygons": json.dumps(polygons, sort_keys=True) if polygons else None,
-                       "gold": str(answer["item_id"]) in gold, "left_out": str(answer["annotator"]) in left_out}
+                       "gold": answer.item_id in gold, "left_out": answer.annotator in left_out}
 
     return Table(ANSWERS_CONFIG, ANSWERS_CONFIG, count, rows, features=features, descriptions=ANSWERS_DESCRIPTIONS)
