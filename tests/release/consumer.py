@@ -81,8 +81,21 @@ def check_files(folder: Path, croissant: dict) -> int:
     files = [p for p in folder.rglob("*") if p.is_file() and p.name != "croissant.json"]
     for path in files:
         relpath = path.relative_to(folder).as_posix()
-        assert objects.get(relpath) == hashlib.sha256(path.read_bytes()).hexdigest(), f"{relpath}: no sha256 or a wrong one"
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert objects.get(relpath) == digest, f"{relpath}: no sha256 or a wrong one"
     return len(files)
+
+
+def check_snippet(folder: Path) -> None:
+    """The card's "Load it" code runs as written, in the release folder."""
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"## Load it\n\n```python\n(.*?)```", card, re.S).group(1)
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        exec(compile(code, f"{folder}/README.md (Load it)", "exec"), {})
+    finally:
+        os.chdir(here)
 
 
 def check_fields(folder: Path, header: dict) -> None:
@@ -120,6 +133,7 @@ def main(folder: Path, dataset: str) -> dict:
     assert "http://mlcommons.org/croissant/RAI/1.0" in document["conformsTo"], "no RAI vocabulary"
     summary["files"] = check_files(folder, document)
     check_fields(folder, header)
+    check_snippet(folder)
     for entry in header["configs"]:
         config = entry["config_name"]
         for data_file in entry["data_files"]:
@@ -157,7 +171,8 @@ def main(folder: Path, dataset: str) -> dict:
         key = next(k for k in ("pair_id", "image_id", "term") if k in firsts[0][0])
         value = first[f"{config}/{key}"]
         value = value.decode() if isinstance(value, bytes) else value
-        assert value in {rows[0][key] for rows in firsts if rows}, f"{config}: croissant's first record {value} is no file's first"
+        assert value in {rows[0][key] for rows in firsts if rows}, \
+            f"{config}: croissant's first record {value} is no file's first"
     assert "segbench" not in sys.modules, "the consumer imported segbench"
     return summary
 

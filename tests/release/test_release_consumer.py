@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,13 @@ def test_the_card_header_has_no_yaml_anchors(demo_project):
     project, _ = demo_project
     header = (project / "releases" / "coco_cd" / "README.md").read_text().split("---\n")[1]
     assert "&id" not in header and "*id" not in header
+
+
+def test_the_readmes_loading_code_runs_as_written_without_segbench(demo_project, tmp_path):
+    project, _ = demo_project
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    code = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "load_dataset" in block)
+    code += "\nimport sys\nassert 'segbench' not in sys.modules\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HOME": str(tmp_path / "huggingface"), "HF_DATASETS_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]

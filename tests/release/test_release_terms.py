@@ -30,23 +30,30 @@ WITHHELD_TERMS = ('[images]\nlicense = "LicenseRef-Waterbirds-sources"\nname = "
                   'redistributable = false\n')
 
 
-@pytest.fixture(scope="module")
-def releases(demo_project, tmp_path_factory) -> dict[str, Path]:
-    """Every dataset released with the sources' own terms, and ``waterbirds_withheld``."""
+@pytest.fixture(scope="session")
+def releases(demo_project, tmp_path_factory, worker_id) -> dict[str, Path]:
+    """Every dataset released with the sources' own terms, and ``waterbirds_withheld``: made once per test
+    run (under pytest-xdist the first worker to ask makes them, the others wait and read them)."""
+    from filelock import FileLock
+
     project, _ = demo_project
-    out = tmp_path_factory.mktemp("releases")
-    (out / "sources.toml").write_text(REQUIRED)
-    (out / "withheld.toml").write_text(REQUIRED + WITHHELD_TERMS)
-    made = {}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(project)  # a release only reads the project
-        for dataset in DATASETS:
-            run(project, "release", dataset, "--out", str(out / dataset), "--info", str(out / "sources.toml"))
-            made[dataset] = out / dataset
-        run(project, "release", "waterbirds", "--out", str(out / "waterbirds_withheld"),
-            "--info", str(out / "withheld.toml"))
-        made["waterbirds_withheld"] = out / "waterbirds_withheld"
-    return made
+    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    out = root / "releases-under-source-terms"
+    names = [*DATASETS, "waterbirds_withheld"]
+    with FileLock(str(root / "releases.lock")):
+        if not (out / "done").is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            (out / "sources.toml").write_text(REQUIRED)
+            (out / "withheld.toml").write_text(REQUIRED + WITHHELD_TERMS)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.chdir(project)  # a release only reads the project
+                for name in names:
+                    info = "withheld.toml" if name == "waterbirds_withheld" else "sources.toml"
+                    run(project, "release", name.removesuffix("_withheld"), "--out", str(out / name),
+                        "--info", str(out / info))
+            (out / "done").write_text("")
+    return {name: out / name for name in names}
 
 
 def _header(folder: Path) -> dict:
@@ -66,7 +73,8 @@ def _withheld_bytes(project: Path, dataset: str, folder: Path) -> list[bytes]:
     withheld = set(json.loads((folder / "licenses.json").read_text())["withheld_images"])
     rows = {_row_id(row): row for row in _rows(folder) if "license_id" in row}
     if dataset == "cafe":
-        names = {str(im["id"]): im["file_name"] for im in json.loads((project / "data/cafe/CAFE.json").read_text())["images"]}
+        images = json.loads((project / "data/cafe/CAFE.json").read_text())["images"]
+        names = {str(im["id"]): im["file_name"] for im in images}
         return [(project / "data/cafe/images" / names[i]).read_bytes() for i in withheld]
     if dataset.startswith("waterbirds"):
         return [(project / f"data/waterbirds_seg/images/{int(i):012d}.png").read_bytes() for i in withheld]
@@ -156,7 +164,7 @@ def test_croissant_has_the_rai_vocabulary_the_data_version_and_every_files_sha25
     version = json.loads((folder / "splits.json").read_text())["version"]
     assert croissant["version"] == f"1.0.0+{version}"
     assert "url" not in croissant, "an unpushed release names no address"
-    assert "author = {" in croissant["citeAs"] or "howpublished" in croissant["citeAs"] or "url = {" in croissant["citeAs"]
+    assert any(field in croissant["citeAs"] for field in ("author = {", "howpublished = {", "url = {"))
     assert croissant["rai:dataCollectionTimeFrame"]
     objects = {d["contentUrl"]: d["sha256"] for d in croissant["distribution"] if d["@type"] == "cr:FileObject"}
     for path in folder.rglob("*"):
@@ -230,7 +238,8 @@ def test_spin_states_containment_and_reattaches_its_images(demo_project, release
     for row in rows:
         assert row["image"]["bytes"] == (images / row["file_name"]).read_bytes()
     croissant = json.loads((folder / "croissant.json").read_text())
-    shards = {d["contentUrl"]: d["sha256"] for d in croissant["distribution"] if d.get("contentUrl", "").endswith(".parquet")}
+    shards = {d["contentUrl"]: d["sha256"] for d in croissant["distribution"]
+              if d.get("contentUrl", "").endswith(".parquet")}
     for path in folder.glob("data/*/*.parquet"):
         assert shards[path.relative_to(folder).as_posix()] == hashlib.sha256(path.read_bytes()).hexdigest()
 

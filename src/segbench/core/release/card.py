@@ -165,9 +165,11 @@ this one.
 ## Load it
 
 ```python
+from pathlib import Path
+
 from datasets import load_dataset
 
-path = "."  # this folder, or the Hub repository it was pushed to
+path = str(Path.cwd())  # run in this folder; or the Hub repository it was pushed to, "ORG/NAME"
 {plan.load_example or f'ds = load_dataset(path, "{first}")'}
 ```
 

@@ -214,7 +214,10 @@ QUESTIONS: list[tuple[str, list[tuple[str, Answer]]]] = [
 ]
 
 
-def answers(plan: ReleasePlan, info: ReleaseInfo, terms: ReleaseLicences) -> list[tuple[str, list[tuple[str, str | None]]]]:
+Answered = list[tuple[str, list[tuple[str, str | None]]]]  # section → (question, answer or None)
+
+
+def answers(plan: ReleasePlan, info: ReleaseInfo, terms: ReleaseLicences) -> Answered:
     """Every section's questions with their answers (None where nothing is recorded)."""
     facts = Facts(plan, info, terms)
     return [(section, [(question, (answer(facts) or "").strip() or None) for question, answer in questions])

@@ -93,11 +93,13 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                        f"fraction at {size}² lies in ({params['fg_min']}, {params['fg_max']}); images and "
                        f"masks are resized to {size}×{size}; context is read from COCO-Stuff "
                        "pixels (the curated indoor and outdoor lists); unknown context is excluded. Splits are "
-                       f"drawn with seed {manifest.get('seed')}: ρ ∈ {params['rhos']}, {params['val_per_group']} "
+                       f"drawn with seed {manifest.get('seed')}: ρ ∈ {flip.rho_set(params['rhos'])}, "
+                       f"{params['val_per_group']} "
                        f"val and {params['test_per_group']} test images per group."),
         annotation_protocol=("Labels are derived, not annotated: class from COCO instances, context from COCO-Stuff "
                              "evidence; a human context audit checks a sample of the validation split."),
-        biases=[f"Train splits correlate class and context by construction (ρ ∈ {params['rhos']}); val and test "
+        biases=[f"Train splits correlate class and context by construction (ρ ∈ {flip.rho_set(params['rhos'])}); "
+                "val and test "
                 "are balanced over the four groups.",
                 "Context is a binary indoor/outdoor rule over COCO-Stuff classes; scenes that mix both or show "
                 "neither are excluded, so ambiguous scenes are under-represented.",
@@ -111,7 +113,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                   policy.annotations(COCO_STUFF_ANNOTATIONS)],
         maker_covers="the group ids and the split selection this release adds",
         citations=CITATIONS, source_datasets=["coco", "coco-stuff"],
-        annotations_creators=["expert-generated", "machine-generated"],
+        annotations_creators=["crowdsourced", "machine-generated"],  # COCO's masks were drawn by a crowd
         gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy),
         has_images=layout.has_images, default_config=flip.default_config(source, data_dir),
         findings=_audit_findings(source, data_root, rounds),

@@ -42,7 +42,7 @@ class FlipLayout:
     context_field: str  # the column name of a, and the image entry's key
     context_names: tuple[str, str]
     extra: Callable[[Mapping[str, Any]], dict[str, Any]]  # image entry → its dataset's own columns
-    licence: Callable[[Mapping[str, Any]], list[Licence]]  # image entry → its image's licences (a composite: each part's)
+    licence: Callable[[Mapping[str, Any]], list[Licence]]  # image entry → its licences (a composite: each part's)
     image: str  # what the image column holds (its size, how it was made)
     size: str  # what width and height measure
     has_images: bool = True  # False for a build made without images (masks only)
@@ -101,6 +101,11 @@ def tables(source: DatasetSource, layout: FlipLayout, policy: ImagePolicy) -> tu
 def image_licences(layout: FlipLayout, policy: ImagePolicy, image: Mapping[str, Any]) -> list[Licence]:
     """The licences an image carries: each part's, or the maker's statement for every part."""
     return list({policy.licence(licence).id: policy.licence(licence) for licence in layout.licence(image)}.values())
+
+
+def rho_set(rhos: list[float]) -> str:
+    """The built correlations as a set, ``{0.5, 0.95}`` (a list in brackets reads as an interval)."""
+    return "{" + ", ".join(f"{rho:g}" for rho in rhos) + "}"
 
 
 def default_config(source: DatasetSource, data_dir: str) -> str:
@@ -164,7 +169,8 @@ def gallery_writer(source: DatasetSource, layout: FlipLayout, group_names: list[
                                    if shown else gallery.withheld_canvas(mask.shape[1], mask.shape[0]))
                         colour = CLASS_COLOURS[group // 2]
                         note = "" if shown else (" (image withheld)" if layout.has_images else " (mask only)")
-                        tiles.append((gallery.overlay(picture, [(mask, colour)]), f"{group_name}\nid {image['id']}{note}"))
+                        tiles.append((gallery.overlay(picture, [(mask, colour)]),
+                                      f"{group_name}\nid {image['id']}{note}"))
                     tiles.extend((None, "") for _ in range(per_group - len(chosen)))
                 title = f"{config} {HUB_SPLIT[split]}: one row per group, mask overlaid"
                 sheet = gallery.sheet(title, tiles, columns=per_group)

@@ -204,8 +204,8 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                      f"Subparts are not clipped to their part: {inside} of {with_parent} subparts lie wholly inside "
                      f"their parent part; on average {mean_share:.1%} of a subpart's pixels do."],
         use_cases=["Hierarchical semantic segmentation at object, part and subpart granularity."],
-        licences=[policy.annotations(PARTIMAGENET), licence], maker_covers="the subpart masks, the taxonomy and the hierarchy this "
-                                                       "release adds",
+        licences=[policy.annotations(PARTIMAGENET), licence],
+        maker_covers="the subpart masks, the taxonomy and the hierarchy this release adds",
         citations=CITATIONS, source_datasets=["imagenet", "partimagenet"],
         annotations_creators=["crowdsourced", "expert-generated"], gallery=write_gallery,
         extra_files={REATTACH: reattach_script()},

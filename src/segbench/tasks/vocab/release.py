@@ -103,7 +103,8 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         use_cases=["Mapping open-vocabulary predictions onto a closed label set.",
                    "Computing the Lexical Alignment Curve."],
         licences=[policy.annotations(CAPTIONS)], maker_covers="the relation levels this release adds", has_images=False,
-        answers={"used": "Its paper (cited in the card) maps open-ended segmentation outputs onto dataset categories with "
+        answers={"used": "Its paper (cited in the card) maps open-ended segmentation outputs onto dataset categories "
+                         "with "
                          "such vocabularies and plots the Lexical Alignment Curve.",
                  "missing": "No row lacks a value: every term has its class, level and judge.",
                  "instances": "One (class, term) pair: a noun from the captions and its relation to the class.",

@@ -72,11 +72,12 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         preprocessing=(f"Each bird is cut out with its CUB mask and pasted onto one place image; "
                        f"{params['aligned_share']:.0%} of each bird type get the aligned place type. Land places: "
                        f"{', '.join(params['land_places'])}; water places: {', '.join(params['water_places'])}. "
-                       f"Splits are drawn with seed {manifest.get('seed')}: ρ ∈ {params['rhos']}, "
+                       f"Splits are drawn with seed {manifest.get('seed')}: ρ ∈ {flip.rho_set(params['rhos'])}, "
                        f"{params['val_per_group']} val and {params['test_per_group']} test images per group."),
         annotation_protocol="Labels are derived: bird type from the CUB species name, place type from the "
                             "Places365 category, the mask from CUB's segmentation.",
-        biases=[f"Train splits correlate bird type and place by construction (ρ ∈ {params['rhos']}); val and test "
+        biases=[f"Train splits correlate bird type and place by construction (ρ ∈ {flip.rho_set(params['rhos'])}); "
+                "val and test "
                 "are balanced over the four groups.",
                 "Composites: the bird's edges and lighting do not match its background, a cue a model can learn.",
                 "Bird type is a keyword rule over species names."],
@@ -91,7 +92,8 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         default_config=flip.default_config(source, data_dir),
         manipulation=("Each image is a composite: a CUB bird cut out along its segmentation mask and pasted onto a "
                       "Places365 photo of a land or water place."),
-        answers={"used": "Its paper (cited in the card; it defines COCO-CD too) trains segmentation models at each ρ and measures "
+        answers={"used": "Its paper (cited in the card; it defines COCO-CD too) trains segmentation models at each ρ "
+                         "and measures "
                          "their label flips on the balanced test split.",
                  "instances": "One composite image: a bird from CUB-200-2011 on a land or water place from "
                               "Places365.",
