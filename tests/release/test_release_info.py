@@ -60,3 +60,25 @@ def test_a_licence_that_is_not_an_id_is_refused_naming_the_field(tmp_path, text,
 @pytest.mark.parametrize("licence", ["cc-by-4.0", "apache-2.0", "other", "LicenseRef-Flickr", "GPL-2.0+"])
 def test_spdx_style_licence_ids_pass(licence):
     assert load_release_info(None, annotations_license=licence).annotations_license == licence
+
+
+@pytest.mark.parametrize(("text", "field", "meaning"), [
+    ('version = "1.0"\n', "version", "MAJOR.MINOR.PATCH"),
+    ("intended_uses = 3\n", "intended_uses", "what the data is for"),
+    ('[source_annotations]\nlicense = "cc by"\nname = "x"\nredistributable = true\n', "source_annotations.license",
+     "SPDX-style id"),
+])
+def test_a_bad_value_names_the_field_and_what_it_holds(tmp_path, text, field, meaning):
+    path = tmp_path / "release.toml"
+    path.write_text(COMPLETE + text if not text.startswith("intended") else text)
+    with pytest.raises(InputError) as caught:
+        load_release_info(path)
+    assert field in str(caught.value) and meaning in caught.value.hint
+
+
+def test_the_datasheet_fields_are_optional_answers(tmp_path):
+    path = tmp_path / "release.toml"
+    path.write_text(COMPLETE + 'funding = "a grant"\nversion = "2.1.0"\ncitation = "@misc{x}"\n')
+    info = load_release_info(path)
+    assert info.funding == "a grant" and info.version == "2.1.0" and info.citation == "@misc{x}"
+    assert load_release_info(None).version == "1.0.0"

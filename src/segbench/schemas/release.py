@@ -45,9 +45,9 @@ class ImageTerms(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     license: str = Field(description="SPDX-style id, e.g. cc-by-4.0")
-    name: str
-    url: str | None = None
-    redistributable: bool
+    name: str = Field(description="the terms' name, as LICENSES.md shows it")
+    url: str | None = Field(None, description="where the terms are stated")
+    redistributable: bool = Field(description="whether the images (or annotations) may be passed on")
 
     _check_license = field_validator("license")(_licence_id)
 
@@ -58,11 +58,11 @@ class ReleaseInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     annotations_license: str | None = Field(None, description="SPDX id of the annotations' licence, e.g. cc-by-4.0")
-    intended_uses: str | None = None
-    social_impact: str | None = None
-    personal_information: str | None = None
-    maintainer: str | None = None
-    out_of_scope_uses: str | None = None
+    intended_uses: str | None = Field(None, description="what the data is for, in a sentence")
+    social_impact: str | None = Field(None, description="its possible impact, good and bad")
+    personal_information: str | None = Field(None, description="whether it holds personal or sensitive information")
+    maintainer: str | None = Field(None, description="who maintains it: a name and a contact")
+    out_of_scope_uses: str | None = Field(None, description="what it should not be used for")
     images: ImageTerms | None = Field(None, description="overrides the source images' terms")
     source_annotations: ImageTerms | None = Field(
         None, description="overrides the terms of masks and labels copied from the sources")
@@ -117,8 +117,18 @@ def load_release_info(path: Path | None, **options: object) -> ReleaseInfo:
         first = exc.errors()[0]
         field = ".".join(map(str, first["loc"]))
         hint = (f"the fields are {', '.join(ReleaseInfo.model_fields)}" if first["type"] == "extra_forbidden"
-                else f"correct {field} (`segbench release --help` describes each field)")
+                else f"correct {field}: {_field_help(first['loc'])}")
         raise InputError(f"{field}: {first['msg'].removeprefix('Value error, ')}", path=path, hint=hint) from exc
+
+
+def _field_help(loc: tuple) -> str:
+    """What a release.toml field holds, from its model's description (``images.license`` looks in ImageTerms)."""
+    model: type[BaseModel] = ReleaseInfo
+    if len(loc) > 1 and loc[0] in ("images", "source_annotations"):
+        model, loc = ImageTerms, loc[1:]
+    field = model.model_fields.get(str(loc[0]))
+    return (field.description if field and field.description
+            else "the README's 'Releasing a dataset' section lists every field")
 
 
 class ReleaseFile(BaseModel):
