@@ -114,7 +114,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         maker_covers="the group ids and the split selection this release adds",
         citations=CITATIONS, source_datasets=["coco", "coco-stuff"],
         annotations_creators=["crowdsourced", "machine-generated"],  # COCO's masks were drawn by a crowd
-        gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy),
+        gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy, tables),
         has_images=layout.has_images, default_config=flip.default_config(source, data_dir),
         findings=_audit_findings(source, data_root, rounds),
         answers={"used": "Its paper (cited in the card) trains segmentation models at each ρ and measures their label "

@@ -150,30 +150,37 @@ def native_files(source: DatasetSource, data_dir: str) -> dict[str, str]:
 
 
 def gallery_writer(source: DatasetSource, layout: FlipLayout, group_names: list[str], policy: ImagePolicy,
-                   per_group: int = 6) -> Callable[[Path], list[str]]:
-    """Writes one sheet per config × split: a row per group, the mask in its class's colour (on a grey canvas
-    where the image is withheld)."""
+                   tables: list[Table], per_group: int = 6) -> Callable[[Path], list[str]]:
+    """Writes one sheet per split file (a split every config shares is drawn once): a row per group, the
+    mask in its class's colour (on a grey canvas where the image is withheld)."""
+    build_split = {hub: split for split, hub in HUB_SPLIT.items()}
+    tables = list(tables)  # the splits of the build, not configs a release adds later (the answers)
+
     def write(folder: Path) -> list[str]:
-        written = []
-        for config in configs(source, layout.data_dir):
-            for split in SPLITS:
-                images = read_split(source, f"{layout.data_dir}/splits/{config}/{split}.json")
-                tiles: list[tuple[Any, str]] = []
-                for group, group_name in enumerate(group_names):
-                    chosen = [image for image in images if image["group_id"] == group][:per_group]
-                    for image in chosen:
-                        mask = np.asarray(gallery.decode(source.read_bytes(
-                            f"{layout.data_dir}/{image['mask_file']}")))[..., 0] > 0
-                        shown = layout.has_images and all(map(policy.embed, image_licences(layout, policy, image)))
-                        picture = (gallery.decode(source.read_bytes(f"{layout.data_dir}/{image['image_file']}"))
-                                   if shown else gallery.withheld_canvas(mask.shape[1], mask.shape[0]))
-                        colour = CLASS_COLOURS[group // 2]
-                        note = "" if shown else (" (image withheld)" if layout.has_images else " (mask only)")
-                        tiles.append((gallery.overlay(picture, [(mask, colour)]),
-                                      f"{group_name}\nid {image['id']}{note}"))
-                    tiles.extend((None, "") for _ in range(per_group - len(chosen)))
-                title = f"{config} {HUB_SPLIT[split]}: one row per group, mask overlaid"
-                sheet = gallery.sheet(title, tiles, columns=per_group)
-                written.append(gallery.save(sheet, folder, f"{config}_{HUB_SPLIT[split]}.png"))
+        written: list[str] = []
+        for table in tables:
+            name = f"{table.folder or table.config}_{table.split}.png"
+            if name in written:
+                continue
+            config, split = table.config, build_split[table.split]
+            images = read_split(source, f"{layout.data_dir}/splits/{config}/{split}.json")
+            tiles: list[tuple[Any, str]] = []
+            for group, group_name in enumerate(group_names):
+                chosen = [image for image in images if image["group_id"] == group][:per_group]
+                for image in chosen:
+                    mask = np.asarray(gallery.decode(source.read_bytes(
+                        f"{layout.data_dir}/{image['mask_file']}")))[..., 0] > 0
+                    shown = layout.has_images and all(map(policy.embed, image_licences(layout, policy, image)))
+                    picture = (gallery.decode(source.read_bytes(f"{layout.data_dir}/{image['image_file']}"))
+                               if shown else gallery.withheld_canvas(mask.shape[1], mask.shape[0]))
+                    colour = CLASS_COLOURS[group // 2]
+                    note = "" if shown else (" (image withheld)" if layout.has_images else " (mask only)")
+                    tiles.append((gallery.overlay(picture, [(mask, colour)]),
+                                  f"{group_name}\nid {image['id']}{note}"))
+                tiles.extend((None, "") for _ in range(per_group - len(chosen)))
+            where = "every ρ config" if table.folder else config
+            title = f"{where}, {table.split}: one row per group, mask overlaid"
+            sheet = gallery.sheet(title, tiles, columns=per_group)
+            written.append(gallery.save(sheet, folder, name))
         return written
     return write

@@ -88,7 +88,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         maker_covers="the bird-type and place-type labels, group ids and split selection this release adds",
         citations=CITATIONS, source_datasets=["cub-200-2011", "places365"],
         annotations_creators=["machine-generated"],
-        gallery=flip.gallery_writer(source, layout, GROUP_NAMES, policy),
+        gallery=flip.gallery_writer(source, layout, GROUP_NAMES, policy, tables),
         default_config=flip.default_config(source, data_dir),
         manipulation=("Each image is a composite: a CUB bird cut out along its segmentation mask and pasted onto a "
                       "Places365 photo of a land or water place."),
