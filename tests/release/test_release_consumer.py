@@ -73,6 +73,8 @@ def test_the_card_names_its_version_and_every_document_is_there(demo_project, da
     for name in ("DATASHEET.md", "LICENSES.md", "licenses.json", "croissant.json", "splits.json"):
         assert (folder / name).is_file(), name
     datasheet = (folder / "DATASHEET.md").read_text(encoding="utf-8")
+    # the demo states how its sources came about: no claim of COCO photos beside "drawn by a program"
+    assert "drawn by segbench's demo world from a seed" in datasheet and "COCO 2017" not in datasheet
     assert [line for line in datasheet.splitlines() if line.startswith("## ")] == [
         "## 1. Motivation", "## 2. Composition", "## 3. Collection process",
         "## 4. Preprocessing, cleaning and labelling", "## 5. Uses", "## 6. Distribution", "## 7. Maintenance"]

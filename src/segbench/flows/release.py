@@ -104,6 +104,8 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
         answers = rounds.answers_table(source, plan.rounds)
         if answers is not None:  # every person's answers, so others can aggregate them anew
             plan.tables.append(answers)
+        if info.collection:  # the maker knows their sources better than the build's defaults
+            plan.collection = info.collection
         build_key = plan.version
         plan.version = version or rev or build_key
         stage = writer.stage_for(out)

@@ -69,6 +69,8 @@ class ReleaseInfo(BaseModel):
     # Datasheet answers only the maker can give; a question left without one says "not recorded".
     version: str = Field("1.0.0", pattern=r"^\d+\.\d+\.\d+$",
                          description="the release's own version (MAJOR.MINOR.PATCH); the data version is appended")
+    collection: str | None = Field(None, description="how the sources were collected, replacing what the build "
+                                                     "assumes of them (a private or generated source)")
     creators: str | None = Field(None, description="who made the dataset, on behalf of whom")
     funding: str | None = Field(None, description="who funded it")
     ethical_review: str | None = Field(None, description="ethical review of the collection, if any")
