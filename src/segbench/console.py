@@ -67,10 +67,6 @@ def verbose() -> bool:
     return _verbose
 
 
-def json_mode() -> bool:
-    return _json_mode
-
-
 def set_summary(summary: Any) -> None:
     """What the running command prints with ``--json`` (the last value set wins)."""
     global _summary

@@ -40,7 +40,7 @@ from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import SpinBuildParams, SpinStep, load_taxonomy, read_resolved
 from segbench.schemas.spin_results import SpinBuildSummary
 from segbench.tasks.spin import dataset as sd
-from segbench.tasks.spin import stats as st
+from segbench.tasks.spin import stats as spin_stats
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.items import round_items
 from segbench.tasks.spin.partimagenet import SPLITS, SourceImage, annotation_path, read_partimagenet
@@ -104,10 +104,10 @@ def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[dict
 
 @task(**task_name("spin-statistics"), cache_policy=NO_CACHE)
 def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    rows = [r for split, levels in cocos.items() for r in st.subpart_measures(levels, split)]
-    per_part = [r for split, levels in cocos.items() for r in st.subparts_per_part(levels, split)]
-    table, summary = st.composition(cocos), st.summarize(rows, per_part)
-    write_stats(stage / "stats", table=table, summary=summary, groups=st.grouped_values(rows, per_part))
+    rows = [r for split, levels in cocos.items() for r in spin_stats.subpart_measures(levels, split)]
+    per_part = [r for split, levels in cocos.items() for r in spin_stats.subparts_per_part(levels, split)]
+    table, summary = spin_stats.composition(cocos), spin_stats.summarize(rows, per_part)
+    write_stats(stage / "stats", table=table, summary=summary, groups=spin_stats.grouped_values(rows, per_part))
     return table
 
 

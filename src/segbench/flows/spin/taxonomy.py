@@ -28,7 +28,7 @@ from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
 from segbench.schemas.spin import SubpartProposal, SubpartVisibility, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.schemas.spin_results import TaxonomySummary
-from segbench.tasks.spin import taxonomy as st
+from segbench.tasks.spin import taxonomy as spin_taxonomy
 from segbench.tasks.spin import taxonomy_edits as se
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
@@ -59,7 +59,7 @@ def write_taxonomy(build: Build, taxonomy: Taxonomy, diff_text: str, built: Buil
     manifest lists only these two files: the folder also holds the SPIN dataset.
     """
     out_dir = build.out
-    text, taxonomy_path, diff_path = st.taxonomy_yaml(taxonomy), out_dir / TAXONOMY_FILE, out_dir / DIFF_FILE
+    text, taxonomy_path, diff_path = spin_taxonomy.taxonomy_yaml(taxonomy), out_dir / TAXONOMY_FILE, out_dir / DIFF_FILE
     unchanged = taxonomy_path.is_file() and taxonomy_path.read_text("utf-8") == text
     if not (unchanged and diff_path.is_file()):
         atomic_write_text(diff_path, diff_text)
@@ -97,13 +97,13 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     """
     logger = get_run_logger()
     out_dir = Path(out_dir)
-    catalog = st.load_catalog()
+    catalog = spin_taxonomy.load_catalog()
     edits_path = Path(edits) if edits is not None else se.default_edits_path()
     rules, edits_sha = se.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
     edits_label = edits_path.name if edits is None else str(edits_path)
-    params = {"provider": provider.name, "model": provider.model, "question_kind": st.QUESTION_KIND,
-              "question_version": st.QUESTION_VERSION,
-              "visibility_question_version": st.VISIBILITY_VERSION, "edits": edits_label}
+    params = {"provider": provider.name, "model": provider.model, "question_kind": spin_taxonomy.QUESTION_KIND,
+              "question_version": spin_taxonomy.QUESTION_VERSION,
+              "visibility_question_version": spin_taxonomy.VISIBILITY_VERSION, "edits": edits_label}
     hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
     build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=versions.TAXONOMY, params=params,
                   input_hashes=hashes, manifest_name=MANIFEST_FILE)
@@ -136,18 +136,18 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     return summary
 
 
-def _ask(catalog: st.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
+def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
          ) -> tuple[Taxonomy, dict[str, Any], list[se.ProposerScore] | None, dict[str, list[str]]]:
     """Ask the provider for subparts and whether each is visible, apply the edit rules to the visible
     ones, and count what came of it (with the proposer's recall and precision against the edit file's
     reference, when it has one). Also returns the proposals dropped as not visible, per part."""
-    questions = st.subpart_questions(catalog)
+    questions = spin_taxonomy.subpart_questions(catalog)
     answers = ask_subparts(provider, questions)
-    proposals = st.proposals_from_answers(catalog, answers)
-    visibility = ask_visibility(provider, st.visibility_questions(catalog, proposals))
-    visible, not_visible = st.split_visible(catalog, proposals, visibility)
+    proposals = spin_taxonomy.proposals_from_answers(catalog, answers)
+    visibility = ask_visibility(provider, spin_taxonomy.visibility_questions(catalog, proposals))
+    visible, not_visible = spin_taxonomy.split_visible(catalog, proposals, visibility)
     outcome = se.apply_edits(catalog, visible, f"{provider.name}:{provider.model}", rules, not_visible)
-    taxonomy = st.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
+    taxonomy = spin_taxonomy.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
                                  edits_file=edits_label, edits_sha256=edits_sha)
     counts = {"parts": len(taxonomy.parts), "questions": len(questions),
               "proposed": sum(len(v) for v in proposals.values()),

@@ -41,7 +41,6 @@ from segbench.tasks.cafe.mask_ious import grouped_ious
 SUBSETS = tuple(e.abbr for e in EditType)
 OVERALL = "Overall"
 COUNT_KEYS = ("N", "TA-TP", "TA-FN", "UA-FN", "TN", "TA-FP", "UA-FP")
-RATE_KEYS = ("AFPR", "UFPR", "IL-FPR", "ACSR", "UCSR", "CSR", "SoftSwap")
 CGF1_KEYS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
 CALIBRATION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 100))
 _ABBR = {e.value: e.abbr for e in EditType}

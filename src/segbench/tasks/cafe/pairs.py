@@ -28,7 +28,6 @@ from segbench.schemas.edits import EditType
 
 MAX_WORDS = 6
 _PROMPT = re.compile(r"^[a-z0-9][a-z0-9 '\-]*$")
-RULES = ("identical", "synonym", "hypernym", "malformed", "duplicate")
 
 
 def _senses(wn: Any, phrase: str) -> list[Any]:

@@ -41,10 +41,6 @@ GROUPS: dict[int, tuple[str, str, str]] = {
     2: ("dog", "indoor", "counterfactual"),
     3: ("dog", "outdoor", "aligned"),
 }
-# Per class: (aligned group, counterfactual group) for the aligned − counterfactual gap.
-GAP_GROUPS = {"cat": (0, 1), "dog": (3, 2)}
-
-
 
 
 @dataclass(frozen=True)

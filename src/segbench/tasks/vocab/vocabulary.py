@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 
 QUESTION_KIND = "vocab.relations"
 PROMPT_VERSION = "1"  # bump when SYSTEM_PROMPT, the user prompt or RelationAnswer changes
-LEVEL_OF_RELATION = {relation: level for level, relation in RELATION_OF_LEVEL.items()}
 SYSTEM_PROMPT = (
     "You build valid vocabularies for evaluating open-ended segmentation. For one dataset category and "
     "a list of candidate nouns mined from image captions, judge how each noun relates to the category "
