@@ -13,6 +13,13 @@ whole: it uses :class:`Build` for its key, up-to-date check, manifest and summar
 files in place.
 
 Nothing here needs Prefect: the body runs Prefect tasks itself, and the flow passes its run logger.
+
+A :class:`Build`'s ``logic_version`` comes from its dataset's ``tasks/<dataset>/versions.py``. A
+version is part of its output's build key and manifest (``builder_version``): bump it whenever
+the output changes for the same inputs and parameters, so that every built copy is rebuilt. The
+golden test of the demo world (``tests/demo/test_demo_golden.py``) fails when an output changes
+while its version does not. Prompt and offline-rule versions are part of the answer cache's keys
+instead and stay beside their prompts.
 """
 
 from __future__ import annotations
