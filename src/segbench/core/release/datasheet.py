@@ -89,8 +89,8 @@ def _mechanisms(f: Facts) -> str:
 def _people(f: Facts) -> str:
     if not f.plan.rounds:
         return "No person was involved in labelling: every label is derived by a program (section 4)."
-    workers = sum(r.annotators for r in f.plan.rounds)
-    return (f"{workers} workers over {len(f.plan.rounds)} rounds ({describe_rounds(f.plan.rounds)}) "
+    count = len(f.plan.rounds)
+    return (f"People answered in {count} round{'s' if count > 1 else ''}: {describe_rounds(f.plan.rounds)} "
             "Their compensation is not in the round records.")
 
 

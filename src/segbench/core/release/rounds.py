@@ -128,7 +128,8 @@ def _num(value: float | None) -> str:
 ANSWERS_CONFIG = "answers"
 ANSWERS_DESCRIPTIONS = {
     "round": "the round's key (the card's round table describes each)",
-    "item_id": "the item's id in its round: CAFE's pair_id, COCO-CD's image_id, SPIN's <image>-<part annotation id>",
+    "item_id": ("the item's id in its round: CAFE's pair_id, COCO-CD's image_id, SPIN's image name and "
+                "part annotation id (n01855672_1001-1)"),
     "worker": "the person who answered, as a pseudonym: worker-NNNN, numbered by first answer in this release and "
               "the same across its rounds; no platform id or e-mail is released",
     "choices": "the person's answer to each question of the item (a list, as a question may take several labels)",

@@ -223,6 +223,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         return written
 
     counts = manifest["counts"]
+    mix = ", ".join(f"{abbr} {share:.1%}" for abbr, share in sorted(cparams["edit_mix"].items()))
     native = {f"native/{subset}.json": f"{data_dir}/{subset}.json" for subset in CONFIGS.values()}
     sources_used = sorted({positive.get("source", "") for positive, _, _ in pairs("CAFE")})
     return ReleasePlan(
@@ -248,7 +249,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                     "is edited once by the image editor following a plan that fixes q+ and q-."),
         preprocessing=(f"Targets are the sole instance of their category covering {cparams['min_area_fraction']:.0%}–"
                        f"{cparams['max_area_fraction']:.0%} of the image; edit types are drawn with the mix "
-                       f"{cparams['edit_mix']} (seed {cparams['seed']}); edited images are JPEG quality "
+                       f"{mix} (seed {cparams['seed']}); edited images are JPEG quality "
                        f"{cparams['jpeg_quality']}."),
         annotation_protocol=(f"People verify each edit: {params['verified_rule']}; only verified pairs are "
                              "released."),
