@@ -45,6 +45,17 @@ def _make(stderr: bool) -> Console:
     return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True, no_color=True, highlight=False)
 
 
+HEADING_WIDTH = 80  # a rule under a heading, in a pipe: the console's own width there is PIPE_WIDTH
+
+
+def heading(title: str) -> None:
+    """A section heading: a rule across a terminal, or 80 characters wide in a pipe."""
+    from rich.rule import Rule
+
+    out.print(Rule(f"[bold]{escape(title)}[/]", align="left"),
+              width=None if out.is_terminal else HEADING_WIDTH)
+
+
 def configure(*, json_output: bool = False, verbose: bool = False) -> None:
     """Pick the consoles for where stdout and stderr go now (called by the root command).
 

@@ -48,9 +48,10 @@ def test_the_demo_builds_publishes_and_evaluates_every_dataset(demo):
 
 def test_each_summary_is_headed_by_its_dataset_in_the_order_they_ran(demo):
     _, result = demo
-    headings = [m.group(1) for line in result.output.splitlines() if (m := re.fullmatch(r"(\w.*?) ─{3,}", line))]
+    lines = [line for line in result.output.splitlines() if re.fullmatch(r"(\w.*?) ─{3,}", line)]
     titles = [spec.title for spec in registry.DATASETS if spec.demo_printer]
-    assert headings == [*titles, "Published version"]
+    assert [line.split(" ─")[0] for line in lines] == [*titles, "Published version"]
+    assert all(len(line) == 80 for line in lines), "a heading's rule is 80 characters in a pipe, not the pipe's width"
 
 
 def test_the_publish_summary_lists_every_dataset_built(demo):

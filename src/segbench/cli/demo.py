@@ -37,9 +37,9 @@ def demo_command(
     # The summaries come after every progress line: a heading says whose each one is.
     for name, results in result.datasets.items():
         spec = registry.dataset(name)
-        console.out.rule(f"[bold]{spec.title}[/]", align="left")
+        console.heading(spec.title)
         spec.load("demo_printer")(results, provider)
-    console.out.rule("[bold]Published version[/]", align="left")
+    console.heading("Published version")
     print_publish(result.publish)
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")
     width = max(map(len, result.paths))
