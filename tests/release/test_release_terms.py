@@ -261,3 +261,13 @@ def test_every_persons_answers_ship_under_pseudonyms_only(demo_project, releases
     for key in round_keys:
         answers = json.loads((project / f"data/rounds/{key}.answers.json").read_text())["answers"]
         assert sum(row["round"] == key for row in rows) == len(answers)
+
+
+def test_the_reattach_script_refuses_a_missing_folder_and_a_folder_without_a_release(releases, tmp_path):
+    script = releases["spin"] / "reattach_images.py"
+    missing = subprocess.run([sys.executable, str(script), str(tmp_path / "nowhere")], capture_output=True, text=True,
+                             timeout=120)
+    assert missing.returncode == 2 and "is not a folder" in missing.stderr and "Traceback" not in missing.stderr
+    empty = subprocess.run([sys.executable, str(script), str(tmp_path), "--release", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120)
+    assert empty.returncode == 2 and "holds no data/*/*.parquet" in empty.stderr and "Traceback" not in empty.stderr

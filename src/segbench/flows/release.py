@@ -101,13 +101,11 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
     with DatasetSource(repo, rev) as raw:
         source = CheckedSource(raw)  # every file read must be what its build wrote
         plan = make_plan(source, folder, policy)
-        answers = rounds.answers_table(source, plan.rounds)
-        if answers is not None:  # every person's answers, so others can aggregate them anew
-            plan.tables.append(answers)
-        if info.collection:  # the maker knows their sources better than the build's defaults
-            plan.collection = info.collection
+        answers = rounds.answers_table(source, plan.rounds)  # every person's answers, to aggregate anew
         build_key = plan.version
-        plan.version = version or rev or build_key
+        plan = dataclasses.replace(
+            plan, tables=[*plan.tables, *([answers] if answers else [])], version=version or rev or build_key,
+            collection=info.collection or plan.collection)  # the maker may know their sources better
         stage = writer.stage_for(out)
         collected = writer.Collected()
         url = hub_url(push, hub_endpoint) if push else None

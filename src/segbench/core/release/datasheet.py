@@ -33,7 +33,7 @@ def _maker(field: str) -> Answer:
 
 
 def _plan(key: str) -> Answer:
-    return lambda f: f.plan.answers.get(key)
+    return lambda f: f.plan.datasheet_answers.get(key)
 
 
 def _counts(f: Facts) -> str:
@@ -53,7 +53,7 @@ def _sample(f: Facts) -> str:
 
 
 def _missing(f: Facts) -> str | None:
-    parts = [f.plan.answers["missing"]] if "missing" in f.plan.answers else []
+    parts = [f.plan.datasheet_answers["missing"]] if "missing" in f.plan.datasheet_answers else []
     if f.terms.withheld:
         parts.append(f"{len(f.terms.withheld)} images are withheld for their licence; their rows name the source file.")
     elif f.plan.has_images and "image" in f.plan.features:
@@ -63,7 +63,7 @@ def _missing(f: Facts) -> str | None:
 
 def _splits(f: Facts) -> str:
     return (f"Yes: {_counts(f)} The ids of each split and the seed that drew them are in `splits.json`. "
-            + f.plan.answers.get("splits", ""))
+            + f.plan.datasheet_answers.get("splits", ""))
 
 
 def _errors(f: Facts) -> str | None:

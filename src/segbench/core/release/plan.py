@@ -119,7 +119,7 @@ class ReleasePlan:
             one) and of the annotations copied from sources; rows name theirs in ``license_id``.
         maker_covers: what the maker's ``annotations_license`` covers (what the release adds).
         findings: what the build's records say of the data's quality, for the card and datasheet.
-        answers: datasheet question id → an answer from the build's records (:mod:`.datasheet`).
+        datasheet_answers: datasheet question id → an answer from the build's records (:mod:`.datasheet`).
         manipulation: how images were altered, if they were (Croissant's data manipulation protocol).
         default_config: the config the card loads first (the papers' headline one).
         citations: BibTeX entries to cite.
@@ -158,7 +158,7 @@ class ReleasePlan:
     has_images: bool = True  # False when the build holds no images (a masks-only COCO-CD build)
     notes: str = ""  # what a user must know to load it (withheld images and how to put them back)
     findings: list[str] = field(default_factory=list)
-    answers: dict[str, str] = field(default_factory=dict)
+    datasheet_answers: dict[str, str] = field(default_factory=dict)
     manipulation: str | None = None
     default_config: str | None = None
     extra_files: dict[str, bytes] = field(default_factory=dict)  # release path → bytes (a script, a table)

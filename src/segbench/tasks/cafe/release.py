@@ -267,14 +267,15 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         manipulation=(f"Each image is its source photo edited once by {editor}, inside or around the target mask as "
                       "the edit type asks (a texture or pattern on the object, a new background, or a new material); "
                       f"edited images are saved as JPEG quality {cparams['jpeg_quality']}."),
-        answers={"used": "Its paper (cited in the card) evaluates promptable segmenters with cgF1 and the target-aware "
-                         "false-positive rates.",
-                 "instances": "One edited photo with one target object: a valid prompt q+ for it and a misleading "
-                              "prompt q- that matches nothing in the image.",
-                 "labels": "Yes: the target mask M for q+; q- has no mask by construction; the edit type.",
-                 "relationships": "Each pair keeps its source photo's and annotation's ids; the `all` config holds "
-                                  "the pairs of SM, CC and OC together.",
-                 "splits": "CAFE is a test set: one split, `test`."},
+        datasheet_answers={
+            "used": "Its paper (cited in the card) evaluates promptable segmenters with cgF1 and the target-aware "
+                    "false-positive rates.",
+            "instances": "One edited photo with one target object: a valid prompt q+ for it and a misleading "
+                         "prompt q- that matches nothing in the image.",
+            "labels": "Yes: the target mask M for q+; q- has no mask by construction; the edit type.",
+            "relationships": "Each pair keeps its source photo's and annotation's ids; the `all` config holds "
+                             "the pairs of SM, CC and OC together.",
+            "splits": "CAFE is a test set: one split, `test`."},
         annotations_creators=["crowdsourced", "machine-generated"], gallery=write_gallery,
         load_example=f'ds = load_dataset(path, "all", split="{SPLIT}")\nrow = ds[0]  # row["image"], row["q_pos"], '
                      'row["q_neg"], row["target_mask"]',

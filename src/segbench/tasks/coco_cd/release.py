@@ -117,13 +117,14 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         gallery=flip.gallery_writer(source, layout, list(GROUP_NAMES), policy, tables),
         has_images=layout.has_images, default_config=flip.default_config(source, data_dir),
         findings=_audit_findings(source, data_root, rounds),
-        answers={"used": "Its paper (cited in the card) trains segmentation models at each ρ and measures their label "
-                         "flips on the balanced test split.",
-                 "instances": "One photo from COCO showing a cat or a dog (exactly one of the two classes).",
-                 "labels": "Yes: the class (cat or dog), the context (indoor or outdoor) and a per-pixel mask.",
-                 "relationships": "`group_id` joins class and context (2·y + a); the same image can appear in "
-                                  "several ρ configs (val and test are the same images in every config).",
-                 "missing": "Images whose context is unknown (too little or mixed evidence) are left out."},
+        datasheet_answers={
+            "used": "Its paper (cited in the card) trains segmentation models at each ρ and measures their label "
+                    "flips on the balanced test split.",
+            "instances": "One photo from COCO showing a cat or a dog (exactly one of the two classes).",
+            "labels": "Yes: the class (cat or dog), the context (indoor or outdoor) and a per-pixel mask.",
+            "relationships": "`group_id` joins class and context (2·y + a); the same image can appear in "
+                             "several ρ configs (val and test are the same images in every config).",
+            "missing": "Images whose context is unknown (too little or mixed evidence) are left out."},
         load_example=f'ds = load_dataset(path, "{flip.default_config(source, data_dir)}")\n'
                      'row = ds["test"][0]  # row["image"], row["mask"]: PIL images',
     )

@@ -100,7 +100,13 @@ def tables(source: DatasetSource, layout: FlipLayout, policy: ImagePolicy) -> tu
 
 def image_licences(layout: FlipLayout, policy: ImagePolicy, image: Mapping[str, Any]) -> list[Licence]:
     """The licences an image carries: each part's, or the maker's statement for every part."""
-    return list({policy.licence(licence).id: policy.licence(licence) for licence in layout.licence(image)}.values())
+    stated = [policy.licence(licence) for licence in layout.licence(image)]
+    return list({licence.id: licence for licence in stated}.values())
+
+
+def shows_image(layout: FlipLayout, policy: ImagePolicy, image: Mapping[str, Any]) -> bool:
+    """Whether the release holds an image's bytes: the build has images and every part may be passed on."""
+    return layout.has_images and all(map(policy.embed, image_licences(layout, policy, image)))
 
 
 def rho_set(rhos: list[float]) -> str:
@@ -124,7 +130,7 @@ def _rows(source: DatasetSource, layout: FlipLayout, images: list[dict], policy:
                 "image_id": int(image["id"]),
                 "image": ({"bytes": source.read_bytes(f"{layout.data_dir}/{image_file}"),
                            "path": Path(image_file).name}
-                          if layout.has_images and all(map(policy.embed, licences)) else None),
+                          if shows_image(layout, policy, image) else None),
                 "mask": {"bytes": gallery.palette_png(labels, CLASS_COLOURS), "path": Path(mask_file).name},
                 "class": layout.class_names.index(image["class"]),
                 layout.context_field: layout.context_names.index(image[layout.context_field]),
@@ -154,7 +160,6 @@ def gallery_writer(source: DatasetSource, layout: FlipLayout, group_names: list[
     """Writes one sheet per split file (a split every config shares is drawn once): a row per group, the
     mask in its class's colour (on a grey canvas where the image is withheld)."""
     build_split = {hub: split for split, hub in HUB_SPLIT.items()}
-    tables = list(tables)  # the splits of the build, not configs a release adds later (the answers)
 
     def write(folder: Path) -> list[str]:
         written: list[str] = []
@@ -170,7 +175,7 @@ def gallery_writer(source: DatasetSource, layout: FlipLayout, group_names: list[
                 for image in chosen:
                     mask = np.asarray(gallery.decode(source.read_bytes(
                         f"{layout.data_dir}/{image['mask_file']}")))[..., 0] > 0
-                    shown = layout.has_images and all(map(policy.embed, image_licences(layout, policy, image)))
+                    shown = shows_image(layout, policy, image)
                     picture = (gallery.decode(source.read_bytes(f"{layout.data_dir}/{image['image_file']}"))
                                if shown else gallery.withheld_canvas(mask.shape[1], mask.shape[0]))
                     colour = CLASS_COLOURS[group // 2]

@@ -214,12 +214,13 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                "pyarrow, which `datasets` installs): it finds each `file_name`'s image by name, checks its "
                "`image_sha256`, and rewrites the parquet files with the images embedded."
                if withheld else f"`{REATTACH}` can re-attach images to a release made without them."),
-        answers={"used": "Its paper (cited in the card) benchmarks hierarchical segmentation models with mIoU and its "
-                         "SpCS and SeCS metrics.",
-                 "instances": "One ImageNet photo of an object with its whole-object, part and subpart masks.",
-                 "labels": "Yes: masks at three levels, each with its category and its parent annotation.",
-                 "relationships": "Each annotation's `parent_id` names the annotation of the level above it "
-                                  "(subpart → part → whole)."},
+        datasheet_answers={
+            "used": "Its paper (cited in the card) benchmarks hierarchical segmentation models with mIoU and its "
+                    "SpCS and SeCS metrics.",
+            "instances": "One ImageNet photo of an object with its whole-object, part and subpart masks.",
+            "labels": "Yes: masks at three levels, each with its category and its parent annotation.",
+            "relationships": "Each annotation's `parent_id` names the annotation of the level above it "
+                             "(subpart → part → whole)."},
         load_example='ds = load_dataset(path, split="validation")\nrow = ds[0]  # row["annotations"]: wholes, '
                      'parts, subparts',
     )

@@ -103,15 +103,15 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         use_cases=["Mapping open-vocabulary predictions onto a closed label set.",
                    "Computing the Lexical Alignment Curve."],
         licences=[policy.annotations(CAPTIONS)], maker_covers="the relation levels this release adds", has_images=False,
-        answers={"used": "Its paper (cited in the card) maps open-ended segmentation outputs onto dataset categories "
-                         "with "
-                         "such vocabularies and plots the Lexical Alignment Curve.",
-                 "missing": "No row lacks a value: every term has its class, level and judge.",
-                 "instances": "One (class, term) pair: a noun from the captions and its relation to the class.",
-                 "labels": "Yes: the relation level (exact, synonym, hyponym or meronym).",
-                 "relationships": "Rows of one class share `class`; a term appears once per class, at its "
-                                  "strongest relation.",
-                 "splits": "A vocabulary is one table: one split, `vocabulary`."},
+        datasheet_answers={
+            "used": "Its paper (cited in the card) maps open-ended segmentation outputs onto dataset categories "
+                    "with such vocabularies and plots the Lexical Alignment Curve.",
+            "missing": "No row lacks a value: every term has its class, level and judge.",
+            "instances": "One (class, term) pair: a noun from the captions and its relation to the class.",
+            "labels": "Yes: the relation level (exact, synonym, hyponym or meronym).",
+            "relationships": "Rows of one class share `class`; a term appears once per class, at its "
+                             "strongest relation.",
+            "splits": "A vocabulary is one table: one split, `vocabulary`."},
         citations=CITATIONS, source_datasets=["coco-captions"],
         annotations_creators=["machine-generated"], gallery=write_gallery,
         load_example=f'ds = load_dataset(path, split="{SPLIT}")\nds.features["level"].int2str(ds[0]["level"])',

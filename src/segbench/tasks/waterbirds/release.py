@@ -92,15 +92,15 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         default_config=flip.default_config(source, data_dir),
         manipulation=("Each image is a composite: a CUB bird cut out along its segmentation mask and pasted onto a "
                       "Places365 photo of a land or water place."),
-        answers={"used": "Its paper (cited in the card; it defines COCO-CD too) trains segmentation models at each ρ "
-                         "and measures "
-                         "their label flips on the balanced test split.",
-                 "instances": "One composite image: a bird from CUB-200-2011 on a land or water place from "
-                              "Places365.",
-                 "labels": "Yes: the bird type (landbird or waterbird), the place type (land or water) and a "
-                           "per-pixel mask of the bird.",
-                 "relationships": "`group_id` joins bird type and place type (2·y + a); the same composite can "
-                                  "appear in several ρ configs."},
+        datasheet_answers={
+            "used": "Its paper (cited in the card; it defines COCO-CD too) trains segmentation models at each ρ "
+                    "and measures their label flips on the balanced test split.",
+            "instances": "One composite image: a bird from CUB-200-2011 on a land or water place from "
+                         "Places365.",
+            "labels": "Yes: the bird type (landbird or waterbird), the place type (land or water) and a "
+                      "per-pixel mask of the bird.",
+            "relationships": "`group_id` joins bird type and place type (2·y + a); the same composite can "
+                             "appear in several ρ configs."},
         load_example=f'ds = load_dataset(path, "{flip.default_config(source, data_dir)}")\n'
                      'row = ds["test"][0]  # row["image"], row["mask"]: PIL images',
     )
