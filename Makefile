@@ -13,9 +13,10 @@ demo: install
 test: install
 	bash scripts/test.sh
 
-# The inner loop: ruff and the unit tests in a random order, no server started (a few minutes).
+# The inner loop: ruff, mypy and the unit tests in a random order, no server started (a few minutes).
 test-fast: install
 	.venv/bin/ruff check src tests bench
+	.venv/bin/mypy
 	.venv/bin/python -m pytest -m unit -p randomly -n 2 -q
 
 bench: install

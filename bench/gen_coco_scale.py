@@ -251,7 +251,7 @@ def stuff_regions(rng: np.random.Generator, h: int, w: int) -> list[tuple[np.nda
         base = np.cumsum(_partition(rng, h, k, 24))[:-1]
         inner = base[:, None] + _walk(rng, k - 1, width, 8)  # gaps >= 24 rows: bands never cross
         bounds = np.vstack([np.zeros((1, width), int), inner, np.full((1, width), h)])
-        for runs, top, bottom in zip(column_runs(bounds[:-1], bounds[1:], x0, h, w), bounds[:-1], bounds[1:]):
+        for runs, top, bottom in zip(column_runs(bounds[:-1], bounds[1:], x0, h, w), bounds[:-1], bounds[1:], strict=True):
             y0 = int(top.min())
             regions.append((runs, [float(x0), float(y0), float(width), float(bottom.max() - y0)]))
         x0 += width
@@ -284,7 +284,7 @@ def star_polygons(rng: np.random.Generator, cx, cy, rx, ry, w, h) -> list[list[f
     ys = np.clip(cy[owner] + ry[owner] * radius * np.sin(angle), 0, h[owner])
     flat = np.round(np.column_stack([xs, ys]), 2).ravel().tolist()
     ends = 2 * np.cumsum(nv)
-    return [flat[e - 2 * k : e] for e, k in zip(ends.tolist(), nv.tolist())]
+    return [flat[e - 2 * k : e] for e, k in zip(ends.tolist(), nv.tolist(), strict=True)]
 
 
 def border_polygon(h: int, w: int) -> list[float]:
@@ -418,7 +418,7 @@ def image_stuff(rng: np.random.Generator, pools: Pools, scene: str, image_id: in
     return [{"segmentation": {"counts": rle["counts"].decode("ascii"), "size": [h, w]},
              "area": float(runs[1::2].sum()), "iscrowd": 0, "image_id": image_id, "bbox": bbox,
              "category_id": category}
-            for (runs, bbox), rle, category in zip(regions, rles, categories)]
+            for (runs, bbox), rle, category in zip(regions, rles, categories, strict=True)]
 
 
 def chunk_annotations(spec: Spec, index: int, table: ImageTable, rows: np.ndarray,

@@ -26,6 +26,8 @@ pytest_run() {
 }
 
 .venv/bin/ruff check src tests bench || exit 1
+# Type checking of src/segbench with the pydantic plugin ([tool.mypy] in pyproject.toml).
+.venv/bin/mypy || exit 1
 # The layer contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run.
 .venv/bin/lint-imports || exit 1
 

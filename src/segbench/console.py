@@ -155,10 +155,10 @@ class RichListener:
     def advance(self, handle: object, amount: int = 1) -> None:
         self.progress.advance(handle, amount)  # type: ignore[arg-type]
 
-    def finish(self, handle: object) -> None:
+    def finish(self, handle: Any) -> None:
         task = self.progress.tasks[[t.id for t in self.progress.tasks].index(handle)]
         if task.total is None:
-            self.progress.update(handle, total=task.completed or 1, completed=task.completed or 1)  # type: ignore[arg-type]
+            self.progress.update(handle, total=task.completed or 1, completed=task.completed or 1)
 
 
 class LineListener:

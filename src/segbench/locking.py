@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 # What the running CLI command is and how long it may wait for a lock: set by command_lock, read by
 # output_lock, which the builders take deep inside a flow where the command line is not known.
-_running = {"command": None, "wait": 0.0}
+_running: dict[str, Any] = {"command": None, "wait": 0.0}
 
 
 def lock_path(data_root: Path) -> Path:

@@ -69,12 +69,16 @@ class DatasetSpec:
     demo_printer: str | None = None
     release_plan: str | None = None
 
+    def hook(self, name: str) -> str:
+        """The ``"module:attribute"`` path of one of this spec's hooks (InputError when it has none)."""
+        path = getattr(self, name)
+        if path is None:
+            raise InputError(f"{self.title} has no {name.replace('_', ' ')}", item=self.name)
+        return path
+
     def load(self, hook: str) -> Any:
         """The object behind one of this spec's hooks (``spec.load("build_flow")``)."""
-        path = getattr(self, hook)
-        if path is None:
-            raise InputError(f"{self.title} has no {hook.replace('_', ' ')}", item=self.name)
-        return load(path)
+        return load(self.hook(hook))
 
 
 def load(path: str) -> Any:

@@ -14,6 +14,7 @@ import difflib
 import json
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,57 +34,73 @@ DEFAULT_CONFIG_NAME = "segbench.toml"
 LABEL_STUDIO_CONNECTION = "connection.json"
 
 
+def _derived(field: str, name: str) -> Callable[[dict[str, Any]], Path]:
+    """A path's default inside another setting's folder, so every file segbench writes stays inside
+    the project unless configured. (A field that failed validation is reported on its own.)"""
+    return lambda validated: Path(validated.get(field, ".")) / name
+
+
 class Settings(BaseSettings):
     """All knobs of a segbench installation. Relative paths are taken from the working directory."""
 
     model_config = SettingsConfigDict(env_prefix="SEGBENCH_", extra="forbid")
 
-    data_root: Path = Path("data")
-    work_dir: Path = Path(".segbench")
-    prefect_home: Path | None = None
-    prefect_result_storage: Path | None = None
-    cache_dir: Path | None = None
-    reports_dir: Path | None = None  # evaluation reports: results, kept out of the versioned data
-    provider: Literal["offline", "openai"] = "offline"
-    openai_base_url: str | None = None
-    openai_model: str = "gpt-4o-mini"
-    openai_api_key: SecretStr | None = None  # or OPENAI_API_KEY
-    openai_concurrency: int = 4
-    openai_max_retries: int = 4
-    openai_timeout: float = 60
-    openai_image_model: str = "gpt-image-1"  # image edits (CAFE): a gpt-image model or dall-e-2
-    openai_image_timeout: float = 300  # seconds per image edit; they take far longer than chat answers
-    replay_only: bool = False  # answer language questions from the cache only; a miss is an error
-    spacy_model: str = "en_core_web_sm"
-    label_studio_url: str = "http://127.0.0.1:8089"
-    label_studio_token: SecretStr | None = None
-    label_studio_files: Path | None = None
-    label_studio_dir: Path | None = None  # the folder scripts/label-studio.sh runs its server from
-    # Seconds a connection or a read may wait; a whole request ends within four times this.
-    label_studio_timeout: float = Field(30.0, gt=0, allow_inf_nan=False)
-    dvc_remote: str | None = None
-    hub_endpoint: str | None = None  # the Hugging Face Hub `release --push` uploads to (default: huggingface.co)
-    hub_token: SecretStr | None = None  # or HF_TOKEN
-    telemetry: bool = False
-    track_evaluations: bool = False  # evaluate commands run as Prefect flows (as --track)
-    # A command that runs a flow with no Prefect server up starts one that stops after this long
-    # unused; 0: a private server for each command instead, stopped with it.
-    server_idle_minutes: float = Field(30.0, ge=0, allow_inf_nan=False)
+    data_root: Path = Field(Path("data"), description="where datasets, round records and caches are written "
+                            "(DVC-tracked)")
+    work_dir: Path = Field(Path(".segbench"), description="Prefect state, demo inputs, temporary files")
+    # Each default below depends on a field above it (pydantic validates fields in this order).
+    prefect_home: Path = Field(default_factory=_derived("work_dir", "prefect"),
+                               description="Prefect's home (default: <work_dir>/prefect)")
+    prefect_result_storage: Path = Field(default_factory=_derived("prefect_home", "results"),
+                                         description="Prefect's result storage (default: <prefect_home>/results)")
+    cache_dir: Path = Field(default_factory=_derived("data_root", "cache"),
+                            description="content-addressed LLM and edit answers (default: <data_root>/cache)")
+    reports_dir: Path = Field(default_factory=lambda validated: Path(validated.get("data_root", ".")).parent / "reports",
+                              description="evaluation reports: results, kept out of the versioned data "
+                              "(default: reports beside the data root)")
+    provider: Literal["offline", "openai"] = Field("offline", description="the language provider: offline "
+                                                   "(WordNet) or openai (any OpenAI-compatible server)")
+    openai_base_url: str | None = Field(None, description="an OpenAI-compatible server (llama.cpp, Ollama, vLLM); "
+                                        "default: OpenAI's")
+    openai_model: str = Field("gpt-4o-mini", description="the chat model language questions go to")
+    openai_api_key: SecretStr | None = Field(None, description="the key (default: OPENAI_API_KEY)")
+    openai_concurrency: int = Field(4, ge=1, description="chat requests in flight at once")
+    openai_max_retries: int = Field(4, ge=0, description="retries of a failed request, with backoff")
+    openai_timeout: float = Field(60, gt=0, description="seconds per chat request")
+    openai_price_per_1k: tuple[float, float] | None = Field(
+        None, description="USD per 1,000 input and output tokens, for the cost a run reports")
+    openai_image_model: str = Field("gpt-image-1", description="the image-edit model (CAFE): a gpt-image model "
+                                    "or dall-e-2")
+    openai_image_timeout: float = Field(300, gt=0, description="seconds per image edit; they take far longer "
+                                        "than chat answers")
+    replay_only: bool = Field(False, description="answer language questions from the cache only; a miss is an "
+                              "error")
+    spacy_model: str = Field("en_core_web_sm", description="the spaCy pipeline the noun miner uses")
+    label_studio_url: str = Field("http://127.0.0.1:8089", description="the Label Studio server (default: what "
+                                  "scripts/label-studio.sh start recorded)")
+    label_studio_token: SecretStr | None = Field(None, description="its API token (default: what the script "
+                                                 "recorded)")
+    label_studio_dir: Path = Field(default_factory=_derived("work_dir", "label-studio"),
+                                   description="the folder scripts/label-studio.sh runs its server from "
+                                   "(default: <work_dir>/label-studio)")
+    # The only folder the server serves files from; rounds copy their images into it.
+    label_studio_files: Path = Field(default_factory=_derived("label_studio_dir", "files"),
+                                     description="the folder the server serves files from (default: "
+                                     "<label_studio_dir>/files, or what the script recorded)")
+    label_studio_timeout: float = Field(30.0, gt=0, allow_inf_nan=False, description="seconds a connection or "
+                                        "a read may wait; a whole request ends within four times this")
+    dvc_remote: str | None = Field(None, description="the DVC remote published versions are pushed to")
+    hub_endpoint: str | None = Field(None, description="the Hugging Face Hub release --push uploads to "
+                                     "(default: huggingface.co)")
+    hub_token: SecretStr | None = Field(None, description="the Hub token (default: HF_TOKEN)")
+    telemetry: bool = Field(False, description="Prefect and DVC telemetry stay off unless set")
+    track_evaluations: bool = Field(False, description="evaluate commands run as Prefect flows (as --track)")
+    server_idle_minutes: float = Field(30.0, ge=0, allow_inf_nan=False, description="a command that runs a flow "
+                                       "with no Prefect server up starts one that stops after this long unused; "
+                                       "0: a private server for each command instead, stopped with it")
 
     @model_validator(mode="after")
-    def _derive_paths(self) -> Settings:
-        # Derived defaults keep every file segbench writes inside the project unless configured.
-        self.prefect_home = self.prefect_home or self.work_dir / "prefect"
-        self.prefect_result_storage = self.prefect_result_storage or self.prefect_home / "results"
-        self.cache_dir = self.cache_dir or self.data_root / "cache"
-        self.reports_dir = self.reports_dir or self.data_root.parent / "reports"
-        # The only folder the server serves files from; rounds copy their images into it.
-        self.label_studio_dir = self.label_studio_dir or self.work_dir / "label-studio"
-        self._connect_to_local_label_studio()
-        self.label_studio_files = self.label_studio_files or self.label_studio_dir / "files"
-        return self
-
-    def _connect_to_local_label_studio(self) -> None:
+    def _connect_to_local_label_studio(self) -> Settings:
         """Take the URL, token and files folder ``scripts/label-studio.sh start`` recorded, unless set.
 
         The script runs the server on the port and folder it is told, so the one place both agree
@@ -91,7 +108,7 @@ class Settings(BaseSettings):
         """
         path = self.label_studio_dir / LABEL_STUDIO_CONNECTION
         if not path.is_file():
-            return
+            return self
         try:
             recorded = json.loads(path.read_text(encoding="utf-8"))
             url, token, files = recorded["url"], recorded["token"], recorded["files"]
@@ -104,6 +121,7 @@ class Settings(BaseSettings):
             self.label_studio_token = SecretStr(token)
         if "label_studio_files" not in self.model_fields_set:
             self.label_studio_files = Path(files)
+        return self
 
     def label_studio(self) -> LabelStudioConnection:
         """The Label Studio server these settings point at, as the round flows take it."""

@@ -45,7 +45,7 @@ def test_known_bad_pairs_are_gold_in_the_verification_round(tmp_path):
     tasks = (data / "rounds" / "v1" / "tasks.csv").read_text()
     assert "gold" not in tasks.lower() and "mask_fits" not in tasks
     shown = [row.split(",")[1] for row in tasks.splitlines()[1:]]
-    assert all(path == f"rounds/v1/review/{row.split(',')[0]}.jpg" for path, row in zip(shown, tasks.splitlines()[1:]))
+    assert all(path == f"rounds/v1/review/{row.split(',')[0]}.jpg" for path, row in zip(shown, tasks.splitlines()[1:], strict=True))
     work = next(i for i in round_.items if not i.gold)
     original = data / "cafe_candidates" / next(c for c in candidates if str(c.id) == work.item_id).review_image
     assert (data / work.image).read_bytes() == original.read_bytes()

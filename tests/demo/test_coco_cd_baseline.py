@@ -70,7 +70,7 @@ def test_written_predictions_are_deterministic(tmp_path):
     first = write_baseline_predictions(source, "data/coco_cd", images, tmp_path / "a", seed=1)
     second = write_baseline_predictions(source, "data/coco_cd", images, tmp_path / "b", seed=1)
     assert [p.name for p in first] == [f"{im['id']:012d}.npz" for im in images]
-    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(first, second))
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(first, second, strict=True))
 
 
 def test_counterfactual_groups_flip_more_than_aligned_ones(tmp_path):

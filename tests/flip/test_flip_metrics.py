@@ -195,7 +195,7 @@ def test_update_does_not_mutate_inputs():
     acc = FlipAccumulator()
     acc.update(gt, pred, probs, group_id=1, image_id=5)
     acc.summarize()
-    for array, copy in zip((gt, pred, probs), copies):
+    for array, copy in zip((gt, pred, probs), copies, strict=True):
         assert np.array_equal(array, copy)
 
 

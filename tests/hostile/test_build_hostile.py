@@ -88,7 +88,7 @@ def case(sources, built, tmp_path):
     copies = {name: copy_tree(path, tmp_path / "sources" / name) for name, path in sources.items()
               if name != "places"}
     copies["places"] = sources["places"]  # never edited
-    for name, out in built.items():
+    for out in built.values():
         copy_tree(out, project / "data" / out.name)
     outs = {name: project / "data" / out.name for name, out in built.items()}
     return project, copies, outs

@@ -112,7 +112,7 @@ def test_two_annotators_progress_and_export(label_studio, files_folder):
     client.allow_local_files(project_id, files_folder)
     tasks = [{"data": {"image": client.local_file_url(f"{files_folder.name}/{n}.png"), "item_id": n}} for n in "abc"]
     task_ids = client.import_tasks(project_id, tasks)
-    assert client.task_item_ids(project_id) == dict(zip(task_ids, ["a", "b", "c"]))
+    assert client.task_item_ids(project_id) == dict(zip(task_ids, ["a", "b", "c"], strict=True))
 
     alice = client.create_user(f"alice-{RUN}@example.com", "Alice")
     bob = client.create_user(f"bob-{RUN}@example.com", "Bob", "B")

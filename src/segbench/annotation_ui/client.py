@@ -20,7 +20,7 @@ import json
 import logging
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, Self, TypeVar
@@ -29,6 +29,7 @@ import httpx
 import orjson
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
+from label_studio_sdk.core.request_options import RequestOptions
 
 from segbench.core.errors import InputError, ServiceError
 from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOCAL_FILES_PREFIX = "/data/local-files/?d="
-_READ = {"max_retries": 2}
+_READ: RequestOptions = {"max_retries": 2}  # the SDK retries reads itself
 _STATUS_HINT = "is the server running? scripts/label-studio.sh status"
 _SHAPE_HINT = "check that the URL is a Label Studio server (scripts/label-studio.sh installs 1.23), not a proxy or a login page"
 
@@ -188,15 +189,17 @@ class LabelStudioClient:
                 description=description,
                 maximum_annotations=maximum_annotations,
             )
-        if not isinstance(getattr(project, "id", None), int):
+        project_id = getattr(project, "id", None)
+        if not isinstance(project_id, int):
             raise self._shape("create project", "no project id")
-        log.info("created Label Studio project %s (%s) at %s", project.id, title, self.url)
-        return int(project.id)
+        log.info("created Label Studio project %s (%s) at %s", project_id, title, self.url)
+        return project_id
 
     def project_by_title(self, title: str) -> int | None:
         """The id of the project titled exactly ``title`` (the lowest, should there be several), or None."""
         with self._calling(f"find project {title!r}"):
-            found = [project.id for project in self._sdk.projects.list(title=title, request_options=_READ)
+            projects: Iterable[Any] = self._sdk.projects.list(title=title, request_options=_READ)
+            found = [project.id for project in projects
                      if getattr(project, "title", None) == title and isinstance(getattr(project, "id", None), int)]
         return min(found) if found else None
 

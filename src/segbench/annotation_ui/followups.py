@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -71,7 +72,7 @@ def parse_condition(text: str) -> Condition:
     if match is None:
         raise _bad(text, "is not a condition")
     if match["flag"]:
-        return Condition(match["flag"], text.strip())
+        return Condition("tie" if match["flag"] == "tie" else "suspicious", text.strip())
     if match["votes"] is not None:
         votes = match["votes"]
         if not votes.isdigit() or int(votes) < 1:
@@ -220,13 +221,13 @@ def suspicious_workers(store: RoundStore, key: str) -> set[str]:
     return {str(w["worker"]) for w in listed}
 
 
-def _is_listed(annotator: str, listed: set[str]) -> bool:
+def _is_listed(annotator: str, listed: AbstractSet[str]) -> bool:
     """Reports name a worker by its backend-qualified id (``worker:A1``); a bare id matches too."""
     return annotator in listed or annotator.split(":", 1)[-1] in listed
 
 
 def matching_items(item_ids: Sequence[str], items: Sequence[ItemAnswer], answers: Sequence[Answer],
-                   conditions: Sequence[Condition], suspicious: set[str] = frozenset()) -> dict[str, list[str]]:
+                   conditions: Sequence[Condition], suspicious: AbstractSet[str] = frozenset()) -> dict[str, list[str]]:
     """Item id → the conditions it matches (only items matching one or more), in ``item_ids`` order."""
     by_id = {item.item_id: item for item in items}
     flagged = {a.item_id for a in answers if _is_listed(a.annotator, suspicious)}

@@ -342,7 +342,7 @@ def counted(answers: Sequence[Answer], qualified: set[str] | None) -> list[Answe
 def gold_counts(round_: Round, gold_answers: Sequence[Answer], answers: Sequence[Answer],
                 counted_answers: Sequence[Answer]) -> dict[str, int]:
     """Counts an ingest adds for gold and gates (none for a round without either, so its counts stay)."""
-    out = {}
+    out: dict[str, int] = {}
     if gold_index(round_):
         out |= {"gold_items": len(gold_index(round_)), "gold_answers": len(gold_answers)}
     if round_.requires:

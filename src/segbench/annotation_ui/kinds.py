@@ -81,8 +81,9 @@ def allowed_labels(round: Round) -> dict[str, set[str]]:
     root = ET.fromstring(render_label_config(round.config.label_config, **round.config.params))
     allowed: dict[str, set[str]] = {}
     for control in root.iter():
-        if control.tag in ("Choices", "PolygonLabels", "Labels") and control.get("name"):
-            allowed[control.get("name")] = {c.get("value") for c in control if c.tag in ("Choice", "Label")}
+        name = control.get("name")
+        if control.tag in ("Choices", "PolygonLabels", "Labels") and name:
+            allowed[name] = {value for c in control if c.tag in ("Choice", "Label") and (value := c.get("value")) is not None}
     return allowed
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
@@ -192,8 +193,7 @@ def new_round(
     if not items:
         raise InputError("a round needs at least one item", item=f"round {key}",
                          hint="check the selection the round was built from")
-    seen: set[str] = set()
-    duplicates = sorted({i.item_id for i in items if i.item_id in seen or seen.add(i.item_id)})
+    duplicates = sorted(item_id for item_id, n in Counter(i.item_id for i in items).items() if n > 1)
     if duplicates:
         shown = ", ".join(duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
         raise InputError(f"item ids must be unique; repeated: {shown}", item=f"round {key}",

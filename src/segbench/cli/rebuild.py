@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -102,7 +102,7 @@ def serve_command(
     api_url = check_server()
     settings = settings_of(ctx)
     from prefect import serve
-    from prefect.deployments.runner import EntrypointType
+    from prefect.deployments.runner import EntrypointType, RunnerDeployment
     from prefect.schedules import Cron
 
     from segbench.flows.rebuild import rebuild
@@ -111,11 +111,12 @@ def serve_command(
     base = {"plan_path": str(plan.resolve()), "data_root": str(settings.data_root.resolve()),
             "work_dir": str(settings.work_dir.resolve()), "wait": ctx.find_root().obj.get("wait", 0.0),
             "runner": dataclasses.asdict(runner) if runner is not None else None}
+    # to_deployment is async-compatible: called from synchronous code it returns the deployment itself.
     deployments = [
-        rebuild.to_deployment(
+        cast(RunnerDeployment, rebuild.to_deployment(
             name=schedule.name, schedules=[Cron(schedule.cron, timezone=schedule.timezone)],
             parameters={**base, "only": schedule.steps}, description=f"segbench rebuild of {plan.name}",
-            tags=["segbench"], entrypoint_type=EntrypointType.MODULE_PATH)
+            tags=["segbench"], entrypoint_type=EntrypointType.MODULE_PATH))
         for schedule in loaded.schedule
     ]
     ui = api_url.rstrip("/").removesuffix("/api")

@@ -284,10 +284,12 @@ def invite(ctx: typer.Context) -> None:
     Sign-up is closed without it: send the link to each annotator, who opens it, signs up with an
     e-mail and a password, and then sees every project (the community edition shares them all).
     Worker reports show annotators by that e-mail."""
-    from segbench.annotation_ui.backends import backend_for
+    from segbench.annotation_ui.backends import BackendContext
+    from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
 
     settings = ctx.obj["settings"]
-    with backend_for("labelstudio", settings.data_root, label_studio=settings.label_studio()).client() as client:
+    backend = LabelStudioBackend(BackendContext(settings.data_root, label_studio=settings.label_studio()))
+    with backend.client() as client:
         link = client.invite_url()
     console.set_summary({"invite_url": link})
     console.out.print(f"Annotator sign-up link: [bold]{link}[/]")

@@ -14,7 +14,7 @@ tolerances, so the same votes always give the same labels and the same bytes.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,9 +125,11 @@ def aggregate_masks(masks: Mapping[str, np.ndarray], method: str = "em") -> np.n
     import pandas as pd
     from crowdkit.aggregation import SegmentationEM, SegmentationMajorityVote, SegmentationRASA
 
-    model = {"em": lambda: SegmentationEM(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE),
-             "majority": SegmentationMajorityVote,
-             "rasa": lambda: SegmentationRASA(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE)}[method]()
+    models: dict[str, Callable[[], Any]] = {
+        "em": lambda: SegmentationEM(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE),
+        "majority": SegmentationMajorityVote,
+        "rasa": lambda: SegmentationRASA(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE)}
+    model = models[method]()
     data = pd.DataFrame([("item", worker, np.asarray(masks[worker]) != 0) for worker in sorted(masks)],
                         columns=["task", "worker", "segmentation"])
     with warnings.catch_warnings():

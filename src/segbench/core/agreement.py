@@ -248,11 +248,11 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
         "mean_agreement": sum(shares) / len(shares) if shares else None,
         "items_by_ratings": {str(k): histogram[k] for k in sorted(histogram)},
     }
-    pairs = {tuple(sorted(votes)) for votes in rated.values()}
+    rater_sets = {tuple(sorted(votes)) for votes in rated.values()}
     if not rated:
         summary["reason"] = f"no answers for control {control!r}"
-    elif set(histogram) == {2} and len(pairs) == 1:
-        first, second = pairs.pop()
+    elif set(histogram) == {2} and len(rater_sets) == 1:
+        first, second = rater_sets.pop()
         items = sorted(rated)
         summary.update(method="cohen", raters=[first, second],
                        kappa=cohen_kappa([rated[i][first] for i in items], [rated[i][second] for i in items]))

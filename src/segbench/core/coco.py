@@ -12,7 +12,7 @@ only areas); :func:`annotation_rle` decodes and validates one when it is needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,7 @@ def bbox_problem(bbox: Any, width: int, height: int, slack: float = 1.0) -> str 
     return None
 
 
-def annotation_problem(ann: Any, images: dict, categories: dict) -> str | None:
+def annotation_problem(ann: Any, images: Container[Any], categories: Container[Any]) -> str | None:
     if not isinstance(ann, dict) or not _is_int(ann.get("id")):
         return "annotation has no integer 'id'"
     if ann.get("image_id") not in images:

@@ -161,6 +161,7 @@ def valid_annotations(
     seen: set[int] = set()
     for position, record in enumerate(raw.annotations):
         where = f"$.annotations[{position}]"
+        ann: AnnotationFields | None
         try:
             ann = _ANNOTATION.decode(record)
         except msgspec.ValidationError as exc:

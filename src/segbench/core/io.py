@@ -371,7 +371,7 @@ def _image_error(exc: Exception, path: str | Path | None, item: str | None, hint
     if isinstance(exc, FileNotFoundError):
         return error("image file not found", path=path, item=item, hint=hint)
     if isinstance(exc, Image.DecompressionBombError):
-        return error(f"image refused: it is larger than the {Image.MAX_IMAGE_PIXELS * 2:,}-pixel limit "
+        return error(f"image refused: it is larger than the {(Image.MAX_IMAGE_PIXELS or 0) * 2:,}-pixel limit "
                      "(a decompression bomb, or not a photo)", path=path, item=item, hint=hint)
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
     return error(f"image file cannot be read: not a readable image ({reason})", path=path, item=item, hint=hint)

@@ -77,6 +77,7 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
         if not new or capped or passes == MAX_PASSES:
             break
         left_out.update(new)
+    assert first is not None  # the loop ran at least once
     return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes,
                     capped=bool(new) and capped)
 

@@ -10,6 +10,7 @@ functions on the same arguments, so they write the same bytes.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -73,7 +74,7 @@ class InProcess:
                description: str, total: int, count: Callable[[T], int], channel: str,
                ids: ShardIds | None = None) -> list[T]:
         self._units += len(calls)
-        pending = [_Done(lambda key=key, args=args: fn(key, *args)) for key, args in calls]
+        pending = [_Done(functools.partial(fn, key, *args)) for key, args in calls]
         return progress.gather(pending, description, total, units=count, channel=channel)
 
     def unit_counts(self) -> dict[str, int]:

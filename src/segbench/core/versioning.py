@@ -420,6 +420,17 @@ def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None,
     return PublishRecord.from_steps(data_dir, tracked, datasets, pushed_to, info)
 
 
+def parse_json(data: bytes, relpath: str) -> Any:
+    """A data file's JSON (InputError naming the file when it is not)."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise not_utf8(exc, relpath) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=relpath,
+                         hint="rebuild or republish the dataset; outputs are never written half") from exc
+
+
 class DatasetSource:
     """Read files of the project's data, either from the working tree or at a git revision.
 
@@ -533,11 +544,4 @@ class DatasetSource:
             ) from None  # unchained: its text can carry a secret
 
     def read_json(self, relpath: str) -> Any:
-        data = self.read_bytes(relpath)
-        try:
-            return json.loads(data)
-        except UnicodeDecodeError as exc:
-            raise not_utf8(exc, relpath) from exc
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=relpath,
-                             hint="rebuild or republish the dataset; outputs are never written half") from exc
+        return parse_json(self.read_bytes(relpath), relpath)

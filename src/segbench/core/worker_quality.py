@@ -227,7 +227,7 @@ def score_workers(
         judged = [(mine_label, reference[key]) for key, mine_label in timelines[worker]]
         drop = accuracy_drop([m == r for m, r in judged])
         asked, absent, said_yes, missing = presence_signals(mine)
-        row = {"worker": worker, "answers": len(mine), "gold_answers": len(right),
+        row: dict[str, Any] = {"worker": worker, "answers": len(mine), "gold_answers": len(right),
                "gold_accuracy": _share(sum(right), len(right)),
                "gold_interval": gold_interval(sum(right), len(right), rules.gold_confidence),
                "agreement_judgments": len(agree), "agreement_with_aggregate": _share(sum(agree), len(agree)),

@@ -89,7 +89,7 @@ def _place(poly: Polygon, box: tuple[float, float, float, float], size: tuple[in
     """Map a unit-square polygon into ``box = (x0, y0, w, h)``, clamped to the image."""
     x0, y0, w, h = box
     out: list[float] = []
-    for u, v in zip(poly[0::2], poly[1::2]):
+    for u, v in zip(poly[0::2], poly[1::2], strict=True):
         u = 1 - u if mirror else u
         out += [round(min(max(x0 + u * w, 0.0), size[0]), 2), round(min(max(y0 + v * h, 0.0), size[1]), 2)]
     return tuple(out)
@@ -326,7 +326,7 @@ def _slots(rng: random.Random, weights: list[float], width: int) -> list[tuple[f
 
 
 def _thing_box(rng: random.Random, name: str, slot: tuple[float, float], w: int, h: int, yh: int,
-               copies: int = 1) -> tuple[float, ...]:
+               copies: int = 1) -> tuple[float, float, float, float]:
     _, _, frac, aspect, anchor = THINGS[name]
     frac, aspect = frac * copies, aspect / copies  # a crowd: copies side by side in one box
     room = {"ground": 0.55 * h, "wall": 0.75 * yh, "sky": 0.4 * yh}[anchor]
@@ -369,7 +369,7 @@ def layout_scene(rng: random.Random, *, image_id: int, split: str, setting: str,
     slots = _slots(rng, [animal_weight if kind == "animal" else weights[name] for kind, name in objects], width)
     crowd_done = crowd_animal
     things = []
-    for (kind, name), slot in zip(objects, slots):
+    for (kind, name), slot in zip(objects, slots, strict=True):
         if kind == "animal":
             bw = animal_width or (slot[1] - slot[0]) * rng.uniform(0.75, 0.92)
             bh = min(bw * rng.uniform(0.62, 0.8), 0.62 * height)

@@ -348,7 +348,7 @@ def generate_demo_world(root: Path, *, seed: int = 0, group_sizes: Mapping[str, 
         bucket["instances"] += instances
         bucket["stuff"] += stuff
     plain = [a for s in SPLITS for a in per_split[s]["instances"] if not a["iscrowd"]]
-    for ann, ann_id in zip(plain, sorted(ann_rng.sample(range(1, 2232120), len(plain)))):
+    for ann, ann_id in zip(plain, sorted(ann_rng.sample(range(1, 2232120), len(plain))), strict=True):
         ann["id"] = ann_id
     next_stuff_id = _STUFF_ID_BASE
     for split in SPLITS:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefect import flow, task
+from prefect import Task, flow
 from prefect.cache_policies import NO_CACHE
 
 from segbench import registry
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SHARD_SIZE", "evaluate_coco_cd", "evaluate_waterbirds", "load_split", "shards"]
 
-load_split = task(evaluation.load_split, **task_name("load-coco-cd-split"), cache_policy=NO_CACHE)
+load_split = Task(evaluation.load_split, **task_name("load-coco-cd-split"), cache_policy=NO_CACHE)
 
 
 @flow(name="evaluate-coco-cd", flow_run_name=run_name("evaluate-coco-cd", ("rho", "split", "predictions", "rev")))

@@ -70,7 +70,7 @@ def from_params(kind: type, **labels: str) -> Shown:
     """Show fields of the flow's ``params`` model: ``from_params(CocoCdParams, rho="rhos", seed="seed")``."""
 
     def shown(parameters: Mapping[str, Any]) -> dict[str, Any]:
-        params = model(parameters.get("params"), kind)
+        params: Any = model(parameters.get("params"), kind)
         return {label: getattr(params, field) for label, field in labels.items()}
 
     return shown

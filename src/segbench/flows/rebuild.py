@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefect import flow
 from prefect.logging import get_run_logger
@@ -77,7 +78,7 @@ class RebuildRun:
 @flow(name="rebuild", flow_run_name=run_name("rebuild", ("plan_path", "only")))
 def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, force: bool = False,
             only: list[str] | None = None, runner: Any = None, wait: float = 0.0,
-            settings: Settings | None = None) -> dict[str, Any]:
+            settings: Settings | None = None) -> RebuildResult:
     """Run the steps of a rebuild plan in order: datasets, evaluations, publish.
 
     Args:
@@ -125,6 +126,9 @@ def rebuild(plan_path: str | Path, data_root: str | Path, work_dir: str | Path, 
     return RebuildResult(plan=plan_path, steps=reports)
 
 
+Done = Literal["built", "evaluated", "published"]  # what doing a step is called in its report
+
+
 @contextlib.contextmanager
 def _live_runner(spec: RunnerSpec | None) -> Iterator[RunnerSpec | None]:
     if spec is None:
@@ -134,7 +138,7 @@ def _live_runner(spec: RunnerSpec | None) -> Iterator[RunnerSpec | None]:
         yield live
 
 
-def _timed(name: str, kind: str, action: Callable[[], Result | PublishRecord]) -> StepReport:
+def _timed(name: str, kind: Done, action: Callable[[], Result | PublishRecord]) -> StepReport:
     start = time.perf_counter()
     done = action()
     if isinstance(done, PublishRecord):
@@ -145,11 +149,11 @@ def _timed(name: str, kind: str, action: Callable[[], Result | PublishRecord]) -
                       units=units, seconds=round(time.perf_counter() - start, 2), out=out)
 
 
-def _actions(run: RebuildRun, step: str) -> list[tuple[str, str, Callable[[], Result | PublishRecord]]]:
+def _actions(run: RebuildRun, step: str) -> list[tuple[str, Done, Callable[[], Result | PublishRecord]]]:
     """The (row name, what doing it is called, action) of one step; ``evaluate`` has one per entry."""
     if step == "evaluate":
-        return [(f"evaluate:{name}", "evaluated", lambda e=entry, n=name: _evaluate(run, e, n))
-                for entry, name in zip(run.plan.evaluate, run.plan.evaluation_names())]
+        return [(f"evaluate:{name}", "evaluated", functools.partial(_evaluate, run, entry, name))
+                for entry, name in zip(run.plan.evaluate, run.plan.evaluation_names(), strict=True)]
     if step == "publish":
         return [("publish", "published", lambda: _publish(run))]
     return [(step, "built", lambda: registry.dataset(step).load("plan_step")(run, getattr(run.plan, step)))]
@@ -170,6 +174,7 @@ def _evaluate(run: RebuildRun, entry: PlanEvaluation, name: str) -> EvaluationRe
 
 def _publish(run: RebuildRun) -> PublishRecord:
     step, repo = run.plan.publish, run.plan.repo
+    assert step is not None, "publish runs only when the plan configures it"
     return publish_data(repo=str(repo), data_dir=run.relative(run.data_root), remote=step.remote,
                         remote_url=step.remote_url or run.settings().dvc_remote, commit=step.commit,
                         message=step.message)

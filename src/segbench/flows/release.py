@@ -98,8 +98,7 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
                                  info.source_annotations.url, info.source_annotations.redistributable,
                                  "annotations copied from the sources", of_images=False)
         if info.source_annotations else None)
-    with DatasetSource(repo, rev) as raw:
-        source = CheckedSource(raw)  # every file read must be what its build wrote
+    with CheckedSource(repo, rev) as source:  # every file read must be what its build wrote
         plan = make_plan(source, folder, policy)
         answers = rounds.answers_table(source, plan.rounds)  # every person's answers, to aggregate anew
         build_key = plan.version

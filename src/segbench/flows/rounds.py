@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from prefect import flow, get_run_logger, task
+from prefect import Task, flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.annotation_ui import batches, followups, gold, rounds
@@ -52,7 +52,7 @@ def _store(data_root: Path) -> rounds.RoundStore:
 
 def _as_task(name: str, fn: Callable[..., T], *args: Any) -> T:
     """Run a backend's step as a Prefect task, so each step shows as its own task run."""
-    return task(fn, name=name, cache_policy=NO_CACHE)(*args)
+    return Task(fn, name=name, cache_policy=NO_CACHE)(*args)
 
 
 def _backend(round_: Round, data_root: Path, label_studio: LabelStudioConnection | None) -> RoundBackend:

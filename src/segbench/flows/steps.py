@@ -8,9 +8,9 @@ are submitted to the flow's task runner (threads, or a Dask cluster).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from prefect import Task, get_run_logger, task
+from prefect import Task, get_run_logger
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 
@@ -33,14 +33,15 @@ class PrefectSteps:
     def _task(self, name: str, fn: Callable[..., T], options: dict[str, Any]) -> Task[..., T]:
         made = self._tasks.get((fn, name))
         if made is None:
-            made = self._tasks[(fn, name)] = task(fn, **options)
+            made = self._tasks[(fn, name)] = Task(fn, **options)
         return made
 
     def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
         return self._task(name, fn, {**task_name(name), "cache_policy": NO_CACHE})(*args)
 
     def unit(self, name: str, fn: Callable[..., T], key: str, *args: Any) -> T:
-        state: State = self._task(name, fn, {**task_name(name), **UNIT})(key, *args, return_state=True)
+        # Prefect's overloads miss return_state after *args: the call returns the task run's state.
+        state = cast(State, self._task(name, fn, {**task_name(name), **UNIT})(key, *args, return_state=True))
         self._units.append(state)
         return state.result()
 

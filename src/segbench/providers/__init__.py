@@ -32,9 +32,6 @@ def make_provider(settings: Settings, *, replay_only: bool = False) -> LanguageP
     the key from ``openai_api_key`` or the ``OPENAI_API_KEY`` variable. Either way answers are cached
     in ``settings.cache_dir / "llm"``. No network call is made here.
 
-    Optional settings read when present: ``openai_concurrency`` (4), ``openai_max_retries`` (4),
-    ``openai_timeout`` (60 s), ``openai_price_per_1k`` (``(input, output)`` USD, or none).
-
     Raises:
         ProviderError: ``openai`` without a key and without a base URL (says what to set).
     """
@@ -80,13 +77,12 @@ def _openai_provider(settings: Settings, *, replay_only: bool) -> LanguageProvid
     from segbench.providers.openai_provider import OpenAIProvider
 
     key = openai_api_key(settings, replay_only=replay_only)
-    price = getattr(settings, "openai_price_per_1k", None)
     return OpenAIProvider(
         settings.openai_model,
         base_url=settings.openai_base_url,
         api_key=key,
-        concurrency=getattr(settings, "openai_concurrency", 4),
-        max_retries=getattr(settings, "openai_max_retries", 4),
-        timeout=getattr(settings, "openai_timeout", 60),
-        price_per_1k=tuple(price) if price is not None else None,
+        concurrency=settings.openai_concurrency,
+        max_retries=settings.openai_max_retries,
+        timeout=settings.openai_timeout,
+        price_per_1k=settings.openai_price_per_1k,
     )

@@ -64,8 +64,15 @@ def describe_usage(usage: Usage | Mapping[str, Any]) -> str:
 class LanguageProvider(Protocol):
     """Answers questions with validated objects of the given schema."""
 
-    name: str  # "openai" or "wordnet"; part of every cache key
-    model: str  # the model id ("wordnet-3.0" for the offline backend)
+    @property
+    def name(self) -> str:
+        """``openai`` or ``wordnet``; part of every cache key."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model id (``wordnet-3.0`` for the offline backend)."""
+        ...
 
     def answer(self, question: Question, schema: type[T]) -> T:
         """One answer. Raises ProviderError when no valid answer can be had."""

@@ -184,6 +184,10 @@ class OpenAIBackend:
         backoff = min(self.backoff_max, self.backoff_base * 2**attempt)
         return backoff / 2 + self._random.uniform(0, backoff / 2)  # "equal jitter"
 
+    def _error(self, subject: Any, detail: str, *, hint: str | None = None) -> ProviderError:
+        """The error naming ``subject`` (a question, an edit plan) that each backend words its own way."""
+        raise NotImplementedError
+
     def _retrying(self, subject: Any, label: str, call: Callable[[], Any], looks_right: Callable[[Any], bool]) -> Any:
         """``call()`` (one request), retrying transient failures with backoff; what it returned.
 
@@ -388,9 +392,10 @@ class OpenAIProvider(OpenAIBackend):
         """One chat completion, retrying transient failures with backoff."""
 
         def call() -> Any:
+            # Any: the SDK's overloads want its TypedDict messages; these are the same plain dicts.
+            completions: Any = self._conn.client.chat.completions
             with self._slots:
-                return self._conn.client.chat.completions.create(
-                    model=self.model, messages=messages, response_format=fmt, **self.params)
+                return completions.create(model=self.model, messages=messages, response_format=fmt, **self.params)
 
         completion = self._retrying(question, question.kind, call,
                                     looks_right=lambda answer: isinstance(getattr(answer, "choices", None), list))

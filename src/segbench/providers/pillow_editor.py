@@ -112,7 +112,8 @@ class PillowCompositor:
         crop, inside = pixels[top:bottom, left:right], mask[top:bottom, left:right]
         shade = relative_shade(crop, inside)
         if edit_type is EditType.SM:
-            colour = render_pattern(pattern_for(word), *inside.shape, word_rng(word, seed, "pattern"))
+            height, width = inside.shape
+            colour = render_pattern(pattern_for(word), height, width, word_rng(word, seed, "pattern"))
             rendered = colour * (SHADE_FLOOR + (1 - SHADE_FLOOR) * shade)[..., None]
         else:
             rendered = render_material(material_for(word), shade, word_rng(word, seed, "material"))

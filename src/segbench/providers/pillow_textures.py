@@ -238,7 +238,7 @@ def _draw_feature(draw: ImageDraw.ImageDraw, scene: Scene, w: int, h: int, rng: 
             for wy in np.arange(hy - bh + 4, hy - 6, 9):
                 for wx in np.arange(x + 3, x + bw - 5, 8):
                     if rng.random() < 0.5:
-                        draw.rectangle([wx, wy, wx + 3, wy + 4], fill=(236, 222, 150))
+                        draw.rectangle([float(wx), float(wy), float(wx) + 3, float(wy) + 4], fill=(236, 222, 150))
             x += bw + rng.uniform(0, 0.02) * w
     elif scene.feature == "trees":
         for x in np.sort(rng.uniform(0, w, max(6, w // 30))):
@@ -345,8 +345,8 @@ def _facet_values(height: int, width: int, period: float, rng: np.random.Generat
     sx, sy = rng.uniform(0, width, count), rng.uniform(0, height, count)
     values = rng.uniform(0.0, 1.0, count)
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
-    nearest = np.zeros((height, width), dtype=np.int64)
-    best = np.full((height, width), np.inf, dtype=np.float32)
+    nearest: np.ndarray = np.zeros((height, width), dtype=np.int64)
+    best: np.ndarray = np.full((height, width), np.inf, dtype=np.float32)
     for k in range(count):  # one pass per seed keeps memory at H×W, not H×W×count
         d = (xx - sx[k]) ** 2 + (yy - sy[k]) ** 2
         closer = d < best

@@ -7,7 +7,7 @@ only describe and validate the summary; computing it belongs to ``segbench.tasks
 from __future__ import annotations
 
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -113,9 +113,9 @@ def summary_model(classes: tuple[str, str] = ("cat", "dog")) -> type[FlipSummary
     """
     if tuple(classes) == ("cat", "dog"):
         return FlipSummary
-    iou = create_model("ClassIoU_" + "_".join(classes), __base__=_Model,
-                       **{name: (float | None, ...) for name in ("background", *classes)})
-    group = create_model("GroupResult_" + "_".join(classes), __base__=GroupResult, iou=(iou, ...))
+    fields: dict[str, Any] = {name: (float | None, ...) for name in ("background", *classes)}
+    iou = create_model("ClassIoU_" + "_".join(classes), __base__=_Model, **fields)
+    group: Any = create_model("GroupResult_" + "_".join(classes), __base__=GroupResult, iou=(iou, ...))
     return create_model("FlipSummary_" + "_".join(classes), __base__=FlipSummary, class_iou=(iou, ...),
                         per_group=(list[group], ...))
 

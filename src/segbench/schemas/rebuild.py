@@ -17,7 +17,7 @@ import tomllib
 import typing
 import zoneinfo
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
     AfterValidator,
@@ -60,6 +60,7 @@ class PlanTable(BaseModel):
 class PlanEvaluation(PlanTable):
     """What every ``[[evaluate]]`` entry has; each dataset adds ``dataset = "<name>"`` and its options."""
 
+    dataset: str = Field(description="the dataset the predictions are for")
     name: str | None = Field(None, description="the row name in the rebuild table")
     predictions: PlanPath
     out: PlanPath | None = Field(None, description="default: <reports dir>/<dataset>/rebuild-<predictions>")
@@ -91,7 +92,7 @@ def check_cron(text: str) -> str:
     fields = text.split()
     if len(fields) != 5:
         raise ValueError(f"{text!r} has {len(fields)} fields; cron takes 5: minute hour day-of-month month day-of-week")
-    for index, (field, (name, low, high)) in enumerate(zip(fields, _CRON_FIELDS)):
+    for index, (field, (name, low, high)) in enumerate(zip(fields, _CRON_FIELDS, strict=True)):
         for item in field.lower().split(","):
             match = _CRON_ITEM.match(item)
             if not match or match.group(2) == "0":
@@ -138,6 +139,10 @@ class RebuildPlan(PlanTable):
     EVALUATED_DATASETS: ClassVar[tuple[str, ...]] = ()  # the ``dataset`` values [[evaluate]] accepts
 
     repo: PlanPath = Field(Path("."), description="the git + DVC project (publish, evaluations)")
+    # :func:`plan_model` narrows these three to the registered datasets and steps.
+    evaluate: list[PlanEvaluation] = Field(default_factory=list)
+    publish: PublishStep | None = None
+    schedule: list[Schedule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> RebuildPlan:
@@ -190,13 +195,15 @@ def plan_model(sections: tuple[tuple[str, type[PlanTable]], ...],
             field naming the datasets it evaluates.
     """
     steps = tuple(name for name, _ in sections)
-    entry = Annotated[Union[evaluations], Field(discriminator="dataset")] if evaluations else PlanEvaluation
-    schedule = create_model("Schedule", __base__=Schedule, steps=(
-        list[Literal[(*steps, *FINAL_STEPS)]] | None,
-        Field(None, min_length=1, description="run only these steps (default: all)")))
+    # Types made at run time: Any to the type checker, which cannot follow them.
+    entry: Any = Annotated[Union[evaluations], Field(discriminator="dataset")] if evaluations else PlanEvaluation
+    step_name: Any = Literal[(*steps, *FINAL_STEPS)]
+    schedule: Any = create_model("Schedule", __base__=Schedule, steps=(
+        list[step_name] | None, Field(None, min_length=1, description="run only these steps (default: all)")))
+    fields: dict[str, Any] = {name: (section | None, None) for name, section in sections}
     model = create_model(
         "RebuildPlan", __base__=RebuildPlan,
-        **{name: (section | None, None) for name, section in sections},
+        **fields,
         evaluate=(list[entry], Field(default_factory=list)),
         publish=(PublishStep | None, None),
         schedule=(list[schedule], Field(default_factory=list)),

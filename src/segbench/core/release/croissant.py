@@ -114,7 +114,7 @@ def croissant(plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str]
         record_sets.append(mlc.RecordSet(id=config, name=config, fields=fields,
                                          description=f"one row per example of config {config}"))
     described: set[str] = set()
-    for (config, split), parts in shards.items():
+    for (_config, split), parts in shards.items():
         for shard in parts:
             if shard.path in described:
                 continue  # a split that configs share: one file, one FileObject

@@ -10,38 +10,36 @@ one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``); fi
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from pathlib import Path
 
 from segbench.core.errors import InputError
 from segbench.core.io import sha256_bytes
 from segbench.core.resume import MANIFEST_NAME
-from segbench.core.versioning import DatasetSource
+from segbench.core.versioning import DatasetSource, parse_json
 
 
-class CheckedSource:
+class CheckedSource(DatasetSource):
     """A :class:`DatasetSource` whose reads are checked against the manifests of the builds they belong to."""
 
-    def __init__(self, source: DatasetSource) -> None:
-        self.source = source
+    def __init__(self, repo: str | Path, rev: str | None = None) -> None:
+        super().__init__(repo, rev)
         self._outputs: dict[str, dict[str, str] | None] = {}  # folder → its manifest's outputs (None: no manifest)
-
-    def __getattr__(self, name: str) -> Any:  # exists, listdir, describe, rev...
-        return getattr(self.source, name)
 
     def _build_of(self, relpath: str) -> tuple[str, dict[str, str]] | None:
         folder = posixpath.dirname(relpath)
         while folder:
             if folder not in self._outputs:
                 manifest = f"{folder}/{MANIFEST_NAME}"
-                self._outputs[folder] = (self.source.read_json(manifest).get("outputs") or {}
-                                         if self.source.exists(manifest) else None)
-            if self._outputs[folder] is not None:
-                return folder, self._outputs[folder]
+                self._outputs[folder] = (parse_json(super().read_bytes(manifest), manifest).get("outputs") or {}
+                                         if self.exists(manifest) else None)
+            outputs = self._outputs[folder]
+            if outputs is not None:
+                return folder, outputs
             folder = posixpath.dirname(folder)
         return None
 
     def read_bytes(self, relpath: str) -> bytes:
-        data = self.source.read_bytes(relpath)
+        data = super().read_bytes(relpath)
         build = self._build_of(relpath)
         if build is not None:
             folder, outputs = build
@@ -50,5 +48,3 @@ class CheckedSource:
                 raise InputError("the file differs from what its build wrote (its manifest's sha256)", path=relpath,
                                  hint=f"rebuild {folder} (or restore it with `dvc checkout`), then release again")
         return data
-
-    read_json = DatasetSource.read_json  # parses what the checked read_bytes returns

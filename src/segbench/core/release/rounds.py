@@ -107,9 +107,8 @@ def agreement_rows(rounds: list[AnnotationRound]) -> list[list[object]]:
 
 def low_agreement(rounds: list[AnnotationRound]) -> list[str]:
     """The questions whose κ is below :data:`LOW_KAPPA`, as ``round/question (κ …)``."""
-    return [f"{r.key}/{control} (κ {_num(values.get('kappa'))})" for r in rounds
-            for control, values in r.agreement.items()
-            if values.get("kappa") is not None and values["kappa"] < LOW_KAPPA]
+    return [f"{r.key}/{control} (κ {_num(kappa)})" for r in rounds for control, values in r.agreement.items()
+            if (kappa := values.get("kappa")) is not None and kappa < LOW_KAPPA]
 
 
 def timeframe(rounds: list[AnnotationRound]) -> str:

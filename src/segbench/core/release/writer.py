@@ -49,7 +49,7 @@ def write_table(stage: Path, plan: ReleasePlan, table: Table, collected: Collect
 
     def rows() -> Iterator[Mapping[str, Any]]:
         for row in table.rows():
-            row_id = str(row.get(id_column))
+            row_id = str(row.get(id_column) if id_column else None)
             if "license_id" in row:
                 collected.images[row_id] = row["license_id"]
             if plan.has_images and "image" in row:

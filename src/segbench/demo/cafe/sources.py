@@ -51,7 +51,7 @@ def _category_ids() -> tuple[dict[str, int], list[dict[str, Any]]]:
 
 def demo_scenes(source: str, count: int, *, seed: int) -> list[Scene]:
     """``count`` scenes for ``source``, settings cycling through indoor and outdoor ones."""
-    settings = [s for pair in zip(INDOOR_SETTINGS + INDOOR_SETTINGS[:1], OUTDOOR_SETTINGS) for s in pair]
+    settings = [s for pair in zip(INDOOR_SETTINGS + INDOOR_SETTINGS[:1], OUTDOOR_SETTINGS, strict=True) for s in pair]
     scenes = []
     for number in range(count):
         rng = random.Random(f"{seed}:{source}:{number}")
@@ -67,7 +67,7 @@ def _image(scene: Scene) -> dict[str, Any]:
 
 
 def _coco(scenes: Sequence[Scene], rendered: list[list[dict]], things: list[dict]) -> dict[str, Any]:
-    annotations = [{**ann, "id": scene.image_id * 100 + i} for scene, anns in zip(scenes, rendered)
+    annotations = [{**ann, "id": scene.image_id * 100 + i} for scene, anns in zip(scenes, rendered, strict=True)
                    for i, ann in enumerate(anns, start=1)]
     return {"info": {"description": "segbench CAFE demo (COCO style)"}, "licenses": [],
             "images": [_image(s) for s in scenes], "annotations": annotations, "categories": things}
@@ -77,7 +77,7 @@ def _lvis(scenes: Sequence[Scene], rendered: list[list[dict]], things: list[dict
     categories = [{"id": c["id"], "name": _LVIS_SENSE.get(c["name"], c["name"].replace(" ", "_")),
                    "synonyms": [c["name"].replace(" ", "_")], "frequency": "f"} for c in things]
     annotations = [{k: v for k, v in ann.items() if k != "iscrowd"} | {"id": scene.image_id * 100 + i}
-                   for scene, anns in zip(scenes, rendered) for i, ann in enumerate(anns, start=1)
+                   for scene, anns in zip(scenes, rendered, strict=True) for i, ann in enumerate(anns, start=1)
                    if not ann["iscrowd"]]  # LVIS has no crowd regions
     images = [{**_image(s), "neg_category_ids": [], "not_exhaustive_category_ids": []} for s in scenes]
     return {"info": {"description": "segbench CAFE demo (LVIS style)"}, "licenses": [], "images": images,
@@ -85,8 +85,9 @@ def _lvis(scenes: Sequence[Scene], rendered: list[list[dict]], things: list[dict
 
 
 def _saco(scenes: Sequence[Scene], rendered: list[list[dict]], names: Mapping[int, str]) -> dict[str, Any]:
-    images, annotations = [], []
-    for scene, anns in zip(scenes, rendered):
+    images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    for scene, anns in zip(scenes, rendered, strict=True):
         for phrase in sorted({names[a["category_id"]] for a in anns}):
             entry_id = len(images) + 1
             images.append({**_image(scene), "id": entry_id, "text_input": phrase, "is_instance_exhaustive": 1})
@@ -114,8 +115,10 @@ def generate_demo_cafe(root: Path, *, seed: int = 0, sizes: Mapping[str, int] | 
             jpeg, instances, _ = render_scene(scene, seed=seed, category_ids=ids)
             atomic_write_bytes(root / source / "images" / f"{scene.image_id:012d}.jpg", jpeg, durable=False)
             rendered.append(instances)
-        document = {"coco": lambda: _coco(scenes, rendered, things), "lvis": lambda: _lvis(scenes, rendered, things),
-                    "saco": lambda: _saco(scenes, rendered, names)}[source]()
+        if source == "saco":
+            document = _saco(scenes, rendered, names)
+        else:
+            document = {"coco": _coco, "lvis": _lvis}[source](scenes, rendered, things)
         write_json(root / source / "annotations.json", document)
         specs.append(SourceSpec(name=source, annotations=root / source / "annotations.json",
                                 images=root / source / "images"))

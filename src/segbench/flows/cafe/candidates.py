@@ -197,7 +197,8 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
                   params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
                   input_hashes=hashes)
     skips = SkipReport()
-    summary = run_build(build, lambda stage, planned: _edit_all(stage, *planned, sources, params, skips, editor),
+    summary = run_build(build, lambda stage, planned: _edit_all(stage, planned[0], planned[1], sources, params, skips,
+                                                                  editor),
                         CandidatesSummary, force=force, logger=logger,
                         prepare=lambda: _plan_all(sources, params, skips, provider, nltk_data),
                         finished=lambda manifest: {"skipped": manifest.counts["skipped"],

@@ -74,7 +74,8 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     build = Build(out=out, dataset="cafe", logic_version=versions.EXPORT, params=params, input_hashes=hashes)
     # Where the files are, whether exported now or found up to date.
     files = {"files": {stem: out / f"{stem}.json" for stem in cafe_export.SUBSETS}}
-    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, *verdicts, round_, files),
+    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, verdicts[0], verdicts[1], round_,
+                                                                       files),
                         ExportSummary, force=force, prepare=lambda: _verdicts(round_, candidates_path, answers_path),
                         finished=lambda _manifest: files, logger=get_run_logger())
     if not summary.up_to_date:

@@ -19,7 +19,7 @@ slice of the annotations.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -43,6 +43,14 @@ if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
 
 DEFAULT_SHARD_SIZE = 200
+
+
+T = TypeVar("T")
+
+
+def _quoted(value: T) -> T:
+    """``quote(value)``, typed as the value: the task receives the value itself, not walked by Prefect."""
+    return cast(T, quote(value))
 
 
 @task(**task_name("load-instances"), cache_policy=NO_CACHE)
@@ -191,11 +199,11 @@ def _build(stage: Stage, coco_root: Path, files: dict[str, Path], params: CocoCd
     context = label_contexts(stage.unit_key("context"), instances, files, params, return_state=True)
     records, selection, skipped = context.result()
     policy.report.skipped.extend(skipped)
-    # quote(): Prefect would otherwise walk thousands of records for every call (~1 s at COCO scale).
-    usable = check_image_files(coco_root, quote(records), policy) if params.write_images else [
+    # Quoted: Prefect would otherwise walk thousands of records for every call (~1 s at COCO scale).
+    usable = check_image_files(coco_root, _quoted(records), policy) if params.write_images else [
         r for r in records if r.context != cd.UNKNOWN]
-    plan = plan_splits(quote(usable), params)
-    tables = write_records(stage.path, instances, quote(records), quote(usable), plan, params, policy)
+    plan = plan_splits(_quoted(usable), params)
+    tables = write_records(stage.path, instances, _quoted(records), _quoted(usable), plan, params, policy)
     futures = _render_all(stage, instances, coco_root, plan, params, shard_size)
     counts = {
         "source_images": instances.source_images,

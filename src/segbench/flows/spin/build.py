@@ -84,7 +84,8 @@ def spin_round_items(partimagenet_root: Path, data_root: Path, params: SpinBuild
 
 
 @task(**task_name("read-partimagenet"), cache_policy=NO_CACHE)
-def load_source(partimagenet_root: Path, params: SpinBuildParams, policy: ImportPolicy):
+def load_source(partimagenet_root: Path, params: SpinBuildParams, policy: ImportPolicy
+                ) -> tuple[Any, dict[int, SourceImage]]:
     return selected_images(partimagenet_root, params, policy)
 
 

@@ -49,7 +49,7 @@ def _prepare(config: str, values: dict[str, Any]) -> dict[str, Any]:
         "part": text(config, "part", values["part"], shown=True),
         "subparts": [
             {"name": name, "slug": slug, "color": PALETTE[i % len(PALETTE)]}
-            for i, (name, slug) in enumerate(zip(subparts, slugs))
+            for i, (name, slug) in enumerate(zip(subparts, slugs, strict=True))
         ],
     }
 

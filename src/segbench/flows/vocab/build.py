@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.io import write_json, write_jsonl
@@ -96,12 +96,12 @@ def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
     Returns the nouns, the loaded pipeline's id and how many units ran now or were reused.
     """
     total: Counter[str] = Counter()
-    finished: list[Future] = []
-    in_flight: list[Future] = []
+    finished: list[PrefectFuture[Counter[str]]] = []
+    in_flight: list[PrefectFuture[Counter[str]]] = []
     limit = max(1, params.workers) * MAX_SHARDS_IN_FLIGHT_PER_WORKER
     slot = (params.spacy_model, params.batch_size)
 
-    def collect(future: Future) -> None:
+    def collect(future: PrefectFuture[Counter[str]]) -> None:
         total.update(future.result())
         finished.append(future)
 

@@ -192,12 +192,12 @@ def _count_single(gt: GroundTruth, preds: Predictions, image_ids: list[int], ann
     known = np.zeros(n, dtype=bool) if target_ious is None else np.asarray(
         [a is not None and target_ious.target.get(image_id) is a for image_id, a in zip(image_ids, anns, strict=True)])
     from_target = known[owner]
-    if from_target.any():
+    if target_ious is not None and from_target.any():
         iou[from_target] = target_ious.iou[index[from_target]]
     ask = [k for k in range(n) if anns[k] is not None and sizes[k] and not known[k]]
     if ask:
         asked = np.isin(owner, ask)
-        iou[asked] = grouped_ious(preds.rles, [members[k] for k in ask], [gt.rle(anns[k]) for k in ask])
+        iou[asked] = grouped_ious(preds.rles, [members[k] for k in ask], [gt.rle(ann) for k in ask if (ann := anns[k])])
     kept = preds.score[index][None, :] >= thresholds[:, None]  # (n_t, n_preds), grouped by image
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     has = sizes > 0

@@ -245,12 +245,12 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         rles = {id(ann): {"size": size, "counts": c} for ann, c, size in zip(annotations, counts, sizes.tolist(),
                                                                              strict=True)}
     else:
-        to_check = []
+        to_check: list[tuple[bytes, int, str]] = []
         for ann in annotations:
             image = images[ann["image_id"]]
-            counts = _compressed_counts(ann["segmentation"], image)
-            if counts is not None:
-                to_check.append((counts, image["height"] * image["width"], f"annotation {ann['id']}"))
+            ann_counts = _compressed_counts(ann["segmentation"], image)
+            if ann_counts is not None:
+                to_check.append((ann_counts, image["height"] * image["width"], f"annotation {ann['id']}"))
         check_compressed_rles(to_check, path)
     return GroundTruth(path=path, entries=list(data["images"]), images=images, cat_ids=sorted(cat_ids),
                        ann_index=ann_index, ann_ids_by_image=dict(ann_ids_by_image),
@@ -259,7 +259,10 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
 
 def _twice(kind: str, ids: list[Any], path: str) -> InputError:
     seen: set[Any] = set()
-    repeated = next(i for i in ids if i in seen or seen.add(i))
+    for repeated in ids:  # the caller knows one repeats; stop at its second occurrence
+        if repeated in seen:
+            break
+        seen.add(repeated)
     return InputError(f"{kind} id {repeated!r} appears twice", path=path, item=f"{kind} {repeated}",
                       hint=f"give every {kind} its own id (a copied entry?)")
 
@@ -368,7 +371,9 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
                            ignored=dict(sorted(ignored_.items())))
     by_image: dict[int, list[int]] = defaultdict(list)
     ignored: Counter[int] = Counter()
-    cats, scores, rles = [], [], []
+    cats: list[int] = []
+    scores: list[float] = []
+    rles: list[Any] = []
     to_check: list[tuple[bytes, int, str]] = []
     for index, pred in enumerate(data):
         item = f"prediction {index}"

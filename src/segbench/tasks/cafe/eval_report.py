@@ -120,7 +120,7 @@ def standing_section(metrics: Mapping[str, Any]) -> list[str]:
     for subset in CAFE_SUBSETS:
         for row in standing[subset]:
             by_model.setdefault(row["model"], {"type": row["type"]})[subset] = row["cgF1"]
-    order = sorted(by_model, key=lambda m: -(by_model[m].get(OVERALL) if by_model[m].get(OVERALL) is not None
+    order = sorted(by_model, key=lambda m: -(overall if (overall := by_model[m].get(OVERALL)) is not None
                                              else float("-inf")))
     lines = ["## Where the model stands", "",
              f"cgF1 ×100, published: {source_line(data, 'leaderboard')}. Split sizes: "

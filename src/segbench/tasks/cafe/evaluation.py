@@ -81,7 +81,7 @@ def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, datase
     evaluated: dict[str, Any] = {"ground_truth": source, "predictions": predictions}
     threshold, calibration, keep = params.score_threshold, None, None
     if params.calibrate:
-        if calibration_gt is not None:
+        if calibration_gt is not None and calibration_predictions is not None:  # both or neither
             cal_truth = read_ground_truth(calibration_gt)
             calibration = calibrate(cal_truth, read_predictions(calibration_predictions, cal_truth))
             calibration["source"] = f"{calibration_gt} + {calibration_predictions}"

@@ -98,7 +98,7 @@ def validate_saco(path: str | Path) -> list[AnnotationError]:
             fail(where, "needs a unique integer id")
             continue
         seen.add(ann["id"])
-        image = images.get(ann.get("image_id"))
+        image = images.get(ann["image_id"]) if "image_id" in ann else None
         if image is None:
             fail(where, f"refers to unknown image {ann.get('image_id')!r}")
             continue
@@ -196,5 +196,5 @@ def _check_mask(ann: dict[str, Any], image: dict[str, Any], where: str, fail) ->
     bbox = [float(xs[0]), float(ys[0]), float(xs[-1] - xs[0] + 1), float(ys[-1] - ys[0] + 1)]
     got = ann.get("bbox")
     if (not isinstance(got, list) or len(got) != 4 or not all(isinstance(v, (int, float)) for v in got)
-            or any(abs(float(a) - b) > 1.0 for a, b in zip(got, bbox))):
+            or any(abs(float(a) - b) > 1.0 for a, b in zip(got, bbox, strict=True))):
         fail(where, f"bbox {got!r} does not fit the mask (expected {bbox})")

@@ -187,17 +187,17 @@ def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> dict
 
 def subset_of_images(gt: GroundTruth, image_ids: np.ndarray) -> np.ndarray:
     """Each image's own subset abbreviation (``""`` when it has no CAFE ``edit_type``)."""
-    return np.asarray([_ABBR.get(gt.images[i].get("edit_type"), "") for i in image_ids.tolist()], dtype=object)
+    return np.asarray([_ABBR.get(gt.images[i].get("edit_type") or "", "") for i in image_ids.tolist()], dtype=object)
 
 
 def cgf1_by_subset(gt: GroundTruth, preds: Predictions, thresholds: Sequence[float],
                    image_ids: set[int] | None = None, target_ious: TargetIous | None = None,
-                   ) -> dict[str, list[dict[str, Any]]]:
+                   ) -> dict[str, list[dict[str, Any] | None]]:
     """cgF1 summaries per subset (and Overall), one per score threshold (``target_ious``: IoUs already known)."""
     ids = [i for i in evaluation_image_ids([gt]) if image_ids is None or i in image_ids]
     counts = evaluate_counts([gt], preds, thresholds, image_ids=ids, target_ious=target_ious)
     subsets = subset_of_images(gt, counts.image_ids)
-    out = {}
+    out: dict[str, list[dict[str, Any] | None]] = {}
     for name in (*SUBSETS, OVERALL):
         select = np.ones(len(subsets), bool) if name == OVERALL else subsets == name
         if not select.any():
@@ -210,7 +210,7 @@ def cgf1_by_subset(gt: GroundTruth, preds: Predictions, thresholds: Sequence[flo
 
 def tau_sweep(pairs: CafePairs, score_threshold: float, taus: Sequence[float]) -> dict[str, Any]:
     """Target-aware counts and rates per subset at each τ: ``{"tau": [...], subset: [table, ...]}``."""
-    tables = {name: [] for name in (*SUBSETS, OVERALL)}
+    tables: dict[str, list[Any]] = {name: [] for name in (*SUBSETS, OVERALL)}
     for tau in taus:
         flags = classify_pairs(pairs, score_threshold, tau)
         for name in tables:
@@ -256,7 +256,7 @@ def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CA
     if summaries[0] is None:
         raise InputError("the calibration split has no exhaustively annotated image", path=gt.path,
                          hint="use a larger calibration fraction or another calibration set")
-    values = [s["cgF1"] for s in summaries]
+    values = [s["cgF1"] for s in summaries if s is not None]  # one image set: all None or none
     top = max(values)
     best = min((k for k, v in enumerate(values) if v == top), key=lambda k: (abs(grid[k] - 0.5), grid[k]))
     return {"threshold": float(grid[best]), "cgF1": values[best],

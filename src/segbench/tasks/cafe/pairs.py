@@ -69,7 +69,8 @@ def pair_problem(wn: Any, q_pos: str, q_neg: str) -> tuple[str, str] | None:
 def deduplicate(keys: Sequence[str]) -> tuple[list[int], list[int]]:
     """Positions of the first occurrence of each key, and of the repeats (in input order)."""
     seen: set[str] = set()
-    kept, repeats = [], []
+    kept: list[int] = []
+    repeats: list[int] = []
     for position, key in enumerate(keys):
         (repeats if key in seen else kept).append(position)
         seen.add(key)

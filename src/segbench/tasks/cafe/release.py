@@ -199,7 +199,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     tables = []
     for config, subset in CONFIGS.items():
         count = len(pairs(subset))
-        tables.append(Table(config, SPLIT, count, lambda subset=subset: rows_of(subset)))
+        tables.append(Table(config, SPLIT, count, functools.partial(rows_of, subset)))
 
     def write_gallery(out: Path) -> list[str]:
         written = []

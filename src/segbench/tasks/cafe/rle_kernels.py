@@ -52,7 +52,7 @@ def _decode(buf: np.ndarray, start: int, end: int, runs: np.ndarray) -> int:  # 
     image needs."""
     p, m = start, 0
     while p < end:
-        value, digits = 0, 0
+        value, digits = np.int64(0), 0
         while True:
             c = np.int64(buf[p]) - 48
             if c < 0 or c > 63:

@@ -127,7 +127,9 @@ def _target(index: CocoIndex, source: str, ann: dict[str, Any], policy: ImportPo
                                       hint="fix or remove the annotation, or build with --on-error skip"))
         return None
     bitmap = rle_to_bitmap(rle)
-    xs, ys = bitmap.any(0).nonzero()[0], bitmap.any(1).nonzero()[0]
+    columns: Any = bitmap.any(0)  # 1-D arrays (numpy's stubs allow a scalar)
+    rows: Any = bitmap.any(1)
+    xs, ys = columns.nonzero()[0], rows.nonzero()[0]
     bbox = (float(xs[0]), float(ys[0]), float(xs[-1] - xs[0] + 1), float(ys[-1] - ys[0] + 1))
     return Target(
         key=target_key(source, image["id"], ann["id"]), source=source, image_id=image["id"], annotation_id=ann["id"],

@@ -79,7 +79,7 @@ def verdict(answer: ItemAnswer | None) -> tuple[bool, list[str]]:
 def verification_table(candidates: Sequence[Candidate], answers: Sequence[ItemAnswer]) -> dict[str, Any]:
     """Items, answered, verified and verified share per edit type and overall; "no" counts per control."""
     by_item = {a.item_id: a for a in answers}
-    rows = {name: {"items": 0, "answered": 0, "verified": 0, **{c: 0 for c in CONTROLS}}
+    rows: dict[str, dict[str, Any]] = {name: {"items": 0, "answered": 0, "verified": 0, **{c: 0 for c in CONTROLS}}
             for name in (*[t.name for t in EditType], "overall")}
     for candidate in candidates:
         answer = by_item.get(str(candidate.id))

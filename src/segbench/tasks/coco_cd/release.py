@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,10 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
               for config in flip.configs(source, data_dir) for split in flip.SPLITS}
     licence_table = [row for data in splits.values() for row in data.get("licenses", [])]
 
-    def licences_of(image: dict[str, Any]) -> list[Licence]:
+    def licences_of(image: Mapping[str, Any]) -> list[Licence]:
         return [coco_licence(image.get("license"), licence_table)]
 
-    def extra(image: dict[str, Any]) -> dict[str, Any]:
+    def extra(image: Mapping[str, Any]) -> dict[str, Any]:
         row = evidence.get(int(image["id"]), {})
         return {**{name: float(row.get(name) or 0.0) for name in ("fg_ratio", "indoor_share", "indoor_area",
                                                                    "outdoor_area")},

@@ -162,7 +162,7 @@ def group_of_records(records: Sequence[ContextRecord], params: CocoCdParams) -> 
 
 
 def check_image_files(
-    coco_root: Path, records: Sequence[ContextRecord], policy: ImportPolicy
+    coco_root: Path, records: Iterable[ContextRecord], policy: ImportPolicy
 ) -> list[ContextRecord]:
     """Records whose image file exists, opens and has the annotated size (others go to the policy).
 

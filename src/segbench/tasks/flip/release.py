@@ -84,7 +84,8 @@ def tables(source: DatasetSource, layout: FlipLayout, policy: ImagePolicy) -> tu
     Val and test are drawn once for every ρ (:mod:`segbench.core.splits`): when every config holds the
     same images there, the release writes them once, under ``data/balanced/``, and each config's
     ``validation`` and ``test`` point at those files."""
-    out, chosen = [], {}
+    out: list[Any] = []
+    chosen: dict[Any, Any] = {}
     names = configs(source, layout.data_dir)
     splits = {(config, split): read_split(source, f"{layout.data_dir}/splits/{config}/{split}.json")
               for config in names for split in SPLITS}

@@ -132,7 +132,7 @@ class SubpartAnswer:
 def subpart_answer(answer: Answer, subpart: str, ctx: PartContext, part_bitmap: np.ndarray,
                    containment: float) -> SubpartAnswer:
     """Validate and rasterise what ``answer`` says about ``subpart``."""
-    has = (answer.choices.get(f"has_{slugify(subpart)}") or [None])[0]
+    has = next(iter(answer.choices.get(f"has_{slugify(subpart)}") or []), None)
     drawn = [p for p in answer.polygons.get("polygons", []) if p.label == subpart]
     result = SubpartAnswer(has=has, polygons=len(drawn))
     if not drawn:
@@ -261,7 +261,7 @@ def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext]
 
 def _raw_record(answer: Answer, ctx: PartContext, names: list[str], part_bitmap: np.ndarray,
                 containment: float) -> dict[str, Any]:
-    visible = (answer.choices.get("part_visible") or [None])[0]
+    visible = next(iter(answer.choices.get("part_visible") or []), None)
     flags = [] if visible in ("yes", "no") else ["part_visible_missing"]
     labels = {p.label for p in answer.polygons.get("polygons", [])}
     flags += ["unknown_subpart"] if labels - set(names) else []

@@ -213,10 +213,10 @@ def subpart_annotations(resolved: Sequence[ResolvedSubpart], images: Mapping[int
         key = (record.part_ann_id, record.category)
         if problem is None and key in seen:
             problem = "a second record for the same part and category"
-        if problem is None and int(rle_area([rle])[0]) == 0:
+        if rle is not None and problem is None and int(rle_area([rle])[0]) == 0:
             problem = "empty mask"
-        if problem is not None:
-            policy.handle(AnnotationError(problem, path=path, item=item, hint="re-run the crowd import"))
+        if problem is not None or rle is None:
+            policy.handle(AnnotationError(problem or "no mask", path=path, item=item, hint="re-run the crowd import"))
             continue
         seen.add(key)
         rows.append((image.image_id, record.part_ann_id, by_name[record.category].id, rle))

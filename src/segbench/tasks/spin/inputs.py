@@ -197,15 +197,15 @@ def read_ground_truth(source: DatasetSource, dataset_dir: str, split: str) -> Sp
             instances[key[0]].setdefault(level, {})[ann["id"]] = Instance(key[1], rle, ann.get("parent_id"))
             annotations[level][ann["id"]] = key
     hierarchy = build_hierarchy(names, restricted, files["subparts"], categories=categories, links=links)
-    images = {}
+    truths: dict[int, ImageTruth] = {}
     for image_id, img in sorted(records.items()):
         wholes = entities[image_id]["wholes"]
         supercategory = img.get("supercategory") or (hierarchy.whole_super[min(wholes)] if wholes else "unknown")
-        images[image_id] = ImageTruth(
+        truths[image_id] = ImageTruth(
             image_id, img["height"], img["width"], str(supercategory), img.get("object_class"),
             {lv: {cat: (tuple(rles), parent) for cat, (rles, parent) in sorted(entities[image_id][lv].items())}
              for lv in LEVELS}, instances[image_id])
-    return SpinTruth(images, hierarchy, annotations, files)
+    return SpinTruth(truths, hierarchy, annotations, files)
 
 
 def _check_gt_annotation(ann: Any, level: str, images: Mapping[int, Any], names: Mapping[int, str],
@@ -221,7 +221,7 @@ def _check_gt_annotation(ann: Any, level: str, images: Mapping[int, Any], names:
     elif "segmentation" not in ann:
         problem = "has no segmentation"
     elif level in PARENT_LEVEL:
-        parent = annotations[PARENT_LEVEL[level]].get(ann.get("parent_id"))
+        parent = annotations[PARENT_LEVEL[level]].get(ann["parent_id"]) if _is_int(ann.get("parent_id")) else None
         if parent is None or parent[0] != ann["image_id"]:
             problem = f"parent_id {ann.get('parent_id')!r} is no {PARENT_LEVEL[level]} annotation of its image"
     if problem:
@@ -250,7 +250,8 @@ def _resolve(entry: Mapping[str, Any], level: str, truth: SpinTruth, path: str, 
                 raise AnnotationError(f"{field} {entry[field]!r} disagrees with gt_id {gt_id} ({field} {value})",
                                       path=path, item=item, hint="drop the field or fix it")
         return key
-    image_id, category_id = entry.get("image_id"), entry.get("category_id")
+    image_id: Any = entry.get("image_id")
+    category_id: Any = entry.get("category_id")
     if image_id not in truth.images:
         raise AnnotationError(f"unknown image_id {image_id!r}", path=path, item=item,
                               hint=f"use image ids of {truth.files[level]} (is this the right --split?)")

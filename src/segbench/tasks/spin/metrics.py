@@ -235,19 +235,19 @@ class SpinAccumulator:
                     add_row(self.spatial, key, [0, 0, 1, 0], _SPATIAL)
                 elif parent is None or not parent.any():
                     add_row(self.spatial, key, [0, 0, 0, 1], _SPATIAL)
-                else:
-                    add_row(self.spatial, key, [containment(child, parent), 1, 0, 0], _SPATIAL)
+                else:  # a non-empty child has a containment
+                    add_row(self.spatial, key, [containment(child, parent) or 0.0, 1, 0, 0], _SPATIAL)
 
     def _semantic(self, prompt: str, image: ImageTruth, masks: Sequence[tuple[str, int, float, np.ndarray]],
                   hierarchy: Hierarchy, shape: tuple[int, int]) -> None:
-        maps = [label_map([(cat, score, mask) for lv, cat, score, mask in masks if lv == level], shape)
-                for level in ("subparts", "parts", "wholes")]
+        subparts, parts, wholes = (label_map([(cat, score, mask) for lv, cat, score, mask in masks if lv == level],
+                                             shape) for level in ("subparts", "parts", "wholes"))
         allowed = None
         if prompt == "specific" and hierarchy.restricted:
             allowed = np.ones(len(hierarchy.lookup_tables[0]), dtype=bool)
             for sub, classes in hierarchy.restricted.items():
                 allowed[sub] = image.object_class in classes
-        pixels, entailed = entailed_pixels(*maps, hierarchy, allowed)
+        pixels, entailed = entailed_pixels(subparts, parts, wholes, hierarchy, allowed)
         if pixels:
             add_row(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
 
@@ -273,7 +273,8 @@ class SpinAccumulator:
     def _seg_rows(self, prompt: str, level: str, hierarchy: Hierarchy | None = None,
                   supercategory: str | None = None) -> dict[int, list[float]]:
         return {cat: values for (p, lv, cat), values in self.seg.items() if p == prompt and lv == level
-                and (supercategory is None or hierarchy.supercategory(level, cat) == supercategory)}
+                and (supercategory is None or hierarchy is not None
+                     and hierarchy.supercategory(level, cat) == supercategory)}
 
     def _spcs(self, prompt: str, supercategory: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -342,10 +343,13 @@ class _Answered:
         """(child mask, parent mask) per child entity linked by the ground truth."""
         instances = self.image.instances
         for cat, (_, parent_cat) in self.image.entities.get(child_level, {}).items():
+            # A part or subpart always has a parent; only wholes have none.
             if (child_level, cat) not in self.per_instance:
+                assert parent_cat is not None
                 yield self.category_mask(child_level, cat), self.category_mask(parent_level, parent_cat)
                 continue
             for ann_id, instance in self._instances(child_level, cat):
+                assert instance.parent_id is not None
                 parent = instances[parent_level][instance.parent_id]
                 parent_mask = (self._mask(parent_level, instance.parent_id)
                                if (parent_level, parent.category_id) in self.per_instance
@@ -379,8 +383,8 @@ def _level_summary(rows: Mapping[int, list[float]], names: Mapping[int, str]) ->
         categories.append({"id": cat, "name": names[cat], "iou": _ratio(inter, union),
                            "mean_entity_iou": _ratio(iou_sum, entities), "entities": int(entities),
                            "abstained": int(abstained), "unprompted": int(unprompted)})
-    ious = [c["iou"] for c in categories if c["iou"] is not None]
-    entities = sum(rows[c][2] for c in rows)
+    ious = [iou for cat in sorted(rows) if (iou := _ratio(rows[cat][0], rows[cat][1])) is not None]
+    entities = sum(row[2] for row in rows.values())
     return {
         "miou": sum(ious) / len(ious) if ious else None,
         "mean_entity_iou": _ratio(sum(rows[c][4] for c in rows), entities),

@@ -53,14 +53,14 @@ def recognition_accuracy(answers: Iterable[Answer], hierarchy: Hierarchy) -> dic
         add_row(table, (a.prompt, a.level, a.category_id), [a.answer == a.truth, 1, a.answer], _ANSWERS)
     out: dict[str, Any] = {}
     for prompt in PROMPTS:
-        levels = {}
+        levels: dict[str, Any] = {}
         for level in LEVELS:
             rows = {cat: v for (p, lv, cat), v in table.items() if p == prompt and lv == level}
             if not rows:
                 continue
-            cats = [{"id": cat, "name": hierarchy.names[level][cat], "accuracy": rows[cat][0] / rows[cat][1],
+            cats: list[dict[str, Any]] = [{"id": cat, "name": hierarchy.names[level][cat], "accuracy": rows[cat][0] / rows[cat][1],
                      "answers": int(rows[cat][1])} for cat in sorted(rows)]
-            correct, total, yes = (sum(v[i] for v in rows.values()) for i in range(_ANSWERS))
+            correct, total, yes = (sum(row[i] for row in rows.values()) for i in range(_ANSWERS))
             levels[level] = {"macc": sum(c["accuracy"] for c in cats) / len(cats), "accuracy": correct / total,
                              "answers": int(total), "yes_rate": yes / total, "categories": cats}
         if levels:

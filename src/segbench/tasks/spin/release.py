@@ -10,6 +10,7 @@ the image column from a local PartImageNet or ImageNet copy and checks each file
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                  "by people; for hierarchical segmentation and its metrics (SpCS, SeCS)."),
         features=features, descriptions=DESCRIPTIONS,
         tables=[Table("default", HUB_SPLIT[split], len(files[split]["wholes"]["images"]),
-                      lambda split=split: rows_of(split)) for split in SPLITS],
+                      functools.partial(rows_of, split)) for split in SPLITS],
         native=native, version=manifest["build_key"], created=manifest["created_at"], sources=dict(manifest["inputs"]),
         selection={"kept images": filters["kept_images"], "background-only images": filters["background_only_total"],
                    "over the per-supercategory cap": filters["over_cap_total"],

@@ -15,7 +15,9 @@ from pathlib import Path
 from segbench.core.errors import InputError
 from segbench.core.io import read_bytes, sha256_bytes
 from segbench.schemas.spin import (
+    AddRule,
     RemovedSubpart,
+    RenameRule,
     Subpart,
     SubpartProvenance,
     TaxonomyEdits,
@@ -53,8 +55,9 @@ def load_edits(path: str | Path, catalog: Catalog) -> tuple[TaxonomyEdits, str]:
             if not matching_parts(catalog, pattern):
                 raise InputError(f"rule {rule.id!r}: part {pattern!r} matches no PartImageNet part", path=path,
                                  item=rule.id, hint=f"parts are <Super>-<SPIN part>: {', '.join(catalog.part_keys())}")
-    for rule in [*edits.add, *edits.rename]:
-        names = rule.subparts if hasattr(rule, "subparts") else [rule.to]
+    named: list[AddRule | RenameRule] = [*edits.add, *edits.rename]
+    for rule in named:
+        names = rule.subparts if isinstance(rule, AddRule) else [rule.to]
         for name in names:
             if normalise_name(name) != name:
                 raise InputError(f"rule {rule.id!r}: subpart name {name!r} is not in display form", path=path,
@@ -181,25 +184,25 @@ def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], propos
                     if gone is not None:
                         removed.append(RemovedSubpart(name=gone.name, by=rule.id))
                         used.add(rule.id)
-        for rule in edits.rename:
-            source = entries.get((normalise_name(rule.from_) or rule.from_).lower())
-            if source is None or not _applies(catalog, rule.parts, key):
+        for renaming in edits.rename:
+            source = entries.get((normalise_name(renaming.from_) or renaming.from_).lower())
+            if source is None or not _applies(catalog, renaming.parts, key):
                 continue
-            used.add(rule.id)
+            used.add(renaming.id)
             del entries[source.name.lower()]
-            if rule.to.lower() in entries:
-                removed.append(RemovedSubpart(name=source.name, by=rule.id))
+            if renaming.to.lower() in entries:
+                removed.append(RemovedSubpart(name=source.name, by=renaming.id))
                 continue
-            entries[rule.to.lower()] = _Entry(rule.to, SubpartProvenance(
-                proposed_by=source.provenance.proposed_by, edit="renamed", by=rule.id, renamed_from=source.name))
-        for rule in edits.add:
-            if not _applies(catalog, rule.parts, key):
+            entries[renaming.to.lower()] = _Entry(renaming.to, SubpartProvenance(
+                proposed_by=source.provenance.proposed_by, edit="renamed", by=renaming.id, renamed_from=source.name))
+        for adding in edits.add:
+            if not _applies(catalog, adding.parts, key):
                 continue
-            for name in rule.subparts:
+            for name in adding.subparts:
                 if name.lower() not in entries:
-                    entries[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=rule.id),
-                                                   objects=list(rule.objects) if rule.objects else None)
-                    used.add(rule.id)
+                    entries[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=adding.id),
+                                                   objects=list(adding.objects) if adding.objects else None)
+                    used.add(adding.id)
         if edits.reference is not None:
             entries = _apply_reference(entries, edits.reference.get(key, []), removed)
         subparts = [Subpart(name=e.name, category=f"{key}-{e.name}", objects=e.objects, provenance=e.provenance)

@@ -139,14 +139,17 @@ class MemoAttributeRuler:
 
         ordered = sorted(keys)
         made = Doc(vocab, words=[vocab.strings[key[0]] for key in ordered], spaces=[True] * len(ordered))
-        made.from_array(KEY_ATTRS[1:-1], np.asarray([key[1:] for key in ordered], dtype=np.uint64))
-        if len(ordered) > 1 and may_match_many(self.triggers, made.to_array(KEY_ATTRS)):
+        keys_array: Any = np.asarray([key[1:] for key in ordered], dtype=np.uint64)  # spaCy's stubs say int64
+        made.from_array(KEY_ATTRS[1:-1], keys_array)
+        # (annotate learns only when there are triggers)
+        if len(ordered) > 1 and self.triggers is not None and may_match_many(self.triggers, made.to_array(KEY_ATTRS)):
             for key in ordered:  # none of them meets a condition alone: its own caption did not
                 self._learn({key}, vocab)
             return
         self.ruler(made)
         self.ruled += 1
-        self.memo.update(zip(ordered, map(tuple, made.to_array(SET_ATTRS).tolist()), strict=True))
+        learned: Any = made.to_array(SET_ATTRS).tolist()  # rows of ints
+        self.memo.update(zip(ordered, (tuple(row) for row in learned), strict=True))
 
 
 class MiningPipeline:
@@ -170,15 +173,17 @@ class MiningPipeline:
         if not self.fast:
             yield from self.nlp.pipe(texts, batch_size=batch_size)
             return
+        ruler = self.ruler
+        assert ruler is not None  # the fast path has one
         with self.nlp.select_pipes(disable=list(REPLACED)):
             batch: list[Any] = []
             for doc in self.nlp.pipe(texts, batch_size=batch_size):
                 batch.append(doc)
                 if len(batch) == batch_size:
-                    yield from self.ruler.annotate(batch)
+                    yield from ruler.annotate(batch)
                     batch = []
             if batch:
-                yield from self.ruler.annotate(batch)
+                yield from ruler.annotate(batch)
 
     def head_lemma(self, token: Any) -> str:
         """The lemma the lemmatizer component would give ``token`` (it keeps one the ruler set)."""

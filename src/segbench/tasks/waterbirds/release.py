@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan
@@ -39,7 +40,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     manifest = source.read_json(f"{data_dir}/manifest.json")
     params, counts = manifest["params"], manifest["counts"]
 
-    def extra(image: dict[str, Any]) -> dict[str, Any]:
+    def extra(image: Mapping[str, Any]) -> dict[str, Any]:
         return {"species": image["species"], "place_name": image["place"], "place_file": image["place_file"],
                 "cub_split": image["cub_split"]}
 
