@@ -1,27 +1,26 @@
-"""Every ``segbench`` command the README shows exists, with every option it shows.
+"""Every ``segbench`` command the README and the docs show exists, with every option it shows.
 
-The README's ``bash`` blocks are what a new user copies: a renamed command or option there fails
-here, not in their terminal. The same check reads the commands that ``fix:`` lines name.
+Their ``bash`` blocks are what a new user copies: a renamed command or option there fails here,
+not in their terminal. The same check reads the commands that ``fix:`` lines name.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from support.commands import check_fix_lines, check_invocation
+from support.docs import text_of_pages
 
 pytestmark = pytest.mark.unit
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 PROGRAM = ".venv/bin/segbench"
 
 
 def _invocations() -> list[str]:
-    """Each README line (continuations joined) that runs segbench, from the program name on."""
+    """Each line of the pages (continuations joined) that runs segbench, from the program name on."""
     found = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
+    for block in re.findall(r"```bash\n(.*?)```", text_of_pages(), re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.split(r"\s#\s|\s\|\s(?!-)|&&|;", line)[0]  # comments and the next command off
             if PROGRAM in line:

@@ -1,4 +1,4 @@
-"""The README's bash blocks marked as running after ``make demo`` run as written, line by line, on a
+"""The bash blocks of the README and the docs marked as running after ``make demo`` run as written, line by line, on a
 copy of the demo project. The other blocks need real datasets, a Label Studio server or a remote;
 ``tests/test_readme_commands.py`` checks that every command and option they show exists."""
 
@@ -8,19 +8,18 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.docs import text_of_pages
 from support.hostile_builds import child_env
 
 pytestmark = pytest.mark.integration
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 MARK = "<!-- runs as written after `make demo`"
 
 
 def _marked_blocks() -> list[str]:
-    return re.findall(re.escape(MARK) + r".*?-->\n```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return re.findall(re.escape(MARK) + r".*?-->\n```bash\n(.*?)```", text_of_pages(), re.S)
 
 
 def _commands(block: str) -> list[list[str]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.docs import text_of_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -103,8 +104,7 @@ def test_the_card_header_has_no_yaml_anchors(demo_project):
 
 def test_the_readmes_loading_code_runs_as_written_without_segbench(demo_project, tmp_path):
     project, _ = demo_project
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    code = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "load_dataset" in block)
+    code = next(block for block in re.findall(r"```python\n(.*?)```", text_of_pages(), re.S) if "load_dataset" in block)
     code += "\nimport sys\nassert 'segbench' not in sys.modules\n"
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "HF_HOME": str(tmp_path / "huggingface"), "HF_DATASETS_OFFLINE": "1"})

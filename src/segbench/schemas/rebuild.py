@@ -38,7 +38,7 @@ from segbench.schemas.results import Units
 # The order a rebuild runs in: every dataset (in registry order), then the evaluations of what was
 # built, then one publish that versions the datasets and the reports together.
 FINAL_STEPS = ("evaluate", "publish")
-PLAN_EXAMPLE = "see the plan example under 'Scheduled rebuilds' in the README"
+PLAN_EXAMPLE = "see the plan example in docs/how-to/rebuild.md"
 
 
 def resolve_plan_path(path: Path, info: ValidationInfo) -> Path:
