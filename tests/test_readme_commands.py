@@ -37,7 +37,7 @@ def test_every_command_the_readme_shows_exists_with_its_options(line):
     check_invocation(line)
 
 
-@pytest.mark.parametrize("line", [f"{PROGRAM} rounds create r1 --per-groups 5", f"{PROGRAM} evaluate cocos --rev v1",
+@pytest.mark.parametrize("line", [f"{PROGRAM} rounds create coco_cd_context_audit r1 --per-groups 5", f"{PROGRAM} evaluate cocos --rev v1",
                                   f"{PROGRAM} --data-roots d build coco-cd"])
 def test_a_renamed_command_or_option_would_fail(line):
     with pytest.raises(AssertionError):
@@ -56,6 +56,6 @@ def test_a_fix_naming_a_command_that_does_not_exist_fails(output):
 
 
 def test_fixes_naming_real_commands_and_prose_pass():
-    check_fix_lines("Error: a\n  fix: create one with `segbench rounds create` (COCO-CD audit) or `segbench spin rounds`\n"
+    check_fix_lines("Error: a\n  fix: create one with `segbench rounds create coco_cd_context_audit` or `segbench spin import`\n"
                     "Error: b\n  fix: unset it (segbench then starts one itself); build it with segbench build first\n"
                     "Error: c\n  fix: delete it and run `segbench rounds ingest audit-1` again, or see segbench.toml")

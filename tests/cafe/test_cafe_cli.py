@@ -21,8 +21,8 @@ def test_cafe_from_sources_to_the_sa_co_export_through_the_command_line(tmp_path
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
 
     candidates = run(tmp_path, "build", "cafe-candidates", *options)
-    assert "CAFE candidates" in candidates.output and "Next: segbench build cafe-verification" in candidates.output
-    created = run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files")
+    assert "CAFE candidates" in candidates.output and "Next: segbench rounds create cafe_verification" in candidates.output
+    created = run(tmp_path, "rounds", "create", "cafe_verification", "v1", "--backend", "files")
     assert "Round created" in created.output
     run(tmp_path, "rounds", "launch", "v1")
 

@@ -27,7 +27,7 @@ def test_cafe_round_by_subset_and_a_follow_up_feed_the_export(tmp_path):
     data = tmp_path / "data"
     run(tmp_path, "build", "cafe-candidates",
         *[arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")])
-    run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files")
+    run(tmp_path, "rounds", "create", "cafe_verification", "v1", "--backend", "files")
     round_ = _round(data, "v1")
     subsets = {item.batch for item in round_.items}
     assert subsets <= {"SM", "CC", "OC"} and len(subsets) >= 2

@@ -32,7 +32,7 @@ def test_known_bad_pairs_are_gold_in_the_verification_round(tmp_path):
     data = tmp_path / "data"
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
     run(tmp_path, "build", "cafe-candidates", *options)
-    run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files", "--gold", "2", "--seed", "4",
+    run(tmp_path, "rounds", "create", "cafe_verification", "v1", "--backend", "files", "--gold", "2", "--seed", "4",
         "--rule", "min_gold_answers=2")  # two gold pairs: each worker judged on them
     round_ = Round.model_validate(read_json(data / "rounds" / "v1.json"))
     candidates = read_candidates(data / "cafe_candidates")
@@ -72,7 +72,7 @@ def test_unedited_source_images_are_gold_too(tmp_path):
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
     run(tmp_path, "build", "cafe-candidates", *options)
     given = [arg for spec in sources for arg in ("--gold-source", f"{spec.name}={spec.images}")]
-    run(tmp_path, "build", "cafe-verification", "v2", "--backend", "files", "--gold", "4", *given)
+    run(tmp_path, "rounds", "create", "cafe_verification", "v2", "--backend", "files", "--gold", "4", *given)
     round_ = Round.model_validate(read_json(data / "rounds" / "v2.json"))
     kinds = sorted(str(i.gold) for i in round_.items if i.gold)
     assert kinds == sorted([str({"mask_fits": "no"})] * 2 + [str({"negative_invalid": "no"})] * 2)
@@ -88,7 +88,7 @@ def test_unedited_source_images_are_gold_too(tmp_path):
         original = np.asarray(Image.open(spec.images / source.file_name).convert("L"), dtype=float)
         assert np.median(np.abs(shown - original)) < 8  # the unedited picture, outline aside
 
-    bad = run(tmp_path, "build", "cafe-verification", "v3", "--backend", "files", "--gold", "2", "--gold-source",
+    bad = run(tmp_path, "rounds", "create", "cafe_verification", "v3", "--backend", "files", "--gold", "2", "--gold-source",
               "coco", code=1)
     assert "--gold-source" in bad.exception.item and bad.exception.hint
 
@@ -98,7 +98,7 @@ def test_a_cafe_qualification_round_gates_the_verification_round(tmp_path):
     data = tmp_path / "data"
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
     run(tmp_path, "build", "cafe-candidates", *options)
-    run(tmp_path, "build", "cafe-verification", "q1", "--backend", "files", "--gold", "3", "--qualification",
+    run(tmp_path, "rounds", "create", "cafe_verification", "q1", "--backend", "files", "--gold", "3", "--qualification",
         "--pass-threshold", "1", "--seed", "4", "--rule", "min_gold_answers=3")  # three gold answers each
     qual = Round.model_validate(read_json(data / "rounds" / "q1.json"))
     assert qual.purpose == "qualification" and len(qual.items) == 3 and all(i.gold for i in qual.items)
@@ -114,7 +114,7 @@ def test_a_cafe_qualification_round_gates_the_verification_round(tmp_path):
     assert (data / "rounds" / "q1" / "qualification.csv").read_text().splitlines() == [
         "Worker ID,UPDATE-segbench-q1", "SIMWORKER01,100"]
 
-    run(tmp_path, "build", "cafe-verification", "v1", "--backend", "files", "--requires", "q1", "--overlap", "3")
+    run(tmp_path, "rounds", "create", "cafe_verification", "v1", "--backend", "files", "--requires", "q1", "--overlap", "3")
     round_ = Round.model_validate(read_json(data / "rounds" / "v1.json"))
     assert round_.requires == "q1"
     run(tmp_path, "rounds", "launch", "v1")

@@ -264,7 +264,7 @@ def test_a_rho_outside_the_range_is_refused_with_the_console_exit_code(case):
 @pytest.mark.parametrize("command", ["coco_cd", "waterbirds", "cafe", "rounds-create"])
 def test_a_negative_seed_is_refused_by_the_option(case, command):
     project, src, outs = case
-    args = (["rounds", "create", "audit-x"] if command == "rounds-create" else _args(command, src))
+    args = (["rounds", "create", "coco_cd_context_audit", "audit-x"] if command == "rounds-create" else _args(command, src))
     before = {name: tree_hash(out) for name, out in outs.items()}
     output = usage_refused(project, *args, "--seed", "-1", option="--seed")
     assert "seed -1 draws exactly what seed 1 draws" in " ".join(output.replace("│", " ").split())

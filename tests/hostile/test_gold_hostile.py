@@ -14,7 +14,7 @@ T0 = "2026-01-01T00:00:00+00:00"
 
 @pytest.mark.parametrize("value", ["-1", "-30"])
 def test_a_negative_gold_count_is_refused(tmp_path, value):
-    outcome = run_main(tmp_path, "rounds", "create", "a1", "--backend", "files", "--gold", value)
+    outcome = run_main(tmp_path, "rounds", "create", "coco_cd_context_audit", "a1", "--backend", "files", "--gold", value)
     assert_clean_failure(outcome, "--gold", f"--gold {value}")
     assert snapshot(tmp_path / "data") == {str(tmp_path / "data"): {}}
 
@@ -49,7 +49,7 @@ def test_side_files_of_a_round_are_not_taken_for_rounds(tmp_path):
     for name in ("work.workers.json", "work.qualified.json", "work.answers.json"):
         (store.root / name).write_text("{}")
     assert store.keys() == ["work"]
-    assert_clean_failure(run_main(tmp_path, "rounds", "create", "x.workers", "--backend", "files"), "x.workers")
+    assert_clean_failure(run_main(tmp_path, "rounds", "create", "coco_cd_context_audit", "x.workers", "--backend", "files"), "x.workers")
 
 
 def test_a_damaged_gold_answer_in_the_answers_file_is_named_with_the_fix(tmp_path):

@@ -92,16 +92,16 @@ def test_a_files_round_through_the_command_line(dirs, tmp_path):
     build = segbench("build", "coco-cd", "--coco-root", str(world), "--stuff-root", str(world), "--no-images",
                      "--val-per-group", "2", "--test-per-group", "3", cwd=project, home=home)
     assert build.returncode == 0, build.stderr
-    no_images = segbench("rounds", "create", "a1", "--backend", "files", cwd=project, home=home)
+    no_images = segbench("rounds", "create", "coco_cd_context_audit", "a1", "--backend", "files", cwd=project, home=home)
     assert no_images.returncode == 2 and "--no-images" in no_images.stderr  # the audit shows the images
     assert segbench("build", "coco-cd", "--coco-root", str(world), "--stuff-root", str(world),
                     "--val-per-group", "2", "--test-per-group", "3", cwd=project, home=home).returncode == 0
 
-    create = segbench("rounds", "create", "a1", "--backend", "files", "--per-group", "1", "--overlap", "1",
+    create = segbench("rounds", "create", "coco_cd_context_audit", "a1", "--backend", "files", "--per-group", "1", "--overlap", "1",
                       cwd=project, home=home)
     assert create.returncode == 0, create.stderr
     assert "Next: segbench rounds launch a1" in create.stdout
-    again = segbench("rounds", "create", "a1", "--backend", "files", "--per-group", "1", cwd=project, home=home)
+    again = segbench("rounds", "create", "coco_cd_context_audit", "a1", "--backend", "files", "--per-group", "1", cwd=project, home=home)
     assert again.returncode == 2 and "a1" in again.stderr and "overwrite" in again.stderr
     launch = segbench("rounds", "launch", "a1", cwd=project, home=home)
     assert launch.returncode == 0 and "tasks.csv" in launch.stdout

@@ -91,7 +91,7 @@ def test_options_with_a_fixed_set_of_values_list_them():
     expected = {(): {"--runner": "threads|dask"},
                 ("build", "waterbirds"): {"--species-match": "tokens|substring", "--on-error": "fail|skip"},
                 ("build", "coco-cd"): {"--on-error": "fail|skip"},
-                ("rounds", "create"): {"--kind": "coco_cd_context_audit", "--backend": "labelstudio|files"}}
+                ("rounds", "create", "coco_cd_context_audit"): {"--backend": "labelstudio|files"}}
     for path, options in expected.items():
         rows = CliRunner().invoke(app, [*path, "--help"], env=WIDE).output.splitlines()
         for option, choices in options.items():
@@ -99,12 +99,16 @@ def test_options_with_a_fixed_set_of_values_list_them():
             assert f"<{choices}>" in row, (path, row)
 
 
-def test_a_round_kind_is_given_by_its_one_name_and_the_old_one_still_works(tmp_path):
-    # Past the option check, both names reach the command (which then needs a COCO-CD build).
-    for name in ("coco_cd_context_audit", "coco-cd-audit"):
-        failed = run(tmp_path, "rounds", "create", "audit-1", "--kind", name, code=1)
-        assert "coco_cd" in str(failed.exception)
-    assert "is not a kind" in run(tmp_path, "rounds", "create", "audit-1", "--kind", "spin", code=2).output
+def test_rounds_create_has_a_command_for_every_registered_round_kind_under_its_one_name(tmp_path):
+    from segbench import registry
+
+    kinds = registry.round_kinds()
+    listed = CliRunner().invoke(app, ["rounds", "create", "--help"], env=WIDE).output
+    assert kinds and all(re.search(rf"│ {name}\s", listed) for name in kinds), listed
+    failed = run(tmp_path, "rounds", "create", "coco_cd_context_audit", "audit-1", code=1)  # needs a COCO-CD build
+    assert "coco_cd" in str(failed.exception)
+    assert "No such command 'coco-cd-audit'" in run(tmp_path, "rounds", "create", "coco-cd-audit", "audit-1",
+                                                     code=2).output
 
 
 def test_every_build_of_a_sharded_dataset_has_the_same_build_options():
@@ -228,8 +232,8 @@ def test_help_in_a_pipe_is_laid_out_wide_unless_a_width_is_set(monkeypatch):
 @pytest.mark.parametrize("args", [
     ["build", "vocab", "--captions", "absent.json"],
     ["build", "spin", "--partimagenet", "absent"],
-    ["spin", "rounds", "--partimagenet", "absent", "--key", "k"],
-    ["rounds", "create", "k", "--gold-file", "absent.json"],
+    ["rounds", "create", "spin_subparts", "k", "--partimagenet", "absent"],
+    ["rounds", "create", "coco_cd_context_audit", "k", "--gold-file", "absent.json"],
     ["vocab", "map", "--vocab", "absent.json", "--descriptions", "absent.json", "--out", "o.json"],
 ])
 def test_a_missing_input_is_refused_when_the_command_line_is_read(tmp_path, args):

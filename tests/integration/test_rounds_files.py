@@ -155,7 +155,7 @@ def test_an_audit_round_can_launch_group_by_group(data_root):
     from support.cli import run
 
     project = data_root.parent
-    run(project, "rounds", "create", "audit-groups", "--backend", "files", "--per-group", "2", "--batch-by-group")
+    run(project, "rounds", "create", "coco_cd_context_audit", "audit-groups", "--backend", "files", "--per-group", "2", "--batch-by-group")
     run(project, "rounds", "launch", "audit-groups", "--batch", "cat-indoors")
     tasks = (data_root / "rounds" / "audit-groups" / "tasks.csv").read_text().splitlines()[1:]
     assert len(tasks) == 2
@@ -168,7 +168,7 @@ def test_an_audit_asking_more_images_than_a_group_has_is_refused_before_prefect_
     from support.cli import run
 
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # reached only past the check
-    result = run(data_root.parent, "rounds", "create", "audit-big", "--backend", "files", "--per-group", "500",
+    result = run(data_root.parent, "rounds", "create", "coco_cd_context_audit", "audit-big", "--backend", "files", "--per-group", "500",
                  code=1)
     assert "validation images; the audit asks for 500" in str(result.exception)
     assert not (data_root / "rounds" / "audit-big.json").exists()

@@ -51,7 +51,7 @@ def answer_rows(round_: dict, worker: str, labels: dict[str, str], seconds: floa
 
 def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(project):
     # Three gold answers each: the worker report judges them on gold only with its minimum lowered to 3.
-    created = run(project, "rounds", "create", "g1", "--backend", "files", "--per-group", "1", "--overlap", "3",
+    created = run(project, "rounds", "create", "coco_cd_context_audit", "g1", "--backend", "files", "--per-group", "1", "--overlap", "3",
                   "--gold", "3", "--seed", "5", "--rule", "min_gold_answers=3")
     assert "gold items" in created.output
     assert "gold answers the worker report needs" not in created.output  # 3 is the round's minimum
@@ -59,7 +59,7 @@ def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(
     assert record["quality_rules"] == {"min_gold_answers": 3.0} and "balanced per known answer" in record["gold_selection"]
     gold_ids = [i["item_id"] for i in record["items"] if i["gold"]]
     assert len(gold_ids) == 3 and len(record["items"]) == 7
-    run(project, "rounds", "create", "g1-again", "--backend", "files", "--per-group", "1", "--gold", "3", "--seed", "5")
+    run(project, "rounds", "create", "coco_cd_context_audit", "g1-again", "--backend", "files", "--per-group", "1", "--gold", "3", "--seed", "5")
     again = read_json(project / "data" / "rounds" / "g1-again.json")
     assert [i["item_id"] for i in again["items"]] == [i["item_id"] for i in record["items"]]  # seeded
 
@@ -112,11 +112,11 @@ def test_gold_items_look_like_the_others_are_scored_and_stay_out_of_the_answers(
 
 
 def test_a_qualification_round_gates_a_later_round(project):
-    run(project, "rounds", "create", "q1", "--backend", "files", "--per-group", "1", "--gold", "4",
+    run(project, "rounds", "create", "coco_cd_context_audit", "q1", "--backend", "files", "--per-group", "1", "--gold", "4",
         "--qualification", "--pass-threshold", "0.75", "--seed", "2", "--rule", "min_gold_answers=4")
     qual = read_json(project / "data" / "rounds" / "q1.json")
     assert qual["purpose"] == "qualification" and all(i["gold"] for i in qual["items"]) and len(qual["items"]) == 4
-    run(project, "rounds", "create", "w1", "--backend", "files", "--per-group", "1", "--overlap", "3",
+    run(project, "rounds", "create", "coco_cd_context_audit", "w1", "--backend", "files", "--per-group", "1", "--overlap", "3",
         "--requires", "q1", "--seed", "3")
     run(project, "rounds", "launch", "w1")
     labels = truth(project)
@@ -163,7 +163,7 @@ def test_a_qualification_round_gates_a_later_round(project):
     (["--rule", "min_kappa"], InputError, "NAME=NUMBER"),
 ])
 def test_bad_gold_and_qualification_options_are_refused(project, args, error, names):
-    result = run(project, "rounds", "create", "bad", "--backend", "files", "--per-group", "1", *args, code=1)
+    result = run(project, "rounds", "create", "coco_cd_context_audit", "bad", "--backend", "files", "--per-group", "1", *args, code=1)
     assert isinstance(result.exception, error)
     assert names in f"{result.exception.item} {result.exception}" and result.exception.hint
     assert not (project / "data" / "rounds" / "bad.json").exists()
@@ -174,16 +174,16 @@ def test_a_gold_file_adds_gold_items_and_a_bad_one_is_named(project, tmp_path):
     record = None
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"item_id": "x", "image": "coco_cd/images/x.png", "width": 64, "height": 64}]))
-    result = run(project, "rounds", "create", "gf", "--backend", "files", "--per-group", "1", "--gold-file", str(bad),
+    result = run(project, "rounds", "create", "coco_cd_context_audit", "gf", "--backend", "files", "--per-group", "1", "--gold-file", str(bad),
                  code=1)
     assert isinstance(result.exception, InputError) and "entry 0 (x)" in result.exception.item
-    run(project, "rounds", "create", "gf0", "--backend", "files", "--per-group", "1", "--seed", "9")
+    run(project, "rounds", "create", "coco_cd_context_audit", "gf0", "--backend", "files", "--per-group", "1", "--seed", "9")
     taken = {i["item_id"] for i in read_json(project / "data" / "rounds" / "gf0.json")["items"]}
     free = sorted(set(labels) - taken)[0]
     good = tmp_path / "gold.json"
     good.write_text(json.dumps([{"item_id": free, "image": f"coco_cd/images/{int(free):012d}.png", "width": 64,
                                  "height": 64, "gold": {"context": labels[free]}}]))
-    run(project, "rounds", "create", "gf", "--backend", "files", "--per-group", "1", "--seed", "9",
+    run(project, "rounds", "create", "coco_cd_context_audit", "gf", "--backend", "files", "--per-group", "1", "--seed", "9",
         "--gold-file", str(good))
     record = read_json(project / "data" / "rounds" / "gf.json")
     assert [i["item_id"] for i in record["items"] if i["gold"]] == [free] and len(record["items"]) == 5
@@ -225,12 +225,12 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
 
 
 def test_gold_auto_sizes_itself_and_thin_gold_is_warned_about_when_created(project):
-    sized = run(project, "rounds", "create", "auto1", "--backend", "files", "--per-group", "1", "--overlap", "3",
+    sized = run(project, "rounds", "create", "coco_cd_context_audit", "auto1", "--backend", "files", "--per-group", "1", "--overlap", "3",
                 "--gold", "auto", "--expected-workers", "2")
     record = read_json(project / "data" / "rounds" / "auto1.json")
     # ⌈5 gold answers × 2 workers / overlap 3⌉ = 4, but a worker answers each gold item once: 5
     assert sum(1 for i in record["items"] if i["gold"]) == 5
     assert "warning" not in sized.output
-    thin = run(project, "rounds", "create", "thin1", "--backend", "files", "--per-group", "1", "--gold", "2")
+    thin = run(project, "rounds", "create", "coco_cd_context_audit", "thin1", "--backend", "files", "--per-group", "1", "--gold", "2")
     assert "warning:" in thin.output and "no worker can reach the 5 gold answers" in thin.output
     assert (project / "data" / "rounds" / "thin1.json").is_file()  # a warning, not a refusal

@@ -120,7 +120,7 @@ def test_the_command_line_finds_the_server_the_script_started(data_root, label_s
     monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_DIR", str(server_dir))
     key = f"cli-{data_root.parent.name}"[:60]
 
-    run(data_root.parent, "rounds", "create", key, "--backend", "labelstudio", "--per-group", "1")
+    run(data_root.parent, "rounds", "create", "coco_cd_context_audit", key, "--backend", "labelstudio", "--per-group", "1")
     launched = run(data_root.parent, "rounds", "launch", key)
     assert label_studio.url in launched.output
     assert "0 / 4" in run(data_root.parent, "rounds", "status", key).output
@@ -143,7 +143,7 @@ def test_a_launch_uses_the_server_recorded_under_the_work_dir_and_keeps_its_toke
     recorded.write_text(json.dumps({"url": label_studio.url, "token": label_studio.token,
                                     "files": str(label_studio.files)}))
     key = f"wd-{project.name}"[:60]
-    run(project, "rounds", "create", key, "--backend", "labelstudio", "--per-group", "1")
+    run(project, "rounds", "create", "coco_cd_context_audit", key, "--backend", "labelstudio", "--per-group", "1")
     launched = run(project, "rounds", "launch", key)
     project_id = read_json(data_root / "rounds" / f"{key}.json")["project_id"]
     assert f"{label_studio.url}/projects/{project_id}" in launched.output

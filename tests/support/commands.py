@@ -43,6 +43,9 @@ def check_invocation(line: str) -> None:
     position = 0
     while position < len(tokens) and hasattr(command, "commands"):  # root options, then the words of the command
         token = tokens[position]
+        if token == "--help":  # every group has it: `segbench rounds create --help`
+            position += 1
+            break
         if token.startswith("-"):
             assert token.split("=")[0] in root_options, f"{line}: {token} is no option of segbench"
             takes_value = next(p for p in root.params if token.split("=")[0] in p.opts).is_flag is False

@@ -31,12 +31,15 @@ class RoundKind:
             ``{report name: path}``. ``None``: the kind has no report.
         flags_own_polygons: its importer keeps bad polygons and flags them itself, so ingest must
             not refuse a whole answer for one bad polygon.
+        create: ``"module:function"`` of the Typer command ``segbench rounds create <name>`` runs: it
+            selects the kind's items and writes the round record. ``None``: no command creates it.
     """
 
     name: str
     label_config: LabelConfig
     report: str | None = None
     flags_own_polygons: bool = False
+    create: str | None = None
 
     def write_reports(self, round: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
         """Run the ingest hook (nothing without one)."""
@@ -55,7 +58,7 @@ def round_kind(name: str) -> RoundKind:
     if name not in kinds:
         known = ", ".join(sorted(kinds)) or "none"
         raise InputError(f"unknown round kind {name!r} (known kinds: {known})", item=name,
-                         hint="create rounds with a dataset's own command, or register the kind in segbench.registry")
+                         hint="see segbench rounds create --help, or register the kind in segbench.registry")
     return kinds[name]
 
 

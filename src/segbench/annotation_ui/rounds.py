@@ -153,8 +153,7 @@ class RoundStore:
             raise InputError(
                 f"no round with key {key!r}",
                 path=path,
-                hint=f"existing rounds: {existing}; create one with `segbench rounds create` (COCO-CD audit), "
-                     "`segbench build cafe-verification` (CAFE) or `segbench spin rounds` (SPIN)",
+                hint=f"existing rounds: {existing}; create one with a kind of `segbench rounds create --help`",
             )
         try:
             return Round.model_validate(read_json(path))

@@ -44,7 +44,7 @@ evaluate_app = typer.Typer(help="Evaluate predictions on a published dataset ver
 app.add_typer(build_app, name="build")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds.app, name="rounds")
-# Datasets first: they add their own `rounds` commands (create) before the shared ones.
+# Datasets first, then what every dataset shares (`rounds` adds a `rounds create` per registered kind).
 for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASETS), rounds, rebuild, publish, release,
                 demo, server):
     _module.register(build_app, evaluate_app, app)

@@ -1,4 +1,4 @@
-"""CAFE's commands: ``build cafe-candidates``, ``build cafe-verification``, ``build cafe``,
+"""CAFE's commands: ``build cafe-candidates``, ``rounds create cafe_verification``, ``build cafe``,
 ``evaluate cafe`` (the target-aware table) and ``evaluate cgf1`` (SAM3's cgF1 on any SA-Co ground
 truth), and its summaries. Heavy imports (Prefect, pycocotools, the providers) happen inside the commands."""
 
@@ -43,7 +43,6 @@ EVALUATE_CGF1_FLOW = "segbench.flows.cafe.evaluate:evaluate_cgf1"
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
     """Add this module's commands to the `build`, `evaluate` and root command groups."""
     build_app.command("cafe-candidates")(build_candidates_command)
-    build_app.command("cafe-verification")(create_verification_command)
     build_app.command("cafe")(export_command)
     evaluate_app.command("cafe")(evaluate_cafe_command)
     evaluate_app.command("cgf1")(evaluate_cgf1_command)
@@ -118,7 +117,7 @@ def build_candidates_command(
         "skipped": ", ".join(f"{k} {v}" for k, v in counts.skipped.items()) or "none",
         "provider": f"{provider.name} ({provider.model})", "editor": f"{editor.name} ({editor.model})",
         "calls / cache hits": f"{summary.usage['calls']} / {summary.usage['cache_hits']}"}))
-    console.out.print(f"Candidates: [bold]{summary.out}[/]\nNext: segbench build cafe-verification KEY")
+    console.out.print(f"Candidates: [bold]{summary.out}[/]\nNext: segbench rounds create cafe_verification KEY")
     console.out.print(build_status(summary))
 
 
@@ -142,7 +141,7 @@ def create_verification_command(
     requires: str = rounds.REQUIRES,
     seed: int = seed_option(0, "Seed of the gold items."),
 ) -> None:
-    """Create the verification round of the CAFE candidates: people check q+, q-, the edit and the mask."""
+    """CAFE's verification: people check each candidate's q+, q-, edit and mask."""
     from segbench.annotation_ui.gold import QualityOptions
     from segbench.flows.cafe.verification import create_cafe_verification
 

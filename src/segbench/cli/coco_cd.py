@@ -31,26 +31,14 @@ from segbench.core.paths import check_output_folder
 if TYPE_CHECKING:
     from segbench.schemas.coco_cd import CocoCdBuildSummary, CocoCdDemo
 
-AUDIT_KIND = "coco_cd_context_audit"  # the kind's one name: in round records, `rounds list` and here
-_KIND_ALIASES = {"coco-cd-audit": AUDIT_KIND}  # what --kind took before the names were unified
-
-
-def _audit_kind(value: str) -> str:
-    kind = _KIND_ALIASES.get(value, value)
-    if kind != AUDIT_KIND:
-        raise typer.BadParameter(f"{value!r} is not a kind this command creates; use {AUDIT_KIND}")
-    return kind
-
-
 PREDICTIONS_HELP = "Folder of <image id:012d>.png label maps or .npz files with 'probs' (3 × 512 × 512)."
 EVALUATE_HELP = "Evaluate predictions on COCO-CD: IoU, Fg-IoU, FG-Corr/Flip/Miss, group gaps, flip-risk deciles."
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
-    """Add ``build coco-cd``, ``evaluate coco-cd`` and ``rounds create`` (its context audit)."""
+    """Add ``build coco-cd`` and ``evaluate coco-cd`` (its context audit's ``rounds create`` is its round kind's)."""
     build_app.command("coco-cd")(build_command)
     evaluate_app.command("coco-cd")(flip.evaluate_command("coco_cd", PREDICTIONS_HELP, EVALUATE_HELP))
-    rounds.app.command("create")(create_audit_command)
 
 
 def _params(**values: Any):
@@ -130,8 +118,6 @@ def print_build(summary: CocoCdBuildSummary) -> None:
 def create_audit_command(
     ctx: typer.Context,
     key: str = rounds.ROUND_KEY,
-    kind: str = typer.Option(AUDIT_KIND, "--kind", parser=_audit_kind, metavar=f"<{AUDIT_KIND}>",
-                             help="What the round asks (the round kind's name, as `rounds list` shows it)."),
     per_group: int = typer.Option(50, "--per-group", min=1, help="Audit: validation images per group."),
     seed: int = seed_option(13, "Seed of the sample."),
     backend: Backend = rounds.BACKEND,
@@ -147,7 +133,7 @@ def create_audit_command(
     pass_threshold: float = rounds.PASS_THRESHOLD,
     requires: str = rounds.REQUIRES,
 ) -> None:
-    """Create a round record (data/rounds/KEY.json) with its selected items: the COCO-CD context audit.
+    """The COCO-CD context audit: people label sampled validation images indoor, outdoor or ambiguous.
 
     Gold items are validation images whose context is unambiguous by the evidence shares."""
     from segbench.tasks.coco_cd.audit import audit_sources

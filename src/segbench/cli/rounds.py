@@ -1,7 +1,8 @@
-"""``segbench rounds``: launch, watch, ingest and close human annotation rounds, on any backend.
+"""``segbench rounds``: create, launch, watch, ingest and close human annotation rounds, on any backend.
 
-Rounds are created by their dataset's commands (``rounds create`` for the COCO-CD context audit,
-``build cafe-verification``, ``spin rounds``); everything after creation is the same for every kind.
+``rounds create KIND KEY …`` has one subcommand per registered round kind (the command its
+``RoundKind.create`` names: what it selects is the dataset's); everything after creation is the same
+for every kind.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Human annotation rounds on Label Studio or as files for an external crowd.",
                   no_args_is_help=True)
+create_app = typer.Typer(help="Create a round record (data/rounds/KEY.json) of one kind with its selected items; "
+                              "each dataset registers its kinds.", no_args_is_help=True)
+app.add_typer(create_app, name="create")
 
 
 class Backend(str, enum.Enum):
@@ -39,7 +43,7 @@ class Aggregation(str, enum.Enum):
     glad = "glad"
 
 
-def _round_key(key: str) -> str:
+def round_key(key: str) -> str:
     """Refuse a key that is no file-safe name when the command line is read, before any work starts."""
     from segbench.annotation_ui.rounds import check_round_key
 
@@ -47,7 +51,7 @@ def _round_key(key: str) -> str:
 
 
 # The options of every dataset's round-creating command.
-ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).", callback=_round_key)
+ROUND_KEY = typer.Argument(..., help="Name of the round (letters, digits, - _ .).", callback=round_key)
 BACKEND = typer.Option(Backend.labelstudio, "--backend", help="Label Studio, or files for a crowd.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing round with this key.")
 GOLD = typer.Option("0", "--gold", metavar="N|auto",
@@ -75,7 +79,7 @@ def quality_kwargs(gold: str | int, gold_file: Path | None, qualification: bool,
     parsed = check_rules(parse_rules(rules or []))
     return {"gold": gold_count(gold, overlap=overlap, workers=workers, rules=parsed), "gold_file": gold_file,
             "purpose": "qualification" if qualification else "work", "pass_threshold": pass_threshold,
-            "requires": _round_key(requires) if requires else None, "rules": parsed}
+            "requires": round_key(requires) if requires else None, "rules": parsed}
 
 
 def warn_thin_gold(round_: Any, workers: int | None) -> None:
@@ -88,7 +92,12 @@ def warn_thin_gold(round_: Any, workers: int | None) -> None:
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
-    """Add launch … list to the ``rounds`` group, after the create commands the datasets added."""
+    """Add ``rounds create <kind>`` for every registered round kind, then launch … list."""
+    from segbench import registry
+
+    for kind in registry.round_kinds().values():
+        if kind.create is not None:
+            create_app.command(kind.name)(registry.load(kind.create))
     for command in (launch, status, ingest, close, list_, invite):
         app.command(command.__name__.rstrip("_"))(command)
     app.command("follow-up")(follow_up)
@@ -275,7 +284,7 @@ def list_(ctx: typer.Context) -> None:
                           "items": len(r.items), "updated_at": r.updated_at} for r in rounds])
     rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in rounds]
     console.out.print(console.table("Rounds", ["key", "kind", "status", "backend", "items", "updated"], rows)
-                      if rows else "No rounds yet: segbench rounds create KEY")
+                      if rows else "No rounds yet: segbench rounds create KIND KEY creates one (KIND: see segbench rounds create --help)")
 
 
 def invite(ctx: typer.Context) -> None:
@@ -300,7 +309,7 @@ def invite(ctx: typer.Context) -> None:
 def follow_up(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The ingested round to follow up."),
-    new_key: str = typer.Argument(..., help="Name of the follow-up round.", callback=_round_key),
+    new_key: str = typer.Argument(..., help="Name of the follow-up round.", callback=round_key),
     where: list[str] = typer.Option(..., "--where", metavar="CONDITION", help="Which items to ask again: agreement<X, "
                                     "agreement:CONTROL<X, votes<N, suspicious or tie (repeat: any of them)."),
 ) -> None:

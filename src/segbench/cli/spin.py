@@ -1,4 +1,4 @@
-"""SPIN's commands: ``build spin-taxonomy``, ``spin rounds``, ``spin import``, ``build spin`` and
+"""SPIN's commands: ``build spin-taxonomy``, ``rounds create spin_subparts``, ``spin import``, ``build spin`` and
 ``evaluate spin``, and its summaries. Heavy imports (Prefect, pycocotools) happen inside the commands."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class MaskAggregation(str, Enum):
     rasa = "rasa"
 
 
-spin_app = typer.Typer(help="SPIN crowd annotation: create the rounds, import answers into resolved subpart masks.",
+spin_app = typer.Typer(help="SPIN crowd annotation: import a crowd's answers into resolved subpart masks.",
                        no_args_is_help=True)
 
 
@@ -109,12 +109,12 @@ def print_taxonomy(result: TaxonomySummary, provider: Any, *, diff: bool = True)
     console.out.print(build_status(result))
 
 
-@spin_app.command("rounds")
-def rounds_command(
+def create_rounds_command(
     ctx: typer.Context,
+    key: str = typer.Argument(..., help="Prefix of the round keys: KEY-<super-category>-<part>.",
+                              callback=rounds.round_key),
     partimagenet: Path = typer.Option(..., "--partimagenet", callback=existing, help="PartImageNet root: annotations/{train,val,test}"
                                                                   ".json and images/<split>/."),
-    key: str = typer.Option(..., "--key", help="Prefix of the round keys: <key>-<super-category>-<part>."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
@@ -129,10 +129,11 @@ def rounds_command(
     pass_threshold: float = rounds.PASS_THRESHOLD,
     requires: str = rounds.REQUIRES,
 ) -> None:
-    """Create the annotation rounds: per (super-category, part), one task per image–object–part showing
-    the part outlined, asking for each subpart of the taxonomy (build spin-taxonomy first). A part with
-    more than 8 subparts gets several rounds (pages, keyed -p1, -p2, ...) so its labels stay beside the
-    image."""
+    """SPIN's subpart rounds: one per (super-category, part), asking for each subpart of the taxonomy.
+
+    Each task shows one image–object–part with the part outlined (build spin-taxonomy first). A part
+    with more than 8 subparts gets several rounds (pages, keyed -p1, -p2, ...) so its labels stay beside
+    the image."""
     from segbench.annotation_ui.gold import QualityOptions
     from segbench.flows.spin.build import source_version, spin_paths, spin_round_items
     from segbench.flows.spin.crowd import create_spin_rounds

@@ -127,7 +127,7 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
                              controls, gold.gold_index(round_), qualified=qualified, rules=gold.round_rules(round_))
     if result.capped:
         get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of them "
-                                 "were left out (check the rules: segbench rounds create --rule)", key)
+                                 "were left out (check the rules: the --rule options of segbench rounds create)", key)
     left_out = result.left_out
     items = chain.decide(result.items)
     agreement = {control: agreement_summary(counted, control) for control in controls}

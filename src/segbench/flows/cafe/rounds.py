@@ -16,4 +16,5 @@ VERIFICATION = RoundKind(
     name=verification.KIND,
     label_config=LabelConfig(verification.LABEL_CONFIG),
     report="segbench.flows.cafe.verification:write_verification_report",
+    create="segbench.cli.cafe:create_verification_command",
 )

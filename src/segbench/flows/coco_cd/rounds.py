@@ -15,4 +15,5 @@ CONTEXT_AUDIT = RoundKind(
     name=audit.KIND,
     label_config=LabelConfig("coco_cd_context"),
     report="segbench.flows.coco_cd.audit:write_audit_report",
+    create="segbench.cli.coco_cd:create_audit_command",
 )

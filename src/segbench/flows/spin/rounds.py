@@ -60,6 +60,7 @@ SUBPARTS = RoundKind(
                              defaults={"page": 1, "pages": 1}, prepare=_prepare),
     report="segbench.flows.spin.crowd:ingest_report",
     flags_own_polygons=True,
+    create="segbench.cli.spin:create_rounds_command",
 )
 
 

@@ -12,6 +12,7 @@ from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan
 from segbench.core.release.rounds import rounds_of
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.coco_cd.audit import GROUP_NAMES
+from segbench.tasks.coco_cd.audit import KIND as AUDIT_KIND
 from segbench.tasks.flip import release as flip
 
 CITATIONS = [
@@ -23,7 +24,6 @@ CITATIONS = [
     "@inproceedings{caesar2018cocostuff,\n  title = {COCO-Stuff: Thing and Stuff Classes in Context},\n  author = "
     "{Caesar, Holger and Uijlings, Jasper and Ferrari, Vittorio},\n  booktitle = {CVPR},\n  year = {2018}\n}",
 ]
-AUDIT_KIND = "coco_cd_context_audit"
 
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
