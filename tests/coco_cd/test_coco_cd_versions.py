@@ -63,6 +63,6 @@ def test_build_publish_change_param_and_evaluate_the_first_version(tmp_path):
     result = evaluate_coco_cd(repo=repo, rev=first.commit, predictions=predictions, out=tmp_path / "report",
                               rho=0.95, split="test", dataset_dir="data/coco_cd")
     first_ids = {image["id"] for image in json.loads(first_test)["images"]}
-    assert result.summary["num_images"] == len(first_ids) == 12
+    assert result.summary.num_images == len(first_ids) == 12
     metrics = json.loads((tmp_path / "report" / "metrics.json").read_text())
     assert metrics["evaluated"]["rev"] == first.commit

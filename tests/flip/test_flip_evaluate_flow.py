@@ -33,7 +33,7 @@ def test_label_map_predictions_give_hand_computed_metrics(repo, tmp_path):
     result = evaluate_coco_cd(repo, None, preds, tmp_path / "out", shard_size=3)
 
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["metrics"]
-    assert metrics == json.loads(canonical_json(result.summary))  # 6-decimal floats
+    assert metrics == json.loads(canonical_json(result.summary.model_dump(mode="json")))  # 6-decimal floats
     assert metrics["num_images"] == 8
     assert metrics["fg_decomposition"] == {
         "gt_fg_pixels": 8 * FG_AREA,
@@ -64,12 +64,12 @@ def test_baseline_predictions_evaluate_end_to_end(repo, tmp_path):
     ]
     result = evaluate_coco_cd(repo, None, tmp_path / "preds", tmp_path / "out")
     summary = result.summary
-    dec = summary["fg_decomposition"]
-    assert dec["corr"] + dec["flip"] + dec["miss"] == pytest.approx(1.0, abs=1e-5)
-    assert summary["gaps"]["cat"]["gap"] > 0 and summary["gaps"]["dog"]["gap"] > 0
-    risk = summary["flip_risk"]
-    assert risk["num_records"] == 8 and risk["fewer_than_10_records"] is True
-    assert sum(d["count"] for d in risk["deciles"]) == 8
+    dec = summary.fg_decomposition
+    assert dec.corr + dec.flip + dec.miss == pytest.approx(1.0, abs=1e-5)
+    assert summary.gaps["cat"].gap > 0 and summary.gaps["dog"].gap > 0
+    risk = summary.flip_risk
+    assert risk.num_records == 8 and risk.fewer_than_10_records is True
+    assert sum(d.count for d in risk.deciles) == 8
     assert "Fewer than 10 images" in (tmp_path / "out" / "report.md").read_text()
 
 

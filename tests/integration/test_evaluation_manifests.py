@@ -34,7 +34,7 @@ def test_a_flip_evaluation_manifest_is_portable_and_follows_the_predictions(tmp_
     # Same folder, other content: the key follows the files, not their path.
     write_label_predictions(preds, swapped=set())
     again = evaluate_coco_cd(repo, None, preds, out)
-    assert not again.up_to_date and again.summary["num_images"] == len(IMAGE_IDS)
+    assert not again.up_to_date and again.summary.num_images == len(IMAGE_IDS)
     assert _manifest(out)["params"]["predictions"] == "preds/baseline"
 
 

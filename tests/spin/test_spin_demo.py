@@ -75,7 +75,7 @@ def test_resolved_subparts_are_close_to_the_demo_truth(demo):
 def test_the_baseline_is_consistent_but_not_accurate(demo):
     result, _ = demo
     metrics = json.loads((result.paths["SPIN evaluation report"].parent / "metrics.json").read_text())["metrics"]
-    assert metrics["num_images"] == result.evaluation.summary["num_images"] == 8  # the test split
+    assert metrics["num_images"] == result.evaluation.summary.num_images == 8  # the test split
     general = metrics["prompts"]["general"]
     spcs, secs = general["spcs"], general["secs"]
     assert {"s2p", "p2o", "mean"} <= set(spcs) and "score" in secs

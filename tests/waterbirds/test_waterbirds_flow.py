@@ -76,8 +76,8 @@ def test_evaluate_waterbirds_with_gt_masks_as_predictions(source, tmp_path):
         shutil.copy(dataset / image["mask_file"], predictions / f"{image['id']:012d}.png")
     result = evaluate_waterbirds(repo=repo, rev=None, predictions=predictions, out=tmp_path / "report")
     summary = result.summary
-    assert summary["num_images"] == 40
-    assert summary["fg_decomposition"]["corr"] == 1.0 and summary["fg_decomposition"]["flip"] == 0.0
-    assert summary["class_iou"]["waterbird"] == 1.0
+    assert summary.num_images == 40
+    assert summary.fg_decomposition.corr == 1.0 and summary.fg_decomposition.flip == 0.0
+    assert summary.class_iou.model_dump()["waterbird"] == 1.0
     report = (tmp_path / "report" / "report.md").read_text()
     assert report.startswith("# Waterbirds-seg evaluation") and "landbird on land (aligned)" in report

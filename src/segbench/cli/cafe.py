@@ -30,6 +30,7 @@ from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
     from segbench.schemas.cafe import CafeDemo, ExportSummary
+    from segbench.schemas.cafe_metrics import CafeMetrics, CgF1FileSummary, Ignored
     from segbench.schemas.results import EvaluationResult
 
 
@@ -245,30 +246,28 @@ def evaluate_cafe_command(
     print_cafe_evaluation(result)
 
 
-def print_cafe_evaluation(result: EvaluationResult) -> None:
-    from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
-
+def print_cafe_evaluation(result: EvaluationResult[CafeMetrics]) -> None:
     m = result.summary
-    params = m["params"]
-    title = f"CAFE (t = {params['score_threshold']:g}, τ = {params['iou_threshold']:g})"
-    if m.get("calibration"):
+    title = f"CAFE (t = {m.params.score_threshold:g}, τ = {m.params.iou_threshold:g})"
+    if m.calibration:
         title += " — t calibrated"
+    rows = {name: subset.model_dump() for name, subset in m.subsets().items()}  # by the table's column names
     for heading, columns in ((title, ("N", "TA-TP", "TA-FN", "UA-FN", "TA-FP", "UA-FP", "TN")),
                              ("Rates and cgF1", ("AFPR", "UFPR", "ACSR", "UCSR", "SoftSwap", "cgF1", "IL_MCC",
                                                  "pmF1"))):
         console.out.print(console.table(heading, ["subset", *columns],
-                                        [[s, *(m[s][c] for c in columns)] for s in (*SUBSETS, OVERALL)]))
-    print_ignored(m.get("ignored"))
+                                        [[name, *(row[c] for c in columns)] for name, row in rows.items()]))
+    print_ignored(m.ignored)
     console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
-def print_ignored(ignored: dict[str, Any] | None, label: str = "") -> None:
+def print_ignored(ignored: Ignored | None, label: str = "") -> None:
     """Say how many predictions were left out (image not in the ground truth); warn when unexpected."""
-    if not ignored or not ignored["predictions"]:
+    if not ignored or not ignored.predictions:
         return
-    text = (f"{label}{ignored['predictions']} predictions on {ignored['images']} images not in the ground truth "
-            f"were ignored: {ignored['reason']}.")
-    if ignored["expected"]:
+    text = (f"{label}{ignored.predictions} predictions on {ignored.images} images not in the ground truth "
+            f"were ignored: {ignored.reason}.")
+    if ignored.expected:
         console.out.print(f"Ignored: {text}")
     else:
         console.err.print(f"[yellow]Warning:[/] {text}")
@@ -298,29 +297,30 @@ def evaluate_cgf1_command(
     result = run_evaluation(ctx, track, EVALUATE_CGF1, EVALUATE_CGF1_FLOW, gts=gt, predictions=predictions, out=out,
                             score_threshold=score_threshold, force=force, each=each)
     print_up_to_date(result, out)
-    if each:
-        print_cgf1_each(result)
-        return
+    from segbench.schemas.cafe_metrics import CgF1Each
+
     m = result.summary
-    console.out.print(console.key_values("cgF1", {
-        "images (IL TP / FP / TN / FN)": f"{m['num_images']} ({m['IL_TP']} / {m['IL_FP']} / {m['IL_TN']} / "
-                                         f"{m['IL_FN']})",
-        **{name: m[name] for name in ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1",
-                                      "IL_FPR")},
-    }))
-    print_ignored(m.get("ignored"))
+    if isinstance(m, CgF1Each):
+        print_cgf1_each(m.files)
+    else:
+        named = m.model_dump()  # by SAM3's names (cgF1@0.5, ...)
+        console.out.print(console.key_values("cgF1", {
+            "images (IL TP / FP / TN / FN)": f"{m.num_images} ({m.IL_TP} / {m.IL_FP} / {m.IL_TN} / {m.IL_FN})",
+            **{name: named[name] for name in ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1",
+                                              "IL_FPR")},
+        }))
+        print_ignored(m.ignored)
     console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
-def print_cgf1_each(result: EvaluationResult) -> None:
-    files = result.summary["files"]
+def print_cgf1_each(files: list[CgF1FileSummary]) -> None:
     columns = ("num_images", "cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "IL_FPR")
+    rows = [(Path(f.ground_truth).name, f.model_dump(), f.ignored) for f in files]
     console.out.print(console.table("cgF1, each ground truth in turn", ["ground truth", *columns, "ignored"],
-                                    [[Path(f["ground_truth"]).name, *(f[c] for c in columns),
-                                      f["ignored"]["predictions"]] for f in files]))
-    for f in files:
-        print_ignored(f["ignored"], label=f"{Path(f['ground_truth']).name}: ")
-    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
+                                    [[name, *(named[c] for c in columns), ignored.predictions if ignored else 0]
+                                     for name, named, ignored in rows]))
+    for name, _, ignored in rows:
+        print_ignored(ignored, label=f"{name}: ")
 
 
 def print_demo(results: CafeDemo, provider: Any) -> None:

@@ -24,6 +24,7 @@ from segbench.cli.common import (
 from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
+    from segbench.schemas.flip import FlipSummary
     from segbench.schemas.results import EvaluationResult
 
 REV = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree).")
@@ -92,21 +93,21 @@ def print_group_counts(splits: dict[str, dict[str, list[int]]], groups: list[str
     console.out.print(console.table("Group counts", ["ρ", "split", *groups, "total"], rows))
 
 
-def print_evaluation(result: EvaluationResult) -> None:
+def print_evaluation(result: EvaluationResult[FlipSummary]) -> None:
     """The flip-metric summary of one evaluation, with the dataset's own class names."""
     m = result.summary
-    fg = m["fg_decomposition"]
-    first, second = (name for name in m["class_iou"] if name != "background")
+    fg = m.fg_decomposition
+    iou = m.class_iou.model_dump()  # the dataset's class names are its fields
+    first, second = (name for name in iou if name != "background")
     console.out.print(console.key_values("Evaluation", {
-        "images": m["num_images"],
-        f"IoU {first} / {second}": f"{_fmt(m['class_iou'][first])} / {_fmt(m['class_iou'][second])}",
-        f"mIoU ({first}, {second})": m["miou"],
-        "Fg-IoU": m["fg_iou"],
-        "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(fg[k]) for k in ("corr", "flip", "miss")),
-        "Flip per-image mean": m["flip"]["per_image_mean"],
-        f"gap {first} / {second} (aligned − counterf.)":
-            f"{_fmt(m['gaps'][first]['gap'])} / {_fmt(m['gaps'][second]['gap'])}",
-        "top-decile share of flips": (m["flip_risk"] or {}).get("top_decile_share"),
+        "images": m.num_images,
+        f"IoU {first} / {second}": f"{_fmt(iou[first])} / {_fmt(iou[second])}",
+        f"mIoU ({first}, {second})": m.miou,
+        "Fg-IoU": m.fg_iou,
+        "FG-Corr / FG-Flip / FG-Miss": " / ".join(_fmt(v) for v in (fg.corr, fg.flip, fg.miss)),
+        "Flip per-image mean": m.flip.per_image_mean,
+        f"gap {first} / {second} (aligned − counterf.)": f"{_fmt(m.gaps[first].gap)} / {_fmt(m.gaps[second].gap)}",
+        "top-decile share of flips": m.flip_risk.top_decile_share if m.flip_risk else None,
     }))
     console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 

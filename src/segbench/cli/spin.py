@@ -30,6 +30,7 @@ from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
     from segbench.schemas.results import EvaluationResult
+    from segbench.schemas.spin_metrics import SpinMetrics
     from segbench.schemas.spin_results import SpinBuildSummary, SpinDemo, TaxonomySummary
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
@@ -318,25 +319,24 @@ def evaluate_spin_command(
     console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 
-def print_summary(result: EvaluationResult) -> None:
+def print_summary(result: EvaluationResult[SpinMetrics]) -> None:
     """One table of the headline numbers per prompt kind (percentages, as the seed prints them)."""
     summary = result.summary
     rows = []
-    for prompt, p in summary["prompts"].items():
-        levels, spcs = p["levels"], p["spcs"]
-        rows.append([prompt, *(_pct(levels[lv]["miou"]) for lv in ("subparts", "parts", "wholes")),
-                     _pct(levels["subparts"]["abstention_rate"]), _pct(spcs["s2p"]["score"]),
-                     _pct(spcs["p2o"]["score"]), _pct(spcs["mean"]), _pct(p["secs"]["score"])])
-    console.out.print(console.table(f"SPIN ({summary['num_images']} images, %)",
+    for prompt, p in summary.prompts.items():
+        levels, spcs = p.levels, p.spcs
+        rows.append([prompt, *(_pct(level.miou) for level in (levels.subparts, levels.parts, levels.wholes)),
+                     _pct(levels.subparts.abstention_rate), _pct(spcs.s2p.score), _pct(spcs.p2o.score),
+                     _pct(spcs.mean), _pct(p.secs.score)])
+    console.out.print(console.table(f"SPIN ({summary.num_images} images, %)",
                                     ["prompt", "mIoU S", "mIoU P", "mIoU O", "abstain S", "SpCS-S2P", "SpCS-P2O",
                                      "SpCS-Avg", "SeCS"], rows))
-    recognition = summary.get("recognition") or {}
-    if recognition:
+    if summary.recognition:
         console.out.print(console.table("Recognition (mACC, %)", ["prompt", "subparts", "parts", "objects"], [
-            [prompt, *(_pct((by_level.get(lv) or {}).get("macc")) for lv in ("subparts", "parts", "wholes"))]
-            for prompt, by_level in recognition.items()]))
-    if summary.get("skipped"):
-        console.out.print(f"Skipped items: {summary['skipped']['count']} (see skipped.json)")
+            [prompt, *(_pct(by_level[lv].macc if lv in by_level else None) for lv in ("subparts", "parts", "wholes"))]
+            for prompt, by_level in summary.recognition.items()]))
+    if summary.skipped:
+        console.out.print(f"Skipped items: {summary.skipped.count} (see skipped.json)")
 
 
 def _share(part: int, whole: int) -> str:

@@ -30,6 +30,7 @@ from segbench.core.paths import check_output_folder
 if TYPE_CHECKING:
     from segbench.schemas.results import EvaluationResult
     from segbench.schemas.vocab import VocabBuildSummary, VocabDemo
+    from segbench.schemas.vocab_metrics import VocabMetrics
 
 vocab_app = typer.Typer(help="Valid vocabularies: map descriptions onto them.", no_args_is_help=True)
 
@@ -126,19 +127,19 @@ def evaluate_command(
     print_evaluation(result)
 
 
-def print_evaluation(result: EvaluationResult) -> None:
+def print_evaluation(result: EvaluationResult[VocabMetrics]) -> None:
     """The LAC summary: each level's scores, the curve's area and the baseline."""
     m = result.summary
-    values = {lv["level"]: f"mIoU {_fmt(lv['miou'])}  pACC {_fmt(lv['pacc'])}" for lv in m["levels"]}
-    if m.get("pq") is not None:
-        for lv in m["levels"]:
-            values[lv["level"]] += f"  PQ {_fmt(lv['pq'])}"
-    values["LAC area (mIoU)"] = _fmt(m["lac"]["miou"]["area"])
-    if "pq" in m["lac"]:
-        values["LAC area (PQ)"] = _fmt(m["lac"]["pq"]["area"])
-    if m["baseline"]:
-        values["Sentence-BERT mIoU"] = _fmt(m["baseline"]["miou"])
-    console.out.print(console.key_values(f"LAC ({m['num_images']} images, {m['num_regions']} regions)", values))
+    values: dict[str, str] = {lv.level: f"mIoU {_fmt(lv.miou)}  pACC {_fmt(lv.pacc)}" for lv in m.levels}
+    if m.pq is not None:
+        for lv in m.levels:
+            values[lv.level] += f"  PQ {_fmt(lv.pq)}"
+    values["LAC area (mIoU)"] = _fmt(m.lac.miou.area)
+    if m.lac.pq is not None:
+        values["LAC area (PQ)"] = _fmt(m.lac.pq.area)
+    if m.baseline:
+        values["Sentence-BERT mIoU"] = _fmt(m.baseline.miou)
+    console.out.print(console.key_values(f"LAC ({m.num_images} images, {m.num_regions} regions)", values))
     console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
 
 

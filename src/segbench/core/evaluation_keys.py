@@ -24,7 +24,7 @@ from segbench.core.manifest import MANIFEST_NAME, read_manifest
 from segbench.core.reports import METRICS_NAME
 from segbench.core.resume import hash_inputs
 from segbench.core.versioning import DatasetSource
-from segbench.schemas.results import EvaluationResult, Result
+from segbench.schemas.results import EvaluationResult, M, Result
 
 GROUND_TRUTH = "gt"
 PREDICTIONS = "pred"
@@ -101,14 +101,15 @@ class _Report(Result):
     summary: dict[str, Any]
 
 
-def run_evaluation(build: Build, body: Callable[..., Built], *,
+def run_evaluation(build: Build, body: Callable[..., Built], metrics: type[M], *,
                    force: bool = False, prepare: Callable[[], Any] | None = None,
                    paths: Callable[[str | Path], dict[str, str]] = report_paths,
-                   logger: logging.Logger | logging.LoggerAdapter | None = None) -> EvaluationResult:
+                   logger: logging.Logger | logging.LoggerAdapter | None = None) -> EvaluationResult[M]:
     """Write the report in ``build.out`` with ``body`` unless it is up to date (:func:`run_build`).
 
     Args:
         body: as for ``run_build``; it puts the metrics it wrote under ``extras["summary"]``.
+        metrics: the evaluation's metrics model; the summary is validated into it (fresh or read back).
         paths: the report's files by name (``report_paths``, or the flow's names for them).
         force, prepare, logger: as for ``run_build``.
 
@@ -121,5 +122,6 @@ def run_evaluation(build: Build, body: Callable[..., Built], *,
     """
     report = run_build(build, body, _Report, force=force, prepare=prepare, logger=logger,
                        finished=lambda _manifest: {"summary": finished_metrics(build.out)["metrics"]})
-    return EvaluationResult(out=report.out, up_to_date=report.up_to_date, units=report.units, summary=report.summary,
-                paths=paths(build.out))
+    return EvaluationResult(out=report.out, up_to_date=report.up_to_date, units=report.units,
+                            summary=metrics.model_validate(report.summary),
+                            paths={name: Path(path) for name, path in paths(build.out).items()})

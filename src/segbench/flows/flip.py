@@ -12,7 +12,7 @@ Usage::
     predict_baseline(repo=".", rev=None, out="preds/baseline")
     result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline",
                               out="reports/coco_cd/baseline")
-    result.summary["fg_decomposition"]["flip"], result.paths["report"]
+    result.summary.fg_decomposition.flip, result.paths["report"]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench import registry
 from segbench.flows.prefect_ui import publish_evaluation, run_name, task_name
 from segbench.flows.steps import PrefectSteps
-from segbench.schemas.flip import FlipEvaluation
+from segbench.schemas.flip import FlipEvaluation, FlipSummary
 from segbench.schemas.results import EvaluationResult
 from segbench.tasks.flip import evaluation
 from segbench.tasks.flip.evaluation import DEFAULT_SHARD_SIZE, shards
@@ -43,7 +43,7 @@ load_split = Task(evaluation.load_split, **task_name("load-coco-cd-split"), cach
 @flow(name="evaluate-coco-cd", flow_run_name=run_name("evaluate-coco-cd", ("rho", "split", "predictions", "rev")))
 def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float = 0.95,
                      split: str = "test", dataset_dir: str = "data/coco_cd", shard_size: int = DEFAULT_SHARD_SIZE,
-                     force: bool = False) -> EvaluationResult:
+                     force: bool = False) -> EvaluationResult[FlipSummary]:
     """:func:`segbench.tasks.flip.evaluation.evaluate_coco_cd` as a flow (same arguments and result)."""
     result = evaluation.evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, COCO_CD_NAMES,
                                  force, steps=PrefectSteps())
@@ -54,7 +54,7 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
 @flow(name="evaluate-waterbirds", flow_run_name=run_name("evaluate-waterbirds", ("rho", "split", "predictions", "rev")))
 def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path,
                         rho: float = 0.95, split: str = "test", dataset_dir: str = "data/waterbirds_seg",
-                        shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False) -> EvaluationResult:
+                        shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False) -> EvaluationResult[FlipSummary]:
     """:func:`segbench.tasks.flip.evaluation.evaluate_waterbirds` as a flow (same arguments and result)."""
     result = evaluation.evaluate(repo, rev, predictions, out, rho, split, dataset_dir, shard_size, WATERBIRDS_NAMES,
                                  force, steps=PrefectSteps())
@@ -65,7 +65,7 @@ def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Pa
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
 
 
-def plan_evaluate(run: RebuildRun, entry: FlipEvaluation, dataset: Path, out: Path) -> EvaluationResult:
+def plan_evaluate(run: RebuildRun, entry: FlipEvaluation, dataset: Path, out: Path) -> EvaluationResult[FlipSummary]:
     """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
     evaluate = registry.dataset(entry.dataset).load("evaluate_flow")
     return run.call(evaluate, repo=run.plan.repo, rev=None, out=out, predictions=entry.predictions, rho=entry.rho,

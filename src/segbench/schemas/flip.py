@@ -43,7 +43,7 @@ class FlipStats(_Model):
     images_counted: int
     images_without_gt_fg: int = Field(description="skipped by the per-image mean: no gt foreground")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
 
 class GroupResult(_Model):

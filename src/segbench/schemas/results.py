@@ -8,7 +8,7 @@ written, so a misspelt or missing count fails the build that made it, not the co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, SerializerFunctionWrapHandler, model_serializer
 
@@ -61,10 +61,18 @@ class BuildSummary(Result):
         return data
 
 
-class EvaluationResult(Result):
-    """An evaluation's result: its metrics (what ``metrics.json`` holds under ``metrics``) and report files."""
+# An evaluation's metrics model (FlipSummary, CafeMetrics, CgF1Summary, SpinMetrics, VocabMetrics, ...).
+M = TypeVar("M", bound=BaseModel)
 
-    summary: dict[str, Any]
+
+class EvaluationResult(Result, Generic[M]):
+    """An evaluation's result: its metrics as the evaluation's model (``metrics.json``'s ``metrics`` is
+    their dump) and the report's files by name (``report``, ``metrics``, plots...).
+
+    Typed ``EvaluationResult[CafeMetrics]`` and so on; the metrics serialise as their own model.
+    """
+
+    summary: SerializeAsAny[M]
     paths: dict[str, Path]
 
 

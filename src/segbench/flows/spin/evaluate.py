@@ -10,7 +10,7 @@ Usage::
     from segbench.flows.spin.evaluate import evaluate_spin
     result = evaluate_spin(repo=".", rev="v1", predictions={"parts": "preds/spin_test_parts_results.json"},
                            out="reports/spin/run1")
-    result.summary["prompts"]["general"]["spcs"]["mean"], result.paths["report"]
+    result.summary.prompts["general"].spcs.mean, result.paths["report"]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from segbench.flows.prefect_ui import publish_evaluation, run_name
 from segbench.flows.steps import PrefectSteps
 from segbench.schemas.results import EvaluationResult
 from segbench.schemas.spin import SpinEvaluation
+from segbench.schemas.spin_metrics import SpinMetrics
 from segbench.tasks.spin import evaluation
 from segbench.tasks.spin.evaluation import DEFAULT_SHARD_SIZE
 from segbench.tasks.spin.inputs import prediction_files
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, str | Path], out: str | Path,
                   split: str = "test", dataset_dir: str = "data/spin", answers: str | Path | None = None,
                   on_error: OnError = OnError.FAIL, shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False,
-                  yes_rule: str = DEFAULT_YES_RULE) -> EvaluationResult:
+                  yes_rule: str = DEFAULT_YES_RULE) -> EvaluationResult[SpinMetrics]:
     """:func:`segbench.tasks.spin.evaluation.evaluate_spin` as a flow (same arguments and result)."""
     result = evaluation.evaluate_spin(repo, rev, predictions, out, split, dataset_dir, answers, on_error, shard_size,
                                       force, yes_rule, steps=PrefectSteps())
@@ -50,7 +51,7 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
 # --- [[evaluate]] entries of a rebuild plan ----------------------------------------------------
 
 
-def plan_evaluate(run: RebuildRun, entry: SpinEvaluation, dataset: Path, out: Path) -> EvaluationResult:
+def plan_evaluate(run: RebuildRun, entry: SpinEvaluation, dataset: Path, out: Path) -> EvaluationResult[SpinMetrics]:
     """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
     # SPIN's evaluation reads <spin folder>/dataset/...: the folder above the built dataset.
     return run.call(evaluate_spin, repo=run.plan.repo, rev=None, out=out,

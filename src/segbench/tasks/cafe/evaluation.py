@@ -15,7 +15,7 @@ Usage::
 
     from segbench.tasks.cafe.evaluation import evaluate_cafe
     result = evaluate_cafe(repo=".", rev="v1", gt=None, predictions="sam3.json", out="reports/cafe/sam3")
-    result.summary["Overall"]["cgF1"], result.paths["report"]
+    result.summary.Overall.cgF1, result.paths["report"]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from segbench.core.reports import cell, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.cafe import CafeEvalParams
+from segbench.schemas.cafe_metrics import CafeMetrics, CgF1Each, CgF1Summary, Ignored
 from segbench.schemas.results import EvaluationResult
 from segbench.tasks.cafe import versions
 from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
@@ -105,7 +106,7 @@ def write_cafe_files(out: str, metrics: dict[str, Any], evaluated: dict[str, Any
 def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, predictions: str | Path,
                   out: str | Path, dataset_dir: str = "data/cafe", params: CafeEvalParams | None = None,
                   calibration_gt: str | Path | None = None, calibration_predictions: str | Path | None = None,
-                  force: bool = False, steps: Steps | None = None) -> EvaluationResult:
+                  force: bool = False, steps: Steps | None = None) -> EvaluationResult[CafeMetrics]:
     """Score COCO results on CAFE and write the report.
 
     Args:
@@ -144,13 +145,13 @@ def evaluate_cafe(repo: str | Path, rev: str | None, gt: str | Path | None, pred
               "calibration_predictions": calibration_predictions}
     build = Build(out=Path(out), dataset="eval/cafe", logic_version=versions.EVALUATION,
                   params={**inputs, **params.model_dump(mode="json")}, input_hashes=hashes)
-    result = run_evaluation(build, lambda stage: _score_cafe(steps, stage, repo, inputs, params), force=force,
-                            logger=steps.logger)
-    log_ignored(steps.logger, result.summary.get("ignored"), predictions)
+    result = run_evaluation(build, lambda stage: _score_cafe(steps, stage, repo, inputs, params), CafeMetrics,
+                            force=force, logger=steps.logger)
+    log_ignored(steps.logger, result.summary.ignored, predictions)
     if not result.up_to_date:
-        overall = result.summary["Overall"]
-        steps.logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall["N"], cell(overall["cgF1"]),
-                          cell(overall["AFPR"]), result.paths["report"])
+        overall = result.summary.Overall
+        steps.logger.info("CAFE: %d pairs, cgF1 %s, AFPR %s -> %s", overall.N, cell(overall.cgF1),
+                          cell(overall.AFPR), result.paths["report"])
     return result
 
 
@@ -166,12 +167,11 @@ def _score_cafe(steps: Steps, stage: Stage, repo: str, inputs: dict[str, Any], p
     return Built(counts={"pairs": metrics["Overall"]["N"]}, units=steps.unit_counts(), extras={"summary": metrics})
 
 
-def log_ignored(logger: logging.Logger | logging.LoggerAdapter, ignored: dict[str, Any] | None,
-                predictions: str) -> None:
-    if ignored and ignored["predictions"]:
-        log = logger.info if ignored["expected"] else logger.warning
+def log_ignored(logger: logging.Logger | logging.LoggerAdapter, ignored: Ignored | None, predictions: str) -> None:
+    if ignored and ignored.predictions:
+        log = logger.info if ignored.expected else logger.warning
         log("%d predictions of %s on %d images are not in the ground truth and were ignored: %s",
-            ignored["predictions"], predictions, ignored["images"], ignored["reason"])
+            ignored.predictions, predictions, ignored.images, ignored.reason)
 
 
 def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold: float,
@@ -200,20 +200,21 @@ def write_cgf1_files(out: str, summary: dict[str, Any], evaluated: dict[str, Any
 
 
 def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Path, score_threshold: float = 0.5,
-                  force: bool = False, each: bool = False, steps: Steps | None = None) -> EvaluationResult:
+                  force: bool = False, each: bool = False,
+                  steps: Steps | None = None) -> EvaluationResult[CgF1Summary | CgF1Each]:
     """cgF1, IL_MCC, pmF1 and the rest of SAM3's summary on SA-Co-format ground truth.
 
     Several ``gts`` evaluate the oracle protocol (each image keeps its best-matching ground truth);
     with ``each``, the predictions are scored against each file in turn (CAFE's ``run_eval.sh`` on
-    CAFE_SM/CC/OC.json) and the summary is ``{"files": [summary, ...]}``. Predictions for images
-    outside a file are ignored and counted (``summary["ignored"]``); with several files, an image in
-    none of them is an error.
+    CAFE_SM/CC/OC.json) and the summary is a :class:`CgF1Each`. Predictions for images outside a
+    file are ignored and counted (``summary.ignored``); with several files, an image in none of
+    them is an error.
 
     Skipped when the report is up to date with these files and threshold, unless ``force``.
 
     Returns:
-        The result, whose ``summary`` is the cgF1 summary and ``paths`` names ``metrics``, ``report``
-        and ``cgf1_by_iou``.
+        The result, whose ``summary`` is the :class:`CgF1Summary` (a :class:`CgF1Each` with ``each``)
+        and ``paths`` names ``metrics``, ``report`` and ``cgf1_by_iou``.
 
     Raises:
         InputError: a malformed ground truth or predictions file, or no exhaustively annotated image.
@@ -239,11 +240,12 @@ def evaluate_cgf1(gts: list[str | Path], predictions: str | Path, out: str | Pat
         images = sum(f["num_images"] for f in summary["files"]) if each else summary["num_images"]
         return Built(counts={"images": images}, units=steps.unit_counts(), extras={"summary": summary})
 
-    result = run_evaluation(build, score, force=force, logger=steps.logger)
-    for summary in result.summary["files"] if each else [result.summary]:
-        log_ignored(steps.logger, summary.get("ignored"), predictions)
-    if not each and not result.up_to_date:
-        summary = result.summary
-        steps.logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", cell(summary["cgF1"]), cell(summary["IL_MCC"]),
-                          cell(summary["pmF1"]), result.paths["report"])
+    result: EvaluationResult[CgF1Summary | CgF1Each] = run_evaluation(
+        build, score, CgF1Each if each else CgF1Summary, force=force, logger=steps.logger)
+    summary = result.summary
+    for one in summary.files if isinstance(summary, CgF1Each) else [summary]:
+        log_ignored(steps.logger, one.ignored, predictions)
+    if isinstance(summary, CgF1Summary) and not result.up_to_date:
+        steps.logger.info("cgF1 %s, IL_MCC %s, pmF1 %s -> %s", cell(summary.cgF1), cell(summary.IL_MCC),
+                          cell(summary.pmF1), result.paths["report"])
     return result

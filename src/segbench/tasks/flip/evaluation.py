@@ -13,7 +13,7 @@ Usage::
 
     from segbench.tasks.flip.evaluation import evaluate_coco_cd
     result = evaluate_coco_cd(repo=".", rev=None, predictions="preds/baseline", out="reports/coco_cd/baseline")
-    result.summary["fg_decomposition"]["flip"], result.paths["report"]
+    result.summary.fg_decomposition.flip, result.paths["report"]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, loca
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
+from segbench.schemas.flip import FlipSummary, summary_model
 from segbench.schemas.results import EvaluationResult
 from segbench.tasks.flip import versions
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
@@ -71,7 +72,7 @@ def write_report_files(out: str, summary: dict[str, Any], evaluated: dict[str, A
 
 def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float = 0.95,
                      split: str = "test", dataset_dir: str = "data/coco_cd", shard_size: int = DEFAULT_SHARD_SIZE,
-                     force: bool = False, steps: Steps | None = None) -> EvaluationResult:
+                     force: bool = False, steps: Steps | None = None) -> EvaluationResult[FlipSummary]:
     """Evaluate a predictions directory on a COCO-CD split and write the report.
 
     Args:
@@ -85,7 +86,7 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
         steps: who runs the steps (default: this process, :class:`InProcess`).
 
     Returns:
-        The result: ``units`` count shards, ``summary`` is the metrics dict and ``paths`` names
+        The result: ``units`` count shards, ``summary`` is the :class:`FlipSummary` and ``paths`` names
         ``metrics``, ``report``, ``per_group_iou`` and ``flip_by_risk_decile``. An up-to-date
         summary is read back from metrics.json.
 
@@ -99,7 +100,7 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
 def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path,
                         rho: float = 0.95, split: str = "test", dataset_dir: str = "data/waterbirds_seg",
                         shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False,
-                        steps: Steps | None = None) -> EvaluationResult:
+                        steps: Steps | None = None) -> EvaluationResult[FlipSummary]:
     """Evaluate a predictions directory on a Waterbirds-seg split: the COCO-CD metrics, with
     classes landbird/waterbird (label values 1/2) and contexts land/water.
 
@@ -112,7 +113,7 @@ def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Pa
 
 def evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float, split: str,
              dataset_dir: str, shard_size: int, names: FlipNames, force: bool,
-             steps: Steps | None = None) -> EvaluationResult:
+             steps: Steps | None = None) -> EvaluationResult[FlipSummary]:
     """The body of both evaluations, ``names`` naming the dataset's classes and contexts."""
     steps = steps or InProcess()
     repo, predictions = str(repo), str(predictions)
@@ -130,11 +131,11 @@ def evaluate(repo: str | Path, rev: str | None, predictions: str | Path, out: st
                   input_hashes=hashes)
     result = run_evaluation(build, lambda stage: _score(steps, stage, repo, rev, dataset_dir, images, found,
                                                         shard_size, names, evaluated),
-                            force=force, logger=steps.logger)
+                            summary_model(names.classes), force=force, logger=steps.logger)
     if not result.up_to_date:
         summary = result.summary
-        steps.logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary["num_images"],
-                          fmt(summary["miou"]), fmt(summary["fg_decomposition"]["flip"]), result.paths["report"])
+        steps.logger.info("evaluated %d images: mIoU %s, FG-Flip %s -> %s", summary.num_images,
+                          fmt(summary.miou), fmt(summary.fg_decomposition.flip), result.paths["report"])
     return result
 
 

@@ -17,7 +17,7 @@ Usage::
     from segbench.tasks.spin.evaluation import evaluate_spin
     result = evaluate_spin(repo=".", rev="v1", predictions={"parts": "preds/spin_test_parts_results.json"},
                            out="reports/spin/run1")
-    result.summary["prompts"]["general"]["spcs"]["mean"], result.paths["report"]
+    result.summary.prompts["general"].spcs.mean, result.paths["report"]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult
+from segbench.schemas.spin_metrics import SpinMetrics
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.inputs import SpinTruth, gt_relpath, read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import LEVELS, PROMPTS, Hierarchy, ImageTruth, Prediction, SpinAccumulator
@@ -96,7 +97,7 @@ def write_report_files(out: str, summary: dict[str, Any], evaluated: dict[str, A
 def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, str | Path], out: str | Path,
                   split: str = "test", dataset_dir: str = "data/spin", answers: str | Path | None = None,
                   on_error: OnError = OnError.FAIL, shard_size: int = DEFAULT_SHARD_SIZE, force: bool = False,
-                  yes_rule: str = DEFAULT_YES_RULE, steps: Steps | None = None) -> EvaluationResult:
+                  yes_rule: str = DEFAULT_YES_RULE, steps: Steps | None = None) -> EvaluationResult[SpinMetrics]:
     """Evaluate SPIN predictions (and recognition answers) on a split and write the report.
 
     Args:
@@ -143,19 +144,19 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
     result = run_evaluation(build, lambda stage, loaded: _score(steps, stage, loaded, shard_size, policy, params),
                             prepare=lambda: _load(steps, repo, rev, dataset_dir, split, files, answers, policy,
                                                   yes_rule),
-                            force=force, logger=steps.logger)
+                            metrics=SpinMetrics, force=force, logger=steps.logger)
     if not result.up_to_date:
         _log_summary(steps.logger, result)
     return result
 
 
-def _log_summary(logger: Any, result: EvaluationResult) -> None:
+def _log_summary(logger: Any, result: EvaluationResult[SpinMetrics]) -> None:
     summary = result.summary
-    prompts = list(summary["prompts"])
-    general = summary["prompts"].get(prompts[0] if prompts else "", {})
-    logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary["num_images"],
-                "/".join(prompts), fmt(general.get("levels", {}).get("subparts", {}).get("miou")),
-                fmt(general.get("spcs", {}).get("mean")), result.paths["report"])
+    prompts = list(summary.prompts)
+    first = summary.prompts[prompts[0]] if prompts else None
+    logger.info("evaluated %d images (%s prompts): subpart mIoU %s, SpCS %s -> %s", summary.num_images,
+                "/".join(prompts), fmt(first.levels.subparts.miou if first else None),
+                fmt(first.spcs.mean if first else None), result.paths["report"])
 
 
 @dataclass(frozen=True)

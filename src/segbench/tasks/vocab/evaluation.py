@@ -17,7 +17,7 @@ Usage::
     from segbench.tasks.vocab.evaluation import evaluate_vocab
     result = evaluate_vocab(repo=".", rev="v1", vocab="cityscapes", descriptions="out/desc.json",
                             gt="data/vocab/gt/cityscapes", out="reports/vocab/run1")
-    result.summary["lac"]["miou"]["area"], result.paths["report"]
+    result.summary.lac.miou.area, result.paths["report"]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult
 from segbench.schemas.vocab import LEVELS
+from segbench.schemas.vocab_metrics import VocabMetrics
 from segbench.tasks.vocab import lac, versions
 from segbench.tasks.vocab import panoptic_quality as pqm
 from segbench.tasks.vocab.lexical_mapping import (
@@ -186,7 +187,7 @@ def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
                    shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False,
-                   steps: Steps | None = None) -> EvaluationResult:
+                   steps: Steps | None = None) -> EvaluationResult[VocabMetrics]:
     """Map every region description per level, score the relabelled gt maps, write the LAC report.
 
     Args:
@@ -232,11 +233,12 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     build = Build(out=Path(out), dataset="eval/vocab", logic_version=versions.EVALUATION,
                   params=portable_paths(request.params(), request.repo), input_hashes=hashes)
     result = run_evaluation(build, lambda stage, loaded: _score(steps, stage, request, *loaded),
-                            prepare=lambda: _load(steps, request), paths=_paths, force=force, logger=steps.logger)
+                            VocabMetrics, prepare=lambda: _load(steps, request), paths=_paths, force=force,
+                            logger=steps.logger)
     if not result.up_to_date:
         summary = result.summary
-        steps.logger.info("LAC area (mIoU) %s over %d images -> %s", fmt(summary["lac"]["miou"]["area"]),
-                    summary["num_images"], result.paths["report"])
+        steps.logger.info("LAC area (mIoU) %s over %d images -> %s", fmt(summary.lac.miou.area),
+                          summary.num_images, result.paths["report"])
     return result
 
 

@@ -1,0 +1,89 @@
+"""The vocabulary evaluation's metrics: the shape of ``metrics.json`` (``segbench.tasks.vocab.lac`` computes them).
+
+Each level of the lexical mapping (exact ⊂ synonyms ⊂ hyponyms ⊂ meronyms) scores the open-ended
+descriptions as a segmentation; the Lexical Alignment Curve is each metric over the levels, with
+its area. PQ appears when panoptic segments were given, the Sentence-BERT baseline when it ran.
+A score with nothing to score is None.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Metrics(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Level(_Metrics):
+    """One level of the mapping, scored as a segmentation."""
+
+    level: Literal["exact", "synonyms", "hyponyms", "meronyms"]
+    miou: float | None
+    macc: float | None
+    pacc: float | None
+    class_iou: dict[str, float | None]
+    region_acc: float | None = Field(description="the share of described regions mapped to their class")
+    pq: float | None = None
+    sq: float | None = None
+    rq: float | None = None
+
+
+class Curve(_Metrics):
+    values: list[float | None] = Field(description="the metric at each level")
+    area: float | None = Field(description="the area under the curve over the four levels")
+
+
+class Lac(_Metrics):
+    """The Lexical Alignment Curve of each metric."""
+
+    miou: Curve
+    macc: Curve
+    pacc: Curve
+    region_acc: Curve
+    pq: Curve | None = None
+
+
+class Baseline(_Metrics):
+    """The Sentence-BERT forced-choice baseline: each description mapped to its nearest class name."""
+
+    name: str
+    miou: float | None
+    macc: float | None
+    pacc: float | None
+    class_iou: dict[str, float | None]
+    region_acc: float
+    agreement: dict[str, float] = Field(description="per level: the share of regions where it and the mapping agree")
+
+
+class ClassPQ(_Metrics):
+    pq: float | None
+    sq: float | None
+    rq: float | None
+    tp: int
+    fp: int
+    fn: int
+
+
+class LevelPQ(_Metrics):
+    level: str
+    pq: float | None
+    sq: float | None
+    rq: float | None
+    num_classes: int
+    per_class: dict[str, ClassPQ]
+
+
+class VocabMetrics(_Metrics):
+    """What ``segbench evaluate vocab`` computes."""
+
+    num_images: int
+    num_regions: int
+    undescribed_regions: int
+    absent_segments: int
+    levels: list[Level]
+    lac: Lac
+    baseline: Baseline | None
+    pq: list[LevelPQ] | None = Field(description="panoptic quality per level, with panoptic segments only")
