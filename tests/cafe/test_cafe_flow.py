@@ -198,7 +198,7 @@ def test_verification_round_on_label_studio(tmp_path, label_studio, monkeypatch)
         client.annotate(task_id, result("mask_fits" if task_id == rejected else None), completed_by=alice)
         client.annotate(task_id, result("mask_fits" if task_id == rejected else None), completed_by=bob)
     ingested = ingest_round(settings.data_root, key, label_studio.connection)
-    assert ingested.counts["answers"] == 2 * len(tasks)
+    assert ingested.counts.answers == 2 * len(tasks)
     report = read_json(Path(ingested.reports["verification_json"]))
     assert report["overall"]["verified"] == len(tasks) - 1 and report["overall"]["mask_fits"] == 1
 

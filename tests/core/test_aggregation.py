@@ -195,9 +195,9 @@ def test_alpha_is_reported_where_kappa_is_not():
     answers = [_answer("1", "A", "x"), _answer("1", "B", "x"), _answer("2", "A", "y"), _answer("2", "B", "y"),
                _answer("2", "C", "y"), _answer("3", "A", "x"), _answer("3", "C", "y")]
     summary = agreement_summary(answers, "context")
-    assert summary["kappa"] is None and "different numbers" in summary["reason"]
-    assert summary["alpha"] == pytest.approx(krippendorff_alpha([["x", "x"], ["y", "y", "y"], ["x", "y"]]))
-    assert 0 < summary["alpha"] < 1
+    assert summary.kappa is None and "different numbers" in summary.reason
+    assert summary.alpha == pytest.approx(krippendorff_alpha([["x", "x"], ["y", "y", "y"], ["x", "y"]]))
+    assert 0 < summary.alpha < 1
 
 
 def test_polygons_are_merged_like_the_spin_kind_then_aggregated():

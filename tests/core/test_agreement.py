@@ -111,11 +111,11 @@ def test_summary_uses_cohen_for_one_fixed_pair():
     answers += [_answer(f"i{n}", "ann:10", b) for n, (_, b) in enumerate(TABLE)]
     random.Random(2).shuffle(answers)
     summary = agreement_summary(answers, "context")
-    assert (summary["method"], summary["raters"], summary["reason"]) == ("cohen", ["ann:10", "ann:2"], None)
-    assert summary["kappa"] == pytest.approx(0.4)
-    assert summary["items_by_ratings"] == {"2": 50} and summary["annotators"] == 2
-    assert summary["mean_agreement"] == pytest.approx(0.85)  # 35 of 50 items agree: (35·1 + 15·0.5) / 50
-    assert summary["pairwise_agreement"] == pytest.approx(0.7)  # two raters: the share of items they agree on
+    assert (summary.method, summary.raters, summary.reason) == ("cohen", ["ann:10", "ann:2"], None)
+    assert summary.kappa == pytest.approx(0.4)
+    assert summary.items_by_ratings == {"2": 50} and summary.annotators == 2
+    assert summary.mean_agreement == pytest.approx(0.85)  # 35 of 50 items agree: (35·1 + 15·0.5) / 50
+    assert summary.pairwise_agreement == pytest.approx(0.7)  # two raters: the share of items they agree on
 
 
 def test_summary_uses_fleiss_when_raters_differ_per_item():
@@ -123,29 +123,29 @@ def test_summary_uses_fleiss_when_raters_differ_per_item():
     workers = {"x": ["w1", "w2", "w3"], "y": ["w2", "w4", "w5"], "z": ["w1", "w5", "w6"]}
     answers = [_answer(item, w, label) for item in rows for w, label in zip(workers[item], rows[item], strict=True)]
     summary = agreement_summary(answers, "context")
-    assert (summary["method"], summary["items"], summary["annotators"]) == ("fleiss", 3, 6)
-    assert summary["kappa"] == pytest.approx(0.55)
-    assert summary["mean_agreement"] == pytest.approx((1 + 2 / 3 + 1) / 3)
-    assert summary["pairwise_agreement"] == pytest.approx((1 + 1 / 3 + 1) / 3)  # 1 of the 3 pairs agrees
+    assert (summary.method, summary.items, summary.annotators) == ("fleiss", 3, 6)
+    assert summary.kappa == pytest.approx(0.55)
+    assert summary.mean_agreement == pytest.approx((1 + 2 / 3 + 1) / 3)
+    assert summary.pairwise_agreement == pytest.approx((1 + 1 / 3 + 1) / 3)  # 1 of the 3 pairs agrees
 
 
 def test_summary_two_ratings_from_changing_pairs_is_fleiss():
     answers = [_answer("1", "A", "a"), _answer("1", "B", "a"), _answer("2", "A", "b"), _answer("2", "C", "a")]
     # P_i: 1 and 0 → P̄ = 0.5; p_a = 3/4, p_b = 1/4 → P_e = 10/16; κ = (8/16 − 10/16) / (6/16) = −1/3.
     summary = agreement_summary(answers, "context")
-    assert summary["method"] == "fleiss" and summary["kappa"] == pytest.approx(-1 / 3)
+    assert summary.method == "fleiss" and summary.kappa == pytest.approx(-1 / 3)
 
 
 def test_summary_without_kappa_says_why():
     mixed = [_answer("1", "A", "a"), _answer("1", "B", "a"), _answer("2", "A", "b")]
     summary = agreement_summary(mixed, "context")
-    assert (summary["method"], summary["kappa"]) == (None, None)
-    assert summary["reason"] == ("items have different numbers of ratings (1 ratings: 1 items, 2 ratings: 1 items); "
+    assert (summary.method, summary.kappa) == (None, None)
+    assert summary.reason == ("items have different numbers of ratings (1 ratings: 1 items, 2 ratings: 1 items); "
                                  "kappa needs the same number")
-    assert summary["items_by_ratings"] == {"1": 1, "2": 1} and summary["mean_agreement"] == 1.0
+    assert summary.items_by_ratings == {"1": 1, "2": 1} and summary.mean_agreement == 1.0
     single = agreement_summary([_answer("1", "A", "a"), _answer("2", "B", "a")], "context")
-    assert single["method"] is None and "one rating" in single["reason"] and single["mean_agreement"] is None
+    assert single.method is None and "one rating" in single.reason and single.mean_agreement is None
     none = agreement_summary([_answer("1", "A", None)], "context")
-    assert none["reason"] == "no answers for control 'context'" and none["items"] == 0
+    assert none.reason == "no answers for control 'context'" and none.items == 0
     same = agreement_summary([_answer("1", "A", "a"), _answer("1", "B", "a")], "context")
-    assert (same["method"], same["kappa"]) == ("cohen", None) and "undefined" in same["reason"]
+    assert (same.method, same.kappa) == ("cohen", None) and "undefined" in same.reason

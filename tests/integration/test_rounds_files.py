@@ -66,13 +66,13 @@ def test_audit_round_end_to_end(data_root):
     first = ingest_round(data_root, "audit-1")
     answers_file = Path(first.answers)
     first_bytes = answers_file.read_bytes()
-    assert first.counts["answers"] == 24 and first.counts["annotators"] == 2
+    assert first.counts.answers == 24 and first.counts.annotators == 2
     again = ingest_round(data_root, "audit-1")
     assert answers_file.read_bytes() == first_bytes and again.counts == first.counts
 
     write_results_csv(rows(launched, truth, "WC"), folder / "results" / "batch-3.csv")
     third = ingest_round(data_root, "audit-1")
-    assert third.counts["answers"] == 36 and third.counts["annotators"] == 3
+    assert third.counts.answers == 36 and third.counts.annotators == 3
     items = {i["item_id"]: i for i in read_json(answers_file)["items"]}
     assert items[first_item]["majority"]["context"] == truth[first_item]  # 2 of 3 outvote the ambiguous one
 
@@ -102,7 +102,7 @@ def test_results_for_items_outside_the_round_fail_or_are_reported(data_root):
     with pytest.raises(AnnotationError, match="424242"):
         ingest_round(data_root, "audit-bad")
     result = ingest_round(data_root, "audit-bad", on_error=OnError.SKIP)
-    assert result.counts["skipped"] == 1 and result.counts["answers"] == 4
+    assert result.counts.skipped == 1 and result.counts.answers == 4
     skipped = json.loads(Path(result.answers).read_text())["skipped"]
     assert skipped["count"] == 1 and "424242" in json.dumps(skipped["items"])
 
@@ -147,7 +147,7 @@ def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, m
     progress = round_progress(data_root, "audit-ls")
     assert (progress["done"], progress["by_annotator"]) == (4, {"labelstudio:7": 4})
     result = ingest_round(data_root, "audit-ls")
-    assert result.counts["answers"] == 4
+    assert result.counts.answers == 4
     assert read_json(Path(result.reports["audit_json"]))["overall"]["agree"] == 4
 
 

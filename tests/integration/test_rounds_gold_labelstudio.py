@@ -59,7 +59,7 @@ def test_a_spammer_on_label_studio_is_named_by_the_worker_report_and_followed_up
     # Majority vote: the two workers tie on every work item (the screened default would follow the
     # honest one, whom the gold vouches for), so the reviewer's follow-up below decides them.
     result = ingest_round(data, key, label_studio.connection, aggregation="majority")
-    assert result.counts["gold_items"] == 3 and result.counts["answers"] == 8  # 4 work items × 2
+    assert result.counts.gold_items == 3 and result.counts.answers == 8  # 4 work items × 2
     report = read_json(data / "rounds" / f"{key}.workers.json")
     by = {w["worker"]: w for w in report["workers"]}
     assert by[f"labelstudio:{honest}"]["gold_accuracy"] == 1.0

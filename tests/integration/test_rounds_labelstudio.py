@@ -72,8 +72,8 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     first = ingest_round(data_root, key, label_studio.connection)
     answers_file = Path(first.answers)
     first_bytes = answers_file.read_bytes()
-    assert first.counts["answers"] == 12 and first.counts["annotators"] == 2
-    assert first.agreement["context"]["kappa"] is None  # 8 items with 1 or 2 ratings: no kappa
+    assert first.counts.answers == 12 and first.counts.annotators == 2
+    assert first.agreement.context.kappa is None  # 8 items with 1 or 2 ratings: no kappa
     assert ingest_round(data_root, key, label_studio.connection).counts == first.counts
     assert answers_file.read_bytes() == first_bytes
 
@@ -85,11 +85,11 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     assert answers_file.read_bytes() == first_bytes
 
     final = ingest_round(data_root, key, label_studio.connection)
-    assert final.counts["answers"] == 16
+    assert final.counts.answers == 16
     answers = read_json(answers_file)["answers"]
     assert len({a["source_id"] for a in answers}) == 16
     agreement = final.agreement["context"]
-    assert agreement["method"] == "cohen" and agreement["kappa"] is not None and agreement["kappa"] < 1
+    assert agreement.method == "cohen" and agreement.kappa is not None and agreement.kappa < 1
     table = json.loads(Path(final.reports["audit_json"]).read_text())
     assert table["overall"]["items"] == 8 and table["overall"]["no_majority"] == 1  # 1 vs 1 on the last item
     assert table["overall"]["agree"] == table["overall"]["judged"] == 7

@@ -99,7 +99,7 @@ def test_spin_round_on_label_studio(world, label_studio, monkeypatch):
             client.annotate(task_id, result, completed_by=annotator)
 
     first = ingest_round(root, key, label_studio.connection)
-    assert first.counts["answers"] == 8 and first.counts["skipped"] == 0
+    assert first.counts.answers == 8 and first.counts.skipped == 0
     paths = {name: Path(path) for name, path in first.reports.items()}
     assert set(paths) == {"raw", "report", "resolved"}
 

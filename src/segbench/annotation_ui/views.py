@@ -7,13 +7,12 @@ nothing, never import Prefect (seconds of start-up for a command that reads a fe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from segbench.annotation_ui.backends import backend_for
 from segbench.annotation_ui.batches import batch_names, batch_rows
 from segbench.annotation_ui.gold import saved_left_out
 from segbench.annotation_ui.rounds import RoundStore
-from segbench.schemas.rounds import LabelStudioConnection, Round
+from segbench.schemas.rounds import LabelStudioConnection, Round, RoundProgress
 
 
 def list_rounds(data_root: Path) -> list[Round]:
@@ -21,7 +20,7 @@ def list_rounds(data_root: Path) -> list[Round]:
     return RoundStore(Path(data_root) / "rounds").list()
 
 
-def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None) -> dict[str, Any]:
+def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None) -> RoundProgress:
     """Tasks done / total and answers per annotator, read from the backend (no state changes); for a
     round whose items carry batches, items, launched and answered per batch."""
     store = RoundStore(Path(data_root) / "rounds")
@@ -29,7 +28,7 @@ def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnectio
     progress = backend_for(round_, data_root, label_studio=label_studio).progress(round_)
     answered = progress.pop("done_items", [])
     batches = batch_rows(round_, answered) if batch_names(round_) else []
-    return {"round": key, "status": round_.status.value, "follow_up_of": round_.follow_up_of,
-            "aggregation": round_.aggregation, **progress,
-            "batches": batches, "left_out": saved_left_out(store, key)}
+    return RoundProgress(round=key, status=round_.status.value, follow_up_of=round_.follow_up_of,
+                         aggregation=round_.aggregation, **progress, batches=batches,
+                         left_out=saved_left_out(store, key))
 

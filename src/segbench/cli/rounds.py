@@ -19,7 +19,7 @@ from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
 if TYPE_CHECKING:
-    from segbench.schemas.rounds import RoundIngest
+    from segbench.schemas.rounds import LeftOut, RoundIngest
 
 app = typer.Typer(help="Human annotation rounds on Label Studio or as files for an external crowd.",
                   no_args_is_help=True)
@@ -161,26 +161,24 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
     progress = round_progress(settings.data_root, key, settings.label_studio())
     console.set_summary(progress)
     console.out.print(console.key_values(f"Round {key}", {
-        "status": progress["status"], "tasks done": f"{progress['done']} / {progress['tasks']}",
-        "answers": progress["annotations"], "aggregation": progress["aggregation"],
-        **({"follows up": progress["follow_up_of"]} if progress["follow_up_of"] else {}),
+        "status": progress.status, "tasks done": f"{progress.done} / {progress.tasks}",
+        "answers": progress.annotations, "aggregation": progress.aggregation,
+        **({"follows up": progress.follow_up_of} if progress.follow_up_of else {}),
     }))
-    rows = sorted(progress["by_annotator"].items())
+    rows = sorted(progress.by_annotator.items())
     if rows:
         console.out.print(console.table("Answers per annotator", ["annotator", "answers"], rows))
-    if progress["batches"]:
+    if progress.batches:
         console.out.print(console.table("Batches", ["batch", "items", "launched", "answered"],
-                                        [[b["batch"], b["items"], b["launched"], b["answered"]]
-                                         for b in progress["batches"]]))
-    print_left_out(progress["left_out"])
+                                        [[b.batch, b.items, b.launched, b.answered] for b in progress.batches]))
+    print_left_out(progress.left_out)
 
 
-def print_left_out(left_out: list[dict[str, Any]]) -> None:
+def print_left_out(left_out: list[LeftOut]) -> None:
     """The workers the screened aggregation left out, with why (nothing when none were)."""
     if left_out:
         console.out.print(console.table("Left out of the aggregation (answers kept, not counted)",
-                                        ["worker", "reasons"], [[e["worker"], "; ".join(e.get("reasons", []))]
-                                                                for e in left_out]))
+                                        ["worker", "reasons"], [[e.worker, "; ".join(e.reasons)] for e in left_out]))
 
 
 def ingest(
@@ -227,26 +225,25 @@ def print_ingest(result: RoundIngest) -> None:
     """What an ingest brought back: answers, agreement per question, the reports it wrote."""
     counts = result.counts
     console.out.print(console.key_values(f"Round {result.round.key} ingested", {
-        "answers": counts["answers"], "items answered": f"{counts['items_answered']} / {counts['items']}",
-        "annotators": counts["annotators"], "skipped": counts["skipped"],
+        "answers": counts.answers, "items answered": f"{counts.items_answered} / {counts.items}",
+        "annotators": counts.annotators, "skipped": counts.skipped,
         "aggregation": result.round.aggregation, "answers file": str(result.answers),
     }))
-    if not counts["answers"]:
+    if not counts.answers:
         console.err.print(f"[yellow]No answers yet[/] for round {result.round.key}: ingest again once "
                           "annotators have answered.")
     for control, summary in result.agreement.items():
         console.out.print(console.key_values(f"Agreement on '{control}'", {
-            "observed agreement (pairs)": summary.get("pairwise_agreement"),
-            _kappa_label(summary["method"]): summary["kappa"] if summary["kappa"] is not None
-            else f"n/a ({summary['reason']})",
-            "Krippendorff's α": summary["alpha"] if summary.get("alpha") is not None else "n/a",
+            "observed agreement (pairs)": summary.pairwise_agreement,
+            _kappa_label(summary.method): summary.kappa if summary.kappa is not None else f"n/a ({summary.reason})",
+            "Krippendorff's α": summary.alpha if summary.alpha is not None else "n/a",
         }))
     for name, path in result.reports.items():
         console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
     workers = result.workers
     console.out.print(f"worker report: [bold]{workers.paths['workers_markdown']}[/] ({workers.suspicious} suspicious"
-                      + (f", {counts['workers_left_out']} left out of the aggregation" if "workers_left_out" in counts
-                         else "") + ")")
+                      + (f", {counts.workers_left_out} left out of the aggregation"
+                         if counts.workers_left_out is not None else "") + ")")
     if workers.passed is not None:
         console.out.print(f"pass list: [bold]{workers.paths['pass_list']}[/] ({workers.passed} passed)"
                           + (f"; MTurk qualification upload: {workers.paths['qualification_csv']}"

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from segbench.core.aggregation import DAWID_SKENE, MAJORITY, PLAIN_METHODS, check_method, model_labels
-from segbench.schemas.rounds import Answer, ItemAnswer, Polygon
+from segbench.schemas.rounds import Agreement, Answer, ItemAnswer, Polygon
 
 # Chance agreement this close to 1 makes kappa 0/0: every rating used the same category.
 _DEGENERATE = 1e-12
@@ -200,7 +200,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[str]]) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]:
+def agreement_summary(answers: Iterable[Answer], control: str) -> Agreement:
     """Agreement on one choice control, with the kappa that fits how the round was rated.
 
     Choice rule:
@@ -265,7 +265,7 @@ def agreement_summary(answers: Iterable[Answer], control: str) -> dict[str, Any]
         summary["reason"] = f"items have different numbers of ratings ({counts}); kappa needs the same number"
     if summary["method"] and summary["kappa"] is None:
         summary["reason"] = "chance agreement is 1 (every rating has the same label); kappa is undefined"
-    return summary
+    return Agreement.model_validate(summary)
 
 
 def _agreeing_pairs(labels: Sequence[str]) -> float:

@@ -34,7 +34,7 @@ from segbench.core.io import write_json
 from segbench.core.reports import plain
 from segbench.core.screening import aggregate_round
 from segbench.flows.prefect_ui import run_name, task_name
-from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundIngest
+from segbench.schemas.rounds import Answer, IngestCounts, LabelStudioConnection, Round, RoundIngest
 
 __all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
 
@@ -131,27 +131,28 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     left_out = result.left_out
     items = chain.decide(result.items)
     agreement = {control: agreement_summary(counted, control) for control in controls}
-    counts = {"answers": len(answers), "items": len(gold.without_gold(round_).items),
-              "items_answered": chain.items_answered(), "annotators": len({a.annotator for a in answers}),
-              "skipped": len(policy.report), **gold.gold_counts(round_, gold_answers, answers, counted),
-              **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted)}
-                 if method == SCREENED else {})}
+    counts = IngestCounts(
+        answers=len(answers), items=len(gold.without_gold(round_).items), items_answered=chain.items_answered(),
+        annotators=len({a.annotator for a in answers}), skipped=len(policy.report),
+        **gold.gold_counts(round_, gold_answers, answers, counted),
+        **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted)}
+           if method == SCREENED else {}))
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
-        "agreement": agreement, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
+        "agreement": {control: a.model_dump(mode="json") for control, a in agreement.items()}, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
         **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())],
             "left_out_capped": result.capped} if method == SCREENED else {})},
         indent=1)
-    ingested = rounds.mark_ingested(round_, {**round_.counts, **counts}, _now()).model_copy(
+    ingested = rounds.mark_ingested(round_, {**round_.counts, **counts.model_dump()}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
     report = {**result.report, **({"left_out_capped": result.capped} if method == SCREENED else {})}
     names = _as_task("read-worker-names", _backend(round_, Path(data_root), label_studio).worker_names, round_)
     workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key), names)
-    get_run_logger().info("round %s ingested: %s", key, plain(counts))
+    get_run_logger().info("round %s ingested: %s", key, plain(counts.model_dump()))
     return RoundIngest(round=ingested, counts=counts, agreement=agreement, answers=store.answers_path(key),
                        reports=reports, workers=workers)
 

@@ -221,14 +221,92 @@ class WorkerSummary(BaseModel):
         return data
 
 
+class Agreement(BaseModel):
+    """How far people agree on one question (a choice control) of a round."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    control: str
+    method: Literal["cohen", "fleiss"] | None = Field(description="Cohen's κ for two fixed raters, else Fleiss' κ")
+    kappa: float | None
+    reason: str | None = Field(description="why κ is undefined, when it is")
+    alpha: float | None = Field(description="Krippendorff's α (nominal)")
+    items: int = Field(description="items with at least one rating")
+    annotators: int
+    raters: list[str] | None = Field(description="Cohen's κ: the two raters, in id order")
+    pairwise_agreement: float | None = Field(description="per item, the share of its pairs of ratings that agree")
+    mean_agreement: float | None = Field(description="per item, the modal label's share of its ratings")
+    items_by_ratings: dict[str, int] = Field(description="number of ratings → items")
+
+
+class _SetOnly(BaseModel):
+    """Counts whose optional entries are left out of the JSON when not counted (as the round record has them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+
+class IngestCounts(_SetOnly):
+    """What an ingest counted (merged into the round record's ``counts``)."""
+
+    answers: int
+    items: int = Field(description="work items (gold items apart)")
+    items_answered: int
+    annotators: int
+    skipped: int = Field(description="answers left out as bad input (--on-error skip)")
+    gold_items: int | None = None
+    gold_answers: int | None = None
+    answers_not_counted: int | None = Field(None, description="a gated round: answers of workers not qualified")
+    workers_left_out: int | None = Field(None, description="screened aggregation: workers the report left out")
+    answers_left_out: int | None = None
+
+
+class BatchProgress(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    batch: str
+    items: int
+    launched: int
+    answered: int
+
+
+class LeftOut(BaseModel):
+    """A worker the screened aggregation left out, with the worker report's reasons."""
+
+    model_config = ConfigDict(extra="allow")  # as saved in the answers file
+
+    worker: str
+    reasons: list[str] = Field(default_factory=list)
+
+
+class RoundProgress(BaseModel):
+    """What ``rounds status`` reads from the backend (no state changes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: str
+    status: str
+    follow_up_of: str | None
+    aggregation: str
+    tasks: int
+    done: int = Field(description="tasks with all their answers")
+    annotations: int
+    by_annotator: dict[str, int]
+    batches: list[BatchProgress]
+    left_out: list[LeftOut]
+
+
 class RoundIngest(BaseModel):
     """What ``rounds ingest`` brought back: the round as recorded, counts, agreement per question, files."""
 
     model_config = ConfigDict(extra="forbid")
 
     round: Round
-    counts: dict[str, int] = Field(description="answers, items, items_answered, annotators, skipped; gold counts")
-    agreement: dict[str, dict[str, Any]] = Field(description="per control: mean agreement, κ and its method, α")
+    counts: IngestCounts
+    agreement: dict[str, Agreement] = Field(description="per control: agreement, κ and its method, α")
     answers: Path = Field(description="the answers file, <key>.answers.json")
     reports: dict[str, Path] = Field(description="the reports the round's kind wrote, by name")
     workers: WorkerSummary
