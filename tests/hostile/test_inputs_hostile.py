@@ -107,7 +107,7 @@ CASES = [
     ("spin-taxonomy-edits-empty", "build spin-taxonomy --edits {empty.yaml}", ["empty.yaml", "YAML mapping"], True),
     ("spin-taxonomy-edits-syntax", "build spin-taxonomy --edits {bad.yaml}", ["bad.yaml", "not valid YAML"], True),
     ("spin-taxonomy-edits-list", "build spin-taxonomy --edits {list.json}", ["list.json", "YAML mapping"], True),
-    # build spin / spin rounds: option values and roots
+    # build spin / rounds create spin_subparts: option values and roots
     ("build-spin-root-file", "build spin --partimagenet {file}", ["file", "not a PartImageNet root"], True),
     ("build-spin-negative-cap", "build spin --partimagenet {folder} --cap -1", ["--cap"], False),
     ("spin-rounds-no-taxonomy", "rounds create spin_subparts k --partimagenet {folder}", ["taxonomy.yaml", "spin-taxonomy"],

@@ -22,14 +22,15 @@ def test_spin_from_taxonomy_to_dataset_through_the_command_line(tmp_path):
     # WordNet against §8.2; precision counts the proposals that passed the visibility check.
     assert "SPIN taxonomy" in taxonomy and "24.14% / 15.91% of 203" in taxonomy
     assert "- Car-Body: Brake System, Cooling System, Electrical System, First Gear" in taxonomy
-    created = run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "s", "--backend", "files")
+    created = run(tmp_path, "rounds", "create", "spin_subparts", "s", "--partimagenet", str(world.root), "--backend", "files")
     assert "SPIN rounds" in created.output
-    batch = run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "b", "--backend", "files",
+    batch = run(tmp_path, "rounds", "create", "spin_subparts", "b", "--partimagenet", str(world.root), "--backend", "files",
                 "--supercategory", "Car")
     car = sorted(p.stem for p in (data / "rounds").glob("b-*.json"))
     assert car == ["b-car-body-p1", "b-car-body-p2", "b-car-body-p3", "b-car-side_mirror", "b-car-tire"], batch.output
-    assert "unknown super-category 'Cars'" in str(run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root),
-                                                      "--key", "c", "--supercategory", "Cars", code=1).exception)
+    assert "unknown super-category 'Cars'" in str(run(tmp_path, "rounds", "create", "spin_subparts", "c",
+                                                      "--partimagenet", str(world.root), "--supercategory", "Cars",
+                                                      code=1).exception)
     key = sorted(p.stem for p in (data / "rounds").glob("s-*.json"))[0]
     assert "Round launched" in run(tmp_path, "rounds", "launch", key).output
 

@@ -232,4 +232,4 @@ def test_import_of_an_amt_results_file_is_idempotent(tmp_path):
     (resolved,) = read_resolved(first.paths["resolved"])
     assert (resolved.subpart, resolved.area, resolved.polygons) == ("Shell", 64 - 4, 2)
     assert resolved.workers == ["worker:W1", "worker:W2"] and resolved.agreement == 1.0
-    assert first.report["flags"] == {"yes_without_polygon": 1}
+    assert first.report.flags == {"yes_without_polygon": 1}

@@ -25,7 +25,7 @@ def _gold_part(tmp_path):
     (a part id of its own, so that a leak would show)."""
     world = generate_demo_spin(tmp_path / "source", seed=0)
     run(tmp_path, "build", "spin-taxonomy")
-    run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "plain", "--backend", "files",
+    run(tmp_path, "rounds", "create", "spin_subparts", "plain", "--partimagenet", str(world.root), "--backend", "files",
         "--supercategory", "Car")
     plain = Round.model_validate(read_json(tmp_path / "data" / "rounds" / "plain-car-tire.json"))
     truth = read_truth(world.truth_path)
@@ -56,7 +56,7 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
     world, source, gold_id, gold_part, gold_file, truth_with_gold = _gold_part(tmp_path)
     data = tmp_path / "data"
 
-    run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "g", "--backend", "files",
+    run(tmp_path, "rounds", "create", "spin_subparts", "g", "--partimagenet", str(world.root), "--backend", "files",
         "--supercategory", "Car", "--gold-file", str(gold_file))
     round_ = Round.model_validate(read_json(data / "rounds" / "g-car-tire.json"))
     assert [i.item_id for i in round_.items if i.gold] == [gold_id]
@@ -92,7 +92,7 @@ def test_spin_gold_parts_are_scored_by_polygon_iou(tmp_path):
 def test_a_spin_qualification_round_gates_every_part_round(tmp_path):
     world, _, gold_id, _, gold_file, truth_with_gold = _gold_part(tmp_path)
     data = tmp_path / "data"
-    run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "q", "--backend", "files",
+    run(tmp_path, "rounds", "create", "spin_subparts", "q", "--partimagenet", str(world.root), "--backend", "files",
         "--supercategory", "Car", "--gold-file", str(gold_file), "--qualification", "--pass-threshold", "1",
         "--rule", "min_gold_answers=1")  # one gold part: judged on it alone
     qual = Round.model_validate(read_json(data / "rounds" / "q-car-tire.json"))
@@ -106,7 +106,7 @@ def test_a_spin_qualification_round_gates_every_part_round(tmp_path):
     passed = [p["worker"] for p in read_json(data / "rounds" / "q-car-tire.qualified.json")["passed"]]
     assert "worker:LAZY" not in passed and "worker:W1" in passed
 
-    run(tmp_path, "spin", "rounds", "--partimagenet", str(world.root), "--key", "w", "--backend", "files",
+    run(tmp_path, "rounds", "create", "spin_subparts", "w", "--partimagenet", str(world.root), "--backend", "files",
         "--supercategory", "Car", "--requires", "q-car-tire")
     keys = sorted(p.name[: -len(".json")] for p in (data / "rounds").glob("w-*.json"))
     assert keys and all(Round.model_validate(read_json(data / "rounds" / f"{k}.json")).requires == "q-car-tire"

@@ -89,7 +89,7 @@ def build_candidates_command(
     from segbench.providers.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams, SourceSpec
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     try:
         sources = [SourceSpec.parse(text) for text in source]
         values = {"min_area_fraction": min_area, "max_area_fraction": max_area, "targets_per_image": per_image}
@@ -149,7 +149,7 @@ def create_verification_command(
     quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires,
                                                      overlap=overlap, workers=workers, rules=rule), seed=seed)
     with flow_command_lock(ctx):
-        round_ = create_cafe_verification(ctx.obj["settings"].data_root, key, backend=backend.value, overlap=overlap,
+        round_ = create_cafe_verification(settings_of(ctx).data_root, key, backend=backend.value, overlap=overlap,
                                           overwrite=overwrite, quality=quality,
                                           gold_sources=_gold_sources(gold_source or []))
     console.out.print(console.key_values("Round created", {
@@ -187,7 +187,7 @@ def export_command(
     Does nothing when the export was made from the same round answers and candidates."""
     from segbench.flows.cafe.export import build_cafe
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out, force=force)
     print_export(summary)
 
@@ -258,7 +258,7 @@ def print_cafe_evaluation(result: EvaluationResult[CafeMetrics]) -> None:
         console.out.print(console.table(heading, ["subset", *columns],
                                         [[name, *(row[c] for c in columns)] for name, row in rows.items()]))
     print_ignored(m.ignored)
-    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.report)}[/]")
 
 
 def print_ignored(ignored: Ignored | None, label: str = "") -> None:
@@ -310,7 +310,7 @@ def evaluate_cgf1_command(
                                               "IL_FPR")},
         }))
         print_ignored(m.ignored)
-    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.report)}[/]")
 
 
 def print_cgf1_each(files: list[CgF1FileSummary]) -> None:

@@ -109,7 +109,7 @@ def print_evaluation(result: EvaluationResult[FlipSummary]) -> None:
         f"gap {first} / {second} (aligned − counterf.)": f"{_fmt(m.gaps[first].gap)} / {_fmt(m.gaps[second].gap)}",
         "top-decile share of flips": m.flip_risk.top_decile_share if m.flip_risk else None,
     }))
-    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.report)}[/]")
 
 
 def _fmt(value: float | None) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from segbench import console
-from segbench.cli.common import existing, flow_command_lock
+from segbench.cli.common import existing, flow_command_lock, settings_of
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
@@ -104,7 +104,7 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Type
 
 
 def _data_root(ctx: typer.Context) -> Path:
-    return ctx.obj["settings"].data_root
+    return settings_of(ctx).data_root
 
 
 def print_round(round_: Any, title: str) -> None:
@@ -138,7 +138,7 @@ def launch(
     from segbench.annotation_ui.batches import plan_launch
     from segbench.annotation_ui.rounds import RoundStore
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     round_ = RoundStore(settings.data_root / "rounds").load(key)
     # A bad batch, a token not configured or a server that does not answer fails before Prefect starts.
     plan_launch(round_, batch)
@@ -157,7 +157,7 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
     """Tasks done / total and answers per annotator, read from the backend."""
     from segbench.annotation_ui.views import round_progress  # not the flows: no Prefect for a read
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     progress = round_progress(settings.data_root, key, settings.label_studio())
     console.set_summary(progress)
     console.out.print(console.key_values(f"Round {key}", {
@@ -198,7 +198,7 @@ def ingest(
     from segbench.annotation_ui.rounds import RoundStatus, RoundStore, check_step
     from segbench.core.errors import ImportPolicy
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     store = RoundStore(settings.data_root / "rounds")
     # A missing round, a round not launched, a damaged answers file, a gate not yet passable or a bad
     # results file of a crowd fails here, in a second, before Prefect starts.
@@ -293,7 +293,7 @@ def invite(ctx: typer.Context) -> None:
     from segbench.annotation_ui.backends import BackendContext
     from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     backend = LabelStudioBackend(BackendContext(settings.data_root, label_studio=settings.label_studio()))
     with backend.client() as client:
         link = client.invite_url()

@@ -79,7 +79,7 @@ def build_taxonomy_command(
     from segbench.tasks.spin.taxonomy import load_catalog
     from segbench.tasks.spin.taxonomy_edits import load_edits
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     if edits is not None:
         load_edits(edits, load_catalog())  # a bad edit file fails before Prefect starts
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
@@ -141,7 +141,7 @@ def create_rounds_command(
     from segbench.locking import command_lock
     from segbench.schemas.spin import SpinBuildParams
 
-    data_root = ctx.obj["settings"].data_root
+    data_root = settings_of(ctx).data_root
     params = SpinBuildParams(**{k: v for k, v in {"cap_per_supercategory": cap, "seed": seed}.items()
                                 if v is not None})
     with command_lock(ctx):
@@ -197,20 +197,20 @@ def import_command(
     from segbench.flows.spin.crowd import import_spin_round
     from segbench.locking import command_lock
 
-    settings = ctx.obj["settings"]
+    settings = settings_of(ctx)
     with command_lock(ctx):
         result = import_spin_round(settings.data_root, round_key, results=results, parts=parts, taxonomy=taxonomy,
                                    containment=containment, on_error=on_error,
                                    mask_aggregation=mask_aggregation.value)
     report = result.report
     console.out.print(console.key_values(f"SPIN round {round_key}", {
-        "answers": report["answers"], "items answered": report["items_answered"],
-        "subparts resolved": report["resolved"], "absent / no voters": f"{report['absent']} / {report['no_voters']}",
-        "mask rule": report["rule"],
-        **({"empty aggregate masks (not resolved)": len(report["empty_aggregate"])}
-           if "empty_aggregate" in report else {}),
-        **{f"flag {k}": v for k, v in report["flags"].items()},
-        "skipped rows": report["skipped"]["count"], "resolved": str(result.paths["resolved"])}))
+        "answers": report.answers, "items answered": report.items_answered,
+        "subparts resolved": report.resolved, "absent / no voters": f"{report.absent} / {report.no_voters}",
+        "mask rule": report.rule,
+        **({"empty aggregate masks (not resolved)": len(report.empty_aggregate)}
+           if report.empty_aggregate is not None else {}),
+        **{f"flag {k}": v for k, v in report.flags.items()},
+        "skipped rows": report.skipped.count, "resolved": str(result.paths["resolved"])}))
 
 
 def build_spin_command(
@@ -316,7 +316,7 @@ def evaluate_spin_command(
                             answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
     print_up_to_date(result, out)
     print_summary(result)
-    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.report)}[/]")
 
 
 def print_summary(result: EvaluationResult[SpinMetrics]) -> None:

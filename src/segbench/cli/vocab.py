@@ -134,13 +134,11 @@ def print_evaluation(result: EvaluationResult[VocabMetrics]) -> None:
     if m.pq is not None:
         for lv in m.levels:
             values[lv.level] += f"  PQ {_fmt(lv.pq)}"
-    values["LAC area (mIoU)"] = _fmt(m.lac.miou.area)
-    if m.lac.pq is not None:
-        values["LAC area (PQ)"] = _fmt(m.lac.pq.area)
-    if m.baseline:
-        values["Sentence-BERT mIoU"] = _fmt(m.baseline.miou)
+    values |= {"LAC area (mIoU)": _fmt(m.lac.miou.area),
+               **({"LAC area (PQ)": _fmt(m.lac.pq.area)} if m.lac.pq is not None else {}),
+               **({"Sentence-BERT mIoU": _fmt(m.baseline.miou)} if m.baseline else {})}
     console.out.print(console.key_values(f"LAC ({m.num_images} images, {m.num_regions} regions)", values))
-    console.out.print(f"Report: [bold]{display_path(result.paths['report'])}[/]")
+    console.out.print(f"Report: [bold]{display_path(result.report)}[/]")
 
 
 def _fmt(value: float | None) -> str:

@@ -75,6 +75,11 @@ class EvaluationResult(Result, Generic[M]):
     summary: SerializeAsAny[M]
     paths: dict[str, Path]
 
+    @property
+    def report(self) -> Path:
+        """The report for people (``report.md``): every evaluation writes one."""
+        return self.paths["report"]
+
 
 class DemoPart(BaseModel):
     """The base of one dataset's results in ``segbench demo``: what it built, and the paths worth opening."""

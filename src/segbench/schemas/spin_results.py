@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
 
@@ -66,10 +66,42 @@ class SpinDemo(DemoPart):
     evaluation: EvaluationResult
 
 
+class SkippedRows(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    count: int
+    by_error: dict[str, int]
+    items: list[dict[str, Any]]
+
+
+class SpinImportReport(BaseModel):
+    """The import report of one SPIN round (``<key>.report.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: str
+    answers: int
+    items_answered: int
+    resolved: int = Field(description="(part, subpart) pairs resolved to a mask")
+    absent: int = Field(description="pairs voted absent or without a majority")
+    no_voters: int
+    flags: dict[str, int] = Field(description="flag → answers or subparts it was raised on")
+    rule: str = Field(description="how a present subpart's mask is chosen")
+    containment: float = Field(description="the share of a subpart mask that must lie inside its part")
+    skipped: SkippedRows
+    mask_aggregation: str | None = Field(None, description="a crowd-kit method, when not the stated rule")
+    empty_aggregate: list[dict[str, Any]] | None = None
+    workers_left_out: list[str] | None = Field(None, description="workers the round's screened ingest left out")
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+
 class SpinImport(BaseModel):
     """What ``spin import`` wrote for a round: the crowd files and the import report (answers, flags, skips)."""
 
     model_config = ConfigDict(extra="forbid")
 
     paths: dict[str, Path] = Field(description="raw, report, resolved")
-    report: dict[str, Any]
+    report: SpinImportReport
