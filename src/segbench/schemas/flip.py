@@ -18,6 +18,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class FlipImage(BaseModel):
+    """One image of a COCO-CD or Waterbirds-seg split file (its COCO fields beyond these are kept)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: int
+    file_name: str = Field(description="the source image's path under its source root")
+    width: int
+    height: int
+    group_id: int = Field(ge=0, le=3, description="2·y + a: the class y and the context a")
+    class_: str = Field(alias="class", description="cat or dog (landbird or waterbird)")
+    context: str = Field(description="indoor or outdoor (land or water)")
+    mask_file: str = Field(description="the label map, relative to the dataset folder")
+    image_file: str | None = Field(None, description="the resized image, when the build wrote images")
+
+
 class ClassIoU(_Model):
     """IoU per class (global intersection over union summed over images)."""
 
