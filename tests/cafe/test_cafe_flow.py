@@ -118,7 +118,7 @@ def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_ser
     first = build(tmp_path / "a")
     n = first.counts.candidates
     assert n > 0 and openai_server.image_edit_count == n
-    assert openai_server.count - openai_server.image_edit_count == first.usage["calls"]
+    assert openai_server.count - openai_server.image_edit_count == first.usage.calls
     rows = (tmp_path / "a" / "candidates.jsonl").read_text().splitlines()
     assert len(rows) == n and all('"q_neg":"zebra"' in r for r in rows if r.count('"edit_type":"Superficial'))
     asked = [r.body["messages"][-1]["content"] for r in openai_server.requests if "messages" in r.body]
@@ -126,14 +126,14 @@ def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_ser
     skipped = read_json(tmp_path / "a" / "skipped.json")["items"]
     assert len(animals_moved) > 0 and len(skipped) == len(animals_moved)
     assert all(s["rule"] == "hypernym" and s["q_neg"] == "organism" for s in skipped)
-    assert first.usage["calls"] == n + len(skipped)
+    assert first.usage.calls == n + len(skipped)
     manifest = read_json(tmp_path / "a" / "manifest.json")
     assert manifest["params"]["provider"] == "openai" and manifest["params"]["editor"] == "openai"
     assert KEY not in (tmp_path / "a" / "manifest.json").read_text()
 
     requests = openai_server.count
     second = build(tmp_path / "b")
-    assert openai_server.count == requests and second.usage["calls"] == 0
+    assert openai_server.count == requests and second.usage.calls == 0
     assert (tmp_path / "a" / "candidates.jsonl").read_bytes() == (tmp_path / "b" / "candidates.jsonl").read_bytes()
     assert _files(tmp_path / "a" / "images") == _files(tmp_path / "b" / "images")
 

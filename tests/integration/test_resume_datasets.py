@@ -217,7 +217,7 @@ def test_vocab_second_run_is_a_no_op_and_force_rebuilds_identically(captions, tm
     before = snapshot(out)
     again = build_vocab(captions, "coco_cd", out, NoneProvider(), params, nltk_data=nltk)
     assert_no_op(again, out, before)
-    assert again.counts.nouns == first.counts.nouns and again.usage["calls"] == 0
+    assert again.counts.nouns == first.counts.nouns and again.usage.calls == 0
     forced = build_vocab(captions, "coco_cd", out, NoneProvider(), params, nltk_data=nltk, force=True)
     assert_forced_rebuild_is_identical(forced, out, before)
     assert forced.units.reused == 0  # a forced build gets a fresh stage: nothing replayed
@@ -271,7 +271,7 @@ def test_cafe_candidates_and_export_are_no_ops_the_second_time(cafe):
     before = snapshot(candidates), snapshot(export)
     again = build_candidates(settings, provider)
     assert_no_op(again, candidates, before[0])
-    assert again.counts == result.candidates.counts and again.usage["calls"] == 0
+    assert again.counts == result.candidates.counts and again.usage.calls == 0
     exported = build_cafe(settings.data_root, VERIFICATION_KEY)
     assert_no_op(exported, export, before[1])
     assert exported.counts == result.export.counts and exported.files == result.export.files
@@ -286,7 +286,7 @@ def test_cafe_force_rebuilds_byte_identically(cafe):
     before = snapshot(candidates), snapshot(export)
     forced = build_candidates(settings, provider, force=True)
     assert_forced_rebuild_is_identical(forced, candidates, before[0])
-    assert forced.usage["cache_hits"] > 0 and forced.usage["calls"] == 0  # plans replayed from the cache
+    assert forced.usage.cache_hits > 0 and forced.usage.calls == 0  # plans replayed from the cache
     # The candidates' bytes did not change, so the verification round still applies to them.
     assert_forced_rebuild_is_identical(build_cafe(settings.data_root, VERIFICATION_KEY, force=True), export,
                                        before[1])

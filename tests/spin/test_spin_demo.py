@@ -49,7 +49,7 @@ def test_outputs_exist(demo):
     crowd = result.crowd
     assert crowd["answers"] == 3 * crowd["items"] and crowd["resolved"] > 0
     assert sum(n for name, n in crowd.items() if name.startswith("flag ")) > 0  # the bad polygons were caught
-    assert result.spin.counts.composition["overall"]["subparts"]["annotations"] == crowd["resolved"]
+    assert result.spin.counts.composition.overall.subparts.annotations == crowd["resolved"]
 
 
 def test_resolved_subparts_are_close_to_the_demo_truth(demo):

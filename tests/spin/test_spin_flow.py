@@ -56,11 +56,11 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
     assert counts.per_supercategory == {"Bird": 8, "Bottle": 8, "Car": 8, "Quadruped": 8}
     assert counts.over_cap == 8 and counts.without_parts == {"train": 1, "val": 1, "test": 1}
     filters = counts.filters  # §8.3, in order
-    assert filters["background_only_total"] == 3 and filters["over_cap_total"] == 8 and filters["kept_images"] == 32
-    assert filters["over_cap"]["Car"] == {"train": 1, "val": 1}
-    ambiguous = filters["ambiguous_part_annotations"]
+    assert filters.background_only_total == 3 and filters.over_cap_total == 8 and filters.kept_images == 32
+    assert filters.over_cap["Car"] == {"train": 1, "val": 1}
+    ambiguous = filters.ambiguous_part_annotations
     assert ambiguous["Bird-Wing"] > 0 and ambiguous["Quadruped-Tail"] > 0 and ambiguous["Bicycle-Seat"] == 0
-    assert json.loads((a / "manifest.json").read_text())["counts"]["filters"] == filters
+    assert json.loads((a / "manifest.json").read_text())["counts"]["filters"] == filters.model_dump()
     kept = {split: [img["id"] for img in json.loads((a / f"spin_{split}_wholes.json").read_text())["images"]]
             for split in ("train", "val", "test")}
     assert [len(v) for v in kept.values()] == [20, 4, 8]  # 5 / 1 / 2 of 6 / 2 / 2 per super-category, x 4
@@ -77,7 +77,7 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
             assert np.array_equal(subparts.annToMask(ann), expected)
             assert (a / "images" / split / f"{image['file_name']}.JPEG").is_file()
             checked += 1
-    assert checked == counts.composition["overall"]["subparts"]["annotations"] > 0
+    assert checked == counts.composition.overall.subparts.annotations > 0
     assert counts.resolved_outside_selection == len(resolved) - checked
     for name in ("composition.json", "composition.md", "subparts.json", "subparts.md", "subpart_boxplots.png"):
         assert (a / "stats" / name).stat().st_size > 0
@@ -108,7 +108,7 @@ def test_round_items_cover_the_selected_decomposable_parts(world, tmp_path):
     # The crowd's answers (here the truth) name exactly these items' parts, for the selected images.
     asked = {i.data["part_ann_id"] for group in items.values() for i in group}
     built = build_spin(demo.root, root, PARAMS)
-    assert built.counts.composition["overall"]["subparts"]["annotations"] == sum(
+    assert built.counts.composition.overall.subparts.annotations == sum(
         r["part_ann_id"] in asked for r in resolved)
 
 

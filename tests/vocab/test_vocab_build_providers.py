@@ -40,7 +40,7 @@ def test_offline_build_then_a_rebuild_makes_no_provider_call(captions, tmp_path)
     settings = load_settings(data_root=tmp_path / "data", work_dir=tmp_path / "wd")
     nltk_data = settings.work_dir / "nltk_data"
     first = build(captions, tmp_path / "a", make_provider(settings), nltk_data)
-    assert first.usage["calls"] > 0
+    assert first.usage.calls > 0
     vocab = read_json(tmp_path / "a" / "coco_cd.json")
     assert set(vocab) == {"cat", "dog"} and "cat" in vocab["cat"]["exact"]
     assert {"exact", "synonyms", "hyponyms", "meronyms", "id"} == set(vocab["dog"])
@@ -48,7 +48,7 @@ def test_offline_build_then_a_rebuild_makes_no_provider_call(captions, tmp_path)
 
     replay = make_provider(settings, replay_only=True)  # a miss would raise
     second = build(captions, tmp_path / "b", replay, nltk_data)
-    assert second.usage["calls"] == 0 and second.usage["cache_hits"] > 0
+    assert second.usage.calls == 0 and second.usage.cache_hits > 0
     for name in ("coco_cd.json", "candidates.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
@@ -70,14 +70,14 @@ def test_openai_backend_gives_the_same_format_and_replays(captions, tmp_path, op
     nltk_data = tmp_path / "nltk"
     first = build(captions, tmp_path / "a", make_provider(settings), nltk_data)
     calls = openai_server.count
-    assert calls == first.usage["calls"] > 0 and first.usage["prompt_tokens"] > 0
+    assert calls == first.usage.calls > 0 and first.usage.prompt_tokens > 0
     vocab = read_json(tmp_path / "a" / "coco_cd.json")
     assert vocab["cat"]["exact"] == ["cat"] and set(vocab["cat"]) == {"exact", "synonyms", "hyponyms", "meronyms", "id"}
     manifest = read_json(tmp_path / "a" / "manifest.json")
     assert manifest["params"]["provider"] == "openai" and manifest["params"]["provider_model"] == "test-model"
 
     second = build(captions, tmp_path / "b", make_provider(settings), nltk_data)
-    assert openai_server.count == calls and second.usage["calls"] == 0
+    assert openai_server.count == calls and second.usage.calls == 0
     assert (tmp_path / "a" / "coco_cd.json").read_bytes() == (tmp_path / "b" / "coco_cd.json").read_bytes()
     for path in (settings.cache_dir / "llm").rglob("*.json"):
         assert KEY not in path.read_text()

@@ -80,7 +80,7 @@ def test_flow_writes_vocabulary_candidates_and_manifest(captions, tmp_path):
     assert manifest["params"]["prompt_version"] == "1"
     assert manifest["params"]["spacy_model_loaded"].startswith("en_core_web_sm")
     assert any(k.startswith("captions:") for k in manifest["inputs"]) and "categories:coco_cd" in manifest["inputs"]
-    assert summary.usage["calls"] == provider.usage.calls == summary.counts.questions
+    assert summary.usage.calls == provider.usage.calls == summary.counts.questions
     assert "usage" not in manifest["counts"]  # run accounting, not dataset provenance
     assert manifest["counts"]["candidates"] == len(rows)
     assert verify_outputs(out) == {"changed": [], "missing": [], "extra": []}

@@ -117,7 +117,7 @@ def build_candidates_command(
         "prompt pairs": counts.prompt_pairs,
         "skipped": ", ".join(f"{k} {v}" for k, v in counts.skipped.items()) or "none",
         "provider": f"{provider.name} ({provider.model})", "editor": f"{editor.name} ({editor.model})",
-        "calls / cache hits": f"{summary.usage['calls']} / {summary.usage['cache_hits']}"}))
+        "calls / cache hits": f"{summary.usage.calls} / {summary.usage.cache_hits}"}))
     console.out.print(f"Candidates: [bold]{summary.out}[/]\nNext: segbench rounds create cafe_verification KEY")
     console.out.print(build_status(summary))
 

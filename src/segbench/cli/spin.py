@@ -31,7 +31,7 @@ from segbench.core.paths import check_output_folder
 if TYPE_CHECKING:
     from segbench.schemas.results import EvaluationResult
     from segbench.schemas.spin_metrics import SpinMetrics
-    from segbench.schemas.spin_results import SpinBuildSummary, SpinDemo, TaxonomySummary
+    from segbench.schemas.spin_results import SpinBuildSummary, SpinDemo, SpinFilters, TaxonomySummary
 
 LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding its file)."
 
@@ -241,11 +241,11 @@ def build_spin_command(
 
 
 def print_build(summary: SpinBuildSummary) -> None:
-    overall = summary.counts.composition["overall"]
+    overall = summary.counts.composition.overall
     console.out.print(console.key_values(f"SPIN → {summary.out}", {
-        "images": overall["images"],
-        **{f"{level} (categories / annotations)": f"{o['categories_used']} / {o['annotations']}"
-           for level, o in ((lv, overall[lv]) for lv in ("wholes", "parts", "subparts"))},
+        "images": overall.images,
+        **{f"{level} (categories / annotations)": f"{o.categories_used} / {o.annotations}"
+           for level, o in (("wholes", overall.wholes), ("parts", overall.parts), ("subparts", overall.subparts))},
         "left out: no parts / over the cap": f"{sum(summary.counts.without_parts.values())} / "
                                              f"{summary.counts.over_cap}",
         **_filter_rows(summary.counts.filters),
@@ -254,12 +254,12 @@ def print_build(summary: SpinBuildSummary) -> None:
     console.out.print(build_status(summary))
 
 
-def _filter_rows(filters: dict[str, Any]) -> dict[str, Any]:
+def _filter_rows(filters: SpinFilters) -> dict[str, Any]:
     """The §8.3 filters' counts."""
-    ambiguous = ", ".join(f"{name} {n}" for name, n in filters["ambiguous_part_annotations"].items())
-    over = ", ".join(f"{sup} {sum(by_split.values())}" for sup, by_split in filters["over_cap"].items()) or "none"
+    ambiguous = ", ".join(f"{name} {n}" for name, n in filters.ambiguous_part_annotations.items())
+    over = ", ".join(f"{sup} {sum(by_split.values())}" for sup, by_split in filters.over_cap.items()) or "none"
     return {"ambiguous parts (annotations, no subparts)": ambiguous, "over the cap per super-category": over,
-            "kept images": filters["kept_images"]}
+            "kept images": filters.kept_images}
 
 
 def evaluate_spin_command(

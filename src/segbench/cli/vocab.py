@@ -84,8 +84,8 @@ def print_build(summary: VocabBuildSummary, provider: Any) -> None:
         "nouns kept": counts.nouns, "categories": counts.categories, "candidates judged": counts.candidates,
         **{f"  {level}": n for level, n in counts.levels.items()},
         "provider": f"{provider.name} ({provider.model})",
-        "calls / cache hits": f"{usage['calls']} / {usage['cache_hits']}",
-        "tokens in / out": f"{usage['prompt_tokens']} / {usage['completion_tokens']}",
+        "calls / cache hits": f"{usage.calls} / {usage.cache_hits}",
+        "tokens in / out": f"{usage.prompt_tokens} / {usage.completion_tokens}",
     }))
     console.out.print(f"Vocabulary: [bold]{display_path(summary.out)}[/]")
     console.out.print(build_status(summary))

@@ -20,6 +20,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from segbench.schemas.results import Usage as Usage  # what every backend counts
+
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -37,21 +39,6 @@ class Question(BaseModel):
     inputs: dict[str, Any] = Field(description="structured inputs; what an offline backend reads")
     system: str = Field(description="instructions for a language model")
     user: str = Field(description="the rendered request for a language model")
-
-
-class Usage(BaseModel):
-    """What a provider spent in one run: calls made, cache hits, tokens, estimated cost."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    reasks: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, other: Usage) -> Usage:
-        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
 def describe_usage(usage: Usage | Mapping[str, Any]) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from segbench.core.errors import OnError
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
-from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
+from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult, Usage
 from segbench.schemas.rounds import RoundIngest
 
 # Share of each edit type among the targets by default: the released CAFE split sizes
@@ -192,7 +192,7 @@ class CandidatesSummary(BuildSummary):
 
     counts: CandidatesCounts
     skipped: dict[str, int]
-    usage: dict[str, int | float] = Field(description="calls, cache hits, retries, tokens, cost in USD")
+    usage: Usage = Field(description="what the language provider spent: calls, cache hits, retries, tokens, cost")
 
 
 class ExportCounts(Counts):

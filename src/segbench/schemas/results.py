@@ -28,6 +28,21 @@ class Units(BaseModel):
 NO_UNITS = Units(computed=0, reused=0)
 
 
+class Usage(BaseModel):
+    """What a provider spent in one run: calls made, cache hits, tokens, estimated cost."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    reasks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> Usage:
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
+
+
 class Counts(BaseModel):
     """The base of a dataset's counts (the numbers its manifest records): a name it does not declare is refused."""
 

@@ -38,15 +38,54 @@ class TaxonomySummary(BuildSummary):
     unused_rules: list[str] = Field(description="edit rules that changed nothing")
 
 
+class LevelComposition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    annotations: int
+    categories: int = Field(description="categories of the level's taxonomy")
+    categories_used: int = Field(description="categories with at least one annotation")
+
+
+class Composition(BaseModel):
+    """Images and, per level, annotations and categories (seed 001 Table 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    images: int
+    wholes: LevelComposition
+    parts: LevelComposition
+    subparts: LevelComposition
+
+
+class SpinComposition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    overall: Composition
+    per_split: dict[str, Composition]
+
+
+class SpinFilters(BaseModel):
+    """What the §8.3 filters did: parts left ambiguous, images with background only, images over the cap."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ambiguous_part_annotations: dict[str, int] = Field(description="part → annotations of it with no subpart")
+    background_only_images: dict[str, int]
+    background_only_total: int
+    kept_images: int
+    over_cap: dict[str, dict[str, int]] = Field(description="super-category → split → images over the cap")
+    over_cap_total: int
+
+
 class SpinCounts(Counts):
     """The composition of a SPIN build (seed 001 Table 1) and the images its filters left out."""
 
-    composition: dict[str, Any]
+    composition: SpinComposition
     without_parts: dict[str, int]
     over_cap: int
     resolved_outside_selection: int
     per_supercategory: dict[str, int]
-    filters: dict[str, Any]
+    filters: SpinFilters
 
 
 class SpinBuildSummary(BuildSummary):

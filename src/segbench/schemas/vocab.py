@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from segbench.schemas.rebuild import PlanPath, PlanTable, resolve_plan_path
-from segbench.schemas.results import BuildSummary, Counts, DemoPart
+from segbench.schemas.results import BuildSummary, Counts, DemoPart, Usage
 
 Relation = Literal["exact", "synonym", "hyponym", "meronym", "none"]
 LEVELS = ("exact", "synonyms", "hyponyms", "meronyms")  # cumulative levels of the lexical mapping
@@ -116,7 +116,7 @@ class VocabBuildSummary(BuildSummary):
 
     counts: VocabCounts
     dataset: str = Field(description="the category set, e.g. ade20k_150")
-    usage: dict[str, int | float] = Field(description="calls, cache hits, retries, tokens, cost in USD")
+    usage: Usage = Field(description="what the language provider spent: calls, cache hits, retries, tokens, cost")
 
 
 class VocabDemo(DemoPart):
