@@ -135,15 +135,12 @@ def launch(
     Safe to repeat. With --batch, only that batch's tasks go out (a phased rollout); launching
     another batch later adds its tasks, also after an ingest; without --batch every item goes out."""
     from segbench.annotation_ui.backends import backend_for
-    from segbench.annotation_ui.batches import plan_launch
-    from segbench.annotation_ui.rounds import RoundStore
+    from segbench.annotation_ui.preflight import check_launch
 
     settings = settings_of(ctx)
-    round_ = RoundStore(settings.data_root / "rounds").load(key)
     # A bad batch, a token not configured or a server that does not answer fails before Prefect starts.
-    plan_launch(round_, batch)
-    backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
-    backend.check_ready(launching=True)
+    check = check_launch(settings.data_root, key, settings.label_studio(), batch)
+    backend = backend_for(check.round, settings.data_root, label_studio=settings.label_studio())
 
     from segbench.flows.rounds import launch_round
 
@@ -193,24 +190,12 @@ def ingest(
              "new rounds)."),
 ) -> None:
     """Bring the answers back, aggregate them, compute agreement (safe to repeat)."""
-    from segbench.annotation_ui.backends import backend_for
-    from segbench.annotation_ui.gold import pass_list, saved_gold_answers
-    from segbench.annotation_ui.rounds import RoundStatus, RoundStore, check_step
-    from segbench.core.errors import ImportPolicy
+    from segbench.annotation_ui.preflight import check_ingest
 
     settings = settings_of(ctx)
-    store = RoundStore(settings.data_root / "rounds")
     # A missing round, a round not launched, a damaged answers file, a gate not yet passable or a bad
     # results file of a crowd fails here, in a second, before Prefect starts.
-    round_ = store.load(key)
-    check_step(round_, RoundStatus.INGESTED, "ingest")
-    pass_list(store, round_)
-    store.load_answers(key)
-    saved_gold_answers(store, key)
-    backend = backend_for(round_, settings.data_root, label_studio=settings.label_studio())
-    backend.check_ready()
-    if round_.backend == "files":  # local files, read again by the flow: cheap
-        backend.fetch_answers(round_, ImportPolicy(on_error=on_error))
+    check_ingest(settings.data_root, key, settings.label_studio(), on_error)
 
     from segbench.flows.rounds import ingest_round
 

@@ -21,6 +21,9 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from segbench.core.errors import InputError, InsufficientDataError
 
@@ -84,6 +87,19 @@ def check_rhos(rhos: Sequence[float], *, option: str = "--rho") -> tuple[float, 
                              hint=f"give each {option} once, with values that differ in their first 6 digits")
         by_folder[folder] = rho
     return tuple(sorted(rhos))
+
+
+def _rho_set(rhos: tuple[float, ...]) -> tuple[float, ...]:
+    if not rhos:
+        raise ValueError("give at least one ρ")
+    try:
+        return check_rhos(rhos, option="rho")
+    except InputError as exc:
+        raise ValueError(exc.message) from None
+
+
+# The ρ values of a ρ-controlled build's params (COCO-CD, Waterbirds-seg): :func:`check_rhos`'s rule.
+Rhos = Annotated[tuple[float, ...], AfterValidator(_rho_set)]
 
 
 def check_seed(seed: int, *, option: str = "--seed") -> int:

@@ -23,7 +23,7 @@ from segbench.annotation_ui import batches, followups, gold, rounds
 from segbench.annotation_ui.backends import RoundBackend, backend_for
 from segbench.annotation_ui.backends.files import files_dir
 from segbench.annotation_ui.convert import merge_answers
-from segbench.annotation_ui.kinds import round_kind
+from segbench.annotation_ui.preflight import check_ingest, check_launch
 from segbench.annotation_ui.views import list_rounds, round_progress
 from segbench.annotation_ui.worker_report import write_worker_report
 from segbench.core import clock
@@ -71,10 +71,8 @@ def launch_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     ``tasks.json`` under ``data/rounds/<key>/`` for an external crowd. With ``batch``, only the
     items of the batches launched so far go out (see :mod:`segbench.annotation_ui.batches`).
     """
-    store = _store(data_root)
-    round_ = store.load(key)
-    launching, out = batches.plan_launch(round_, batch)  # status and batch checked before any server call
-    round_kind(round_.kind)  # an unknown kind fails here, not after its tasks are out
+    check = check_launch(data_root, key, label_studio, batch)  # what `rounds launch` checks before Prefect starts
+    store, round_, launching, out = check.store, check.round, check.launching, check.batches_out
     project_id, counts = _backend(round_, data_root, label_studio).launch(launching)
     launched = batches.mark_batches_launched(round_, project_id, out, _now())
     launched = launched.model_copy(update={"counts": {**launched.counts, **counts}})
@@ -109,13 +107,9 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     more answers arrived, converges to one answer set without duplicates. The kind's reports (its
     ``RoundKind`` ingest hook) are written afterwards.
     """
-    store = _store(data_root)
-    round_ = store.load(key)
-    rounds.check_step(round_, rounds.RoundStatus.INGESTED, "ingest")  # before any network call
-    kind = round_kind(round_.kind)
+    check = check_ingest(data_root, key, label_studio, on_error)  # what `rounds ingest` checks before Prefect starts
+    store, round_, kind, previous, qualified = check.store, check.round, check.kind, check.previous, check.qualified
     policy = ImportPolicy(on_error=on_error)
-    previous = store.load_answers(key) + gold.saved_gold_answers(store, key)  # damage is named before any fetch
-    qualified = gold.pass_list(store, round_)  # a gate whose qualification is not ingested fails here
     fetched = fetch_answers(round_, Path(data_root), label_studio, policy)
     own, gold_answers = gold.split_answers(round_, merge_answers(previous, fetched))
     chain = followups.merge_chain(store, round_, own)  # a follow-up's chain too

@@ -7,9 +7,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from segbench.core.errors import OnError
+from segbench.core.splits import Rhos
 from segbench.schemas.rebuild import PlanPath, PlanTable
 from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
 from segbench.schemas.rounds import RoundIngest
@@ -33,7 +34,7 @@ class CocoCdParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rhos: tuple[float, ...] = Field((0.5, 0.95), description="train correlations, one split directory each")
+    rhos: Rhos = Field((0.5, 0.95), description="train correlations, one split directory each")
     val_per_group: int = Field(50, ge=1)
     test_per_group: int = Field(125, ge=1)
     seed: int = 13
@@ -51,16 +52,6 @@ class CocoCdParams(BaseModel):
     neutral: tuple[str, ...] = Field(default_factory=lambda: tuple(_released("neutral")))
     write_images: bool = Field(True, description="also write the resized images (masks are always written)")
     on_error: OnError = OnError.FAIL
-
-    @field_validator("rhos")
-    @classmethod
-    def _check_rhos(cls, rhos: tuple[float, ...]) -> tuple[float, ...]:
-        if not rhos:
-            raise ValueError("give at least one ρ")
-        for rho in rhos:
-            if not 0.5 <= rho <= 1.0:
-                raise ValueError(f"ρ = {rho} is outside [0.5, 1]: ρ is the share of the majority pairing")
-        return tuple(sorted(set(rhos)))
 
     @model_validator(mode="after")
     def _check_lists(self) -> CocoCdParams:

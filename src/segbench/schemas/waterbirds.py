@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from segbench.core.errors import OnError
+from segbench.core.splits import Rhos
 from segbench.schemas.rebuild import PlanPath, PlanTable
 from segbench.schemas.results import BuildSummary, Counts, DemoPart
 
@@ -25,7 +26,7 @@ class WaterbirdsParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rhos: tuple[float, ...] = (0.5, 0.95)
+    rhos: Rhos = Field((0.5, 0.95), description="train correlations, one split directory each")
     val_per_group: int = Field(74, ge=1)
     test_per_group: int = Field(642, ge=1)
     seed: int = 13

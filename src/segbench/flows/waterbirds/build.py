@@ -29,20 +29,20 @@ from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import (
     atomic_write_bytes,
-    atomic_write_text,
     image_size,
     png_bytes,
     read_json,
     source_path,
     write_json,
 )
-from segbench.core.reports import markdown_table, write_skip_report
+from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs
-from segbench.core.splits import SplitPlan, draw_splits, rho_name
+from segbench.core.splits import SplitPlan, draw_splits
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
 from segbench.schemas.waterbirds import WaterbirdsBuildSummary, WaterbirdsStep
+from segbench.tasks.flip import outputs as flip_outputs
 from segbench.tasks.waterbirds import dataset as wb
 from segbench.tasks.waterbirds import versions
 
@@ -111,17 +111,9 @@ def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Recor
     species = wb.species_table(birds, params.species_match)
     write_json(stage / "species.json", species, indent=1)
     counts = plan.group_counts({i: r.group_id for i, r in records.items()})
-    rows = [[rho, split, *values, sum(values)] for rho, splits in counts.items() for split, values in splits.items()]
-    text = ("# Group counts per split and correlation regime\n\n"
-            "Groups are 2·y + a with y: landbird 0, waterbird 1; a: land 0, water 1. "
-            "Val and test are shared by every ρ.\n\n"
-            + markdown_table(["ρ", "split", *[f"{g} ({i})" for i, g in enumerate(GROUP_NAMES)], "total"], rows))
-    write_json(stage / "tables" / "group_counts.json", {"groups": GROUP_NAMES, "counts": counts}, indent=1)
-    atomic_write_text(stage / "tables" / "group_counts.md", text)
-    for rho, train_ids in sorted(plan.train.items()):
-        for split, ids in (("train", train_ids), ("val", plan.val), ("test", plan.test)):
-            coco = wb.split_coco(records, ids, f"Waterbirds-seg {split}, ρ = {rho:g}")
-            write_json(stage / "splits" / rho_name(rho) / f"{split}.json", coco)
+    flip_outputs.write_group_counts(stage, counts, GROUP_NAMES, wb.CLASSES, wb.CONTEXTS)
+    flip_outputs.write_splits(stage, plan, "Waterbirds-seg",
+                              lambda ids, description: wb.split_coco(records, ids, description))
     return {"group_counts": counts, "mislabels": species["substring_mislabels"]}
 
 

@@ -23,9 +23,10 @@ from typing import Any
 from segbench.core.coco import CocoIndex
 from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json, write_jsonl
 from segbench.core.reports import markdown_table
-from segbench.core.splits import SplitPlan, rho_name
+from segbench.core.splits import SplitPlan
 from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks.coco_cd.selection import CONTEXTS, image_path, label_mask, resized_image, split_coco
+from segbench.tasks.flip import outputs as flip_outputs
 
 
 def group_names(params: CocoCdParams) -> list[str]:
@@ -48,26 +49,14 @@ def write_coverage(stage: Path, coverage: dict[str, dict[str, Any]]) -> list[Pat
 
 
 def write_group_counts(stage: Path, counts: dict[str, dict[str, list[int]]], params: CocoCdParams) -> list[Path]:
-    names = group_names(params)
-    rows = [[rho, split, *values, sum(values)] for rho, splits in counts.items() for split, values in splits.items()]
-    text = ("# Group counts per split and correlation regime\n\n"
-            f"Groups are 2·y + a with y: {params.classes[0]} 0, {params.classes[1]} 1; a: indoor 0, outdoor 1. "
-            "Val and test are shared by every ρ.\n\n"
-            + markdown_table(["ρ", "split", *[f"{g} ({i})" for i, g in enumerate(names)], "total"], rows))
-    payload = {"groups": names, "counts": counts}
-    return [write_json(stage / "tables" / "group_counts.json", payload, indent=1),
-            atomic_write_text(stage / "tables" / "group_counts.md", text)]
+    return flip_outputs.write_group_counts(stage, counts, group_names(params), params.classes, CONTEXTS)
 
 
 def write_splits(
     stage: Path, instances: CocoIndex, records: dict[int, ContextRecord], plan: SplitPlan, params: CocoCdParams
 ) -> list[Path]:
-    written = []
-    for rho, train_ids in sorted(plan.train.items()):
-        for split, ids in (("train", train_ids), ("val", plan.val), ("test", plan.test)):
-            coco = split_coco(instances, records, ids, params, f"COCO-CD {split}, ρ = {rho:g}")
-            written.append(write_json(stage / "splits" / rho_name(rho) / f"{split}.json", coco))
-    return written
+    return flip_outputs.write_splits(stage, plan, "COCO-CD",
+                                     lambda ids, description: split_coco(instances, records, ids, params, description))
 
 
 def render_slice(instances: CocoIndex, image_ids: Sequence[int], params: CocoCdParams) -> CocoIndex:

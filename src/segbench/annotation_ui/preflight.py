@@ -1,0 +1,68 @@
+"""What a round step needs before it starts, checked in one place: by the command before Prefect
+starts (an answer in a second, not ten) and by the flow itself (a served or scripted run checks the
+same). Each check reads only local files and asks the backend whether it is ready; none changes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from segbench.annotation_ui import gold
+from segbench.annotation_ui.backends import RoundBackend, backend_for
+from segbench.annotation_ui.batches import plan_launch
+from segbench.annotation_ui.kinds import RoundKind, round_kind
+from segbench.annotation_ui.rounds import RoundStatus, RoundStore, check_step
+from segbench.core.errors import ImportPolicy, OnError
+from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """A launch that can go: the round, what goes out now and the batches out after it."""
+
+    store: RoundStore
+    round: Round
+    launching: Round
+    batches_out: list[str] | None
+
+
+@dataclass(frozen=True)
+class IngestCheck:
+    """An ingest that can go: the round, its kind, the answers saved so far and the gate's pass list."""
+
+    store: RoundStore
+    round: Round
+    kind: RoundKind
+    previous: list[Answer]
+    qualified: set[str] | None
+
+
+def check_launch(data_root: Path, key: str, label_studio: LabelStudioConnection | None, batch: str | None,
+                 backend: RoundBackend | None = None) -> LaunchCheck:
+    """Raise for a round that cannot be launched: unknown, closed, a bad ``batch``, an unknown kind, or a
+    backend that is not ready (a token or files folder not configured, a server that does not answer)."""
+    store = RoundStore(Path(data_root) / "rounds")
+    round_ = store.load(key)
+    launching, out = plan_launch(round_, batch)
+    round_kind(round_.kind)
+    (backend or backend_for(round_, data_root, label_studio=label_studio)).check_ready(launching=True)
+    return LaunchCheck(store, round_, launching, out)
+
+
+def check_ingest(data_root: Path, key: str, label_studio: LabelStudioConnection | None, on_error: OnError,
+                 backend: RoundBackend | None = None) -> IngestCheck:
+    """Raise for a round that cannot be ingested: unknown or not launched, an unknown kind, a damaged
+    answers file, a gate whose qualification round is not ingested, a backend that is not ready, or
+    (files backend) a crowd's results file with bad rows under ``on_error`` fail."""
+    store = RoundStore(Path(data_root) / "rounds")
+    round_ = store.load(key)
+    check_step(round_, RoundStatus.INGESTED, "ingest")
+    kind = round_kind(round_.kind)
+    previous = store.load_answers(key) + gold.saved_gold_answers(store, key)
+    qualified = gold.pass_list(store, round_)
+    backend = backend or backend_for(round_, data_root, label_studio=label_studio)
+    backend.check_ready()
+    if round_.backend == "files":  # local files: reading them is the check, and cheap
+        backend.fetch_answers(round_, ImportPolicy(on_error=on_error))
+    return IngestCheck(store, round_, kind, previous, qualified)
