@@ -59,7 +59,8 @@ def test_only_dataset_packages_and_the_registry_name_a_dataset():
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
         parts = path.relative_to(SRC).with_suffix("").parts
-        if parts[0] == "registry" or any(part in names for part in parts):
+        # The registry names each dataset's hooks, the public API each dataset's reader and evaluator.
+        if parts[0] in ("registry", "api") or any(part in names for part in parts):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             imported = node.module if isinstance(node, ast.ImportFrom) else None

@@ -15,7 +15,7 @@ from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import read_json
 from segbench.demo.cafe.sources import generate_demo_cafe
 from segbench.providers import make_provider
-from segbench.providers.editors import make_image_editor
+from segbench.providers.cafe.editors import make_image_editor
 from segbench.schemas.cafe import CafeParams
 from segbench.settings import load_settings
 from segbench.tasks.cafe.export import NEGATIVE_ID_OFFSET, validate_saco

@@ -13,9 +13,9 @@ import pytest
 from PIL import Image
 
 from segbench.core.errors import ProviderError
-from segbench.providers.editors import make_image_editor
-from segbench.providers.image_edit import CachedImageEditor
-from segbench.providers.openai_image import OpenAIImageEditor
+from segbench.providers.cafe.editors import make_image_editor
+from segbench.providers.cafe.image_edit import CachedImageEditor
+from segbench.providers.cafe.openai_image import OpenAIImageEditor
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.settings import Settings
 

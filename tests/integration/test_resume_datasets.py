@@ -252,7 +252,7 @@ def build_candidates(settings, provider, out: Path | None = None, seed: int = 0,
     from segbench.demo.cafe.sources import generate_demo_cafe
     from segbench.flows.cafe.candidates import build_cafe_candidates
     from segbench.flows.cafe.demo import DEMO_PARAMS
-    from segbench.providers.editors import make_image_editor
+    from segbench.providers.cafe.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams
 
     sources = generate_demo_cafe(settings.work_dir / "demo-cafe", seed=0)

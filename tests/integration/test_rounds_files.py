@@ -61,7 +61,7 @@ def test_audit_round_end_to_end(data_root):
     write_results_csv(rows(launched, worker_b, "WB"), folder / "results" / "batch-2.csv")
 
     progress = round_progress(data_root, "audit-1")
-    assert progress["done"] == 12 and progress["by_annotator"] == {"worker:WA": 12, "worker:WB": 12}
+    assert progress.done == 12 and progress.by_annotator == {"worker:WA": 12, "worker:WB": 12}
 
     first = ingest_round(data_root, "audit-1")
     answers_file = Path(first.answers)
@@ -145,7 +145,7 @@ def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, m
         client.annotate(task_id, [{"from_name": "context", "to_name": "image", "type": "choices",
                                    "value": {"choices": [auto[item_id]]}}], completed_by=7)
     progress = round_progress(data_root, "audit-ls")
-    assert (progress["done"], progress["by_annotator"]) == (4, {"labelstudio:7": 4})
+    assert (progress.done, progress.by_annotator) == (4, {"labelstudio:7": 4})
     result = ingest_round(data_root, "audit-ls")
     assert result.counts.answers == 4
     assert read_json(Path(result.reports["audit_json"]))["overall"]["agree"] == 4

@@ -66,8 +66,8 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
         client.annotate(task_id, _choice(auto[tasks[task_id]]), completed_by=bob)
 
     progress = round_progress(data_root, key, label_studio.connection)
-    assert progress["done"] == 8 and progress["tasks"] == 8
-    assert progress["by_annotator"] == {f"labelstudio:{alice}": 8, f"labelstudio:{bob}": 4}
+    assert progress.done == 8 and progress.tasks == 8
+    assert progress.by_annotator == {f"labelstudio:{alice}": 8, f"labelstudio:{bob}": 4}
 
     first = ingest_round(data_root, key, label_studio.connection)
     answers_file = Path(first.answers)
@@ -180,7 +180,7 @@ def test_a_round_launched_group_by_group_and_followed_up_on_label_studio(data_ro
     for task_id in task_ids[:2]:
         client.annotate(task_id, _choice("outdoor"), completed_by=bob)  # 1 vs 1: ties
     progress = round_progress(data_root, key, label_studio.connection)
-    assert sum(b["answered"] for b in progress["batches"]) == 4 and all(b["launched"] == 1 for b in progress["batches"])
+    assert sum(b.answered for b in progress.batches) == 4 and all(b.launched == 1 for b in progress.batches)
     ingest_round(data_root, key, label_studio.connection, aggregation="majority")  # ties: majority vote has them
 
     store = RoundStore(data_root / "rounds")

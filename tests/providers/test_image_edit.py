@@ -11,11 +11,11 @@ import pytest
 from PIL import Image, ImageFilter
 
 from segbench.core.errors import ProviderError
-from segbench.providers.editors import make_image_editor
-from segbench.providers.image_edit import CachedImageEditor, editable_region, keep_mask_valid, png_bytes
-from segbench.providers.openai_image import Letterbox, api_mask, choose_size
-from segbench.providers.pillow_editor import PillowCompositor, luminance
-from segbench.providers.pillow_textures import pattern_for, scene_for
+from segbench.providers.cafe.editors import make_image_editor
+from segbench.providers.cafe.image_edit import CachedImageEditor, editable_region, keep_mask_valid, png_bytes
+from segbench.providers.cafe.openai_image import Letterbox, api_mask, choose_size
+from segbench.providers.cafe.pillow_editor import PillowCompositor, luminance
+from segbench.providers.cafe.pillow_textures import pattern_for, scene_for
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.settings import Settings
 
@@ -194,7 +194,7 @@ def test_offline_factories_import_no_openai(tmp_path):
     code = (
         "import sys\n"
         "from segbench.providers import make_provider\n"
-        "from segbench.providers.editors import make_image_editor\n"
+        "from segbench.providers.cafe.editors import make_image_editor\n"
         "from segbench.settings import Settings\n"
         f"settings = Settings(data_root={str(tmp_path)!r}, provider='offline')\n"
         "make_provider(settings), make_image_editor(settings)\n"

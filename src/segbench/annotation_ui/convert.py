@@ -47,7 +47,7 @@ SKIP_HINT = "correct that answer, or ingest with --on-error skip to leave it out
 
 def answers_from_labelstudio(
     export: list[dict[str, Any]],
-    round: Round,
+    round_: Round,
     policy: ImportPolicy,
     *,
     allowed: Allowed = None,
@@ -79,7 +79,7 @@ def answers_from_labelstudio(
             label, a point outside the image, an ``original_width/height`` that disagrees with the
             item, or a result type segbench does not read.
     """
-    items = round.items_by_task_id()
+    items = round_.items_by_task_id()
     answers, cancelled = [], 0
     for task in export:
         for annotation in task.get("annotations") or []:
@@ -92,7 +92,7 @@ def answers_from_labelstudio(
             except AnnotationError as error:
                 policy.handle(error)
     if cancelled:
-        logger.info("round %s: %d cancelled Label Studio annotations carry no answer", round.key, cancelled)
+        logger.info("round %s: %d cancelled Label Studio annotations carry no answer", round_.key, cancelled)
     return sorted(answers, key=_order)
 
 
@@ -184,7 +184,7 @@ def _check_labels(control: str, labels: list[str], allowed: Allowed, fail) -> No
 # --- files backend (AMT-style) -----------------------------------------------------------------------
 
 def answers_from_files(
-    rows: list[dict[str, Any]], round: Round, policy: ImportPolicy, allowed: Allowed = None, *,
+    rows: list[dict[str, Any]], round_: Round, policy: ImportPolicy, allowed: Allowed = None, *,
     check_polygons: bool = True, source: str | Path | None = None,
 ) -> list[Answer]:
     """One Answer per AMT-style results row.
@@ -208,7 +208,7 @@ def answers_from_files(
             the round, an unknown control or label, or a polygon cell that is not that JSON (the
             error names the row and assignment).
     """
-    items = round.items_by_task_id()
+    items = round_.items_by_task_id()
     answers, rejected = [], 0
     for index, row in enumerate(rows, start=1):
         if str(row.get("AssignmentStatus", "")).strip().lower() == "rejected":
@@ -220,7 +220,7 @@ def answers_from_files(
         except AnnotationError as error:
             policy.handle(error)
     if rejected:
-        logger.warning("round %s: left out %d rejected assignments", round.key, rejected)
+        logger.warning("round %s: left out %d rejected assignments", round_.key, rejected)
     return sorted(answers, key=_order)
 
 

@@ -88,7 +88,7 @@ def _check_columns(columns: Iterable[str], path: Path, where: str) -> None:
                          hint="name answer columns Answer.<control>, e.g. Answer.context")
 
 
-def write_file_tasks(round: Round, out_dir: str | Path) -> list[Path]:
+def write_file_tasks(round_: Round, out_dir: str | Path) -> list[Path]:
     """Write the round's tasks for an external crowd: ``tasks.csv`` (AMT input format) and ``tasks.json``.
 
     Columns: ``item_id`` (the task id, :meth:`~segbench.schemas.rounds.Round.task_id`), ``image`` (relative to the data root), ``width``, ``height``, then the
@@ -99,13 +99,13 @@ def write_file_tasks(round: Round, out_dir: str | Path) -> list[Path]:
         InputError: a data field would overwrite one of the four task columns.
     """
     rows = []
-    for item in round.items:
+    for item in round_.items:
         extra = _flatten(item.data)
         clash = sorted(set(extra) & set(TASK_COLUMNS))
         if clash:
             raise InputError(f"data field {clash[0]!r} clashes with a task column", item=f"item {item.item_id}",
                              hint=f"rename the field; {', '.join(TASK_COLUMNS)} are reserved")
-        rows.append({"item_id": round.task_id(item.item_id), "image": item.image, "width": item.width, "height": item.height,
+        rows.append({"item_id": round_.task_id(item.item_id), "image": item.image, "width": item.width, "height": item.height,
                      **extra})
     extras = sorted({k for row in rows for k in row} - set(TASK_COLUMNS))
     buffer = io.StringIO()

@@ -41,11 +41,11 @@ class RoundKind:
     flags_own_polygons: bool = False
     create: str | None = None
 
-    def write_reports(self, round: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
+    def write_reports(self, round_: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
         """Run the ingest hook (nothing without one)."""
         if self.report is None:
             return {}
-        return registry.load(self.report)(round, items, data_root)
+        return registry.load(self.report)(round_, items, data_root)
 
 
 def round_kind(name: str) -> RoundKind:
@@ -79,9 +79,9 @@ def render_label_config(name: str, **params: Any) -> str:
     return configs[name].render(**params)
 
 
-def allowed_labels(round: Round) -> dict[str, set[str]]:
+def allowed_labels(round_: Round) -> dict[str, set[str]]:
     """Control name → the labels the round's label config offers (answers with others are bad input)."""
-    root = ET.fromstring(render_label_config(round.config.label_config, **round.config.params))
+    root = ET.fromstring(render_label_config(round_.config.label_config, **round_.config.params))
     allowed: dict[str, set[str]] = {}
     for control in root.iter():
         name = control.get("name")
@@ -90,7 +90,7 @@ def allowed_labels(round: Round) -> dict[str, set[str]]:
     return allowed
 
 
-def answer_checks(round: Round) -> dict[str, Any]:
+def answer_checks(round_: Round) -> dict[str, Any]:
     """The checks the converters apply to the round's answers: keyword arguments of
     ``answers_from_labelstudio`` and ``answers_from_files``."""
-    return {"allowed": allowed_labels(round), "check_polygons": not round_kind(round.kind).flags_own_polygons}
+    return {"allowed": allowed_labels(round_), "check_polygons": not round_kind(round_.kind).flags_own_polygons}

@@ -117,28 +117,28 @@ class RoundStore:
     def exists(self, key: str) -> bool:
         return self.path(key).is_file()
 
-    def create(self, round: Round, overwrite: bool = False) -> Round:
+    def create(self, round_: Round, overwrite: bool = False) -> Round:
         """Save a new round under its key.
 
         Raises:
             RoundStateError: a round with that key exists and ``overwrite`` is false. The message
                 says whether the existing round asks the same thing (then load it) or what differs.
         """
-        if self.exists(round.key) and not overwrite:
-            existing = self.load(round.key)
-            differs = [name for name in _DEFINITION if getattr(existing, name) != getattr(round, name)]
+        if self.exists(round_.key) and not overwrite:
+            existing = self.load(round_.key)
+            differs = [name for name in _DEFINITION if getattr(existing, name) != getattr(round_, name)]
             what = (
                 f"a different round (differs in: {', '.join(differs)})"
                 if differs
                 else "the same definition; load it instead of creating it again"
             )
             raise RoundStateError(
-                f"round {round.key!r} already exists (status {existing.status.value}) with {what}",
-                path=self.path(round.key),
+                f"round {round_.key!r} already exists (status {existing.status.value}) with {what}",
+                path=self.path(round_.key),
                 hint="choose another key, or pass overwrite=True to replace the record "
                 "(its answers file is kept; a Label Studio project is not deleted)",
             )
-        return self.save(round)
+        return self.save(round_)
 
     def load(self, key: str) -> Round:
         """The saved round ``key``.
@@ -161,10 +161,10 @@ class RoundStore:
             raise InputError(f"not a valid round record ({exc.error_count()} errors: {_first_error(exc)})",
                              path=path, hint="restore the file from version control") from exc
 
-    def save(self, round: Round) -> Round:
+    def save(self, round_: Round) -> Round:
         """Write the record atomically (a crash leaves the previous record intact)."""
-        write_json(self.path(round.key), round.model_dump(mode="json"), indent=2)
-        return round
+        write_json(self.path(round_.key), round_.model_dump(mode="json"), indent=2)
+        return round_
 
     def list(self) -> list[Round]:
         """Every saved round, sorted by key."""
@@ -204,7 +204,7 @@ def new_round(
         raise InputError(f"invalid round: {_first_error(exc)}", item=f"round {key}") from exc
 
 
-def mark_launched(round: Round, project_id: int | None, now: str) -> Round:
+def mark_launched(round_: Round, project_id: int | None, now: str) -> Round:
     """created or launched → launched.
 
     A relaunch keeps the round's project (it never creates a second one) and its first
@@ -215,30 +215,30 @@ def mark_launched(round: Round, project_id: int | None, now: str) -> Round:
         RoundStateError: the status does not allow a launch, the project id does not fit the
             backend, or a relaunch names a different project.
     """
-    check_step(round, RoundStatus.LAUNCHED, "launch")
-    backend_type(round.backend).check_project_id(round, project_id)
-    if round.project_id is not None and project_id != round.project_id:
+    check_step(round_, RoundStatus.LAUNCHED, "launch")
+    backend_type(round_.backend).check_project_id(round_, project_id)
+    if round_.project_id is not None and project_id != round_.project_id:
         raise RoundStateError(
-            f"round {round.key!r} was launched as project {round.project_id}; a relaunch reuses it (got {project_id})",
-            item=f"round {round.key}",
+            f"round {round_.key!r} was launched as project {round_.project_id}; a relaunch reuses it (got {project_id})",
+            item=f"round {round_.key}",
             hint="relaunch into the same project, or create a new round under another key",
         )
-    return round.model_copy(update={
+    return round_.model_copy(update={
         "status": RoundStatus.LAUNCHED,
         "project_id": project_id,
-        "launched_at": round.launched_at or now,
+        "launched_at": round_.launched_at or now,
         "updated_at": now,
     })
 
 
-def mark_ingested(round: Round, counts: Mapping[str, int], now: str) -> Round:
+def mark_ingested(round_: Round, counts: Mapping[str, int], now: str) -> Round:
     """launched or ingested → ingested; ``counts`` replace the previous counts (ingest may repeat).
 
     Raises:
         RoundStateError: the status does not allow an ingest.
     """
-    check_step(round, RoundStatus.INGESTED, "ingest")
-    return round.model_copy(update={
+    check_step(round_, RoundStatus.INGESTED, "ingest")
+    return round_.model_copy(update={
         "status": RoundStatus.INGESTED,
         "counts": dict(sorted(counts.items())),
         "ingested_at": now,
@@ -246,37 +246,37 @@ def mark_ingested(round: Round, counts: Mapping[str, int], now: str) -> Round:
     })
 
 
-def mark_closed(round: Round, now: str) -> Round:
+def mark_closed(round_: Round, now: str) -> Round:
     """ingested → closed: the answers are final.
 
     Raises:
         RoundStateError: the round has not been ingested, or is already closed or cancelled.
     """
-    check_step(round, RoundStatus.CLOSED, "close")
-    return round.model_copy(update={"status": RoundStatus.CLOSED, "closed_at": now, "updated_at": now})
+    check_step(round_, RoundStatus.CLOSED, "close")
+    return round_.model_copy(update={"status": RoundStatus.CLOSED, "closed_at": now, "updated_at": now})
 
 
-def mark_cancelled(round: Round, now: str) -> Round:
+def mark_cancelled(round_: Round, now: str) -> Round:
     """Any status but closed → cancelled (``updated_at`` records when).
 
     Raises:
         RoundStateError: the round is closed.
     """
-    check_step(round, RoundStatus.CANCELLED, "cancel")
-    return round.model_copy(update={"status": RoundStatus.CANCELLED, "updated_at": now})
+    check_step(round_, RoundStatus.CANCELLED, "cancel")
+    return round_.model_copy(update={"status": RoundStatus.CANCELLED, "updated_at": now})
 
 
-def check_step(round: Round, target: RoundStatus, verb: str) -> None:
+def check_step(round_: Round, target: RoundStatus, verb: str) -> None:
     """Raise a RoundStateError naming the round, its status and what it allows, unless allowed."""
-    allowed = _NEXT[round.status]
+    allowed = _NEXT[round_.status]
     if target in allowed:
         return
     needs = [s.value for s, nexts in _NEXT.items() if target in nexts]
     next_steps = ", ".join(s.value for s in allowed) or "none (the round is final)"
     raise RoundStateError(
-        f"cannot {verb} round {round.key!r}: its status is {round.status.value}; "
+        f"cannot {verb} round {round_.key!r}: its status is {round_.status.value}; "
         f"{verb} needs status {' or '.join(needs)}; allowed next: {next_steps}",
-        item=f"round {round.key}",
+        item=f"round {round_.key}",
         hint="create a new round under another key" if not allowed else None,
     )
 

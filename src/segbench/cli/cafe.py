@@ -86,7 +86,7 @@ def build_candidates_command(
 
     Does nothing when the candidates were built from the same sources and options; a killed build resumes."""
     from segbench.providers import make_provider
-    from segbench.providers.editors import make_image_editor
+    from segbench.providers.cafe.editors import make_image_editor
     from segbench.schemas.cafe import CafeParams, SourceSpec
 
     settings = settings_of(ctx)

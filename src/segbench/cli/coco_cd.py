@@ -25,7 +25,7 @@ from segbench.cli.common import (
 )
 from segbench.cli.publish import print_publish
 from segbench.cli.rounds import Backend, print_ingest, print_round
-from segbench.core.errors import InputError, OnError
+from segbench.core.errors import OnError
 from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
@@ -140,11 +140,7 @@ def create_audit_command(
 
     quality = rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires, overlap=overlap,
                                     workers=workers, rules=rule)
-    dataset = settings_of(ctx).data_root / "coco_cd"
-    if not (dataset / "manifest.json").is_file():  # before Prefect starts: an answer in a second, not ten
-        raise InputError("COCO-CD is not built here: the audit samples its validation split", path=dataset,
-                         hint="build it first: segbench build coco-cd (or segbench demo), or pass --data-root")
-    audit_sources(dataset, per_group)  # no images, too few: said before Prefect starts too
+    audit_sources(settings_of(ctx).data_root / "coco_cd", per_group)  # the flow's own check, before Prefect starts
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
 
     with flow_command_lock(ctx):

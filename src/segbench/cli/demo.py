@@ -27,13 +27,11 @@ def demo_command(
     with prefect_server.server_for_duration(settings.work_dir, settings.prefect_home):
         from segbench.flows.demo import run_demo
         from segbench.providers import make_provider
-        from segbench.providers.editors import make_image_editor
 
         provider = make_provider(settings, replay_only=settings.replay_only)
-        editor = make_image_editor(settings, replay_only=settings.replay_only)
         result = run_flow(ctx, run_demo, repo=Path("."), data_root=settings.data_root, work_dir=settings.work_dir,
                           reports_dir=settings.reports_dir, provider=provider, seed=seed, dvc_remote=settings.dvc_remote,
-                          spacy_model=settings.spacy_model, editor=editor)
+                          spacy_model=settings.spacy_model)
     # The summaries come after every progress line: a heading says whose each one is.
     for name, results in result.datasets.items():
         spec = registry.dataset(name)

@@ -80,7 +80,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
         repo: the git + DVC project that versions ``data_root`` (``git init`` is run if it is not
             in a repository yet).
         provider: the language provider (WordNet offline by default).
-        editor: the image editor of the CAFE step (default: the offline Pillow compositor).
+        editor: the image editor of the CAFE step (default: the one the settings ask for).
         dvc_remote: remote URL to push to; default: the repository's default remote, else
             ``<work_dir>/dvc-remote``.
 

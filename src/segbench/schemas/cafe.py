@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from segbench.core.errors import OnError
+from segbench.schemas.cafe_metrics import CafeMetrics
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.schemas.rebuild import PlanEvaluation, PlanPath, PlanTable
 from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult, Usage
@@ -220,4 +221,4 @@ class CafeDemo(DemoPart):
     candidates: CandidatesSummary
     verification: RoundIngest
     export: ExportSummary
-    evaluation: EvaluationResult | None = None
+    evaluation: EvaluationResult[CafeMetrics] | None = None

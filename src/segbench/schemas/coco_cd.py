@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from segbench.core.errors import OnError
 from segbench.core.splits import Rhos
+from segbench.schemas.flip import FlipSummary
 from segbench.schemas.rebuild import PlanPath, PlanTable
 from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
 from segbench.schemas.rounds import RoundIngest
@@ -130,4 +131,4 @@ class CocoCdDemo(DemoPart):
 
     build: CocoCdBuildSummary
     audit: RoundIngest
-    evaluation: EvaluationResult | None = None
+    evaluation: EvaluationResult[FlipSummary] | None = None

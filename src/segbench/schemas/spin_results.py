@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
+from segbench.schemas.spin_metrics import SpinMetrics
 
 
 class TaxonomyCounts(Counts):
@@ -102,7 +103,7 @@ class SpinDemo(DemoPart):
     rounds: list[str]
     crowd: dict[str, int]
     spin: SpinBuildSummary
-    evaluation: EvaluationResult
+    evaluation: EvaluationResult[SpinMetrics]
 
 
 class SkippedRows(BaseModel):

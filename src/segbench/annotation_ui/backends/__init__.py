@@ -56,27 +56,27 @@ class RoundBackend(Protocol):
     def __init__(self, context: BackendContext) -> None: ...
 
     @classmethod
-    def check_project_id(cls, round: Round, project_id: int | None) -> None:
+    def check_project_id(cls, round_: Round, project_id: int | None) -> None:
         """Raise RoundStateError unless ``project_id`` is what a launch on this backend records."""
 
     def check_ready(self, *, launching: bool = False) -> None:
         """Raise for what the backend needs and lacks (a token, a server that answers): the command
         line asks before Prefect starts."""
 
-    def launch(self, round: Round) -> tuple[int | None, dict[str, int]]:
+    def launch(self, round_: Round) -> tuple[int | None, dict[str, int]]:
         """Put the round's tasks where people answer them (idempotent); its project id and counts."""
 
-    def progress(self, round: Round) -> dict[str, Any]:
+    def progress(self, round_: Round) -> dict[str, Any]:
         """``tasks``, ``done``, ``annotations`` and ``by_annotator``, read from the backend."""
 
-    def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
+    def fetch_answers(self, round_: Round, policy: ImportPolicy) -> list[Answer]:
         """Every answer the backend holds for the round, checked against its label config."""
 
-    def worker_names(self, round: Round) -> dict[str, str]:
+    def worker_names(self, round_: Round) -> dict[str, str]:
         """Annotator id (as in answers) → a name people know them by, where the backend has one."""
         ...
 
-    def launch_hint(self, round: Round) -> str:
+    def launch_hint(self, round_: Round) -> str:
         """What people are told after a launch: where the tasks are."""
 
 

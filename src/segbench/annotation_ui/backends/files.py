@@ -36,50 +36,50 @@ class FilesBackend:
     context: BackendContext
 
     @classmethod
-    def check_project_id(cls, round: Round, project_id: int | None) -> None:
+    def check_project_id(cls, round_: Round, project_id: int | None) -> None:
         if project_id is not None:
-            raise RoundStateError(f"round {round.key!r} uses the files backend; it has no project (got {project_id})",
-                                  item=f"round {round.key}")
+            raise RoundStateError(f"round {round_.key!r} uses the files backend; it has no project (got {project_id})",
+                                  item=f"round {round_.key}")
 
-    def folder(self, round: Round) -> Path:
-        return files_dir(self.context.data_root, round.key)
+    def folder(self, round_: Round) -> Path:
+        return files_dir(self.context.data_root, round_.key)
 
     def check_ready(self, *, launching: bool = False) -> None:
         """Nothing to configure: the round's folder is under the data root."""
 
-    def launch(self, round: Round) -> tuple[None, dict[str, int]]:
+    def launch(self, round_: Round) -> tuple[None, dict[str, int]]:
         """Write the task files (again on a relaunch: the same round gives the same files)."""
-        write_file_tasks(round, self.folder(round))
-        return None, {"tasks_written": len(round.items)}  # the launched items (see batches.plan_launch)
+        write_file_tasks(round_, self.folder(round_))
+        return None, {"tasks_written": len(round_.items)}  # the launched items (see batches.plan_launch)
 
-    def progress(self, round: Round) -> dict[str, Any]:
-        rows = self._rows(round)
+    def progress(self, round_: Round) -> dict[str, Any]:
+        rows = self._rows(round_)
         by_worker = Counter(f"worker:{row.get('WorkerId')}" for row in rows)
         tasks_done = {row.get("Input.item_id") for row in rows}
-        done = {item.item_id for task_id, item in round.items_by_task_id().items() if task_id in tasks_done}
+        done = {item.item_id for task_id, item in round_.items_by_task_id().items() if task_id in tasks_done}
         # A round launched in batches has tasks for those batches only.
-        tasks = len(round.items) if round.launched_batches is None else len(launched_ids(round))
-        return {"tasks": tasks, "done": sum(1 for item in round.items if item.item_id in done),
+        tasks = len(round_.items) if round_.launched_batches is None else len(launched_ids(round_))
+        return {"tasks": tasks, "done": sum(1 for item in round_.items if item.item_id in done),
                 "annotations": len(rows), "by_annotator": dict(sorted(by_worker.items())),
-                "done_items": sorted(item.item_id for item in round.items if item.item_id in done)}
+                "done_items": sorted(item.item_id for item in round_.items if item.item_id in done)}
 
-    def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
-        checks = answer_checks(round)
-        answers = [answer for path in self._results_files(round)
-                   for answer in answers_from_files(read_results(path), round, policy, source=path, **checks)]
+    def fetch_answers(self, round_: Round, policy: ImportPolicy) -> list[Answer]:
+        checks = answer_checks(round_)
+        answers = [answer for path in self._results_files(round_)
+                   for answer in answers_from_files(read_results(path), round_, policy, source=path, **checks)]
         return sorted(answers, key=lambda a: (a.item_id, a.annotator, a.source_id))
 
-    def worker_names(self, round: Round) -> dict[str, str]:
+    def worker_names(self, round_: Round) -> dict[str, str]:
         return {}  # a crowd's WorkerId is the name it knows its workers by
 
-    def launch_hint(self, round: Round) -> str:
-        where = self.folder(round)
+    def launch_hint(self, round_: Round) -> str:
+        where = self.folder(round_)
         return f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/"
 
-    def _rows(self, round: Round) -> list[dict[str, Any]]:
+    def _rows(self, round_: Round) -> list[dict[str, Any]]:
         """Every results row, files in name order."""
-        return [row for path in self._results_files(round) for row in read_results(path)]
+        return [row for path in self._results_files(round_) for row in read_results(path)]
 
-    def _results_files(self, round: Round) -> list[Path]:
-        results = self.folder(round) / "results"
+    def _results_files(self, round_: Round) -> list[Path]:
+        results = self.folder(round_) / "results"
         return sorted(p for p in results.glob("*") if p.suffix in (".csv", ".json")) if results.is_dir() else []

@@ -38,10 +38,10 @@ class LabelStudioBackend:
     context: BackendContext
 
     @classmethod
-    def check_project_id(cls, round: Round, project_id: int | None) -> None:
+    def check_project_id(cls, round_: Round, project_id: int | None) -> None:
         if project_id is None:
-            raise RoundStateError(f"round {round.key!r} is a Label Studio round; launching it needs a project id",
-                                  item=f"round {round.key}")
+            raise RoundStateError(f"round {round_.key!r} is a Label Studio round; launching it needs a project id",
+                                  item=f"round {round_.key}")
 
     def connection(self) -> LabelStudioConnection:
         if self.context.label_studio is None:
@@ -76,7 +76,7 @@ class LabelStudioBackend:
         return LabelStudioClient(connection.url, connection.token.get_secret_value(), timeout=connection.timeout,
                                  deadline=4 * connection.timeout)
 
-    def launch(self, round: Round) -> tuple[int, dict[str, int]]:
+    def launch(self, round_: Round) -> tuple[int, dict[str, int]]:
         """Create (or reuse) the project, let it show the round's images, import the missing tasks.
 
         The project is found by its title (one per round key) when the round has no id yet: a launch
@@ -84,64 +84,64 @@ class LabelStudioBackend:
         files_root = self._files_root()
         with self.client() as client:
             client.check()
-            project_id = round.project_id
+            project_id = round_.project_id
             if project_id is None or not client.project_exists(project_id):
-                project_id = _unrecorded_project(client, round)
+                project_id = _unrecorded_project(client, round_)
             if project_id is None:
                 project_id = client.create_project(
-                    project_title(round.key), render_label_config(round.config.label_config, **round.config.params),
-                    description=f"{round.kind} on {round.dataset} ({round.dataset_version[:12]})",
-                    maximum_annotations=round.config.overlap)
+                    project_title(round_.key), render_label_config(round_.config.label_config, **round_.config.params),
+                    description=f"{round_.kind} on {round_.dataset} ({round_.dataset_version[:12]})",
+                    maximum_annotations=round_.config.overlap)
             step = self.context.step
-            folder = step("copy-round-images", copy_images, round, self.context.data_root, files_root)
+            folder = step("copy-round-images", copy_images, round_, self.context.data_root, files_root)
             client.allow_local_files(project_id, folder)
-            imported = step("import-round-tasks", import_missing_tasks, client, project_id, round)
+            imported = step("import-round-tasks", import_missing_tasks, client, project_id, round_)
         return project_id, {"tasks_imported": imported}
 
-    def progress(self, round: Round) -> dict[str, Any]:
-        project_id = _project_id(round)
+    def progress(self, round_: Round) -> dict[str, Any]:
+        project_id = _project_id(round_)
         with self.client() as client:
             progress = client.progress(project_id)
-        by_task = round.items_by_task_id()  # the tasks carry task ids: report item ids
+        by_task = round_.items_by_task_id()  # the tasks carry task ids: report item ids
         progress["done_items"] = sorted(by_task[t].item_id for t in progress["done_items"] if t in by_task)
         return progress
 
-    def fetch_answers(self, round: Round, policy: ImportPolicy) -> list[Answer]:
-        checks = answer_checks(round)
-        project_id = _project_id(round)
+    def fetch_answers(self, round_: Round, policy: ImportPolicy) -> list[Answer]:
+        checks = answer_checks(round_)
+        project_id = _project_id(round_)
         with self.client() as client:
             client.check()
-            return answers_from_labelstudio(client.export(project_id), round, policy, **checks)
+            return answers_from_labelstudio(client.export(project_id), round_, policy, **checks)
 
-    def worker_names(self, round: Round) -> dict[str, str]:
+    def worker_names(self, round_: Round) -> dict[str, str]:
         """``labelstudio:<user id>`` → the user's e-mail; none when the server will not list its users
         (the names only label the worker report: they never fail an ingest)."""
         try:
             with self.client() as client:
                 return {f"labelstudio:{user}": email for user, email in sorted(client.user_emails().items())}
         except SegbenchError as exc:
-            logger.warning("round %s: the worker report shows user ids: %s", round.key, exc.message)
+            logger.warning("round %s: the worker report shows user ids: %s", round_.key, exc.message)
             return {}
 
-    def launch_hint(self, round: Round) -> str:
+    def launch_hint(self, round_: Round) -> str:
         url = self.connection().url
-        return f"Annotate at {url.rstrip('/')}/projects/{round.project_id}"
+        return f"Annotate at {url.rstrip('/')}/projects/{round_.project_id}"
 
 
-def _unrecorded_project(client: LabelStudioClient, round: Round) -> int | None:
+def _unrecorded_project(client: LabelStudioClient, round_: Round) -> int | None:
     """The project a killed launch of this round created, found by title, if every task in it is
     one of this round's (a project of an earlier round under the same key is not taken over)."""
-    project_id = client.project_by_title(project_title(round.key))
+    project_id = client.project_by_title(project_title(round_.key))
     if project_id is None:
         return None
-    ours = {round.task_id(item.item_id) for item in round.items}
+    ours = {round_.task_id(item.item_id) for item in round_.items}
     return project_id if set(client.task_item_ids(project_id).values()) <= ours else None
 
 
-def _project_id(round: Round) -> int:
-    if round.project_id is None:
-        raise SegbenchError(f"round {round.key} is not launched yet", hint=f"segbench rounds launch {round.key}")
-    return round.project_id
+def _project_id(round_: Round) -> int:
+    if round_.project_id is None:
+        raise SegbenchError(f"round {round_.key} is not launched yet", hint=f"segbench rounds launch {round_.key}")
+    return round_.project_id
 
 
 def project_title(key: str, limit: int = 50) -> str:
@@ -151,32 +151,32 @@ def project_title(key: str, limit: int = 50) -> str:
     return title if len(title) <= limit else f"{title[:limit - 9]}…{fingerprint(key)[:8]}"
 
 
-def copy_images(round: Round, data_root: Path, files_root: Path) -> Path:
+def copy_images(round_: Round, data_root: Path, files_root: Path) -> Path:
     """Copy the round's images under the server's files root (the only folder it may serve)."""
-    target = files_root / round.key
-    for item in round.items:
+    target = files_root / round_.key
+    for item in round_.items:
         source = Path(data_root) / item.image
         if not source.is_file():
             raise InputError("image of a round item not found", path=source, item=f"item {item.item_id}",
                              hint="build the dataset the round was created from")
-        destination = files_root / _served_name(round, item)
+        destination = files_root / _served_name(round_, item)
         if not destination.exists():
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, destination)
     return target
 
 
-def import_missing_tasks(client: LabelStudioClient, project_id: int, round: Round) -> int:
+def import_missing_tasks(client: LabelStudioClient, project_id: int, round_: Round) -> int:
     """Import a task per item not yet in the project (so a relaunch imports nothing)."""
     present = set(client.task_item_ids(project_id).values())
-    tasks = [{"data": {**item.data, "image": client.local_file_url(_served_name(round, item)),
-                       "item_id": round.task_id(item.item_id), "round": round.key}}
-             for item in round.items if round.task_id(item.item_id) not in present]
+    tasks = [{"data": {**item.data, "image": client.local_file_url(_served_name(round_, item)),
+                       "item_id": round_.task_id(item.item_id), "round": round_.key}}
+             for item in round_.items if round_.task_id(item.item_id) not in present]
     if tasks:
         client.import_tasks(project_id, tasks)
     return len(tasks)
 
 
-def _served_name(round: Round, item: RoundItem) -> str:
+def _served_name(round_: Round, item: RoundItem) -> str:
     """Where an item's image is copied, relative to the server's files root."""
-    return f"{round.key}/{round.task_id(item.item_id)}{Path(item.image).suffix}"
+    return f"{round_.key}/{round_.task_id(item.item_id)}{Path(item.image).suffix}"

@@ -171,7 +171,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         sources: the sources (name, annotations file, images folder); names must differ.
         provider: a language provider answering ``cafe.edit_plan`` (offline: the WordNet provider).
             Typed ``Any`` because Prefect builds a parameter schema and a Protocol is no valid type.
-        editor: an :class:`~segbench.providers.image_edit.ImageEditor` (``make_image_editor`` of the
+        editor: an :class:`~segbench.providers.cafe.image_edit.ImageEditor` (``make_image_editor`` of the
             settings; default: the offline Pillow compositor, uncached).
         nltk_data: where the WordNet data for the pair checks is prepared.
         force: rebuild even when ``out`` was built with the same build key.
@@ -188,7 +188,7 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
     _check_sources(sources, params)
     logger = get_run_logger()
     if editor is None:
-        from segbench.providers.pillow_editor import PillowCompositor
+        from segbench.providers.cafe.pillow_editor import PillowCompositor
 
         editor = PillowCompositor()
     out = Path(out)

@@ -19,7 +19,9 @@ from segbench.flows.cafe.verification import CANDIDATES_DIR, create_cafe_verific
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.prefect_ui import run_name
 from segbench.flows.rounds import files_dir, ingest_round, launch_round
+from segbench.providers.cafe.editors import make_image_editor
 from segbench.schemas.cafe import CafeDemo, CafeParams
+from segbench.settings import load_settings
 
 VERIFICATION_KEY = "demo-cafe-verification"
 # The demo sources are tiny; take every target so each edit type gets several samples.
@@ -60,8 +62,10 @@ def run_cafe_demo(data_root: Path, work_dir: Path, provider: Any, seed: int = 0,
 
 
 def build(context: DemoContext) -> CafeDemo:
-    """Build CAFE on generated sources with the demo's language provider."""
-    return run_cafe_demo(context.data_root, context.work_dir, context.provider, context.seed, editor=context.editor)
+    """Build CAFE on generated sources with the demo's language provider and the image editor the
+    settings ask for (the Pillow compositor offline; the command's --config reaches it as SEGBENCH_CONFIG)."""
+    editor = context.editor or make_image_editor(load_settings(data_root=context.data_root, work_dir=context.work_dir))
+    return run_cafe_demo(context.data_root, context.work_dir, context.provider, context.seed, editor=editor)
 
 
 def evaluate(context: DemoContext, results: CafeDemo) -> CafeDemo:

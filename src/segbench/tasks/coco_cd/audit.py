@@ -54,13 +54,16 @@ def audit_sources(dataset: Path, per_group: int) -> tuple[Manifest, dict[str, An
     ``per_group`` images a group (checked before any round is made, by the command and the flow).
 
     Raises:
-        InputError: fewer than one image a group asked for, the build has no images (people must see
-            them), or no validation split.
+        InputError: fewer than one image a group asked for, COCO-CD not built there, the build has no
+            images (people must see them), or no validation split.
         InsufficientDataError: a group is too small.
     """
     if per_group < 1:
         raise InputError(f"an audit needs at least one image per group, not {per_group}", item="per_group",
                          hint="pass --per-group 1 or more")
+    if not (dataset / "manifest.json").is_file():
+        raise InputError("COCO-CD is not built here: the audit samples its validation split", path=dataset,
+                         hint="build it first: segbench build coco-cd (or segbench demo), or pass --data-root")
     manifest = read_manifest(dataset)
     if not manifest.params.get("write_images", True):
         raise InputError("this build has no images (built with --no-images); people need to see them",

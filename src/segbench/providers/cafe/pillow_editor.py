@@ -19,8 +19,8 @@ from PIL import Image
 
 from segbench.core.errors import ProviderError
 from segbench.providers.base import Usage
-from segbench.providers.image_edit import check_edit_inputs, keep_mask_valid
-from segbench.providers.pillow_textures import (
+from segbench.providers.cafe.image_edit import check_edit_inputs, keep_mask_valid
+from segbench.providers.cafe.pillow_textures import (
     material_for,
     pattern_for,
     render_material,
@@ -59,7 +59,7 @@ def _box(region: np.ndarray) -> tuple[int, int, int, int]:
 
 
 class PillowCompositor:
-    """The offline :class:`~segbench.providers.image_edit.ImageEditor` (no network, no model)."""
+    """The offline :class:`~segbench.providers.cafe.image_edit.ImageEditor` (no network, no model)."""
 
     name = "pillow"
     model = "compositor-1"

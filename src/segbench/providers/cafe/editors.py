@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from segbench.providers import openai_api_key, unknown_provider
-from segbench.providers.image_edit import CachedImageEditor, ImageEditor
-from segbench.providers.pillow_editor import PillowCompositor
+from segbench.providers.cafe.image_edit import CachedImageEditor, ImageEditor
+from segbench.providers.cafe.pillow_editor import PillowCompositor
 
 if TYPE_CHECKING:
     from segbench.settings import Settings
@@ -37,7 +37,7 @@ def make_image_editor(settings: Settings, *, replay_only: bool | None = None) ->
         inner = PillowCompositor()
     elif settings.provider == "openai":
         # Imported here, not above, so an offline run never imports ``openai``.
-        from segbench.providers.openai_image import OpenAIImageEditor
+        from segbench.providers.cafe.openai_image import OpenAIImageEditor
 
         key = openai_api_key(settings, replay_only=replay, purpose=" to edit images")
         inner = OpenAIImageEditor(

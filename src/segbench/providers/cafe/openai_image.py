@@ -7,7 +7,7 @@ only: gpt-image models 1024x1024, 1536x1024 and 1024x1536; dall-e-2 square 256, 
 bars), mark the editable side of M (inside for SM/OC, outside for CC) transparent, send
 ``plan.instruction`` as the prompt, crop the answer back out of the letterbox, resize it to the
 original size, and paste the original pixels back on the other side of M
-(:func:`~segbench.providers.image_edit.keep_mask_valid`), since the model may repaint everything.
+(:func:`~segbench.providers.cafe.image_edit.keep_mask_valid`), since the model may repaint everything.
 
 Transient failures (429, 5xx, timeouts, dropped connections) are retried with backoff, as in
 ``openai_provider.py``, whose helpers this module reuses. The key goes to the client and nowhere else.
@@ -27,7 +27,7 @@ from PIL import Image, ImageFilter
 
 from segbench.core.errors import InputError, ProviderError
 from segbench.core.io import open_image
-from segbench.providers.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
+from segbench.providers.cafe.image_edit import check_edit_inputs, editable_region, keep_mask_valid, png_bytes
 from segbench.providers.openai_provider import OpenAIBackend, display_url
 from segbench.schemas.edits import EditPlan
 
@@ -113,7 +113,7 @@ def api_mask(editable: np.ndarray, letterbox: Letterbox, grow: int = MASK_GROW) 
 
 
 class OpenAIImageEditor(OpenAIBackend):
-    """An :class:`~segbench.providers.image_edit.ImageEditor` backed by ``client.images.edit``.
+    """An :class:`~segbench.providers.cafe.image_edit.ImageEditor` backed by ``client.images.edit``.
 
     Args:
         model: ``gpt-image-1`` (and other gpt-image models) or ``dall-e-2``.
