@@ -4,6 +4,7 @@ registry is the one list of datasets."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -38,14 +39,28 @@ def test_no_module_imports_itself_back():
 
 
 @pytest.mark.parametrize("spec", registry.DATASETS, ids=lambda spec: spec.name)
-def test_every_registered_hook_resolves(spec):
-    hooks = [name for name in ("params", "build_flow", "evaluate_flow", "plan_section", "plan_step",
-                               "plan_evaluation", "plan_evaluate", "demo_step", "demo_printer")
-             if getattr(spec, name) is not None]
-    for hook in hooks:
-        assert spec.load(hook) is not None, hook
+def test_every_registered_hook_resolves_to_what_its_type_says(spec):
+    from segbench.annotation_ui.kinds import RoundKind
+    from segbench.flows.demo import DemoStep
+    from segbench.providers.base import OfflineAnswer
+    from segbench.schemas.rebuild import PlanEvaluation, PlanTable
+
+    classes = {"plan_section": PlanTable, "plan_evaluation": PlanEvaluation}
+    instances = {"demo_step": DemoStep}
+    for field in dataclasses.fields(spec):
+        ref = getattr(spec, field.name)
+        if not isinstance(ref, registry.Ref):
+            continue
+        loaded = ref.load()
+        if field.name in classes:
+            assert isinstance(loaded, type) and issubclass(loaded, classes[field.name]), field.name
+        elif field.name in instances:
+            assert isinstance(loaded, instances[field.name]), field.name
+        else:
+            assert callable(loaded), field.name
     assert callable(registry.load(f"{spec.cli}:register"))
-    assert all(registry.load(path) for path in (*spec.round_kinds, *spec.offline_answers))
+    assert all(isinstance(ref.load(), RoundKind) for ref in spec.round_kinds)
+    assert all(isinstance(ref.load(), OfflineAnswer) for ref in spec.offline_answers)
 
 
 def test_an_unknown_dataset_names_the_ones_there_are():

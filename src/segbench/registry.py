@@ -6,21 +6,40 @@ means its own subpackages (``schemas/<name>.py``, ``tasks/<name>/``, ``flows/<na
 ``cli/<name>.py``, ``demo/<name>/``) plus one entry in :data:`DATASETS` (see
 ``docs/adding-a-dataset.md``).
 
-Every hook is an import path ``"module:attribute"`` resolved on first use (:func:`load`), so
-importing the registry, and with it the command line, imports no flow and no Prefect.
+Every hook is a :class:`Ref`: an import path ``"module:attribute"`` typed as what it names and
+imported on first use, so importing the registry, and with it the command line, imports no flow
+and no Prefect; ``tests/test_architecture.py`` loads every one and checks its kind.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from segbench.core.errors import InputError
 
 if TYPE_CHECKING:
+    from segbench.annotation_ui.kinds import RoundKind
+    from segbench.core.release.plan import ReleasePlan
+    from segbench.flows.demo import DemoStep
+    from segbench.providers.base import OfflineAnswer
     from segbench.schemas import rebuild as plans
+    from segbench.schemas.results import EvaluationResult, Result
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Ref(Generic[T]):
+    """``"module:attribute"``, typed as what it names and imported when first used."""
+
+    path: str
+
+    def load(self) -> T:
+        return cast(T, load(self.path))
 
 
 @dataclass(frozen=True)
@@ -30,10 +49,7 @@ class DatasetSpec:
     Attributes:
         name: the key in rebuild plans, manifests and the ``--only`` option (``coco_cd``).
         title: the name people read (``COCO-CD``).
-        params: the build parameters model.
         default_out: where the build lands under the data root unless told otherwise.
-        build_flow: the Prefect flow that builds it (``None`` when a dataset is built by steps
-            that are not one flow).
         evaluate: the function that evaluates predictions on it in this process, if any (what
             ``evaluate <dataset>`` calls; ``evaluate_flow`` wraps it, for ``--track`` and plans).
         evaluate_flow: the Prefect flow that evaluates predictions on it, if any.
@@ -53,32 +69,31 @@ class DatasetSpec:
 
     name: str
     title: str
-    params: str
     default_out: str
     cli: str
-    build_flow: str | None = None
-    evaluate: str | None = None
-    evaluate_flow: str | None = None
-    plan_section: str | None = None
-    plan_step: str | None = None
-    plan_evaluation: str | None = None
-    plan_evaluate: str | None = None
-    round_kinds: tuple[str, ...] = field(default_factory=tuple)
-    offline_answers: tuple[str, ...] = field(default_factory=tuple)
-    demo_step: str | None = None
-    demo_printer: str | None = None
-    release_plan: str | None = None
+    evaluate: Ref[Callable[..., EvaluationResult[Any]]] | None = None
+    evaluate_flow: Ref[Callable[..., EvaluationResult[Any]]] | None = None
+    plan_section: Ref[type[plans.PlanTable]] | None = None
+    plan_step: Ref[Callable[..., Result]] | None = None
+    plan_evaluation: Ref[type[plans.PlanEvaluation]] | None = None
+    plan_evaluate: Ref[Callable[..., EvaluationResult[Any]]] | None = None
+    round_kinds: tuple[Ref[RoundKind], ...] = field(default_factory=tuple)
+    offline_answers: tuple[Ref[OfflineAnswer], ...] = field(default_factory=tuple)
+    demo_step: Ref[DemoStep] | None = None
+    demo_printer: Ref[Callable[[Any, Any], None]] | None = None
+    release_plan: Ref[Callable[..., ReleasePlan]] | None = None
 
-    def hook(self, name: str) -> str:
-        """The ``"module:attribute"`` path of one of this spec's hooks (InputError when it has none)."""
-        path = getattr(self, name)
-        if path is None:
-            raise InputError(f"{self.title} has no {name.replace('_', ' ')}", item=self.name)
-        return path
+    def need(self, ref: Ref[T] | None, what: str) -> T:
+        """What ``ref`` names (``spec.need(spec.plan_step, "plan step")``); InputError when this dataset has none."""
+        if ref is None:
+            raise InputError(f"{self.title} has no {what}", item=self.name)
+        return ref.load()
 
-    def load(self, hook: str) -> Any:
-        """The object behind one of this spec's hooks (``spec.load("build_flow")``)."""
-        return load(self.hook(hook))
+    def hook(self, ref: Ref[Any] | None, what: str) -> str:
+        """The import path of ``ref``, for what runs it by name (a flow run in this process or as a flow)."""
+        if ref is None:
+            raise InputError(f"{self.title} has no {what}", item=self.name)
+        return ref.path
 
 
 def load(path: str) -> Any:
@@ -92,81 +107,76 @@ def load(path: str) -> Any:
 DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         name="coco_cd", title="COCO-CD",
-        params="segbench.schemas.coco_cd:CocoCdParams", default_out="coco_cd",
+        default_out="coco_cd",
         cli="segbench.cli.coco_cd",
-        build_flow="segbench.flows.coco_cd.build:build_coco_cd",
-        evaluate="segbench.tasks.flip.evaluation:evaluate_coco_cd",
-        evaluate_flow="segbench.flows.flip:evaluate_coco_cd",
-        plan_section="segbench.schemas.coco_cd:CocoCdStep",
-        plan_step="segbench.flows.coco_cd.build:plan_step",
-        plan_evaluation="segbench.schemas.flip:FlipEvaluation",
-        plan_evaluate="segbench.flows.flip:plan_evaluate",
-        demo_step="segbench.flows.coco_cd.demo:DEMO",
-        demo_printer="segbench.cli.coco_cd:print_demo",
-        round_kinds=("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT",),
-        release_plan="segbench.tasks.coco_cd.release:plan",
+        evaluate=Ref("segbench.tasks.flip.evaluation:evaluate_coco_cd"),
+        evaluate_flow=Ref("segbench.flows.flip:evaluate_coco_cd"),
+        plan_section=Ref("segbench.schemas.coco_cd:CocoCdStep"),
+        plan_step=Ref("segbench.flows.coco_cd.build:plan_step"),
+        plan_evaluation=Ref("segbench.schemas.flip:FlipEvaluation"),
+        plan_evaluate=Ref("segbench.flows.flip:plan_evaluate"),
+        demo_step=Ref("segbench.flows.coco_cd.demo:DEMO"),
+        demo_printer=Ref("segbench.cli.coco_cd:print_demo"),
+        round_kinds=(Ref("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT"),),
+        release_plan=Ref("segbench.tasks.coco_cd.release:plan"),
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",
-        params="segbench.schemas.waterbirds:WaterbirdsParams", default_out="waterbirds_seg",
+        default_out="waterbirds_seg",
         cli="segbench.cli.waterbirds",
-        build_flow="segbench.flows.waterbirds.build:build_waterbirds",
-        evaluate="segbench.tasks.flip.evaluation:evaluate_waterbirds",
-        evaluate_flow="segbench.flows.flip:evaluate_waterbirds",
-        plan_section="segbench.schemas.waterbirds:WaterbirdsStep",
-        plan_step="segbench.flows.waterbirds.build:plan_step",
-        plan_evaluation="segbench.schemas.flip:FlipEvaluation",
-        plan_evaluate="segbench.flows.flip:plan_evaluate",
-        demo_step="segbench.flows.waterbirds.demo:DEMO",
-        demo_printer="segbench.cli.waterbirds:print_demo",
-        release_plan="segbench.tasks.waterbirds.release:plan",
+        evaluate=Ref("segbench.tasks.flip.evaluation:evaluate_waterbirds"),
+        evaluate_flow=Ref("segbench.flows.flip:evaluate_waterbirds"),
+        plan_section=Ref("segbench.schemas.waterbirds:WaterbirdsStep"),
+        plan_step=Ref("segbench.flows.waterbirds.build:plan_step"),
+        plan_evaluation=Ref("segbench.schemas.flip:FlipEvaluation"),
+        plan_evaluate=Ref("segbench.flows.flip:plan_evaluate"),
+        demo_step=Ref("segbench.flows.waterbirds.demo:DEMO"),
+        demo_printer=Ref("segbench.cli.waterbirds:print_demo"),
+        release_plan=Ref("segbench.tasks.waterbirds.release:plan"),
     ),
     DatasetSpec(
         name="vocab", title="Valid vocabulary",
-        params="segbench.schemas.vocab:VocabParams", default_out="vocab",
+        default_out="vocab",
         cli="segbench.cli.vocab",
-        build_flow="segbench.flows.vocab.build:build_vocab",
-        evaluate="segbench.tasks.vocab.evaluation:evaluate_vocab",
-        evaluate_flow="segbench.flows.vocab.evaluate:evaluate_vocab",
-        plan_section="segbench.schemas.vocab:VocabStep",
-        plan_step="segbench.flows.vocab.build:plan_step",
-        demo_step="segbench.flows.vocab.demo:DEMO",
-        demo_printer="segbench.cli.vocab:print_demo",
-        release_plan="segbench.tasks.vocab.release:plan",
+        evaluate=Ref("segbench.tasks.vocab.evaluation:evaluate_vocab"),
+        evaluate_flow=Ref("segbench.flows.vocab.evaluate:evaluate_vocab"),
+        plan_section=Ref("segbench.schemas.vocab:VocabStep"),
+        plan_step=Ref("segbench.flows.vocab.build:plan_step"),
+        demo_step=Ref("segbench.flows.vocab.demo:DEMO"),
+        demo_printer=Ref("segbench.cli.vocab:print_demo"),
+        release_plan=Ref("segbench.tasks.vocab.release:plan"),
     ),
     DatasetSpec(
         name="spin", title="SPIN",
-        params="segbench.schemas.spin:SpinBuildParams", default_out="spin/dataset",
+        default_out="spin/dataset",
         cli="segbench.cli.spin",
-        build_flow="segbench.flows.spin.build:build_spin",
-        evaluate="segbench.tasks.spin.evaluation:evaluate_spin",
-        evaluate_flow="segbench.flows.spin.evaluate:evaluate_spin",
-        plan_section="segbench.schemas.spin:SpinStep",
-        plan_step="segbench.flows.spin.build:plan_step",
-        plan_evaluation="segbench.schemas.spin:SpinEvaluation",
-        plan_evaluate="segbench.flows.spin.evaluate:plan_evaluate",
-        demo_step="segbench.flows.spin.demo:DEMO",
-        demo_printer="segbench.cli.spin:print_demo",
-        offline_answers=("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER", "segbench.tasks.spin.wordnet:VISIBILITY_ANSWER"),
-        round_kinds=("segbench.flows.spin.rounds:SUBPARTS",),
-        release_plan="segbench.tasks.spin.release:plan",
+        evaluate=Ref("segbench.tasks.spin.evaluation:evaluate_spin"),
+        evaluate_flow=Ref("segbench.flows.spin.evaluate:evaluate_spin"),
+        plan_section=Ref("segbench.schemas.spin:SpinStep"),
+        plan_step=Ref("segbench.flows.spin.build:plan_step"),
+        plan_evaluation=Ref("segbench.schemas.spin:SpinEvaluation"),
+        plan_evaluate=Ref("segbench.flows.spin.evaluate:plan_evaluate"),
+        demo_step=Ref("segbench.flows.spin.demo:DEMO"),
+        demo_printer=Ref("segbench.cli.spin:print_demo"),
+        offline_answers=(Ref("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER"), Ref("segbench.tasks.spin.wordnet:VISIBILITY_ANSWER")),
+        round_kinds=(Ref("segbench.flows.spin.rounds:SUBPARTS"),),
+        release_plan=Ref("segbench.tasks.spin.release:plan"),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
-        params="segbench.schemas.cafe:CafeParams", default_out="cafe",
+        default_out="cafe",
         cli="segbench.cli.cafe",
-        build_flow="segbench.flows.cafe.export:build_cafe",
-        evaluate="segbench.tasks.cafe.evaluation:evaluate_cafe",
-        evaluate_flow="segbench.flows.cafe.evaluate:evaluate_cafe",
-        plan_section="segbench.schemas.cafe:CafeStep",
-        plan_step="segbench.flows.cafe.export:plan_step",
-        plan_evaluation="segbench.schemas.cafe:CafeEvaluation",
-        plan_evaluate="segbench.flows.cafe.evaluate:plan_evaluate",
-        demo_step="segbench.flows.cafe.demo:DEMO",
-        demo_printer="segbench.cli.cafe:print_demo",
-        offline_answers=("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER",),
-        round_kinds=("segbench.flows.cafe.rounds:VERIFICATION",),
-        release_plan="segbench.tasks.cafe.release:plan",
+        evaluate=Ref("segbench.tasks.cafe.evaluation:evaluate_cafe"),
+        evaluate_flow=Ref("segbench.flows.cafe.evaluate:evaluate_cafe"),
+        plan_section=Ref("segbench.schemas.cafe:CafeStep"),
+        plan_step=Ref("segbench.flows.cafe.export:plan_step"),
+        plan_evaluation=Ref("segbench.schemas.cafe:CafeEvaluation"),
+        plan_evaluate=Ref("segbench.flows.cafe.evaluate:plan_evaluate"),
+        demo_step=Ref("segbench.flows.cafe.demo:DEMO"),
+        demo_printer=Ref("segbench.cli.cafe:print_demo"),
+        offline_answers=(Ref("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER"),),
+        round_kinds=(Ref("segbench.flows.cafe.rounds:VERIFICATION"),),
+        release_plan=Ref("segbench.tasks.cafe.release:plan"),
     ),
 )
 
@@ -188,22 +198,22 @@ def names() -> tuple[str, ...]:
     return tuple(spec.name for spec in DATASETS)
 
 
-def round_kinds() -> dict[str, Any]:
+def round_kinds() -> dict[str, RoundKind]:
     """Every dataset's annotation round kinds by kind name (imports the modules that define them)."""
     kinds = {}
     for spec in DATASETS:
-        for path in spec.round_kinds:
-            kind = load(path)
+        for ref in spec.round_kinds:
+            kind = ref.load()
             kinds[kind.name] = kind
     return kinds
 
 
-def offline_answers() -> dict[str, Any]:
+def offline_answers() -> dict[str, OfflineAnswer]:
     """Every question kind the offline language provider answers for some dataset, by kind name."""
     answers = {}
     for spec in DATASETS:
-        for path in spec.offline_answers:
-            answer = load(path)
+        for ref in spec.offline_answers:
+            answer = ref.load()
             answers[answer.kind] = answer
     return answers
 
@@ -215,9 +225,9 @@ def plan_model() -> type[plans.RebuildPlan]:
     """The rebuild-plan model: a table per dataset that a plan can build, their ``[[evaluate]]`` entries."""
     from segbench.schemas import rebuild as plans  # pydantic models: not for every command
 
-    sections = tuple((spec.name, spec.load("plan_section")) for spec in DATASETS if spec.plan_section)
+    sections = tuple((spec.name, spec.plan_section.load()) for spec in DATASETS if spec.plan_section)
     # dict.fromkeys: one entry model may serve several datasets (its ``dataset`` Literal lists them).
-    evaluations = tuple(dict.fromkeys(spec.load("plan_evaluation") for spec in DATASETS if spec.plan_evaluation))
+    evaluations = tuple(dict.fromkeys(spec.plan_evaluation.load() for spec in DATASETS if spec.plan_evaluation))
     return plans.plan_model(sections, evaluations)
 
 

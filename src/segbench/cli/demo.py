@@ -36,7 +36,7 @@ def demo_command(
     for name, results in result.datasets.items():
         spec = registry.dataset(name)
         console.heading(spec.title)
-        spec.load("demo_printer")(results, provider)
+        spec.need(spec.demo_printer, "demo printer")(results, provider)
     console.heading("Published version")
     print_publish(result.publish)
     console.out.print("\n[bold green]Demo finished.[/] Where everything is:")

@@ -78,7 +78,7 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
     dataset_dir = relative_to_repo(settings.data_root / spec.default_out, repo)
     out = out or (settings.reports_dir / spec.default_out
                   / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
-    result = run_evaluation(ctx, track, spec.hook("evaluate"), spec.hook("evaluate_flow"), repo=repo, rev=rev, predictions=predictions,
+    result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, predictions=predictions,
                             out=out, rho=rho, split=split, dataset_dir=dataset_dir, force=force)
     print_up_to_date(result, out)
     print_evaluation(result)

@@ -311,7 +311,7 @@ def evaluate_spin_command(
     run = predictions.name if predictions is not None else "-".join(sorted(files)) or "answers"
     out = out or settings_of(ctx).reports_dir / "spin" / f"{rev or 'worktree'}-{split}-{run}"
     spec = registry.dataset("spin")
-    result = run_evaluation(ctx, track, spec.hook("evaluate"), spec.hook("evaluate_flow"), repo=repo, rev=rev, predictions=files,
+    result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, predictions=files,
                             out=out, split=split, dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),
                             answers=answers, on_error=on_error, force=force, yes_rule=yes_rule.value)
     print_up_to_date(result, out)

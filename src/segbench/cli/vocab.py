@@ -120,7 +120,7 @@ def evaluate_command(
         raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
     out = out or settings_of(ctx).reports_dir / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-{descriptions.stem}"
     spec = registry.dataset("vocab")
-    result = run_evaluation(ctx, track, spec.hook("evaluate"), spec.hook("evaluate_flow"), repo=repo, rev=rev, vocab=vocab,
+    result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, vocab=vocab,
                             descriptions=descriptions, gt=gt, out=out, baseline=baseline, spacy_model=spacy_model,
                             panoptic=panoptic, force=force)
     print_up_to_date(result, out)

@@ -93,7 +93,7 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
         world = generate_world(work_dir / "demo-world", seed)
         context = DemoContext(repo=repo, data_root=data_root, work_dir=work_dir, reports_dir=reports_dir,
                               provider=provider, editor=editor, seed=seed, spacy_model=spacy_model, world=world)
-        steps = {spec.name: spec.load("demo_step") for spec in registry.DATASETS if spec.demo_step}
+        steps = {spec.name: spec.demo_step.load() for spec in registry.DATASETS if spec.demo_step}
         results = {name: step.build(context) for name, step in steps.items()}
         record = _publish(context, dvc_remote)
         for name, step in steps.items():

@@ -67,6 +67,6 @@ def evaluate_waterbirds(repo: str | Path, rev: str | None, predictions: str | Pa
 
 def plan_evaluate(run: RebuildRun, entry: FlipEvaluation, dataset: Path, out: Path) -> EvaluationResult[FlipSummary]:
     """Run one ``[[evaluate]]`` entry of a rebuild plan on the dataset built at ``dataset``."""
-    evaluate = registry.dataset(entry.dataset).load("evaluate_flow")
+    evaluate = (spec := registry.dataset(entry.dataset)).need(spec.evaluate_flow, "evaluation flow")
     return run.call(evaluate, repo=run.plan.repo, rev=None, out=out, predictions=entry.predictions, rho=entry.rho,
                     split=entry.split, dataset_dir=run.relative(dataset))

@@ -156,7 +156,12 @@ def _actions(run: RebuildRun, step: str) -> list[tuple[str, Done, Callable[[], R
                 for entry, name in zip(run.plan.evaluate, run.plan.evaluation_names(), strict=True)]
     if step == "publish":
         return [("publish", "published", lambda: _publish(run))]
-    return [(step, "built", lambda: registry.dataset(step).load("plan_step")(run, getattr(run.plan, step)))]
+    return [(step, "built", lambda: _plan_step(step)(run, getattr(run.plan, step)))]
+
+
+def _plan_step(step: str) -> Callable[..., Result]:
+    spec = registry.dataset(step)
+    return spec.need(spec.plan_step, "rebuild step")
 
 
 # --- evaluations and publish ----------------------------------------------------------------------
@@ -169,7 +174,8 @@ def _evaluate(run: RebuildRun, entry: PlanEvaluation, name: str) -> EvaluationRe
         raise InputError(f"evaluation {name}: the {entry.dataset} dataset is not built", path=dataset,
                          hint=f"add [{entry.dataset}] to the plan, or build it with segbench build first")
     out = Path(entry.out or run.settings().reports_dir / entry.dataset / f"rebuild-{name}")
-    return registry.dataset(entry.dataset).load("plan_evaluate")(run, entry, dataset, out)
+    spec = registry.dataset(entry.dataset)
+    return spec.need(spec.plan_evaluate, "rebuild evaluation")(run, entry, dataset, out)
 
 
 def _publish(run: RebuildRun) -> PublishRecord:

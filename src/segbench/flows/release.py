@@ -86,7 +86,7 @@ def release_dataset(dataset: str, out: Path, info: ReleaseInfo, repo: Path = Pat
     published), else ``rev``, else the build key.
     """
     spec = registry.dataset(dataset)
-    make_plan = spec.load("release_plan")
+    make_plan = spec.need(spec.release_plan, "release plan")
     folder = data_dir or f"data/{spec.default_out}"
 
     terms = info.images
