@@ -19,7 +19,7 @@ from typing import Any
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import read_json
-from segbench.core.masks import segmentation_to_rle
+from segbench.core.masks import CocoRle, segmentation_to_rle
 
 
 class CocoIndex:
@@ -249,7 +249,7 @@ def merge_splits(indices: Sequence[tuple[str, CocoIndex]]) -> CocoIndex:
     return merged
 
 
-def annotation_rle(ann: dict[str, Any], image: dict[str, Any], *, path: str) -> dict[str, Any]:
+def annotation_rle(ann: dict[str, Any], image: dict[str, Any], *, path: str) -> CocoRle:
     """The annotation's segmentation as one compressed RLE, validated against its image.
 
     Raises:

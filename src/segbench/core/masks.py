@@ -13,24 +13,32 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 from PIL import Image
 from pycocotools import mask as mask_utils
 
+
+class CocoRle(TypedDict):
+    """A compressed COCO RLE as JSON holds it: ``[height, width]`` and the counts string."""
+
+    size: list[int]
+    counts: str
+
+
 # pycocotools' area() overflows a uint8 counter on lists of >= 256 RLEs under numpy 2.
 _AREA_CHUNK = 255
 
 
-def _to_str_rle(rle: dict[str, Any]) -> dict[str, Any]:
+def _to_str_rle(rle: Mapping[str, Any]) -> CocoRle:
     counts = rle["counts"]
     return {"size": [int(rle["size"][0]), int(rle["size"][1])],
             "counts": counts.decode("ascii") if isinstance(counts, bytes) else counts}
 
 
-def _to_bytes_rle(rle: dict[str, Any]) -> dict[str, Any]:
+def _to_bytes_rle(rle: Mapping[str, Any]) -> dict[str, Any]:  # pycocotools' own form: bytes counts
     counts = rle["counts"]
     return {"size": list(rle["size"]), "counts": counts.encode("ascii") if isinstance(counts, str) else counts}
 
@@ -56,7 +64,7 @@ def validate_polygons(polygons: Sequence[Sequence[float]], height: int, width: i
             raise ValueError(f"polygon {index} lies outside the {width}x{height} image")
 
 
-def segmentation_to_rle(segmentation: Any, height: int, width: int) -> dict[str, Any]:
+def segmentation_to_rle(segmentation: Any, height: int, width: int) -> CocoRle:
     """Any COCO segmentation (polygons, uncompressed or compressed RLE) as one compressed RLE.
 
     Raises:
@@ -112,24 +120,24 @@ def rle_runs(counts: str | bytes) -> np.ndarray:
     return np.asarray(runs, dtype=np.int64)
 
 
-def rle_to_bitmap(rle: dict[str, Any]) -> np.ndarray:
+def rle_to_bitmap(rle: Mapping[str, Any]) -> np.ndarray:
     """Decode a compressed RLE to a ``uint8`` bitmap of shape ``(H, W)`` with values 0/1."""
     return mask_utils.decode(_to_bytes_rle(rle))
 
 
-def bitmap_to_rle(bitmap: np.ndarray) -> dict[str, Any]:
+def bitmap_to_rle(bitmap: np.ndarray) -> CocoRle:
     """Encode a ``(H, W)`` bitmap (any dtype; non-zero is foreground) as a compressed RLE."""
     return _to_str_rle(mask_utils.encode(np.asfortranarray(bitmap.astype(np.uint8) != 0, dtype=np.uint8)))
 
 
-def rle_area(rles: Sequence[dict[str, Any]]) -> np.ndarray:
+def rle_area(rles: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """Pixel area of each RLE, shape ``(N,)`` int64."""
     out = [mask_utils.area([_to_bytes_rle(r) for r in rles[i : i + _AREA_CHUNK]])
            for i in range(0, len(rles), _AREA_CHUNK)]
     return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
 
 
-def rle_iou(dets: Sequence[dict[str, Any]], gts: Sequence[dict[str, Any]]) -> np.ndarray:
+def rle_iou(dets: Sequence[Mapping[str, Any]], gts: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """IoU matrix of shape ``(len(dets), len(gts))`` between two lists of RLEs (no crowd rule)."""
     if not dets or not gts:
         return np.zeros((len(dets), len(gts)))
@@ -137,7 +145,7 @@ def rle_iou(dets: Sequence[dict[str, Any]], gts: Sequence[dict[str, Any]]) -> np
                                      [0] * len(gts)))
 
 
-def union_rle(rles: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def union_rle(rles: Sequence[Mapping[str, Any]]) -> CocoRle:
     """The union of RLEs of one image as one RLE."""
     return _to_str_rle(mask_utils.merge([_to_bytes_rle(r) for r in rles], intersect=False))
 
@@ -177,6 +185,6 @@ def _nearest_sources(length: int, new_length: int) -> np.ndarray:
     return np.asarray(picked)[0].astype(np.intp)
 
 
-def intersection_area(a: dict[str, Any], b: dict[str, Any]) -> int:
+def intersection_area(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
     """Pixels two RLEs of one image share."""
     return int(mask_utils.area(mask_utils.merge([_to_bytes_rle(a), _to_bytes_rle(b)], intersect=True)))

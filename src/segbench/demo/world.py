@@ -233,7 +233,7 @@ def build_scenes(*, seed: int = 0, group_sizes: Mapping[str, int] | None = None,
 
 # --- rendering ------------------------------------------------------------------------------------
 
-def _bitmap(polygons: tuple, height: int, width: int) -> tuple[dict[str, Any], np.ndarray]:
+def _bitmap(polygons: tuple, height: int, width: int) -> tuple[masks.CocoRle, np.ndarray]:
     rle = masks.segmentation_to_rle([list(p) for p in polygons], height, width)
     return rle, masks.rle_to_bitmap(rle).astype(bool)
 
@@ -285,9 +285,9 @@ def render_scene(scene: Scene, *, seed: int, category_ids: Mapping[str, int]) ->
     if scene.stuff_annotated:
         for cls in np.unique(label[label > 0]).tolist():
             mask = label == cls
-            rle = masks.bitmap_to_rle(mask)
-            stuff.append({"image_id": scene.image_id, "category_id": int(cls), "segmentation": rle,
-                          "area": float(masks.rle_area([rle])[0]), "bbox": _bbox(mask), "iscrowd": 0})
+            stuff_rle = masks.bitmap_to_rle(mask)
+            stuff.append({"image_id": scene.image_id, "category_id": int(cls), "segmentation": stuff_rle,
+                          "area": float(masks.rle_area([stuff_rle])[0]), "bbox": _bbox(mask), "iscrowd": 0})
     return buffer.getvalue(), instances, stuff
 
 

@@ -47,7 +47,7 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
-from segbench.core.masks import bitmap_to_rle, rle_iou, rle_to_bitmap
+from segbench.core.masks import CocoRle, bitmap_to_rle, rle_iou, rle_to_bitmap
 from segbench.schemas.rounds import Answer, Polygon, slugify
 from segbench.schemas.spin import PartContext, ResolvedSubpart, Taxonomy
 
@@ -123,7 +123,7 @@ class SubpartAnswer:
 
     has: str | None  # "yes", "no" or None (not answered)
     polygons: int = 0
-    rle: dict[str, Any] | None = None
+    rle: CocoRle | None = None
     area: int = 0
     containment: float | None = None
     flags: list[str] = field(default_factory=list)

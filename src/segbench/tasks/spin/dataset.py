@@ -33,7 +33,7 @@ from typing import Any
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.core.masks import rle_area, segmentation_to_rle
+from segbench.core.masks import CocoRle, rle_area, segmentation_to_rle
 from segbench.schemas.spin import ResolvedSubpart, Taxonomy
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.partimagenet import (
@@ -229,7 +229,7 @@ def subpart_annotations(resolved: Sequence[ResolvedSubpart], images: Mapping[int
 
 # --- COCO files --------------------------------------------------------------------------------------
 
-def _annotation(ann_id: int, image_id: int, category_id: int, rle: dict[str, Any], *, parent_id: int | None
+def _annotation(ann_id: int, image_id: int, category_id: int, rle: CocoRle, *, parent_id: int | None
                 ) -> dict[str, Any]:
     bbox = mask_utils.toBbox({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).tolist()
     out = {"id": ann_id, "image_id": image_id, "category_id": category_id, "segmentation": rle,

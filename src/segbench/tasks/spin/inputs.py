@@ -26,7 +26,7 @@ import yaml
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import read_json
-from segbench.core.masks import segmentation_to_rle
+from segbench.core.masks import CocoRle, segmentation_to_rle
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.metrics import (
     DEFAULT_SCORE,
@@ -229,7 +229,7 @@ def _check_gt_annotation(ann: Any, level: str, images: Mapping[int, Any], names:
     return ann["image_id"], ann["category_id"]
 
 
-def _rle(segmentation: Any, image: Mapping[str, Any], path: str, item: str) -> dict[str, Any]:
+def _rle(segmentation: Any, image: Mapping[str, Any], path: str, item: str) -> CocoRle:
     try:
         return segmentation_to_rle(segmentation, image["height"], image["width"])
     except ValueError as exc:

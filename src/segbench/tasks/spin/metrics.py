@@ -47,7 +47,7 @@ from typing import Any, NamedTuple, Self
 
 import numpy as np
 
-from segbench.core.masks import rle_to_bitmap
+from segbench.core.masks import CocoRle, rle_to_bitmap
 
 LEVELS = ("wholes", "parts", "subparts")
 PROMPTS = ("general", "specific")
@@ -108,7 +108,7 @@ class Prediction(NamedTuple):
     level: str
     category_id: int
     prompt: str
-    rle: dict[str, Any]
+    rle: CocoRle
     score: float
     gt_id: int | None = None
 
@@ -117,7 +117,7 @@ class Instance(NamedTuple):
     """One ground-truth annotation: its category, mask and parent annotation id (None for wholes)."""
 
     category_id: int
-    rle: dict[str, Any]
+    rle: CocoRle
     parent_id: int | None
 
 
@@ -364,7 +364,7 @@ class _Answered:
         return out
 
 
-def _decode_union(rles: Sequence[dict[str, Any]], shape: tuple[int, int]) -> np.ndarray:
+def _decode_union(rles: Sequence[Mapping[str, Any]], shape: tuple[int, int]) -> np.ndarray:
     out = np.zeros(shape, dtype=bool, order="F")
     for rle in rles:
         out |= rle_to_bitmap(rle).view(bool)

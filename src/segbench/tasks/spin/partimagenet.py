@@ -32,7 +32,7 @@ from typing import Any
 
 from segbench.core.coco import annotation_rle, load_coco
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
-from segbench.core.masks import rle_area, union_rle
+from segbench.core.masks import CocoRle, rle_area, union_rle
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class PartAnnotation:
 
     ann_id: int
     category: PartCategory
-    rle: dict[str, Any]
+    rle: CocoRle
     area: int
     polygons: tuple[tuple[float, ...], ...] = ()
 
@@ -98,7 +98,7 @@ class SourceImage:
     parts: tuple[PartAnnotation, ...] = field(default=())
 
     @cached_property
-    def object_rle(self) -> dict[str, Any]:
+    def object_rle(self) -> CocoRle:
         """The object mask: the union of its parts."""
         return union_rle([part.rle for part in self.parts])
 
