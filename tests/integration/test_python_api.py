@@ -19,10 +19,10 @@ pytestmark = pytest.mark.integration
 PAGE = ROOT / "docs" / "reference" / "python-api.md"
 
 
-def test_the_python_api_example_runs_as_written_after_the_demo(demo_project):
-    project, _ = demo_project
+def test_the_python_api_example_runs_as_written_after_the_demo(demo_copy):
+    (demo_copy / ".segbench").symlink_to(demo_copy / "work")  # the tests' demo works in work/, make demo in .segbench/
     code = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)[0]
-    done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", code], cwd=demo_copy, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "CAFE pairs" in done.stdout
 
@@ -31,7 +31,7 @@ def test_in_memory_scores_are_the_commands_metrics(demo_project, monkeypatch):
     project, _ = demo_project
     monkeypatch.chdir(project)
     gt = api.load_cafe()
-    results = json.loads((project / ".segbench" / "predictions" / "cafe-prompt-blind.json").read_text())
+    results = json.loads((project / "work" / "predictions" / "cafe-prompt-blind.json").read_text())
     report = json.loads((project / "reports" / "cafe" / "demo-prompt-blind" / "metrics.json").read_text())
     in_memory = json.loads(canonical_json(api.evaluate_cafe(gt, results).model_dump(mode="json")))  # 6 decimals
     assert in_memory == report["metrics"] | {"calibration": None, "ignored": None}  # the command adds these two

@@ -73,7 +73,7 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     answers_file = Path(first.answers)
     first_bytes = answers_file.read_bytes()
     assert first.counts.answers == 12 and first.counts.annotators == 2
-    assert first.agreement.context.kappa is None  # 8 items with 1 or 2 ratings: no kappa
+    assert first.agreement["context"].kappa is None  # 8 items with 1 or 2 ratings: no kappa
     assert ingest_round(data_root, key, label_studio.connection).counts == first.counts
     assert answers_file.read_bytes() == first_bytes
 
