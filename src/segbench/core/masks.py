@@ -28,6 +28,13 @@ class CocoRle(TypedDict):
     counts: str
 
 
+class PycocoRle(TypedDict):
+    """A compressed RLE as pycocotools takes it: the counts as bytes."""
+
+    size: list[int]
+    counts: bytes
+
+
 # pycocotools' area() overflows a uint8 counter on lists of >= 256 RLEs under numpy 2.
 _AREA_CHUNK = 255
 
@@ -38,7 +45,7 @@ def _to_str_rle(rle: Mapping[str, Any]) -> CocoRle:
             "counts": counts.decode("ascii") if isinstance(counts, bytes) else counts}
 
 
-def _to_bytes_rle(rle: Mapping[str, Any]) -> dict[str, Any]:  # pycocotools' own form: bytes counts
+def _to_bytes_rle(rle: Mapping[str, Any]) -> PycocoRle:
     counts = rle["counts"]
     return {"size": list(rle["size"]), "counts": counts.encode("ascii") if isinstance(counts, str) else counts}
 

@@ -27,13 +27,16 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
+
+if TYPE_CHECKING:
+    from segbench.core.masks import PycocoRle  # a type only: this module stays free of Pillow
 from segbench.core.gc_pause import collection_paused
 from segbench.core.io import read_json
 from segbench.tasks.cafe.prediction_columns import usual_annotations, usual_columns, usual_compressed, usual_images
@@ -65,7 +68,7 @@ class GroundTruth:
     ann_ids_by_image: dict[int, list[Any]]  # image id -> annotation ids in file order
     first_annotation: dict[int, dict[str, Any]]  # image id -> its first annotation in file order
     counts_checked: bool = False  # every compressed RLE of a known image's size was checked on loading
-    _rle_cache: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _rle_cache: dict[int, PycocoRle] = field(default_factory=dict, repr=False)
     _multiplicity: dict[Any, int] | None = field(default=None, repr=False)
 
     def exhaustive(self, image_id: int) -> bool:
@@ -103,7 +106,7 @@ class GroundTruth:
             self._multiplicity = dict(Counter(self.cat_ids))
         return self._multiplicity
 
-    def rle(self, ann: dict[str, Any]) -> dict[str, Any]:
+    def rle(self, ann: dict[str, Any]) -> PycocoRle:
         """The annotation's mask as a compressed RLE with bytes counts (``COCO.annToRLE``)."""
         key = id(ann)
         if key not in self._rle_cache:
@@ -118,7 +121,7 @@ class GroundTruth:
 
 
 def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, allow_polygon: bool,
-                     check_counts: bool = True, pending: list[tuple[bytes, int, str]] | None = None) -> dict[str, Any]:
+                     check_counts: bool = True, pending: list[tuple[bytes, int, str]] | None = None) -> PycocoRle:
     """A segmentation as pycocotools' compressed RLE (bytes counts), checked against the image size.
 
     A compressed ``counts`` string is checked here, or appended to ``pending`` as ``(counts, pixels,
@@ -166,7 +169,7 @@ def segmentation_rle(seg: Any, image: dict[str, Any], *, path: str, item: str, a
 
 
 def _compressed(encoded: bytes, height: int, width: int, path: str, item: str, check_counts: bool,
-                pending: list[tuple[bytes, int, str]] | None) -> dict[str, Any]:
+                pending: list[tuple[bytes, int, str]] | None) -> PycocoRle:
     if pending is not None:
         pending.append((encoded, height * width, item))
     elif check_counts:
@@ -238,7 +241,7 @@ def load_ground_truth(data: Any, path: str) -> GroundTruth:
         raise _twice("annotation", [ann["id"] for ann in annotations], path)
     _check_flags(annotations, "iscrowd", "annotation", path)
     compressed = usual_compressed(annotations, images) if usual else None
-    rles: dict[int, dict[str, Any]] = {}  # GroundTruth.rle's answers, known already for the usual file
+    rles: dict[int, PycocoRle] = {}  # GroundTruth.rle's answers, known already for the usual file
     if compressed is not None:  # every segmentation a compressed RLE of its image's size
         counts, sizes = compressed
         check_compressed_counts(counts, sizes[:, 0] * sizes[:, 1], path, lambda k: f"annotation {annotations[k]['id']}")

@@ -10,7 +10,7 @@ same numbers (:mod:`segbench.tasks.cafe.rle_kernels`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from segbench.tasks.cafe import rle_checks
 _TARGETS_PER_CALL = 32
 
 
-def distinct_size_batches(targets: Sequence[dict[str, Any]]) -> list[list[int]]:
+def distinct_size_batches(targets: Sequence[Mapping[str, Any]]) -> list[list[int]]:
     """Target indices in batches of at most ``_TARGETS_PER_CALL`` whose targets all differ in size."""
     by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
     for k, target in enumerate(targets):
@@ -34,8 +34,8 @@ def distinct_size_batches(targets: Sequence[dict[str, Any]]) -> list[list[int]]:
     return batches
 
 
-def grouped_ious(rles: Sequence[dict[str, Any]], members: Sequence[Sequence[int]],
-                 targets: Sequence[dict[str, Any]]) -> np.ndarray:
+def grouped_ious(rles: Sequence[Mapping[str, Any]], members: Sequence[Sequence[int]],
+                 targets: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """IoU of mask ``rles[i]`` with ``targets[k]`` for every ``i`` of ``members[k]``, concatenated in
     group order (``sum(len(m) for m in members)`` values). Each group's masks must have its target's size."""
     sizes = [len(m) for m in members]

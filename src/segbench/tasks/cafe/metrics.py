@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.cgf1 import TargetIous, accumulate, evaluate_counts, evaluation_image_ids, summarize
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
 from segbench.tasks.cafe.mask_ious import grouped_ious
+
+if TYPE_CHECKING:
+    from segbench.core.masks import PycocoRle
 
 SUBSETS = tuple(e.abbr for e in EditType)
 OVERALL = "Overall"
@@ -108,7 +111,7 @@ def _pair_columns(gt: GroundTruth, image_ids: set[int] | None) -> tuple[list[int
 
 
 def _target_ious(preds: Predictions, pos_ids: list[int], neg_ids: list[int],
-                 targets: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 targets: list[PycocoRle]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(pair index, prediction index, on the positive, IoU with the pair's target)`` of every
     prediction of both images of each pair (pycocotools' numbers, :func:`grouped_ious`)."""
     pos = [preds.by_image.get(i, []) for i in pos_ids]
