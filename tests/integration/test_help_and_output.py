@@ -200,7 +200,7 @@ def test_json_prints_only_the_summary_on_stdout(tmp_path):
                                       "--json", "rounds", "list"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == []
-    assert "No rounds yet" in result.stderr
+    assert f"No rounds in {tmp_path / 'data' / 'rounds'} yet" in " ".join(result.stderr.split())
 
 
 def test_summary_json_names_paths_and_models_plainly():

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from segbench import console
-from segbench.cli.common import existing, flow_command_lock, settings_of
+from segbench.cli.common import display_path, existing, flow_command_lock, settings_of
 from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
@@ -261,12 +261,14 @@ def list_(ctx: typer.Context) -> None:
     """Every round with its status."""
     from segbench.annotation_ui.views import list_rounds  # not the flows: no Prefect for a read
 
-    rounds = list_rounds(_data_root(ctx))
+    data_root = _data_root(ctx)
+    rounds = list_rounds(data_root)
     console.set_summary([{"key": r.key, "kind": r.kind, "status": r.status.value, "backend": r.backend,
                           "items": len(r.items), "updated_at": r.updated_at} for r in rounds])
     rows = [[r.key, r.kind, r.status.value, r.backend, len(r.items), r.updated_at] for r in rounds]
     console.out.print(console.table("Rounds", ["key", "kind", "status", "backend", "items", "updated"], rows)
-                      if rows else "No rounds yet: segbench rounds create KIND KEY creates one (KIND: see segbench rounds create --help)")
+                      if rows else f"No rounds in {display_path(data_root / 'rounds')} yet: segbench rounds create "
+                      "KIND KEY creates one (KIND: see segbench rounds create --help; another data root: --data-root)")
 
 
 def invite(ctx: typer.Context) -> None:
