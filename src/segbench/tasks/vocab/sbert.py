@@ -58,6 +58,7 @@ def load_sbert(device: str = "cpu") -> Encoder:
         raise InputError(f"the Sentence-BERT baseline needs {MODEL_PACKAGE} ({exc})", hint=INSTALL_HINT) from exc
     path = get_model_path()
     log.info("loading Sentence-BERT from %s", path)
+    # Its encode is overloaded, which mypy cannot match to the protocol's one signature.
     return cast(Encoder, SentenceTransformer(str(path), device=device))
 
 
