@@ -29,7 +29,7 @@ import numpy as np
 from segbench.core.io import open_image
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.cafe_metrics import CafeMetrics
-from segbench.schemas.flip import FlipImage, FlipSummary, summary_model
+from segbench.schemas.flip import FlipImage, FlipSummary
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, load_predictions, read_ground_truth
 from segbench.tasks.cafe.metrics import TAU_SWEEP
 from segbench.tasks.cafe.metrics import evaluate_cafe as cafe_metrics
@@ -103,7 +103,7 @@ def evaluate_flip(split: FlipSplit, predictions: Mapping[int, np.ndarray],
         probs = probabilities.get(image.id) if probabilities is not None else None
         accumulator.update(split.mask(image), np.asarray(predictions[image.id]), probs, group_id=image.group_id,
                            image_id=image.id)
-    return summary_model(names.classes).model_validate(accumulator.summarize(names))
+    return accumulator.summarize(names)
 
 
 def load_cafe(*, repo: str | Path = ".", rev: str | None = None, file: str = "data/cafe/CAFE.json") -> GroundTruth:

@@ -84,7 +84,7 @@ def test_counterfactual_groups_flip_more_than_aligned_ones(tmp_path):
     )
     flip = {g: np.mean([r.flip for r in acc.images if r.group_id == g]) for g in range(4)}
     assert min(flip[1], flip[2]) > 2 * max(flip[0], flip[3])
-    summary = acc.summarize()
+    summary = acc.summarize().model_dump(mode="json")
     assert summary["gaps"]["cat"]["gap"] > 0.1 and summary["gaps"]["dog"]["gap"] > 0.1
     assert 0 < summary["fg_decomposition"]["miss"] < 0.1  # extent mostly kept
     deciles = summary["flip_risk"]["deciles"]

@@ -36,7 +36,7 @@ def summarize(*images):
     acc = FlipAccumulator()
     for i, (gt, pred, group) in enumerate(images):
         acc.update(gt, pred, group_id=group, image_id=i)
-    return acc.summarize()
+    return acc.summarize().model_dump(mode="json")
 
 
 def test_decomposition_iou_and_fg_iou_match_hand_computation():
@@ -158,7 +158,7 @@ def test_risk_records_skip_images_without_predicted_foreground():
     acc.update(GT, PRED, one_hot(PRED), group_id=0, image_id=1)
     background = np.zeros_like(GT)
     acc.update(GT, background, one_hot(background), group_id=0, image_id=2)
-    risk = acc.summarize()["flip_risk"]
+    risk = acc.summarize().model_dump(mode="json")["flip_risk"]
     assert risk["num_records"] == 1 and risk["images_without_pred_fg"] == 1
     assert risk["fewer_than_10_records"] is True
 
@@ -183,7 +183,7 @@ def test_shards_combined_with_iadd_equal_a_single_pass():
     combined += shard_b  # the other order on purpose
     combined += shard_a
     assert combined.summarize() == single.summarize()
-    assert single.summarize()["flip_risk"]["num_records"] == 12
+    assert single.summarize().model_dump(mode="json")["flip_risk"]["num_records"] == 12
 
 
 def test_update_does_not_mutate_inputs():
@@ -206,11 +206,11 @@ def test_label_map_predictions_report_risk_unavailable():
     acc = FlipAccumulator()  # mixed: one image with probabilities is not enough
     acc.update(GT, PRED, one_hot(PRED), group_id=0, image_id=1)
     acc.update(GT, PRED, group_id=0, image_id=2)
-    assert acc.summarize()["flip_risk"] is None
+    assert acc.summarize().model_dump(mode="json")["flip_risk"] is None
 
 
 def test_empty_accumulator_gives_none_not_nan():
-    s = FlipAccumulator().summarize()
+    s = FlipAccumulator().summarize().model_dump(mode="json")
     assert s["num_images"] == 0 and s["miou"] is None and s["fg_iou"] is None
     assert s["flip"]["global"] is None and s["flip"]["per_image_mean"] is None
 

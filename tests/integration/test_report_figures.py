@@ -41,7 +41,7 @@ def _spin_summary(tmp_path) -> dict:
     acc = SpinAccumulator()
     for image_id, image in truth.images.items():
         acc.update(image, by_image.get(image_id, []), truth.hierarchy, ("general", "specific"))
-    return acc.summarize(truth.hierarchy)
+    return acc.summarize(truth.hierarchy).model_dump(mode="json")
 
 
 def _lac_summary(baseline: bool) -> dict:

@@ -38,7 +38,7 @@ def evaluate(truth, by_image, prompts=("general",)):
     acc = SpinAccumulator()
     for image_id, image in truth.images.items():
         acc.update(image, by_image.get(image_id, []), truth.hierarchy, prompts)
-    return acc.summarize(truth.hierarchy)
+    return acc.summarize(truth.hierarchy).model_dump(mode="json")
 
 
 def perfect(truth, prompt="general"):

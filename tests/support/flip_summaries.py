@@ -20,4 +20,4 @@ def flip_summary(with_probs: bool, names=None) -> dict:
             np.put_along_axis(probs, PRED[None].astype(np.int64), 0.8, axis=0)
             probs[1:, PRED > 0] += image_id / 100  # distinct risks
         acc.update(GT, PRED, probs, group_id=image_id % 4, image_id=image_id)
-    return acc.summarize(names) if names else acc.summarize()
+    return (acc.summarize(names) if names else acc.summarize()).model_dump(mode="json")

@@ -91,7 +91,7 @@ def test_summary_uses_waterbirds_names():
     acc = FlipAccumulator()
     gt = np.array([[0, 1], [2, 2]], np.uint8)
     acc.update(gt, gt, group_id=3, image_id=1)
-    summary = acc.summarize(WATERBIRDS_NAMES)
+    summary = acc.summarize(WATERBIRDS_NAMES).model_dump(mode="json")
     assert set(summary["class_iou"]) == {"background", "landbird", "waterbird"}
     assert summary["per_group"][0]["name"] == "landbird on land (aligned)"
     assert summary["fg_decomposition"]["corr"] == 1.0 and set(summary["gaps"]) == {"landbird", "waterbird"}

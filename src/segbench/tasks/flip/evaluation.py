@@ -153,6 +153,6 @@ def _score(steps: Steps, stage: Stage, repo: str, rev: str | None, dataset_dir: 
                               total=len(images), count=lambda a: len(a.images), channel=SCORE_CHANNEL,
                               ids=lambda p: [image["id"] for image in p["images"]]):
         total += shard  # in shard order; the summary does not depend on it anyway
-    summary = total.summarize(names)
+    summary = total.summarize(names).model_dump(mode="json")  # the report writers read the JSON
     steps.call("write-coco-cd-report", write_report_files, str(stage.path), summary, evaluated, names)
     return Built(counts={"images": summary["num_images"]}, units=steps.unit_counts(), extras={"summary": summary})

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from segbench.schemas.flip import summary_model
+from segbench.schemas.flip import FlipSummary, summary_model
 
 log = logging.getLogger(__name__)
 
@@ -261,8 +261,8 @@ class FlipAccumulator:
         self.images_without_probs += other.images_without_probs
         return self
 
-    def summarize(self, names: FlipNames = COCO_CD_NAMES) -> dict[str, Any]:
-        """The metrics as a JSON-ready dict shaped like :class:`FlipSummary`.
+    def summarize(self, names: FlipNames = COCO_CD_NAMES) -> FlipSummary:
+        """The metrics as a :class:`FlipSummary` (with ``names``' class names: ``summary_model``).
 
         ``names`` only renames classes, contexts and groups (COCO-CD's by default).
 
@@ -301,7 +301,7 @@ class FlipAccumulator:
             "gaps": self._gaps(names),
             **self._risk(images),
         }
-        return summary_model(names.classes).model_validate(summary).model_dump(mode="json", by_alias=True)
+        return summary_model(names.classes).model_validate(summary)
 
     def _per_group(self, images: list[ImageRecord], names: FlipNames) -> list[dict[str, Any]]:
         return [

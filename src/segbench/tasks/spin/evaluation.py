@@ -195,10 +195,10 @@ def _score(steps: Steps, stage: Stage, loaded: _Loaded, shard_size: int, policy:
                               ids=lambda p: [image.image_id for image in p["images"]]):
         total += shard
     total.num_images = len(truth.images)
-    summary = total.summarize(truth.hierarchy)
-    summary["recognition"] = loaded.recognition
     skipped = policy.report.to_json() if policy.on_error is OnError.SKIP else None
-    summary["skipped"] = None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}
+    metrics = total.summarize(truth.hierarchy).model_dump(mode="json")  # the report writers read the JSON
+    summary = {**metrics, "recognition": loaded.recognition,
+               "skipped": None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}}
     # Relative to the project: the report is versioned and must not name this machine's folders.
     evaluated = portable_paths({"source": params["source"], "rev": params["rev"], "split": params["split"],
                                 "ground_truth": truth.files, "predictions": params["predictions"],

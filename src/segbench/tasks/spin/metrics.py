@@ -48,6 +48,18 @@ from typing import Any, NamedTuple, Self
 import numpy as np
 
 from segbench.core.masks import CocoRle, rle_to_bitmap
+from segbench.schemas.spin_metrics import (
+    CategoryIoU,
+    LevelIoU,
+    LevelMiou,
+    Levels,
+    PromptMetrics,
+    Relation,
+    SeCS,
+    SpCS,
+    SpinMetrics,
+    SupercategoryMetrics,
+)
 
 LEVELS = ("wholes", "parts", "subparts")
 PROMPTS = ("general", "specific")
@@ -251,24 +263,21 @@ class SpinAccumulator:
         if pixels:
             add_row(self.semantic, (prompt, image.supercategory), [pixels, entailed, 1], _SEMANTIC)
 
-    def summarize(self, hierarchy: Hierarchy) -> dict[str, Any]:
-        """The metrics per prompt kind: ``{"num_images", "prompts": {prompt: {...}}}`` (see the report)."""
-        return {"num_images": self.num_images,
-                "prompts": {prompt: self._summarize_prompt(prompt, hierarchy) for prompt in self.prompts}}
+    def summarize(self, hierarchy: Hierarchy) -> SpinMetrics:
+        """The metrics per prompt kind (see the report); recognition and skips are the evaluation's to add."""
+        return SpinMetrics(num_images=self.num_images,
+                           prompts={prompt: self._summarize_prompt(prompt, hierarchy) for prompt in self.prompts})
 
-    def _summarize_prompt(self, prompt: str, hierarchy: Hierarchy) -> dict[str, Any]:
-        levels = {level: _level_summary(self._seg_rows(prompt, level), hierarchy.names[level]) for level in LEVELS}
-        supers = sorted(set(hierarchy.whole_super.values()))
-        per_super = {}
-        for name in supers:
-            per_super[name] = {
-                "miou": {level: _level_summary(self._seg_rows(prompt, level, hierarchy, name),
-                                               hierarchy.names[level])["miou"] for level in LEVELS},
-                "spcs": self._spcs(prompt, name),
-                "secs": self._secs(prompt, name),
-            }
-        return {"levels": levels, "spcs": self._spcs(prompt), "secs": self._secs(prompt),
-                "per_supercategory": per_super}
+    def _summarize_prompt(self, prompt: str, hierarchy: Hierarchy) -> PromptMetrics:
+        levels = Levels(**{level: _level_summary(self._seg_rows(prompt, level), hierarchy.names[level])
+                           for level in LEVELS})
+        per_super = {
+            name: SupercategoryMetrics(
+                miou=LevelMiou(**{level: _level_summary(self._seg_rows(prompt, level, hierarchy, name),
+                                                        hierarchy.names[level]).miou for level in LEVELS}),
+                spcs=self._spcs(prompt, name), secs=self._secs(prompt, name))
+            for name in sorted(set(hierarchy.whole_super.values()))}
+        return PromptMetrics(levels=levels, spcs=self._spcs(prompt), secs=self._secs(prompt), per_supercategory=per_super)
 
     def _seg_rows(self, prompt: str, level: str, hierarchy: Hierarchy | None = None,
                   supercategory: str | None = None) -> dict[int, list[float]]:
@@ -276,28 +285,27 @@ class SpinAccumulator:
                 and (supercategory is None or hierarchy is not None
                      and hierarchy.supercategory(level, cat) == supercategory)}
 
-    def _spcs(self, prompt: str, supercategory: str | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def _spcs(self, prompt: str, supercategory: str | None = None) -> SpCS:
+        totals: dict[str, list[float]] = {}
         for relation in RELATIONS:
             total = [0.0] * _SPATIAL
             for (p, rel, sup), values in self.spatial.items():
                 if p == prompt and rel == relation and supercategory in (None, sup):
                     total = [a + b for a, b in zip(total, values, strict=True)]
-            out[relation] = {"score": _ratio(total[0], total[1]), "sum": total[0], "pairs": int(total[1]),
-                             "child_abstained": int(total[2]), "parent_abstained": int(total[3])}
-        scores = [out[r]["score"] for r in RELATIONS]
-        out["mean"] = None if None in scores else sum(scores) / len(scores)
-        out["pooled"] = _ratio(sum(out[r]["sum"] for r in RELATIONS), sum(out[r]["pairs"] for r in RELATIONS))
-        for relation in RELATIONS:
-            del out[relation]["sum"]
-        return out
+            totals[relation] = total
+        relations = {relation: Relation(score=_ratio(t[0], t[1]), pairs=int(t[1]), child_abstained=int(t[2]),
+                                        parent_abstained=int(t[3])) for relation, t in totals.items()}
+        scores = [r.score for r in relations.values()]
+        mean = None if any(s is None for s in scores) else sum(s for s in scores if s is not None) / len(scores)
+        pooled = _ratio(sum(t[0] for t in totals.values()), sum(int(t[1]) for t in totals.values()))
+        return SpCS(s2p=relations["s2p"], p2o=relations["p2o"], mean=mean, pooled=pooled)
 
-    def _secs(self, prompt: str, supercategory: str | None = None) -> dict[str, Any]:
+    def _secs(self, prompt: str, supercategory: str | None = None) -> SeCS:
         pixels = entailed = images = 0.0
         for (p, sup), (x, m, n) in self.semantic.items():
             if p == prompt and supercategory in (None, sup):
                 pixels, entailed, images = pixels + x, entailed + m, images + n
-        return {"score": _ratio(entailed, pixels), "pixels": int(pixels), "images": int(images)}
+        return SeCS(score=_ratio(entailed, pixels), pixels=int(pixels), images=int(images))
 
 
 class _Answered:
@@ -375,22 +383,22 @@ def _ratio(num: float, den: float) -> float | None:
     return float(num) / float(den) if den else None
 
 
-def _level_summary(rows: Mapping[int, list[float]], names: Mapping[int, str]) -> dict[str, Any]:
+def _level_summary(rows: Mapping[int, list[float]], names: Mapping[int, str]) -> LevelIoU:
     """mIoU and counts of one level from ``{category: seg stats}``."""
     categories = []
     for cat in sorted(rows):
         inter, union, entities, abstained, iou_sum, unprompted = rows[cat]
-        categories.append({"id": cat, "name": names[cat], "iou": _ratio(inter, union),
-                           "mean_entity_iou": _ratio(iou_sum, entities), "entities": int(entities),
-                           "abstained": int(abstained), "unprompted": int(unprompted)})
+        categories.append(CategoryIoU(id=cat, name=names[cat], iou=_ratio(inter, union),
+                                      mean_entity_iou=_ratio(iou_sum, entities), entities=int(entities),
+                                      abstained=int(abstained), unprompted=int(unprompted)))
     ious = [iou for cat in sorted(rows) if (iou := _ratio(rows[cat][0], rows[cat][1])) is not None]
     entities = sum(row[2] for row in rows.values())
-    return {
-        "miou": sum(ious) / len(ious) if ious else None,
-        "mean_entity_iou": _ratio(sum(rows[c][4] for c in rows), entities),
-        "entities": int(entities),
-        "abstained": int(sum(rows[c][3] for c in rows)),
-        "abstention_rate": _ratio(sum(rows[c][3] for c in rows), entities),
-        "unprompted_predictions": int(sum(rows[c][5] for c in rows)),
-        "categories": categories,
-    }
+    return LevelIoU(
+        miou=sum(ious) / len(ious) if ious else None,
+        mean_entity_iou=_ratio(sum(rows[c][4] for c in rows), entities),
+        entities=int(entities),
+        abstained=int(sum(rows[c][3] for c in rows)),
+        abstention_rate=_ratio(sum(rows[c][3] for c in rows), entities),
+        unprompted_predictions=int(sum(rows[c][5] for c in rows)),
+        categories=categories,
+    )
