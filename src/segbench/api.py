@@ -124,5 +124,4 @@ def evaluate_cafe(gt: GroundTruth, predictions: Sequence[Mapping[str, Any]], *, 
         InputError: a malformed prediction (naming its index) or nothing to evaluate.
     """
     preds = load_predictions(list(predictions), "predictions", gt)
-    return CafeMetrics.model_validate(cafe_metrics(gt, preds, score_threshold=score_threshold,
-                                                   iou_threshold=iou_threshold, taus=taus))
+    return cafe_metrics(gt, preds, score_threshold=score_threshold, iou_threshold=iou_threshold, taus=taus)

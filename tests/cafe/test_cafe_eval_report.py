@@ -16,7 +16,7 @@ EVALUATED = {"ground_truth": "gt.json", "predictions": "preds.json"}
 
 def _metrics() -> dict:
     truth = load_ground_truth(cafe_gt(HAND_PAIRS), "gt.json")
-    metrics = evaluate_cafe(truth, load_predictions(HAND_PREDS, "preds.json", truth))
+    metrics = evaluate_cafe(truth, load_predictions(HAND_PREDS, "preds.json", truth)).model_dump(mode="json")
     return metrics | {"calibration": None}
 
 
@@ -30,7 +30,7 @@ def test_markdown_lists_every_subset_and_the_fn_note():
 
 def test_empty_subset_renders_as_not_available():
     truth = load_ground_truth(cafe_gt({1: "SM"}), "gt.json")
-    text = render_cafe_markdown(evaluate_cafe(truth, load_predictions([], "p", truth)) | {"calibration": None},
+    text = render_cafe_markdown(evaluate_cafe(truth, load_predictions([], "p", truth)).model_dump(mode="json"),
                                 EVALUATED)
     assert "| OC | n/a | n/a | n/a | n/a | n/a | n/a |" in text
 

@@ -24,7 +24,7 @@ def _uncompressed(rle: dict) -> dict:
 
 def _evaluate(gt: dict, preds: list[dict]) -> dict:
     truth = load_ground_truth(gt, "gt.json")
-    return evaluate_cafe(truth, load_predictions(preds, "p.json", truth))
+    return evaluate_cafe(truth, load_predictions(preds, "p.json", truth)).model_dump(mode="json")
 
 
 def test_an_uncompressed_mask_in_either_file_changes_no_number():

@@ -25,7 +25,7 @@ from segbench.tasks.cafe.metrics import (
 
 def run_cafe(gt: dict, preds: list[dict], **kwargs) -> dict:
     truth = load_ground_truth(gt, "gt.json")
-    return evaluate_cafe(truth, load_predictions(preds, "preds.json", truth), **kwargs)
+    return evaluate_cafe(truth, load_predictions(preds, "preds.json", truth), **kwargs).model_dump(mode="json")
 
 
 # --- target-aware table, hand-computed -------------------------------------------------------------
@@ -333,7 +333,7 @@ def test_calibration_picks_the_threshold_between_negative_and_positive_scores():
     pairs = {k: "SM" for k in range(1, 6)}
     preds = [p for k in pairs for p in (pred(k, TARGET, 0.34), pred(k + 1000, TARGET, 0.22))]
     truth = load_ground_truth(cafe_gt(pairs), "gt.json")
-    result = calibrate(truth, load_predictions(preds, "p.json", truth))
+    result = calibrate(truth, load_predictions(preds, "p.json", truth)).model_dump(mode="json")
     assert result["threshold"] == 0.34  # every t in (0.22, 0.34] is perfect; nearest 0.5 wins
     assert result["cgF1"] > 0.99 and len(result["curve"]) == len(CALIBRATION_GRID)
 

@@ -27,7 +27,7 @@ TOOLKIT_ORDER = ["Subset", "N", "TA-TP", "TA-FN", "TA-FP", "UA-FP", "TN", "AFPR"
 
 def _metrics(pairs=HAND_PAIRS, preds=HAND_PREDS) -> dict:
     truth = load_ground_truth(cafe_gt(pairs), "CAFE.json")
-    return evaluate_cafe(truth, load_predictions(preds, "p.json", truth))
+    return evaluate_cafe(truth, load_predictions(preds, "p.json", truth)).model_dump(mode="json")
 
 
 def test_shipped_cafe_numbers_carry_source_and_date():

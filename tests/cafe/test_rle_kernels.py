@@ -68,7 +68,7 @@ def _cafe(rng: np.random.Generator, pairs: int) -> tuple[dict, list[dict]]:
 
 def _evaluate(gt: dict, predictions: list[dict]) -> dict:
     truth = load_ground_truth(gt, "CAFE.json")
-    return evaluate_cafe(truth, load_predictions(predictions, "preds.json", truth))
+    return evaluate_cafe(truth, load_predictions(predictions, "preds.json", truth)).model_dump(mode="json")
 
 
 def test_a_large_evaluation_gives_the_small_paths_numbers(monkeypatch):

@@ -50,7 +50,7 @@ class Calibration(_Metrics):
     threshold: float
     cgF1: float
     curve: list[tuple[float, float]] = Field(description="[threshold, Overall cgF1] over the grid")
-    source: str = Field(description="the calibration files, or the held-out share of the pairs")
+    source: str | None = Field(None, description="the calibration files, or the held-out share of the pairs")
 
 
 class Ignored(_Metrics):

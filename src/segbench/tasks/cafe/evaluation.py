@@ -84,19 +84,18 @@ def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, datase
     if params.calibrate:
         if calibration_gt is not None and calibration_predictions is not None:  # both or neither
             cal_truth = read_ground_truth(calibration_gt)
-            calibration = calibrate(cal_truth, read_predictions(calibration_predictions, cal_truth))
-            calibration["source"] = f"{calibration_gt} + {calibration_predictions}"
+            calibration = calibrate(cal_truth, read_predictions(calibration_predictions, cal_truth)).model_copy(
+                update={"source": f"{calibration_gt} + {calibration_predictions}"})
         else:
             cal_ids, keep = split_for_calibration(truth, params.calibration_fraction, params.seed)
-            calibration = calibrate(truth, preds, image_ids=cal_ids)
-            calibration["source"] = (f"{len(cal_ids) // 2} pairs ({params.calibration_fraction:g} of the pairs, "
-                                     f"seed {params.seed}), left out of the numbers below")
-        threshold = calibration["threshold"]
+            calibration = calibrate(truth, preds, image_ids=cal_ids).model_copy(update={"source": (
+                f"{len(cal_ids) // 2} pairs ({params.calibration_fraction:g} of the pairs, seed {params.seed}), "
+                "left out of the numbers below")})
+        threshold = calibration.threshold
     metrics = cafe_metrics(truth, preds, score_threshold=threshold, iou_threshold=params.iou_threshold,
                            taus=params.taus, image_ids=keep)
-    metrics["calibration"] = calibration
-    metrics["ignored"] = ignored
-    return metrics, evaluated
+    metrics = metrics.model_copy(update={"calibration": calibration, "ignored": Ignored.model_validate(ignored)})
+    return metrics.model_dump(mode="json"), evaluated  # as the report writers read it
 
 
 def write_cafe_files(out: str, metrics: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, str]:

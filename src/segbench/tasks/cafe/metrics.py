@@ -33,6 +33,14 @@ import numpy as np
 from segbench.core.errors import InputError
 from segbench.core.gc_pause import collection_paused
 from segbench.schemas.cafe import TAU_SWEEP
+from segbench.schemas.cafe_metrics import (
+    CafeMetrics,
+    CafeParamsUsed,
+    CafeSubset,
+    Calibration,
+    TargetAwareRates,
+    TauSweep,
+)
 from segbench.schemas.edits import EditType
 from segbench.tasks.cafe.cgf1 import TargetIous, accumulate, evaluate_counts, evaluation_image_ids, summarize
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions
@@ -176,7 +184,7 @@ def classify_pairs(pairs: CafePairs, score_threshold: float, iou_threshold: floa
             "ACSR": ~ta_tp & ta_fp, "UCSR": ~ta_tp & ua_fp, "SoftSwap": pairs.neg_max > pairs.pos_max}
 
 
-def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> dict[str, Any]:
+def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> TargetAwareRates:
     """Counts and rates over the pairs selected by the boolean mask ``select``."""
     n = int(select.sum())
     out: dict[str, Any] = {"N": n, **{k: int(flags[k][select].sum()) for k in COUNT_KEYS[1:]}}
@@ -185,7 +193,7 @@ def target_aware_table(flags: dict[str, np.ndarray], select: np.ndarray) -> dict
     out |= {k: (v / n if n else None) for k, v in rates.items()}
     out["IL-FPR"] = out["AFPR"] + out["UFPR"] if n else None
     out["CSR"] = out["ACSR"] + out["UCSR"] if n else None
-    return out
+    return TargetAwareRates.model_validate(out)
 
 
 def subset_of_images(gt: GroundTruth, image_ids: np.ndarray) -> np.ndarray:
@@ -211,20 +219,20 @@ def cgf1_by_subset(gt: GroundTruth, preds: Predictions, thresholds: Sequence[flo
     return out
 
 
-def tau_sweep(pairs: CafePairs, score_threshold: float, taus: Sequence[float]) -> dict[str, Any]:
-    """Target-aware counts and rates per subset at each τ: ``{"tau": [...], subset: [table, ...]}``."""
-    tables: dict[str, list[Any]] = {name: [] for name in (*SUBSETS, OVERALL)}
+def tau_sweep(pairs: CafePairs, score_threshold: float, taus: Sequence[float]) -> TauSweep:
+    """Target-aware counts and rates per subset at each τ."""
+    tables: dict[str, list[TargetAwareRates]] = {name: [] for name in (*SUBSETS, OVERALL)}
     for tau in taus:
         flags = classify_pairs(pairs, score_threshold, tau)
         for name in tables:
             select = np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name
             tables[name].append(target_aware_table(flags, select))
-    return {"tau": list(taus), **tables}
+    return TauSweep(tau=list(taus), **tables)
 
 
 @collection_paused()
 def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float = 0.5, iou_threshold: float = 0.3,
-                  taus: Sequence[float] = TAU_SWEEP, image_ids: set[int] | None = None) -> dict[str, Any]:
+                  taus: Sequence[float] = TAU_SWEEP, image_ids: set[int] | None = None) -> CafeMetrics:
     """The CAFE table per subset and Overall (target-aware counts, rates, cgF1 family) and the τ sweep.
 
     ``image_ids`` restricts the evaluation (pairs by their negative, cgF1 by image).
@@ -235,26 +243,22 @@ def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float
     pairs = build_pairs(gt, preds, image_ids)
     flags = classify_pairs(pairs, score_threshold, iou_threshold)
     cg = cgf1_by_subset(gt, preds, [score_threshold], image_ids, pairs.target_ious)
-    out: dict[str, Any] = {}
+    rows: dict[str, CafeSubset] = {}
     for name in (*SUBSETS, OVERALL):
         select = np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name
         summary = cg[name][0]
-        out[name] = target_aware_table(flags, select) | {
+        rows[name] = CafeSubset.model_validate(target_aware_table(flags, select).model_dump() | {
             k: (summary[k] if summary else None) for k in CGF1_KEYS} | {
-            "cgF1_images": summary["num_images"] if summary else 0}
-    out["tau_sweep"] = tau_sweep(pairs, score_threshold, taus)
-    out["params"] = {"score_threshold": score_threshold, "iou_threshold": iou_threshold}
-    return out
+            "cgF1_images": summary["num_images"] if summary else 0})
+    return CafeMetrics(**rows, tau_sweep=tau_sweep(pairs, score_threshold, taus),
+                       params=CafeParamsUsed(score_threshold=score_threshold, iou_threshold=iou_threshold))
 
 
 @collection_paused()
 def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CALIBRATION_GRID,
-              image_ids: set[int] | None = None) -> dict[str, Any]:
-    """The score threshold maximising Overall cgF1 on ``image_ids`` (all images by default).
-
-    Ties go to the threshold nearest SAM3's default 0.5 (then the lower one).
-    Returns ``{"threshold", "cgF1", "curve": [[t, cgF1], ...]}``.
-    """
+              image_ids: set[int] | None = None) -> Calibration:
+    """The score threshold maximising Overall cgF1 on ``image_ids`` (all images by default), with the
+    curve it was read from; ties go to the threshold nearest SAM3's default 0.5 (then the lower one)."""
     summaries = cgf1_by_subset(gt, preds, grid, image_ids)[OVERALL]
     if summaries[0] is None:
         raise InputError("the calibration split has no exhaustively annotated image", path=gt.path,
@@ -262,8 +266,8 @@ def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CA
     values = [s["cgF1"] for s in summaries if s is not None]  # one image set: all None or none
     top = max(values)
     best = min((k for k, v in enumerate(values) if v == top), key=lambda k: (abs(grid[k] - 0.5), grid[k]))
-    return {"threshold": float(grid[best]), "cgF1": values[best],
-            "curve": [[float(t), v] for t, v in zip(grid, values, strict=True)]}
+    return Calibration(threshold=float(grid[best]), cgF1=values[best],
+                       curve=[(float(t), v) for t, v in zip(grid, values, strict=True)])
 
 
 def split_for_calibration(gt: GroundTruth, fraction: float, seed: int) -> tuple[set[int], set[int]]:
