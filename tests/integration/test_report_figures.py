@@ -49,7 +49,7 @@ def _lac_summary(baseline: bool) -> dict:
     gt = lac.to_class_index(np.array([[0, 0, 1, 1], [2, 2, 255, 1]]), (0, 1, 2))
     regions = {0: [0, 0, 1, 1], 1: [1, 1, 1, 1], 2: [2, 2, 2, 2]}
     acc.update(gt, regions, baseline={0: 0, 1: 2, 2: 2} if baseline else None, image_id="img")
-    return acc.summarize(("a", "b", "c"))
+    return acc.summarize(("a", "b", "c")).model_dump(mode="json")
 
 
 def _boxplot_groups() -> dict:

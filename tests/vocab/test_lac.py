@@ -44,7 +44,7 @@ def test_per_level_metrics_on_tiny_map():
     labels = {0: [0, 0, 0, 0], 1: [2, 1, 1, 1], 2: [-1, -1, 1, 2]}
     acc.update(gt, labels, baseline={0: 0, 1: 2, 2: 2}, image_id="img")
     assert np.array_equal(gt, before)  # inputs untouched
-    s = acc.summarize(CLASSES)
+    s = acc.summarize(CLASSES).model_dump(mode="json")
     exact, syn, hyp, mer = s["levels"]
     # exact: a 2/2 TP; b 3 px predicted c; c 2 px unmatched. IoU a=1, b=0, c=0/(2+3)=0
     assert exact["class_iou"] == {"a": 1.0, "b": 0.0, "c": 0.0}
@@ -68,7 +68,7 @@ def test_per_level_metrics_on_tiny_map():
 def test_undescribed_and_absent_regions_are_counted():
     acc = lac.LacAccumulator(3)
     acc.update(_gt(), {0: [0] * 4, -7: [1] * 4}, image_id="img")
-    s = acc.summarize(CLASSES)
+    s = acc.summarize(CLASSES).model_dump(mode="json")
     assert s["undescribed_regions"] == 2 and s["absent_segments"] == 1
     assert s["levels"][0]["class_iou"] == {"a": 1.0, "b": 0.0, "c": 0.0}
     assert s["baseline"] is None
@@ -123,7 +123,8 @@ def test_decode_label_map_rejects_rgb_and_garbage():
 def test_report_files(tmp_path):
     acc = lac.LacAccumulator(3)
     acc.update(_gt(), {0: [0] * 4, 1: [1] * 4, 2: [2] * 4}, image_id="img")
-    paths = lac.write_report(tmp_path, acc.summarize(CLASSES), {"vocab": "v.json", "baseline_note": "skipped"})
+    paths = lac.write_report(tmp_path, acc.summarize(CLASSES).model_dump(mode="json"),
+                             {"vocab": "v.json", "baseline_note": "skipped"})
     assert paths["lac_plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = paths["report"].read_text()
     assert "| exact | 1.0000 | 1.0000 | 1.0000 | 1.0000 |" in text and "skipped" in text

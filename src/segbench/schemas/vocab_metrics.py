@@ -8,16 +8,25 @@ A score with nothing to score is None.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class _Metrics(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Level(_Metrics):
+class _WithPanoptic(_Metrics):
+    """A part whose PQ entries exist only with panoptic segments: they are left out of the JSON unless set."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_pq(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items()
+                if key not in ("pq", "sq", "rq") or key in self.model_fields_set}
+
+
+class Level(_WithPanoptic):
     """One level of the mapping, scored as a segmentation."""
 
     level: Literal["exact", "synonyms", "hyponyms", "meronyms"]
@@ -36,7 +45,7 @@ class Curve(_Metrics):
     area: float | None = Field(description="the area under the curve over the four levels")
 
 
-class Lac(_Metrics):
+class Lac(_WithPanoptic):
     """The Lexical Alignment Curve of each metric."""
 
     miou: Curve

@@ -357,7 +357,7 @@ def _summarize(vocabulary: Vocabulary, scored: list[Any], panoptic: bool) -> tup
         total += shard
         for level_total, level_shard in zip(pq_total or [], shard_pq or [], strict=True):
             level_total += level_shard
-    summary = total.summarize(vocabulary.classes)
+    summary = total.summarize(vocabulary.classes).model_dump(mode="json")  # the report writers read the JSON
     if pq_total is not None:
         summary = pqm.attach_to_summary(summary, [a.summarize(vocabulary.classes) for a in pq_total])
     return summary, total

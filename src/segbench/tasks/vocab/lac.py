@@ -42,6 +42,7 @@ from segbench.core.errors import InputError
 from segbench.core.io import open_image
 from segbench.core.reports import figure_png, legend_beside
 from segbench.schemas.vocab import LEVELS
+from segbench.schemas.vocab_metrics import VocabMetrics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -195,8 +196,8 @@ class LacAccumulator:
         self.image_ids.extend(other.image_ids)
         return self
 
-    def summarize(self, class_names: Sequence[str]) -> dict[str, Any]:
-        """Per-level metrics, the LAC (values and area per metric) and the baseline, JSON-ready.
+    def summarize(self, class_names: Sequence[str]) -> VocabMetrics:
+        """Per-level metrics, the LAC (values and area per metric) and the baseline.
 
         Raises:
             ValueError: an image was added twice (shards overlapped).
@@ -224,7 +225,7 @@ class LacAccumulator:
             m["region_acc"] = float(self.baseline_correct / self.baseline_regions)
             m["agreement"] = {n: float(self.agreement[i] / self.baseline_regions) for i, n in enumerate(LEVELS)}
             summary["baseline"] = {"name": "sentence-bert (all-MiniLM-L6-v2, forced choice)", **m}
-        return summary
+        return VocabMetrics.model_validate(summary)
 
 
 def parse_descriptions(data: Any, *, source: str = "<descriptions>") -> dict[str, dict[int, str]]:
