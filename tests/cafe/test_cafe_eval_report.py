@@ -56,7 +56,7 @@ def test_reports_are_written_and_reproducible(tmp_path):
 
 def test_cgf1_report(tmp_path):
     truth = load_ground_truth(cafe_gt(HAND_PAIRS), "gt.json")
-    summary = evaluate_cgf1([truth], load_predictions(HAND_PREDS, "preds.json", truth))
+    summary = evaluate_cgf1([truth], load_predictions(HAND_PREDS, "preds.json", truth)).model_dump(mode="json")
     paths = write_cgf1_report(tmp_path, summary, EVALUATED)
     saved = json.loads(paths["metrics"].read_text())
     assert saved["evaluated"] == EVALUATED

@@ -142,7 +142,7 @@ def test_cgf1_tiny_case_by_hand():
     # image 1: the second and third predictions both overlap g2 (IoU 4/8 and 1/8); one-to-one gives
     # matches {1.0, 0.5}: 2 TPs at IoU 0.5, 1 TP above; 3 kept predictions.
     truth = load_ground_truth(gt, "gt.json")
-    s = evaluate_cgf1([truth], load_predictions(preds, "p.json", truth))
+    s = evaluate_cgf1([truth], load_predictions(preds, "p.json", truth)).model_dump(mode="json")
     tp = np.array([2] + [1] * 9)
     pm_fp, fn = 3 - tp, (2 - tp) + 1  # image 2 is an IL_FN with one gt
     p, r = tp / (tp + pm_fp + 1e-4), tp / (tp + fn + 1e-4)
@@ -161,7 +161,7 @@ def test_cgf1_tiny_case_by_hand():
 def test_no_true_positive_image_gives_macro_f1_minus_one():
     gt = cgf1_gt({1: [TARGET], 2: []})
     truth = load_ground_truth(gt, "gt.json")
-    s = evaluate_cgf1([truth], load_predictions([pred(2, TARGET, 0.9)], "p", truth))
+    s = evaluate_cgf1([truth], load_predictions([pred(2, TARGET, 0.9)], "p", truth)).model_dump(mode="json")
     assert s["positive_macro_F1"] == -1.0  # NaN in SAM3's accumulate, -1 in its summary
 
 
@@ -170,7 +170,8 @@ def test_crowd_and_foreign_category_are_not_seen():
     gt["annotations"].append({"id": 7, "image_id": 1, "category_id": 1, "iscrowd": 1, "segmentation": ELSEWHERE})
     gt["annotations"].append({"id": 8, "image_id": 1, "category_id": 9, "iscrowd": 0, "segmentation": ELSEWHERE})
     truth = load_ground_truth(gt, "gt.json")
-    s = evaluate_cgf1([truth], load_predictions([pred(1, TARGET, 0.9), pred(1, ELSEWHERE, 0.9, 9)], "p", truth))
+    s = evaluate_cgf1([truth], load_predictions([pred(1, TARGET, 0.9), pred(1, ELSEWHERE, 0.9, 9)], "p",
+                                                truth)).model_dump(mode="json")
     assert s["per_iou"]["TPs"] == [1] * 10 and s["per_iou"]["FPs"] == [0] * 10 and s["per_iou"]["FNs"] == [0] * 10
 
 
@@ -183,7 +184,7 @@ def test_oracle_keeps_the_best_ground_truth_per_image():
     assert counts.image_ids.tolist() == [1, 2]  # image 3 is non-exhaustive in the second file
     # image 1: F1 1 vs 0 -> first file; image 2: IL_FN in the first, IL_TN (no F1) in the second -> second
     assert counts.ngt[0].tolist() == [1, 0] and counts.tps[0, 0].tolist() == [1] * 10
-    s = evaluate_cgf1(truths, preds)
+    s = evaluate_cgf1(truths, preds).model_dump(mode="json")
     assert (s["IL_TP"], s["IL_TN"], s["IL_FN"]) == (1, 1, 0)
     ref = reference_cgf1([good, bad], [pred(1, TARGET, 0.9)])
     assert all(_close(s[k], v) for k, v in ref.items())
@@ -253,7 +254,8 @@ def test_cgf1_matches_the_reference(seed):
     if not any(i["is_instance_exhaustive"] for i in gts[0]["images"]):
         pytest.skip("nothing to evaluate in this draw")
     for threshold in (0.5, 0.3):
-        ours, ref = evaluate_cgf1(truths, loaded, threshold), reference_cgf1(gts, preds, threshold)
+        ours = evaluate_cgf1(truths, loaded, threshold).model_dump(mode="json")
+        ref = reference_cgf1(gts, preds, threshold)
         assert all(_close(ours[k], v) for k, v in ref.items()), {k: (ours[k], v) for k, v in ref.items()}
 
 
@@ -376,11 +378,11 @@ def test_predictions_outside_the_ground_truth_are_ignored_and_counted():
                               pred(78, [[0, 0]], 0.3)], "p.json", truth)  # never checked further
     assert preds.ignored == {77: 2, 78: 1} and len(preds) == 1 and preds.by_image == {1: [0]}
     summary = ignored_summary(preds, truth, other_files=False)
-    assert (summary["predictions"], summary["images"], summary["expected"]) == (3, 2, True)  # a subset file
+    assert (summary.predictions, summary.images, summary.expected) == (3, 2, True)  # a subset file
     mixed = load_ground_truth(cafe_gt({1: "SM", 2: "CC"}), "all.json")
     unexpected = ignored_summary(load_predictions([pred(77, TARGET, 0.5)], "p.json", mixed), mixed,
                                  other_files=False)
-    assert not unexpected["expected"] and "all.json" in unexpected["reason"]
+    assert not unexpected.expected and "all.json" in unexpected.reason
     with pytest.raises(InputError, match="none of the ground-truth files") as info:
         load_predictions([pred(1, TARGET, 0.9), pred(77, TARGET, 0.5)], "p.json", truth, known_image_ids={1, 1001})
     assert info.value.item == "prediction 1"

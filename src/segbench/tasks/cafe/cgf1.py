@@ -29,6 +29,7 @@ from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
 from segbench.core.gc_pause import collection_paused
+from segbench.schemas.cafe_metrics import CgF1Summary
 from segbench.tasks.cafe.cgf1_inputs import GroundTruth, Predictions, visible_predictions
 from segbench.tasks.cafe.mask_ious import grouped_ious
 
@@ -337,10 +338,10 @@ def summarize(acc: dict[str, np.ndarray], t_index: int = 0) -> dict[str, Any]:
     return out
 
 
-def evaluate_cgf1(gts: Sequence[GroundTruth], preds: Predictions, score_threshold: float = 0.5) -> dict[str, Any]:
+def evaluate_cgf1(gts: Sequence[GroundTruth], preds: Predictions, score_threshold: float = 0.5) -> CgF1Summary:
     """The cgF1 summary of ``preds`` on one ground truth, or several (oracle protocol).
 
     Raises:
         InputError: see :func:`evaluate_counts`.
     """
-    return summarize(accumulate(evaluate_counts(gts, preds, [score_threshold])))
+    return CgF1Summary.model_validate(summarize(accumulate(evaluate_counts(gts, preds, [score_threshold]))))

@@ -34,6 +34,7 @@ import orjson
 from pycocotools import mask as mask_utils
 
 from segbench.core.errors import InputError
+from segbench.schemas.cafe_metrics import Ignored
 
 if TYPE_CHECKING:
     from segbench.core.masks import PycocoRle  # a type only: this module stays free of Pillow
@@ -322,13 +323,12 @@ class Predictions:
         return len(self.rles)
 
 
-def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -> dict[str, Any]:
+def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -> Ignored:
     """How many predictions were ignored, and whether that was to be expected.
 
     Expected when ``other_files`` (several ground-truth files were given, and every ignored image is
     in one of them: :func:`load_predictions` refuses the others), or when ``gt`` is one CAFE subset
     file (all its images share one ``edit_type``), whose predictions file covers the other subsets.
-    Returns ``{"predictions", "images", "expected": bool, "reason": str}``.
     """
     count, images = sum(preds.ignored.values()), len(preds.ignored)
     subsets = {img.get("edit_type") for img in gt.entries}
@@ -342,7 +342,7 @@ def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -
     else:
         expected, reason = False, (f"their images are not in {gt.path}; pass every ground-truth file the "
                                    "predictions cover (evaluate cgf1 --each) to have them checked")
-    return {"predictions": count, "images": images, "expected": expected, "reason": reason}
+    return Ignored(predictions=count, images=images, expected=expected, reason=reason)
 
 
 @collection_paused()

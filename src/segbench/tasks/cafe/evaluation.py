@@ -94,7 +94,7 @@ def score_cafe(unit_key: str, repo: str, rev: str | None, gt: str | None, datase
         threshold = calibration.threshold
     metrics = cafe_metrics(truth, preds, score_threshold=threshold, iou_threshold=params.iou_threshold,
                            taus=params.taus, image_ids=keep)
-    metrics = metrics.model_copy(update={"calibration": calibration, "ignored": Ignored.model_validate(ignored)})
+    metrics = metrics.model_copy(update={"calibration": calibration, "ignored": ignored})
     return metrics.model_dump(mode="json"), evaluated  # as the report writers read it
 
 
@@ -183,13 +183,13 @@ def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold:
     known = {i for truth in truths for i in truth.images} if len(truths) > 1 else None
     if not each:
         preds = load_predictions(data, predictions, truths[0], known)
-        return cgf1_summary(truths, preds, score_threshold) | {
-            "ignored": ignored_summary(preds, truths[0], other_files=len(truths) > 1)}
+        return cgf1_summary(truths, preds, score_threshold).model_copy(update={
+            "ignored": ignored_summary(preds, truths[0], other_files=len(truths) > 1)}).model_dump(mode="json")
     files = []
     for truth in truths:
         preds = load_predictions(data, predictions, truth, known)
-        files.append({"ground_truth": truth.path, **cgf1_summary([truth], preds, score_threshold),
-                      "ignored": ignored_summary(preds, truth, other_files=len(truths) > 1)})
+        files.append({"ground_truth": truth.path, **cgf1_summary([truth], preds, score_threshold).model_copy(update={
+            "ignored": ignored_summary(preds, truth, other_files=len(truths) > 1)}).model_dump(mode="json")})
     return {"files": files}
 
 
