@@ -202,10 +202,10 @@ def test_recognition_macc_is_a_mean_over_categories(truth):
     answers = [Answer("parts", 0, "general", True, True), Answer("parts", 0, "general", False, True),
                Answer("parts", 2, "general", True, True), Answer("parts", 2, "specific", False, True)]
     out = recognition_accuracy(answers, truth.hierarchy)
-    assert out["general"]["parts"]["macc"] == pytest.approx((0.5 + 1.0) / 2)
-    assert out["general"]["parts"]["accuracy"] == pytest.approx(2 / 3)
-    assert out["general"]["parts"]["yes_rate"] == pytest.approx(2 / 3)
-    assert out["specific"]["parts"]["macc"] == 0.0
+    assert out["general"]["parts"].macc == pytest.approx((0.5 + 1.0) / 2)
+    assert out["general"]["parts"].accuracy == pytest.approx(2 / 3)
+    assert out["general"]["parts"].yes_rate == pytest.approx(2 / 3)
+    assert out["specific"]["parts"].macc == 0.0
     assert says_yes("Yes.") and says_yes("I think yes, it is") and says_yes("No, those are eyes")  # the paper's
     assert says_yes("YES", "word") and not says_yes("No, those are eyes", "word") and not says_yes("No.")
 

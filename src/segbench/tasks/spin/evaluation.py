@@ -36,7 +36,7 @@ from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult
-from segbench.schemas.spin_metrics import SpinMetrics
+from segbench.schemas.spin_metrics import LevelAccuracy, SkippedCount, SpinMetrics
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.inputs import SpinTruth, gt_relpath, read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import LEVELS, PROMPTS, Hierarchy, ImageTruth, Prediction, SpinAccumulator
@@ -165,7 +165,7 @@ class _Loaded:
 
     truth: SpinTruth
     by_image: dict[int, list[Prediction]]
-    recognition: dict[str, Any] | None
+    recognition: dict[str, dict[str, LevelAccuracy]] | None
     prompts: tuple[str, ...]
 
 
@@ -196,9 +196,10 @@ def _score(steps: Steps, stage: Stage, loaded: _Loaded, shard_size: int, policy:
         total += shard
     total.num_images = len(truth.images)
     skipped = policy.report.to_json() if policy.on_error is OnError.SKIP else None
-    metrics = total.summarize(truth.hierarchy).model_dump(mode="json")  # the report writers read the JSON
-    summary = {**metrics, "recognition": loaded.recognition,
-               "skipped": None if skipped is None else {"count": skipped["count"], "by_error": skipped["by_error"]}}
+    metrics = total.summarize(truth.hierarchy).model_copy(update={
+        "recognition": loaded.recognition,
+        "skipped": None if skipped is None else SkippedCount(count=skipped["count"], by_error=skipped["by_error"])})
+    summary = metrics.model_dump(mode="json")  # the report writers read the JSON
     # Relative to the project: the report is versioned and must not name this machine's folders.
     evaluated = portable_paths({"source": params["source"], "rev": params["rev"], "split": params["split"],
                                 "ground_truth": truth.files, "predictions": params["predictions"],

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from segbench.schemas.spin_metrics import CategoryAccuracy, LevelAccuracy
 from segbench.tasks.spin.metrics import LEVELS, PROMPTS, Hierarchy, add_row
 
 _ANSWERS = 3  # correct, answers, yes
@@ -42,27 +43,24 @@ class Answer(NamedTuple):
     truth: bool
 
 
-def recognition_accuracy(answers: Iterable[Answer], hierarchy: Hierarchy) -> dict[str, Any]:
-    """mACC per prompt kind and level: accuracy per category, averaged over categories.
-
-    Returns ``{prompt: {level: {"macc", "accuracy", "answers", "yes_rate", "categories": [...]}}}``; the
-    yes rate shows a model that answers yes to everything.
-    """
+def recognition_accuracy(answers: Iterable[Answer], hierarchy: Hierarchy) -> dict[str, dict[str, LevelAccuracy]]:
+    """mACC per prompt kind and level (those with answers): accuracy per category, averaged over
+    categories; the yes rate shows a model that answers yes to everything."""
     table: dict[tuple[str, str, int], list[float]] = {}
     for a in answers:
         add_row(table, (a.prompt, a.level, a.category_id), [a.answer == a.truth, 1, a.answer], _ANSWERS)
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, LevelAccuracy]] = {}
     for prompt in PROMPTS:
-        levels: dict[str, Any] = {}
+        levels: dict[str, LevelAccuracy] = {}
         for level in LEVELS:
             rows = {cat: v for (p, lv, cat), v in table.items() if p == prompt and lv == level}
             if not rows:
                 continue
-            cats: list[dict[str, Any]] = [{"id": cat, "name": hierarchy.names[level][cat], "accuracy": rows[cat][0] / rows[cat][1],
-                     "answers": int(rows[cat][1])} for cat in sorted(rows)]
+            cats = [CategoryAccuracy(id=cat, name=hierarchy.names[level][cat], accuracy=rows[cat][0] / rows[cat][1],
+                                     answers=int(rows[cat][1])) for cat in sorted(rows)]
             correct, total, yes = (sum(row[i] for row in rows.values()) for i in range(_ANSWERS))
-            levels[level] = {"macc": sum(c["accuracy"] for c in cats) / len(cats), "accuracy": correct / total,
-                             "answers": int(total), "yes_rate": yes / total, "categories": cats}
+            levels[level] = LevelAccuracy(macc=sum(c.accuracy for c in cats) / len(cats), accuracy=correct / total,
+                                          answers=int(total), yes_rate=yes / total, categories=cats)
         if levels:
             out[prompt] = levels
     return out
