@@ -14,6 +14,7 @@ import dataclasses
 import datetime as dt
 import enum
 import json
+import re
 import sys
 import threading
 import time
@@ -217,15 +218,23 @@ def listener() -> RichListener | LineListener:
     return RichListener() if err.is_terminal else LineListener()
 
 
+# A cell that reads as a number (or its absence): such columns are right-aligned, text left.
+_NUMBER = re.compile(r"[-+]?[\d.,]+(e[-+]?\d+)?%?|n/a|–|-|")
+
+
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    """A table whose cells fold rather than being cut when the terminal is narrow."""
+    """A table whose cells fold rather than being cut when the terminal is narrow; numbers are
+    right-aligned, text left."""
     from segbench.core.reports import cell  # numpy comes with it: not for every command
 
+    cells = [[cell(v) for v in row] for row in rows]
     t = Table(title=title, title_justify="left", title_style="bold")
     for index, header in enumerate(headers):
-        t.add_column(header, justify="left" if index == 0 else "right", overflow="fold")
-    for row in rows:
-        t.add_row(*(cell(v) for v in row))
+        column = [row[index] for row in cells if index < len(row)]
+        numeric = index > 0 and column and all(_NUMBER.fullmatch(str(text).strip()) for text in column)
+        t.add_column(header, justify="right" if numeric else "left", overflow="fold")
+    for row in cells:
+        t.add_row(*row)
     return t
 
 
