@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from segbench import registry
+from segbench.core.errors import InputError
 from segbench.core.io import open_image
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.cafe_metrics import CafeMetrics
@@ -37,7 +39,7 @@ from segbench.tasks.flip.inputs import read_gt_mask, read_split, split_relpath
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
 
 FlipDataset = Literal["coco_cd", "waterbirds"]
-_FLIP = {"coco_cd": ("data/coco_cd", COCO_CD_NAMES), "waterbirds": ("data/waterbirds_seg", WATERBIRDS_NAMES)}
+_NAMES = {"coco_cd": COCO_CD_NAMES, "waterbirds": WATERBIRDS_NAMES}
 
 __all__ = ["FlipSplit", "evaluate_cafe", "evaluate_flip", "load_cafe", "load_flip_split"]
 
@@ -64,8 +66,6 @@ class FlipSplit:
             InputError: the build wrote no images (``build coco-cd --no-images``).
         """
         if image.image_file is None:
-            from segbench.core.errors import InputError
-
             raise InputError("this build has no images", item=f"image {image.id}",
                              hint="build without --no-images, or read the source image named by file_name")
         relpath = f"{self.dataset_dir}/{image.image_file}"
@@ -73,13 +73,14 @@ class FlipSplit:
 
 
 def load_flip_split(dataset: FlipDataset, *, rho: float = 0.95, split: str = "test", repo: str | Path = ".",
-                    rev: str | None = None) -> FlipSplit:
-    """The images of ``<dataset>/splits/rho_<rho>/<split>.json`` in ``repo`` at ``rev`` (None: the working tree).
+                    rev: str | None = None, data_dir: str = "data") -> FlipSplit:
+    """The images of ``<data_dir>/<dataset's folder>/splits/rho_<rho>/<split>.json`` in ``repo`` at ``rev``
+    (None: the working tree).
 
     Raises:
-        InputError: the split file is missing or malformed (naming it).
+        InputError: the split file is missing or malformed (naming it), or not built at this ρ.
     """
-    dataset_dir, _ = _FLIP[dataset]
+    dataset_dir = f"{data_dir}/{registry.dataset(dataset).default_out}"
     source = DatasetSource(repo, rev)
     entries = read_split(source, split_relpath(dataset_dir, rho, split))
     return FlipSplit(dataset, rho, split, [FlipImage.model_validate(e) for e in entries], source, dataset_dir)
@@ -97,7 +98,7 @@ def evaluate_flip(split: FlipSplit, predictions: Mapping[int, np.ndarray],
         KeyError: an image of the split has no prediction.
         ValueError: a prediction's shape or values do not fit its mask.
     """
-    names: FlipNames = _FLIP[split.dataset][1]
+    names: FlipNames = _NAMES[split.dataset]
     accumulator = FlipAccumulator()
     for image in split.images:
         probs = probabilities.get(image.id) if probabilities is not None else None

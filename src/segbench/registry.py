@@ -85,9 +85,7 @@ class DatasetSpec:
 
     def need(self, ref: Ref[T] | None, what: str) -> T:
         """What ``ref`` names (``spec.need(spec.plan_step, "plan step")``); InputError when this dataset has none."""
-        if ref is None:
-            raise InputError(f"{self.title} has no {what}", item=self.name)
-        return ref.load()
+        return cast(T, load(self.hook(ref, what)))
 
     def hook(self, ref: Ref[Any] | None, what: str) -> str:
         """The import path of ``ref``, for what runs it by name (a flow run in this process or as a flow)."""

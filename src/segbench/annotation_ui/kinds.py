@@ -9,6 +9,7 @@ its ingest hook is an import path resolved when an ingest runs.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,26 +27,26 @@ class RoundKind:
     Attributes:
         name: the kind's name in round records (``Round.kind``).
         label_config: what people see and answer.
-        report: ``"module:function"`` run after each ingest, called as ``(round, items, data_root)``
+        report: the function run after each ingest, called as ``(round, items, data_root)``
             with the aggregated :class:`ItemAnswer` list; it writes the kind's reports and returns
             ``{report name: path}``. ``None``: the kind has no report.
         flags_own_polygons: its importer keeps bad polygons and flags them itself, so ingest must
             not refuse a whole answer for one bad polygon.
-        create: ``"module:function"`` of the Typer command ``segbench rounds create <name>`` runs: it
+        create: the Typer command ``segbench rounds create <name>`` runs: it
             selects the kind's items and writes the round record. ``None``: no command creates it.
     """
 
     name: str
     label_config: LabelConfig
-    report: str | None = None
+    report: registry.Ref[Callable[[Round, list[ItemAnswer], Path], dict[str, Path]]] | None = None
     flags_own_polygons: bool = False
-    create: str | None = None
+    create: registry.Ref[Callable[..., None]] | None = None
 
     def write_reports(self, round_: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
         """Run the ingest hook (nothing without one)."""
         if self.report is None:
             return {}
-        return registry.load(self.report)(round_, items, data_root)
+        return self.report.load()(round_, items, data_root)
 
 
 def round_kind(name: str) -> RoundKind:

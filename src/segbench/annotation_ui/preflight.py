@@ -19,12 +19,13 @@ from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
 
 @dataclass(frozen=True)
 class LaunchCheck:
-    """A launch that can go: the round, what goes out now and the batches out after it."""
+    """A launch that can go: the round, what goes out now, the batches out after it, and its backend."""
 
     store: RoundStore
     round: Round
     launching: Round
     batches_out: list[str] | None
+    backend: RoundBackend
 
 
 @dataclass(frozen=True)
@@ -38,31 +39,33 @@ class IngestCheck:
     qualified: set[str] | None
 
 
-def check_launch(data_root: Path, key: str, label_studio: LabelStudioConnection | None, batch: str | None,
-                 backend: RoundBackend | None = None) -> LaunchCheck:
+def check_launch(data_root: Path, key: str, label_studio: LabelStudioConnection | None,
+                 batch: str | None) -> LaunchCheck:
     """Raise for a round that cannot be launched: unknown, closed, a bad ``batch``, an unknown kind, or a
     backend that is not ready (a token or files folder not configured, a server that does not answer)."""
     store = RoundStore(Path(data_root) / "rounds")
     round_ = store.load(key)
     launching, out = plan_launch(round_, batch)
     round_kind(round_.kind)
-    (backend or backend_for(round_, data_root, label_studio=label_studio)).check_ready(launching=True)
-    return LaunchCheck(store, round_, launching, out)
+    backend = backend_for(round_, data_root, label_studio=label_studio)
+    backend.check_ready(launching=True)
+    return LaunchCheck(store, round_, launching, out, backend)
 
 
-def check_ingest(data_root: Path, key: str, label_studio: LabelStudioConnection | None, on_error: OnError,
-                 backend: RoundBackend | None = None) -> IngestCheck:
+def check_ingest(data_root: Path, key: str, label_studio: LabelStudioConnection | None,
+                 on_error: OnError, *, read_crowd_files: bool = True) -> IngestCheck:
     """Raise for a round that cannot be ingested: unknown or not launched, an unknown kind, a damaged
     answers file, a gate whose qualification round is not ingested, a backend that is not ready, or
-    (files backend) a crowd's results file with bad rows under ``on_error`` fail."""
+    (files backend, ``read_crowd_files``) a crowd's results file with bad rows under ``on_error`` fail.
+    The flow reads the crowd's files in its own fetch step, so it does not ask for them here."""
     store = RoundStore(Path(data_root) / "rounds")
     round_ = store.load(key)
     check_step(round_, RoundStatus.INGESTED, "ingest")
     kind = round_kind(round_.kind)
     previous = store.load_answers(key) + gold.saved_gold_answers(store, key)
     qualified = gold.pass_list(store, round_)
-    backend = backend or backend_for(round_, data_root, label_studio=label_studio)
+    backend = backend_for(round_, data_root, label_studio=label_studio)
     backend.check_ready()
-    if round_.backend == "files":  # local files: reading them is the check, and cheap
+    if read_crowd_files and round_.backend == "files":  # local files: reading them is the check
         backend.fetch_answers(round_, ImportPolicy(on_error=on_error))
     return IngestCheck(store, round_, kind, previous, qualified)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from segbench import console
 from segbench.cli.common import display_path, existing, flow_command_lock, settings_of
@@ -21,10 +23,35 @@ from segbench.locking import command_lock
 if TYPE_CHECKING:
     from segbench.schemas.rounds import LeftOut, RoundIngest
 
+class _KindCommands(TyperGroup):
+    """``rounds create``'s subcommands, one per registered round kind (the command its ``RoundKind.create``
+    names), made when first asked for: the kinds import their label configs and mask code, which the
+    command line's start-up should not pay for."""
+
+    _made: dict[str, Any] | None = None
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, Any]:
+        if self._made is None:
+            from segbench import registry
+
+            kinds = typer.Typer()
+            for kind in registry.round_kinds().values():
+                if kind.create is not None:
+                    kinds.command(kind.name)(kind.create.load())
+            self._made = dict(typer.main.get_group(kinds).commands)
+        return self._made
+
+    @commands.setter
+    def commands(self, value: dict[str, Any]) -> None:
+        """click sets the commands it was given (none): the kinds' are made on first use."""
+
+
 app = typer.Typer(help="Human annotation rounds on Label Studio or as files for an external crowd.",
                   no_args_is_help=True)
-create_app = typer.Typer(help="Create a round record (data/rounds/KEY.json) of one kind with its selected items; "
-                              "each dataset registers its kinds.", no_args_is_help=True)
+create_app = typer.Typer(cls=_KindCommands, no_args_is_help=True,
+                         help="Create a round record (data/rounds/KEY.json) of one kind with its selected items; "
+                              "each dataset registers its kinds.")
 app.add_typer(create_app, name="create")
 
 
@@ -92,12 +119,7 @@ def warn_thin_gold(round_: Any, workers: int | None) -> None:
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, root: typer.Typer) -> None:
-    """Add ``rounds create <kind>`` for every registered round kind, then launch … list."""
-    from segbench import registry
-
-    for kind in registry.round_kinds().values():
-        if kind.create is not None:
-            create_app.command(kind.name)(registry.load(kind.create))
+    """Add launch … list (``rounds create <kind>`` finds the registered kinds itself)."""
     for command in (launch, status, ingest, close, list_, invite):
         app.command(command.__name__.rstrip("_"))(command)
     app.command("follow-up")(follow_up)
@@ -134,20 +156,18 @@ def launch(
 
     Safe to repeat. With --batch, only that batch's tasks go out (a phased rollout); launching
     another batch later adds its tasks, also after an ingest; without --batch every item goes out."""
-    from segbench.annotation_ui.backends import backend_for
     from segbench.annotation_ui.preflight import check_launch
 
     settings = settings_of(ctx)
     # A bad batch, a token not configured or a server that does not answer fails before Prefect starts.
     check = check_launch(settings.data_root, key, settings.label_studio(), batch)
-    backend = backend_for(check.round, settings.data_root, label_studio=settings.label_studio())
 
     from segbench.flows.rounds import launch_round
 
     with flow_command_lock(ctx):
         round_ = launch_round(settings.data_root, key, settings.label_studio(), batch)
     print_round(round_, "Round launched")
-    console.out.print(backend.launch_hint(round_))
+    console.out.print(check.backend.launch_hint(round_))
 
 
 def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")) -> None:

@@ -107,7 +107,8 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     more answers arrived, converges to one answer set without duplicates. The kind's reports (its
     ``RoundKind`` ingest hook) are written afterwards.
     """
-    check = check_ingest(data_root, key, label_studio, on_error)  # what `rounds ingest` checks before Prefect starts
+    # What `rounds ingest` checks before Prefect starts (the crowd's files are read by fetch_answers below).
+    check = check_ingest(data_root, key, label_studio, on_error, read_crowd_files=False)
     store, round_, kind, previous, qualified = check.store, check.round, check.kind, check.previous, check.qualified
     policy = ImportPolicy(on_error=on_error)
     fetched = fetch_answers(round_, Path(data_root), label_studio, policy)

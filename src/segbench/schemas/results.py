@@ -43,6 +43,16 @@ class Usage(BaseModel):
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
+class WithoutNone(BaseModel):
+    """A model whose entries that are None are left out of its JSON (optional counts not counted)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _without_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+
 class Counts(BaseModel):
     """The base of a dataset's counts (the numbers its manifest records): a name it does not declare is refused."""
 

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from segbench.core.aggregation import METHODS
+from segbench.schemas.results import WithoutNone
 
 
 class LabelStudioConnection(BaseModel):
@@ -239,17 +240,7 @@ class Agreement(BaseModel):
     items_by_ratings: dict[str, int] = Field(description="number of ratings → items")
 
 
-class _SetOnly(BaseModel):
-    """Counts whose optional entries are left out of the JSON when not counted (as the round record has them)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    @model_serializer(mode="wrap")
-    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {key: value for key, value in handler(self).items() if value is not None}
-
-
-class IngestCounts(_SetOnly):
+class IngestCounts(WithoutNone):
     """What an ingest counted (merged into the round record's ``counts``)."""
 
     answers: int

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
-from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult
-from segbench.schemas.spin_metrics import SpinMetrics
+from segbench.schemas.results import BuildSummary, Counts, DemoPart, EvaluationResult, WithoutNone
+from segbench.schemas.spin_metrics import SkippedCount, SpinMetrics
 
 
 class TaxonomyCounts(Counts):
@@ -106,15 +106,11 @@ class SpinDemo(DemoPart):
     evaluation: EvaluationResult[SpinMetrics]
 
 
-class SkippedRows(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    count: int
-    by_error: dict[str, int]
+class SkippedRows(SkippedCount):
     items: list[dict[str, Any]]
 
 
-class SpinImportReport(BaseModel):
+class SpinImportReport(WithoutNone):
     """The import report of one SPIN round (``<key>.report.json``)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -132,10 +128,6 @@ class SpinImportReport(BaseModel):
     mask_aggregation: str | None = Field(None, description="a crowd-kit method, when not the stated rule")
     empty_aggregate: list[dict[str, Any]] | None = None
     workers_left_out: list[str] | None = Field(None, description="workers the round's screened ingest left out")
-
-    @model_serializer(mode="wrap")
-    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class SpinImport(BaseModel):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig
+from segbench.registry import Ref
 from segbench.tasks.cafe import verification
 
 VERIFICATION = RoundKind(
     name=verification.KIND,
     label_config=LabelConfig(verification.LABEL_CONFIG),
-    report="segbench.flows.cafe.verification:write_verification_report",
-    create="segbench.cli.cafe:create_verification_command",
+    report=Ref("segbench.flows.cafe.verification:write_verification_report"),
+    create=Ref("segbench.cli.cafe:create_verification_command"),
 )

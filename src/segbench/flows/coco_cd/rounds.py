@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig
+from segbench.registry import Ref
 from segbench.tasks.coco_cd import audit
 
 CONTEXT_AUDIT = RoundKind(
     name=audit.KIND,
     label_config=LabelConfig("coco_cd_context"),
-    report="segbench.flows.coco_cd.audit:write_audit_report",
-    create="segbench.cli.coco_cd:create_audit_command",
+    report=Ref("segbench.flows.coco_cd.audit:write_audit_report"),
+    create=Ref("segbench.cli.coco_cd:create_audit_command"),
 )

@@ -16,6 +16,7 @@ from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig, text, texts
 from segbench.annotation_ui.rounds import new_round
 from segbench.core.errors import InputError
+from segbench.registry import Ref
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, slugify
 from segbench.schemas.spin import Taxonomy
 from segbench.tasks.spin import crowd
@@ -58,9 +59,9 @@ SUBPARTS = RoundKind(
     name=crowd.KIND,
     label_config=LabelConfig(crowd.LABEL_CONFIG, required=("object", "part", "subparts"),
                              defaults={"page": 1, "pages": 1}, prepare=_prepare),
-    report="segbench.flows.spin.crowd:ingest_report",
+    report=Ref("segbench.flows.spin.crowd:ingest_report"),
     flags_own_polygons=True,
-    create="segbench.cli.spin:create_rounds_command",
+    create=Ref("segbench.cli.spin:create_rounds_command"),
 )
 
 

@@ -45,13 +45,16 @@ def read_split(source: DatasetSource, relpath: str) -> list[dict[str, Any]]:
         InputError: the file is missing or not a COCO JSON with an ``images`` list.
         AnnotationError: an image entry lacks ``id``/``group_id``/``mask_file`` or has a bad group.
     """
-    if not source.exists(relpath):
+    try:
+        data = source.read_json(relpath)
+    except InputError:
+        if source.exists(relpath):
+            raise  # there, but unreadable: the error names why
         splits = posixpath.dirname(posixpath.dirname(relpath))
         built = [name.removeprefix("rho_") for name in source.listdir(splits, "directory") if name.startswith("rho_")]
         raise InputError("no such split in this build", path=relpath,
                          hint=f"this build has ρ = {', '.join(built)}: pass one of them as --rho" if built
-                         else "build the dataset first (segbench build …), or check --repo and --rev")
-    data = source.read_json(relpath)
+                         else "build the dataset first (segbench build …), or check --repo and --rev") from None
     images = data.get("images") if isinstance(data, dict) else None
     if not isinstance(images, list):
         raise InputError("no 'images' list; not a COCO-CD split file", path=relpath)
