@@ -2,6 +2,7 @@
 and docs/reference/cli.md (from the Typer app). ``tests/test_docs.py`` fails when either is stale.
 
     .venv/bin/python scripts/reference.py          # rewrite both
+    .venv/bin/python scripts/reference.py --check  # exit 1, naming the stale pages, when either differs
 """
 
 from __future__ import annotations
@@ -83,12 +84,18 @@ def cli_page() -> str:
     return f"{head}\n\n{note}{rest.rstrip()}\n"
 
 
-def main() -> int:
-    for page, text in ((SETTINGS_PAGE, settings_page()), (CLI_PAGE, cli_page())):
+def main(argv: list[str]) -> int:
+    pages = ((SETTINGS_PAGE, settings_page()), (CLI_PAGE, cli_page()))
+    if "--check" in argv:
+        stale = [page.relative_to(ROOT) for page, text in pages if page.read_text(encoding="utf-8") != text]
+        for page in stale:
+            print(f"{page} is stale: run .venv/bin/python scripts/reference.py", file=sys.stderr)
+        return 1 if stale else 0
+    for page, text in pages:
         page.write_text(text, encoding="utf-8")
         print(f"wrote {page.relative_to(ROOT)}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

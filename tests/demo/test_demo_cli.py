@@ -43,6 +43,9 @@ def test_the_demo_builds_publishes_and_evaluates_every_dataset(demo):
             assert (project / "data" / spec.default_out / "manifest.json").is_file(), spec.name
     for evaluated in ("coco_cd/demo-baseline", "cafe/demo-prompt-blind", "spin/demo-parent-mask"):
         assert (project / "reports" / evaluated / "report.md").is_file()
+    # The README: a baseline evaluated on COCO-CD, CAFE and SPIN, every dataset released under releases/.
+    assert {p.name for p in (project / "reports").iterdir()} == {"coco_cd", "cafe", "spin"}
+    assert {p.name for p in (project / "releases").iterdir() if (p / "README.md").is_file()} == set(registry.names())
     assert not (project / "data" / "eval").exists()  # reports are results, not part of the data version
 
 

@@ -23,3 +23,16 @@ def test_a_split_not_built_names_the_built_rhos(tmp_path):
     assert "rho_0.9/test.json" in str(error.value) and "ρ = 0.5, 0.95" in str(error.value)
     with pytest.raises(InputError, match="build the dataset first"):
         read_split(source, split_relpath("data/waterbirds_seg", 0.9, "test"))
+
+
+def test_evaluate_at_a_rho_not_built_names_the_built_ones_on_the_command_line(tmp_path):
+    from support.cli import run
+    from support.flip_eval_data import write_flip_dataset, write_label_predictions
+
+    write_flip_dataset(tmp_path / "data" / "coco_cd", rhos=("rho_0.5", "rho_0.95"))
+    predictions = write_label_predictions(tmp_path / "predictions")
+    failed = run(tmp_path, "evaluate", "coco-cd", "--repo", str(tmp_path), "--rho", "0.9",
+                 "--predictions", str(predictions), code=1)
+    message = str(failed.exception)
+    assert "rho_0.9/test.json: no such split in this build" in message
+    assert "this build has ρ = 0.5, 0.95: pass one of them as --rho" in message

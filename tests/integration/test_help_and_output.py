@@ -128,6 +128,8 @@ def test_round_kinds_have_one_name_from_create_to_list(tmp_path):
     listed = run(tmp_path, "rounds", "list")
     assert long_key in listed.stdout  # whole: not cut at 80 columns though stdout is not a terminal
     assert "coco_cd_context_audit" in listed.stdout
+    row = next(line for line in listed.stdout.splitlines() if "coco_cd_context_audit" in line)
+    assert "│ coco_cd_context_audit │ created │ files   │     1 │" in row  # text left, the count right
 
     as_json = run(tmp_path, "--json", "rounds", "list")
     rounds = json.loads(as_json.stdout)
