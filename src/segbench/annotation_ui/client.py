@@ -33,6 +33,7 @@ from label_studio_sdk.core.request_options import RequestOptions
 
 from segbench.core.errors import InputError, ServiceError
 from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines
+from segbench.schemas.rounds import BackendProgress
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -312,7 +313,7 @@ class LabelStudioClient:
             if "item_id" in task.get("data", {})
         }
 
-    def progress(self, project_id: int) -> dict[str, Any]:
+    def progress(self, project_id: int) -> BackendProgress:
         """How far the project is: ``tasks``, ``done`` (tasks with ≥1 answer that was not
         cancelled), ``annotations`` (answers not cancelled), ``by_annotator``
         (``labelstudio:<user id>`` → answers) and ``done_items`` (item ids of the done tasks)."""

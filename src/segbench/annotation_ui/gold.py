@@ -27,7 +27,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import ValidationError
 
@@ -53,6 +53,24 @@ class QualityOptions:
     requires: str | None = None
     seed: int = 0
     rules: Mapping[str, float] = field(default_factory=dict)
+
+
+class QualityArgs(TypedDict):
+    """The options of :class:`QualityOptions` a create command reads, as keyword arguments (the seed is its own)."""
+
+    gold: int
+    gold_file: Path | None
+    purpose: Literal["work", "qualification"]
+    pass_threshold: float | None
+    requires: str | None
+    rules: dict[str, float]
+
+
+class AnswersExtras(TypedDict, total=False):
+    """What an answers file gains in a round with gold items or a gate."""
+
+    gold_answers: list[dict[str, Any]]
+    qualified_workers: list[str]
 
 
 def gold_count(value: str | int | None, *, overlap: int = 1, workers: int | None = None,
@@ -350,10 +368,10 @@ def gold_counts(round_: Round, gold_answers: Sequence[Answer], answers: Sequence
     return out
 
 
-def answers_fields(gold_answers: Sequence[Answer], qualified: set[str] | None) -> dict[str, Any]:
+def answers_fields(gold_answers: Sequence[Answer], qualified: set[str] | None) -> AnswersExtras:
     """What the answers file gains: the gold answers (kept apart from ``answers`` and ``items``, which
     builds read) and, in a gated round, who was not counted."""
-    out: dict[str, Any] = {}
+    out: AnswersExtras = {}
     if gold_answers:
         out["gold_answers"] = [a.model_dump(mode="json") for a in gold_answers]
     if qualified is not None:

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from segbench import registry
 from segbench.annotation_ui.label_configs import LabelConfig
@@ -91,7 +91,14 @@ def allowed_labels(round_: Round) -> dict[str, set[str]]:
     return allowed
 
 
-def answer_checks(round_: Round) -> dict[str, Any]:
+class AnswerChecks(TypedDict):
+    """Keyword arguments of ``answers_from_labelstudio`` and ``answers_from_files``."""
+
+    allowed: dict[str, set[str]]
+    check_polygons: bool
+
+
+def answer_checks(round_: Round) -> AnswerChecks:
     """The checks the converters apply to the round's answers: keyword arguments of
     ``answers_from_labelstudio`` and ``answers_from_files``."""
     return {"allowed": allowed_labels(round_), "check_polygons": not round_kind(round_.kind).flags_own_polygons}

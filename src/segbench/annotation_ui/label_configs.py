@@ -12,7 +12,7 @@ not here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -29,10 +29,10 @@ _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _TASK_VARIABLE = re.compile(r"\$[A-Za-z_]")
 
 # (config name, parameter values with defaults filled in) -> the template's context
-Prepare = Callable[[str, dict[str, Any]], dict[str, Any]]
+Prepare = Callable[[str, dict[str, Any]], Mapping[str, object]]
 
 
-def check_all(config: str, values: dict[str, Any]) -> dict[str, Any]:
+def check_all(config: str, values: dict[str, Any]) -> dict[str, str]:
     """The default preparation: every parameter is a usable non-empty string."""
     return {key: text(config, key, value) for key, value in values.items()}
 

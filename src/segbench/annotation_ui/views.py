@@ -26,9 +26,9 @@ def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnectio
     store = RoundStore(Path(data_root) / "rounds")
     round_ = store.load(key)
     progress = backend_for(round_, data_root, label_studio=label_studio).progress(round_)
-    answered = progress.pop("done_items", [])
-    batches = batch_rows(round_, answered) if batch_names(round_) else []
+    batches = batch_rows(round_, progress["done_items"]) if batch_names(round_) else []
     return RoundProgress(round=key, status=round_.status.value, follow_up_of=round_.follow_up_of,
-                         aggregation=round_.aggregation, **progress, batches=batches,
-                         left_out=saved_left_out(store, key))
+                         aggregation=round_.aggregation, tasks=progress["tasks"], done=progress["done"],
+                         annotations=progress["annotations"], by_annotator=progress["by_annotator"],
+                         batches=batches, left_out=saved_left_out(store, key))
 

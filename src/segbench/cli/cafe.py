@@ -4,8 +4,9 @@ truth), and its summaries. Heavy imports (Prefect, pycocotools, the providers) h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from segbench.schemas.cafe_metrics import CafeMetrics, CgF1FileSummary, Ignored
     from segbench.schemas.results import EvaluationResult
 
+T = TypeVar("T")
 
 # What `evaluate cafe` / `evaluate cgf1` run: the function in this process, or with --track its flow.
 EVALUATE_CAFE = "segbench.tasks.cafe.evaluation:evaluate_cafe"
@@ -49,7 +51,7 @@ def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer
     evaluate_app.command("cgf1")(evaluate_cgf1_command)
 
 
-def _pairs(values: list[str], option: str, convert: Any) -> dict[str, Any]:
+def _pairs(values: list[str], option: str, convert: Callable[[str], T]) -> dict[str, T]:
     """``NAME=VALUE`` options as a dict; an InputError names the bad one."""
     out = {}
     for text in values or []:

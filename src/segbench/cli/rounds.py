@@ -21,17 +21,23 @@ from segbench.core.errors import OnError
 from segbench.locking import command_lock
 
 if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
+    from typer._click.core import Command  # the click typer vendors, which TyperGroup's commands hold
+
+    from segbench.annotation_ui.gold import QualityArgs
     from segbench.schemas.rounds import LeftOut, RoundIngest
+
 
 class _KindCommands(TyperGroup):
     """``rounds create``'s subcommands, one per registered round kind (the command its ``RoundKind.create``
     names), made when first asked for: the kinds import their label configs and mask code, which the
     command line's start-up should not pay for."""
 
-    _made: dict[str, Any] | None = None
+    _made: MutableMapping[str, Command] | None = None
 
-    @property  # type: ignore[override]
-    def commands(self) -> dict[str, Any]:
+    @property
+    def commands(self) -> MutableMapping[str, Command]:
         if self._made is None:
             from segbench import registry
 
@@ -39,11 +45,11 @@ class _KindCommands(TyperGroup):
             for kind in registry.round_kinds().values():
                 if kind.create is not None:
                     kinds.command(kind.name)(kind.create.load())
-            self._made = dict(typer.main.get_group(kinds).commands)
+            self._made = typer.main.get_group(kinds).commands
         return self._made
 
     @commands.setter
-    def commands(self, value: dict[str, Any]) -> None:
+    def commands(self, value: MutableMapping[str, Command]) -> None:
         """click sets the commands it was given (none): the kinds' are made on first use."""
 
 
@@ -98,7 +104,7 @@ REQUIRES = typer.Option(None, "--requires", help="Count only answers of workers 
 
 def quality_kwargs(gold: str | int, gold_file: Path | None, qualification: bool, pass_threshold: float | None,
                    requires: str | None, *, overlap: int = 1, workers: int | None = None,
-                   rules: list[str] | None = None) -> dict[str, Any]:
+                   rules: list[str] | None = None) -> QualityArgs:
     """The gold, qualification and rule options of a create command, as keyword arguments of its
     create flow (``--gold auto`` resolved from ``overlap`` and ``workers``; checked before any work)."""
     from segbench.annotation_ui.gold import check_rules, gold_count, parse_rules

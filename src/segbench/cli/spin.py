@@ -254,7 +254,7 @@ def print_build(summary: SpinBuildSummary) -> None:
     console.out.print(build_status(summary))
 
 
-def _filter_rows(filters: SpinFilters) -> dict[str, Any]:
+def _filter_rows(filters: SpinFilters) -> dict[str, str | int]:
     """The §8.3 filters' counts."""
     ambiguous = ", ".join(f"{name} {n}" for name, n in filters.ambiguous_part_annotations.items())
     over = ", ".join(f"{sup} {sum(by_split.values())}" for sup, by_split in filters.over_cap.items()) or "none"

@@ -14,7 +14,29 @@ import enum
 import errno
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
+
+
+class SkipRecord(TypedDict):
+    """One skipped item in a skip report: the error's type, file, item and message (a CAFE candidate
+    left out of the export adds its id; a rejected prompt pair, the rule and the pair)."""
+
+    error: str
+    path: str | None
+    item: str | None
+    message: str
+    id: NotRequired[int]
+    rule: NotRequired[str]
+    q_pos: NotRequired[str]
+    q_neg: NotRequired[str]
+
+
+class SkipReportJson(TypedDict):
+    """``skipped.json``: how many items were skipped, per error type, and each of them."""
+
+    count: int
+    by_error: dict[str, int]
+    items: list[SkipRecord]
 
 
 class SegbenchError(Exception):
@@ -46,7 +68,7 @@ class SegbenchError(Exception):
         text = f"{where}: {self.message}" if where else self.message
         return f"{text}\n  fix: {self.hint}" if self.hint else text
 
-    def as_record(self) -> dict[str, Any]:
+    def as_record(self) -> SkipRecord:
         """The error as a JSON-ready record (used by skip reports)."""
         return {
             "error": type(self).__name__,
@@ -124,7 +146,7 @@ class OnError(str, enum.Enum):
 class SkipReport:
     """Items skipped under :attr:`OnError.SKIP`, in the order they were met."""
 
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[SkipRecord] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.skipped)
@@ -136,7 +158,7 @@ class SkipReport:
             out[record["error"]] = out.get(record["error"], 0) + 1
         return dict(sorted(out.items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SkipReportJson:
         return {"count": len(self.skipped), "by_error": self.counts(), "items": self.skipped}
 
 

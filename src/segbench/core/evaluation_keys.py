@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -89,8 +89,15 @@ def report_paths(out: str | Path) -> dict[str, str]:
     return {Path(rel).stem: str(out / rel) for rel in sorted(read_manifest(out).outputs) if "/" not in rel}
 
 
-def finished_metrics(out: str | Path) -> dict[str, Any]:
-    """The content of a finished report's ``metrics.json``: ``{"evaluated", "metrics"}``."""
+class MetricsFile(TypedDict):
+    """A report's ``metrics.json``: what was evaluated and the metrics."""
+
+    evaluated: dict[str, Any]
+    metrics: dict[str, Any]
+
+
+def finished_metrics(out: str | Path) -> MetricsFile:
+    """The content of a finished report's ``metrics.json``."""
     return read_json(Path(out) / METRICS_NAME)
 
 

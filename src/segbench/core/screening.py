@@ -24,7 +24,7 @@ from typing import Any
 
 from segbench.core.aggregation import DAWID_SKENE, SCREENED
 from segbench.core.agreement import aggregate
-from segbench.core.worker_quality import POLYGONS, QualityRules, score_workers
+from segbench.core.worker_quality import POLYGONS, QualityRules, WorkerReport, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
 
 MAX_PASSES = 4
@@ -45,7 +45,7 @@ class Screened:
     """
 
     items: list[ItemAnswer]
-    report: dict[str, Any]
+    report: WorkerReport
     left_out: dict[str, list[str]]
     passes: int
     capped: bool = False

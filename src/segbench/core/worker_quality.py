@@ -41,7 +41,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from pycocotools import mask as mask_utils
@@ -180,6 +180,57 @@ def presence_signals(answers: Sequence[Answer]) -> tuple[int, int, int, int]:
     return asked, absent, said_yes, missing
 
 
+class WorkerFlags(TypedDict):
+    absent_rate: float | None
+    missing_segmentation_rate: float | None
+    time_z: float | None
+    qualified: bool | None
+    colluding_with: list[str]
+    raised: list[str]
+
+
+class WorkerRow(TypedDict):
+    """One worker of the worker report (see :func:`score_workers`)."""
+
+    worker: str
+    answers: int
+    gold_answers: int
+    gold_accuracy: float | None
+    gold_interval: tuple[float, float] | None
+    agreement_judgments: int
+    agreement_with_aggregate: float | None
+    undecided_judgments: int
+    judgments: int
+    kappa: float | None
+    label_distance: float | None
+    accuracy_early_late: list[float] | None
+    median_seconds: float | None
+    flags: WorkerFlags
+
+
+class SuspiciousWorker(TypedDict):
+    worker: str
+    reasons: list[str]
+
+
+class ColludingPair(TypedDict):
+    workers: list[str]
+    shared: int
+    agreed: int
+    expected: float
+    p_value: float
+
+
+class WorkerReport(TypedDict):
+    """The worker report of a round (``<key>.workers.json``)."""
+
+    workers: list[WorkerRow]
+    suspicious: list[SuspiciousWorker]
+    too_sparse: list[str]
+    colluding_pairs: list[ColludingPair]
+    rules: dict[str, float]
+
+
 def score_workers(
     answers: Iterable[Answer],
     items: Sequence[ItemAnswer],
@@ -187,7 +238,7 @@ def score_workers(
     *,
     qualified: set[str] | None = None,
     rules: QualityRules = QualityRules(),
-) -> dict[str, Any]:
+) -> WorkerReport:
     """The worker report of a round: one row per worker and the suspicious workers with their reasons.
 
     Args:
@@ -217,7 +268,8 @@ def score_workers(
     for pair in pairs:
         colluders[pair.workers[0]].append(pair.workers[1])
         colluders[pair.workers[1]].append(pair.workers[0])
-    workers, suspicious = [], []
+    workers: list[WorkerRow] = []
+    suspicious: list[SuspiciousWorker] = []
     for worker, mine in sorted(by_worker.items()):
         right = [ok for a in mine if a.item_id in gold for ok in gold_judgments(a, *gold[a.item_id], rules)]
         judged_items = [(majority[a.item_id].get(control), labels) for a in mine if a.item_id in majority
@@ -227,7 +279,7 @@ def score_workers(
         judged = [(mine_label, reference[key]) for key, mine_label in timelines[worker]]
         drop = accuracy_drop([m == r for m, r in judged])
         asked, absent, said_yes, missing = presence_signals(mine)
-        row: dict[str, Any] = {"worker": worker, "answers": len(mine), "gold_answers": len(right),
+        row: WorkerRow = {"worker": worker, "answers": len(mine), "gold_answers": len(right),
                "gold_accuracy": _share(sum(right), len(right)),
                "gold_interval": gold_interval(sum(right), len(right), rules.gold_confidence),
                "agreement_judgments": len(agree), "agreement_with_aggregate": _share(sum(agree), len(agree)),
@@ -238,7 +290,7 @@ def score_workers(
                "median_seconds": None if worker not in medians else round(medians[worker], 4),
                "flags": {"absent_rate": _share(absent, asked), "missing_segmentation_rate": _share(missing, said_yes),
                          "time_z": time_z.get(worker), "qualified": None if qualified is None else worker in qualified,
-                         "colluding_with": sorted(colluders.get(worker, []))}}
+                         "colluding_with": sorted(colluders.get(worker, [])), "raised": []}}
         reasons = _reasons(row, asked, said_yes, drop, rules)
         row["flags"]["raised"] = [name for name, _ in reasons]
         workers.append(row)
@@ -270,7 +322,7 @@ def _timeline(mine: Sequence[Answer], reference: Mapping[str, str]) -> list[tupl
             if labels and (key := f"{a.item_id}|{control}") in reference]
 
 
-def _reasons(row: Mapping[str, Any], asked: int, said_yes: int, drop: Drop | None,
+def _reasons(row: WorkerRow, asked: int, said_yes: int, drop: Drop | None,
              rules: QualityRules) -> list[tuple[str, str]]:
     flags, out = row["flags"], []
     interval = row["gold_interval"]
@@ -297,11 +349,12 @@ def _reasons(row: Mapping[str, Any], asked: int, said_yes: int, drop: Drop | Non
             and drop.p_value < rules.accuracy_drop_p):
         out.append(("falling_accuracy", f"accuracy fell from {drop.early:.2f} to {drop.late:.2f} between the first "
                                         f"and second half of the round (Fisher p {drop.p_value:.3f})"))
-    if asked >= rules.min_judgments and flags["absent_rate"] > rules.max_absent_rate:
-        out.append(("many_absent", f"marked {flags['absent_rate']:.0%} of {asked} parts absent "
+    absent, missing = flags["absent_rate"], flags["missing_segmentation_rate"]  # None when nothing was asked
+    if asked >= rules.min_judgments and absent is not None and absent > rules.max_absent_rate:
+        out.append(("many_absent", f"marked {absent:.0%} of {asked} parts absent "
                                    f"(> {rules.max_absent_rate:.0%})"))
-    if said_yes >= rules.min_judgments and flags["missing_segmentation_rate"] > rules.max_missing_rate:
-        out.append(("missing_segmentations", f"no polygon for {flags['missing_segmentation_rate']:.0%} of {said_yes} "
+    if said_yes >= rules.min_judgments and missing is not None and missing > rules.max_missing_rate:
+        out.append(("missing_segmentations", f"no polygon for {missing:.0%} of {said_yes} "
                                              f"parts marked present (> {rules.max_missing_rate:.0%})"))
     z = flags["time_z"]
     if z is not None and abs(z) > rules.max_time_z:

@@ -12,7 +12,7 @@ import enum
 import hashlib
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -271,6 +271,17 @@ class LeftOut(BaseModel):
 
     worker: str
     reasons: list[str] = Field(default_factory=list)
+
+
+class BackendProgress(TypedDict):
+    """How far a round is, as its backend tells: tasks, tasks with an answer (``done``), answers
+    (``annotations``), answers per ``<backend>:<annotator>`` and the item ids of the done tasks."""
+
+    tasks: int
+    done: int
+    annotations: int
+    by_annotator: dict[str, int]
+    done_items: list[str]
 
 
 class RoundProgress(BaseModel):

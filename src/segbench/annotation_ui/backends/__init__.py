@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 from segbench import registry
 from segbench.core.errors import ImportPolicy, InputError
-from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
+from segbench.schemas.rounds import Answer, BackendProgress, LabelStudioConnection, Round
 
 BACKENDS: dict[str, str] = {
     "labelstudio": "segbench.annotation_ui.backends.labelstudio:LabelStudioBackend",
@@ -66,7 +66,7 @@ class RoundBackend(Protocol):
     def launch(self, round_: Round) -> tuple[int | None, dict[str, int]]:
         """Put the round's tasks where people answer them (idempotent); its project id and counts."""
 
-    def progress(self, round_: Round) -> dict[str, Any]:
+    def progress(self, round_: Round) -> BackendProgress:
         """``tasks``, ``done``, ``annotations`` and ``by_annotator``, read from the backend."""
 
     def fetch_answers(self, round_: Round, policy: ImportPolicy) -> list[Answer]:

@@ -19,7 +19,7 @@ from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results, write_file_tasks
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.core.errors import ImportPolicy, RoundStateError
-from segbench.schemas.rounds import Answer, Round
+from segbench.schemas.rounds import Answer, BackendProgress, Round
 
 
 def files_dir(data_root: Path, key: str) -> Path:
@@ -52,7 +52,7 @@ class FilesBackend:
         write_file_tasks(round_, self.folder(round_))
         return None, {"tasks_written": len(round_.items)}  # the launched items (see batches.plan_launch)
 
-    def progress(self, round_: Round) -> dict[str, Any]:
+    def progress(self, round_: Round) -> BackendProgress:
         rows = self._rows(round_)
         by_worker = Counter(f"worker:{row.get('WorkerId')}" for row in rows)
         tasks_done = {row.get("Input.item_id") for row in rows}

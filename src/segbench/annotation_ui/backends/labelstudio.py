@@ -14,14 +14,14 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
 from segbench.annotation_ui.convert import answers_from_labelstudio
 from segbench.annotation_ui.kinds import answer_checks, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
-from segbench.schemas.rounds import Answer, LabelStudioConnection, Round, RoundItem
+from segbench.schemas.rounds import Answer, BackendProgress, LabelStudioConnection, Round, RoundItem
 
 if TYPE_CHECKING:
     from segbench.annotation_ui.client import LabelStudioClient
@@ -98,7 +98,7 @@ class LabelStudioBackend:
             imported = step("import-round-tasks", import_missing_tasks, client, project_id, round_)
         return project_id, {"tasks_imported": imported}
 
-    def progress(self, round_: Round) -> dict[str, Any]:
+    def progress(self, round_: Round) -> BackendProgress:
         project_id = _project_id(round_)
         with self.client() as client:
             progress = client.progress(project_id)

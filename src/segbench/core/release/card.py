@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 import segbench
-from segbench.core.release.licences import ReleaseLicences
+from segbench.core.release.licences import CardLicence, ReleaseLicences
 from segbench.core.release.parquet import Shard, pyarrow_version
 from segbench.core.release.plan import ReleasePlan
 from segbench.core.release.rounds import LOW_KAPPA, agreement_rows, low_agreement, round_rows
@@ -37,7 +37,20 @@ def default_config(plan: ReleasePlan) -> str:
     return plan.default_config if plan.default_config in configs else next(iter(configs), "default")
 
 
-def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], terms: ReleaseLicences) -> dict[str, Any]:
+class CardYaml(CardLicence):
+    """The YAML header of a dataset card, as the Hub reads it."""
+
+    language: list[str]
+    pretty_name: str
+    task_categories: list[str]
+    size_categories: list[str]
+    source_datasets: list[str]
+    annotations_creators: list[str]
+    configs: list[dict[str, Any]]
+    dataset_info: list[dict[str, Any]]
+
+
+def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], terms: ReleaseLicences) -> CardYaml:
     configs = plan.configs()
     paths = {(t.config, t.split): t.path for t in plan.tables}
     default = default_config(plan)

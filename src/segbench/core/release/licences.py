@@ -12,7 +12,7 @@ document can state a narrower licence than another.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from segbench.core.release.plan import Licence
 
@@ -60,6 +60,34 @@ COCO_STUFF_ANNOTATIONS = Licence("cc-by-4.0", "COCO-Stuff annotations: Creative 
                                  "https://github.com/nightrome/cocostuff#licensing", True,
                                  "the context labels and evidence columns, derived from COCO-Stuff's stuff "
                                  "annotations", of_images=False)
+
+
+class CardLicence(TypedDict):
+    """The licence fields of a dataset card's YAML."""
+
+    license: str
+    license_name: NotRequired[str]
+    license_link: NotRequired[str]
+
+
+class ComponentEntry(TypedDict):
+    id: str
+    name: str
+    url: str | None
+    redistributable: bool
+    applies_to: str
+    kind: str
+    in_release: bool
+
+
+class LicencesJson(TypedDict):
+    """``licenses.json``: the release's licence, each component's, and where each image comes from."""
+
+    release: CardLicence
+    components: list[ComponentEntry]
+    code: ComponentEntry
+    images: dict[str, str]
+    withheld_images: list[str]
 
 
 def coco_licence(licence_id: int | None, table: list[dict] | None = None) -> Licence:
@@ -113,7 +141,7 @@ class ReleaseLicences:
     def shipped_ids(self) -> list[str]:
         return list(dict.fromkeys(c.licence.id for c in self.components if c.shipped))
 
-    def card_fields(self) -> dict[str, Any]:
+    def card_fields(self) -> CardLicence:
         """The card's YAML: the one licence when every shipped part has it, else ``other`` and a link."""
         ids = self.shipped_ids
         if len(ids) == 1 and ids[0] in HUB_LICENCES:
@@ -133,9 +161,9 @@ class ReleaseLicences:
         urls = {c.licence.id: licence_url(c.licence) for c in self.components if c.shipped}
         return list(dict.fromkeys(urls[i] for i in self.shipped_ids))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LicencesJson:
         """``licenses.json``, the machine-readable form."""
-        def entry(component: Component) -> dict[str, Any]:
+        def entry(component: Component) -> ComponentEntry:
             lic = component.licence
             return {"id": lic.id, "name": lic.name, "url": lic.url, "redistributable": lic.redistributable,
                     "applies_to": lic.applies_to, "kind": "images" if lic.of_images else "annotations",

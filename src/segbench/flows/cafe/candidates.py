@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import load_coco
-from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipReport
+from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipRecord, SkipReport
 from segbench.core.io import (
     atomic_write_bytes,
     atomic_write_text,
@@ -52,7 +52,7 @@ DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
 
 
 @task(**task_name("select-cafe-targets"), cache_policy=NO_CACHE)
-def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[Target], list[dict[str, Any]]]:
+def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[Target], list[SkipRecord]]:
     """The targets of one source, and the records of what was skipped (under ``on_error = skip``)."""
     policy = ImportPolicy(on_error=params.on_error)
     index = load_coco(source.annotations, policy=policy)
@@ -68,7 +68,7 @@ def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
 
 @task(**task_name("edit-cafe-shard"), **UNIT)
 def edit_shard(unit_key: str, editor: Any, candidates: list[Candidate], images_dir: dict[str, Path], stage: Path,
-               params: CafeParams) -> tuple[list[Candidate], list[dict[str, Any]]]:
+               params: CafeParams) -> tuple[list[Candidate], list[SkipRecord]]:
     """Edit one shard: write each edited image and its review image; return the candidates edited
     and the records of those skipped (under ``on_error = skip``). A unit: a rerun of the same stage
     reuses its result and files."""

@@ -28,7 +28,7 @@ from prefect.utilities.annotations import quote
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import CocoIndex
-from segbench.core.errors import ImportPolicy
+from segbench.core.errors import ImportPolicy, SkipRecord
 from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs, source_hashes
 from segbench.core.splits import SplitPlan, draw_splits
@@ -61,7 +61,7 @@ def load_instances(files: dict[str, Path], params: CocoCdParams, policy: ImportP
 
 @task(**task_name("label-contexts"), **UNIT)
 def label_contexts(unit_key: str, instances: sources.Instances, files: dict[str, Path], params: CocoCdParams
-                   ) -> tuple[list[ContextRecord], dict[str, int], list[dict[str, Any]]]:
+                   ) -> tuple[list[ContextRecord], dict[str, int], list[SkipRecord]]:
     """Read COCO-Stuff's evidence, select the candidates and label their context: the records, selection counts and skips.
 
     One unit, so a resumed build neither rereads COCO-Stuff nor redoes the selection. Items skipped

@@ -10,7 +10,7 @@ the answers. Bad polygons are flagged by that import rather than refused at inge
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig, text, texts
@@ -25,7 +25,23 @@ from segbench.tasks.spin import crowd
 PALETTE = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
 
 
-def _prepare(config: str, values: dict[str, Any]) -> dict[str, Any]:
+class _SubpartLabel(TypedDict):
+    name: str
+    slug: str
+    color: str
+
+
+class _SubpartsPage(TypedDict):
+    """The context of the subparts label config."""
+
+    page: int
+    pages: int
+    object: str
+    part: str
+    subparts: list[_SubpartLabel]
+
+
+def _prepare(config: str, values: dict[str, Any]) -> _SubpartsPage:
     subparts = texts(config, "subparts", values["subparts"], shown=True)
     slugs = [slugify(name) for name in subparts]
     clashes = sorted({slug for slug in slugs if slugs.count(slug) > 1})

@@ -8,7 +8,7 @@ vocabulary's registry entry.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from segbench.annotation_ui.label_configs import LabelConfig, texts
 from segbench.core.errors import InputError
@@ -16,7 +16,14 @@ from segbench.core.errors import InputError
 DEFAULT_RELATIONS = ("exact", "synonym", "hyponym", "meronym", "none")
 
 
-def _prepare(config: str, values: dict[str, Any]) -> dict[str, Any]:
+class _RelationsContext(TypedDict):
+    """The context of the relations label config."""
+
+    categories: list[str]
+    relations: list[str]
+
+
+def _prepare(config: str, values: dict[str, Any]) -> _RelationsContext:
     categories = texts(config, "categories", values["categories"])
     if "none" in categories:
         raise InputError(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from PIL import Image
 
 from segbench.core.coco import CocoIndex, annotation_rle
+from segbench.core.coco_documents import CocoAnnotation, CocoDocument
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import image_size, open_image, source_path
 from segbench.core.masks import resize_nearest, resized_fraction, rle_to_bitmap, union_rle
@@ -24,6 +25,7 @@ from segbench.schemas.coco_cd import CocoCdParams, ContextRecord
 from segbench.tasks.coco_cd import versions
 from segbench.tasks.coco_cd.context import UNKNOWN, classify_context, indoor_share
 from segbench.tasks.coco_cd.sources import Evidence, Instances
+from segbench.tasks.flip.outputs import FlipImageKeys
 
 SOURCE_SPLITS = ("train2017", "val2017")
 CONTEXTS = ("indoor", "outdoor")
@@ -193,22 +195,27 @@ def split_coco(
     ids: Iterable[int],
     params: CocoCdParams,
     description: str,
-) -> dict[str, Any]:
-    """A COCO file of the given images with their target-class annotations (cat 1, dog 2)."""
+) -> CocoDocument:
+    """A COCO file of the given images with their target-class annotations (cat 1, dog 2).
+
+    Images and annotations keep every key of their source records (``license``, ``coco_url``...),
+    which the types below do not list.
+    """
     class_ids = {instances.category_id(name): index + 1 for index, name in enumerate(params.classes)}
-    images, annotations = [], []
+    images: list[FlipImageKeys] = []
+    annotations: list[CocoAnnotation] = []
     for image_id in sorted(ids):
         record = records[image_id]
         stem = f"{image_id:012d}"
-        images.append({
+        images.append(cast(FlipImageKeys, {
             **instances.images[image_id],
             "class": record.label, "context": record.context,
             "group_id": group_id(params.classes.index(record.label), CONTEXTS.index(record.context)),
             "image_file": f"images/{stem}.png", "mask_file": f"masks/{stem}.png",
-        })
+        }))
         for ann in sorted(instances.anns_by_image.get(image_id, []), key=lambda a: a["id"]):
             if ann["category_id"] in class_ids:
-                annotations.append({**ann, "category_id": class_ids[ann["category_id"]]})
+                annotations.append(cast(CocoAnnotation, {**ann, "category_id": class_ids[ann["category_id"]]}))
     return {
         "info": {"description": description, "version": versions.BUILD},
         "licenses": instances.licenses,

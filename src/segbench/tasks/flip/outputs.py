@@ -5,11 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
+from segbench.core.coco_documents import CocoDocument, CocoImage
 from segbench.core.io import atomic_write_text, write_json
 from segbench.core.reports import markdown_table
 from segbench.core.splits import SplitPlan, rho_name
+
+# The image keys every flip split file holds (the class is a Python keyword: hence the two parts).
+_ClassKey = TypedDict("_ClassKey", {"class": str})
+
+
+class FlipImageKeys(CocoImage, _ClassKey):
+    """An image of a COCO-CD or Waterbirds-seg split file (:class:`segbench.schemas.flip.FlipImage` reads it)."""
+
+    group_id: int
+    context: str
+    image_file: str
+    mask_file: str
 
 
 def write_group_counts(stage: Path, counts: dict[str, dict[str, list[int]]], names: Sequence[str],
@@ -25,7 +38,7 @@ def write_group_counts(stage: Path, counts: dict[str, dict[str, list[int]]], nam
 
 
 def write_splits(stage: Path, plan: SplitPlan, title: str,
-                 coco_of: Callable[[Sequence[int], str], dict[str, Any]]) -> list[Path]:
+                 coco_of: Callable[[Sequence[int], str], CocoDocument]) -> list[Path]:
     """``splits/rho_<ρ>/{train,val,test}.json``: ``coco_of(ids, description)`` for each split's image ids."""
     written = []
     for rho, train_ids in sorted(plan.train.items()):

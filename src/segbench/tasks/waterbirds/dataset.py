@@ -23,15 +23,17 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from PIL import Image
 
+from segbench.core.coco_documents import CocoDocument
 from segbench.core.errors import InputError
 from segbench.core.io import open_image, read_text
 from segbench.core.splits import group_id
 from segbench.schemas.waterbirds import SpeciesMatch, WaterbirdsParams
+from segbench.tasks.flip.outputs import FlipImageKeys
 from segbench.tasks.waterbirds import versions
 
 CLASSES = ("landbird", "waterbird")
@@ -260,9 +262,16 @@ class Record:
         return group_id(self.y, self.a)
 
 
-def split_coco(records: Mapping[int, Record], ids: Iterable[int], description: str) -> dict[str, Any]:
+class WaterbirdsImage(FlipImageKeys):
+    species: str
+    place: str
+    place_file: str
+    cub_split: str
+
+
+def split_coco(records: Mapping[int, Record], ids: Iterable[int], description: str) -> CocoDocument:
     """A COCO-style split file; the segmentation is the label mask named by ``mask_file``."""
-    images = []
+    images: list[WaterbirdsImage] = []
     for image_id in sorted(ids):
         r = records[image_id]
         stem = f"{image_id:012d}"
@@ -280,7 +289,16 @@ def split_coco(records: Mapping[int, Record], ids: Iterable[int], description: s
     }
 
 
-def species_table(birds: Iterable[Bird], match: SpeciesMatch) -> dict[str, Any]:
+class SpeciesTable(TypedDict):
+    """``species.json``."""
+
+    match: SpeciesMatch
+    keywords: list[str]
+    species: dict[str, str]
+    substring_mislabels: list[dict[str, Any]]
+
+
+def species_table(birds: Iterable[Bird], match: SpeciesMatch) -> SpeciesTable:
     """``species.json``: species → bird type under the rule used, and the substring-mislabel report."""
     names = sorted({b.species for b in birds})
     return {
