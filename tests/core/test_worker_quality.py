@@ -103,6 +103,14 @@ def test_many_parts_absent_and_missing_segmentations_are_the_spin_signals():
     assert reasons["sloppy"] == ["no polygon for 100% of 12 parts marked present (> 50%)"]
 
 
+def test_a_worker_asked_no_parts_is_scored_when_the_minimum_judgments_is_zero():
+    # Choice rounds ask no parts: the absent and missing rates are None, which a minimum of 0 lets through.
+    answers = [choice(f"i{i}", worker, "indoor") for i in range(4) for worker in ("a", "b")]
+    report = scored(answers, rules=QualityRules.with_overrides({"min_judgments": 0}))
+    assert rows(report)["a"]["flags"]["absent_rate"] is None
+    assert report["suspicious"] == []
+
+
 def test_polygon_gold_is_scored_by_iou():
     reference = [{"label": "Eye", "points": SQUARE}]
     gold = {"g": ({"polygons": reference}, (16, 16))}
