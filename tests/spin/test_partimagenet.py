@@ -94,9 +94,8 @@ def test_the_cap_prefers_images_with_more_parts_of_the_part_taxonomy(tmp_path):
         kept = select_images(source.images.values(), cap=1, seed=seed)
         assert kept == [1]  # two taxonomy parts; image 2's tail does not count, so it ties with image 3
     counts = filter_counts(source.images, source.without_parts, [1, 2])
-    assert counts["ambiguous_part_annotations"]["Quadruped-Tail"] == 1 and counts["over_cap"] == {
-        "Quadruped": {"train": 1}}
-    assert (counts["over_cap_total"], counts["kept_images"], counts["background_only_total"]) == (1, 2, 0)
+    assert counts.ambiguous_part_annotations["Quadruped-Tail"] == 1 and counts.over_cap == {"Quadruped": {"train": 1}}
+    assert (counts.over_cap_total, counts.kept_images, counts.background_only_total) == (1, 2, 0)
 
 
 def test_unknown_wnid_keeps_the_wnid_and_takes_the_parts_supercategory(tmp_path):

@@ -120,9 +120,9 @@ def test_subparts_per_part_counts_zero_for_a_part_without_subparts_and_compositi
     levels = _levels(whole, whole, [whole, whole])
     assert [r["subparts"] for r in subparts_per_part(levels)] == [2]
     table = composition({"train": levels, "val": _levels(whole, whole, [whole])})
-    assert table["overall"]["images"] == 2
-    assert table["overall"]["subparts"] == {"categories": 1, "categories_used": 1, "annotations": 3}
-    assert table["overall"]["parts"] == {"categories": 2, "categories_used": 1, "annotations": 2}
+    assert table.overall.images == 2
+    assert table.overall.subparts.model_dump() == {"categories": 1, "categories_used": 1, "annotations": 3}
+    assert table.overall.parts.model_dump() == {"categories": 2, "categories_used": 1, "annotations": 2}
     summary = summarize(subpart_measures(levels), subparts_per_part(levels))
     assert summary["sizes"] == {"Car": {"small": 2, "medium": 0, "large": 0},
                                 "Overall": {"small": 2, "medium": 0, "large": 0}}

@@ -14,26 +14,13 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 from PIL import Image
 from pycocotools import mask as mask_utils
 
-
-class CocoRle(TypedDict):
-    """A compressed COCO RLE as JSON holds it: ``[height, width]`` and the counts string."""
-
-    size: list[int]
-    counts: str
-
-
-class PycocoRle(TypedDict):
-    """A compressed RLE as pycocotools takes it: the counts as bytes."""
-
-    size: list[int]
-    counts: bytes
-
+from segbench.core.coco_documents import CocoRle, PycocoRle
 
 # pycocotools' area() overflows a uint8 counter on lists of >= 256 RLEs under numpy 2.
 _AREA_CHUNK = 255

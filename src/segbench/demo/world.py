@@ -17,13 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
 from segbench.core import masks
+from segbench.core.coco_documents import CocoImage, CocoRegion
 from segbench.core.io import atomic_write_bytes, write_json
 from segbench.demo.scenes import (
     INDOOR_SETTINGS,
@@ -48,7 +49,13 @@ JPEG_QUALITY = 92
 _UNLABELED = (128, 128, 128)
 _CROWD_ID_BASE = 900100000000  # COCO numbers crowd annotations 9001 followed by the image id
 _STUFF_ID_BASE = 10000000  # real COCO-Stuff annotation ids start here
-_LICENSES = [
+class _Licence(TypedDict):
+    id: int
+    name: str
+    url: str
+
+
+_LICENSES: list[_Licence] = [
     {"id": 1, "name": "Attribution-NonCommercial-ShareAlike License",
      "url": "http://creativecommons.org/licenses/by-nc-sa/2.0/"},
     {"id": 2, "name": "Attribution-NonCommercial License", "url": "http://creativecommons.org/licenses/by-nc/2.0/"},
@@ -245,7 +252,8 @@ def _bbox(mask: np.ndarray) -> list[float]:
     return [float(xs[0]), float(ys[0]), float(xs[-1] - xs[0] + 1), float(ys[-1] - ys[0] + 1)]
 
 
-def render_scene(scene: Scene, *, seed: int, category_ids: Mapping[str, int]) -> tuple[bytes, list[dict], list[dict]]:
+def render_scene(scene: Scene, *, seed: int, category_ids: Mapping[str, int]
+                 ) -> tuple[bytes, list[CocoRegion], list[CocoRegion]]:
     """Rasterise one scene: JPEG bytes, instance annotations and stuff annotations (without ids).
 
     Stuff is painted in order (later regions cover earlier ones), then things; pixels under a thing
@@ -265,7 +273,7 @@ def render_scene(scene: Scene, *, seed: int, category_ids: Mapping[str, int]) ->
         _, mask = _bitmap(region.polygons, h, w)
         label[mask] = category_ids[region.name]
         fill(mask, region.colour, region.texture)
-    instances = []
+    instances: list[CocoRegion] = []
     for region in scene.things:
         rle, mask = _bitmap(region.polygons, h, w)
         label[mask] = category_ids["other"]
@@ -281,7 +289,7 @@ def render_scene(scene: Scene, *, seed: int, category_ids: Mapping[str, int]) ->
     buffer = io.BytesIO()
     # Fixed quality and subsampling, no EXIF: the bytes depend on the pixels only.
     Image.fromarray(pixels, "RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY, subsampling=0)
-    stuff = []
+    stuff: list[CocoRegion] = []
     if scene.stuff_annotated:
         for cls in np.unique(label[label > 0]).tolist():
             mask = label == cls
@@ -304,14 +312,46 @@ def _categories() -> tuple[list[dict], list[dict]]:
     return things, stuff
 
 
-def _image_record(scene: Scene) -> dict[str, Any]:
+class _SourceImage(CocoImage):
+    license: int
+    date_captured: str
+
+
+class _OracleThing(TypedDict):
+    name: str
+    description: str
+    iscrowd: bool
+    parts: list[str]
+
+
+class OracleRecord(TypedDict):
+    """One image of ``demo_world.json``: how it was made and what a build should make of it."""
+
+    image_id: int
+    file_name: str
+    split: str
+    width: int
+    height: int
+    setting: str
+    classes: list[str]
+    group: str | None
+    edge_case: str | None
+    design: dict[str, Any]
+    expected_kept: bool
+    expected_context: str
+    stuff_annotated: bool
+    stuff: list[str]
+    things: list[_OracleThing]
+
+
+def _image_record(scene: Scene) -> _SourceImage:
     i = scene.image_id  # capture dates derived from the id keep files free of the clock
     return {"id": i, "file_name": f"{i:012d}.jpg", "width": scene.width, "height": scene.height,
             "license": _LICENSES[i % len(_LICENSES)]["id"],
             "date_captured": f"2013-11-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:{(i // 60) % 60:02d}"}
 
 
-def _oracle_record(scene: Scene) -> dict[str, Any]:
+def _oracle_record(scene: Scene) -> OracleRecord:
     return {"image_id": scene.image_id, "file_name": f"{scene.image_id:012d}.jpg", "split": scene.split,
             "width": scene.width, "height": scene.height, "setting": scene.setting, "classes": scene.classes,
             "group": scene.group, "edge_case": scene.edge_case, "design": scene.design,

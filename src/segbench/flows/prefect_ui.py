@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.context import FlowRunContext
+from prefect.tasks import TaskRunNameCallbackWithParameters
 
 from segbench.core.reports import cell
 from segbench.schemas.results import BuildSummary, EvaluationResult
@@ -69,19 +70,26 @@ def model(value: Any, kind: type[T]) -> T:
 def from_params(kind: type, **labels: str) -> Shown:
     """Show fields of the flow's ``params`` model: ``from_params(CocoCdParams, rho="rhos", seed="seed")``."""
 
-    def shown(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    def shown(parameters: Mapping[str, Any]) -> dict[str, object]:
         params: Any = model(parameters.get("params"), kind)
         return {label: getattr(params, field) for label, field in labels.items()}
 
     return shown
 
 
-def task_name(name: str) -> dict[str, Any]:
+class TaskNames(TypedDict):
+    """The ``@task`` options that name a task and its runs."""
+
+    name: str
+    task_run_name: str | TaskRunNameCallbackWithParameters
+
+
+def task_name(name: str) -> TaskNames:
     """``@task`` options naming every run of the task ``name`` itself, without Prefect's hash suffix."""
     return {"name": name, "task_run_name": name}
 
 
-def shard_name(name: str, ids: Callable[[dict[str, Any]], Sequence[Any]]) -> dict[str, Any]:
+def shard_name(name: str, ids: Callable[[dict[str, Any]], Sequence[Any]]) -> TaskNames:
     """``@task`` options naming a shard's run by its first and last item: ``render-shard 139-872``.
 
     ``ids`` gives the ids of the shard's items from the task's parameters.
@@ -91,7 +99,9 @@ def shard_name(name: str, ids: Callable[[dict[str, Any]], Sequence[Any]]) -> dic
         found = list(ids(parameters))
         return f"{name} {found[0]}-{found[-1]}" if found else name
 
-    return {"name": name, "task_run_name": run}
+    # Prefect passes the parameters to a run-name function with a `parameters` argument; its
+    # protocol for one (with a classmethod) is met by no plain function, hence the cast.
+    return {"name": name, "task_run_name": cast(TaskRunNameCallbackWithParameters, run)}
 
 
 def artifact_key(kind: str, dataset: str) -> str:

@@ -7,10 +7,11 @@ positive and the misleading negative prompt, and the counterfactual category (ed
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from segbench.core.coco_documents import CocoRle
 from segbench.core.errors import OnError
 from segbench.schemas.cafe_metrics import CafeMetrics
 from segbench.schemas.edits import EditPlan, EditType
@@ -100,7 +101,7 @@ class Target(BaseModel):
     area: float = Field(gt=0, description="mask pixels")
     area_fraction: float
     bbox: tuple[float, float, float, float]
-    segmentation: dict[str, Any] = Field(description="compressed RLE {'size', 'counts'} of M")
+    segmentation: CocoRle = Field(description="compressed RLE {'size', 'counts'} of M")
 
 
 class PlanAnswer(BaseModel):

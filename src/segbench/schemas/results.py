@@ -42,6 +42,10 @@ class Usage(BaseModel):
     def add(self, other: Usage) -> Usage:
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
+    def since(self, before: Usage) -> Usage:
+        """What was spent between ``before`` and this (a provider's usage only grows)."""
+        return Usage(**{k: getattr(self, k) - getattr(before, k) for k in Usage.model_fields})
+
 
 class WithoutNone(BaseModel):
     """A model whose entries that are None are left out of its JSON (optional counts not counted)."""

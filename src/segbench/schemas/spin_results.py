@@ -42,9 +42,9 @@ class TaxonomySummary(BuildSummary):
 class LevelComposition(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    annotations: int
     categories: int = Field(description="categories of the level's taxonomy")
     categories_used: int = Field(description="categories with at least one annotation")
+    annotations: int
 
 
 class Composition(BaseModel):
@@ -70,12 +70,12 @@ class SpinFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ambiguous_part_annotations: dict[str, int] = Field(description="part → annotations of it with no subpart")
     background_only_images: dict[str, int]
     background_only_total: int
-    kept_images: int
+    ambiguous_part_annotations: dict[str, int] = Field(description="part → annotations of it with no subpart")
     over_cap: dict[str, dict[str, int]] = Field(description="super-category → split → images over the cap")
     over_cap_total: int
+    kept_images: int
 
 
 class SpinCounts(Counts):

@@ -23,8 +23,17 @@ import random
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+from segbench.core.coco_documents import (
+    CocoAnnotation,
+    CocoCategory,
+    CocoDocument,
+    CocoImage,
+    CocoInfo,
+    CocoRegion,
+    CocoRle,
+)
 from segbench.core.io import atomic_write_bytes, write_json
 from segbench.demo.crowd import simulate_results
 from segbench.demo.scenes import INDOOR_SETTINGS, OUTDOOR_SETTINGS, Scene, layout_scene
@@ -40,12 +49,12 @@ FAILURE_SHARE = 1 / 6  # samples whose truth fails one question
 _LVIS_SENSE = {"kite": "kite_(toy)", "mouse": "mouse_(computer_equipment)"}
 
 
-def _category_ids() -> tuple[dict[str, int], list[dict[str, Any]]]:
+def _category_ids() -> tuple[dict[str, int], list[CocoCategory]]:
     """Every COCO-Stuff name → id (what render_scene needs) and the COCO thing categories."""
     data = json.loads(resources.files("segbench.resources").joinpath("coco_stuff_categories.json").read_text())
     ids = {c["name"]: c["id"] for c in data["categories"]} | {data["stuff_other"]["name"]: data["stuff_other"]["id"]}
-    things = [{"id": c["id"], "name": c["name"], "supercategory": c["supercategory"]}
-              for c in data["categories"] if c["kind"] == "thing" and c["in_coco_2017"]]
+    things: list[CocoCategory] = [{"id": c["id"], "name": c["name"], "supercategory": c["supercategory"]}
+                                  for c in data["categories"] if c["kind"] == "thing" and c["in_coco_2017"]]
     return ids, things
 
 
@@ -61,32 +70,67 @@ def demo_scenes(source: str, count: int, *, seed: int) -> list[Scene]:
     return scenes
 
 
-def _image(scene: Scene) -> dict[str, Any]:
+class _LvisImage(CocoImage):
+    neg_category_ids: list[int]
+    not_exhaustive_category_ids: list[int]
+
+
+class _LvisAnnotation(TypedDict):
+    id: int
+    image_id: int
+    category_id: int
+    segmentation: CocoRle | list[list[float]]
+    area: float
+    bbox: list[float]
+
+
+class _LvisCategory(CocoCategory):
+    synonyms: list[str]
+    frequency: str
+
+
+class _LvisDocument(TypedDict):
+    info: CocoInfo
+    licenses: list[dict[str, Any]]
+    images: list[_LvisImage]
+    annotations: list[_LvisAnnotation]
+    categories: list[_LvisCategory]
+
+
+class _PhraseImage(CocoImage):
+    text_input: str
+    is_instance_exhaustive: int
+
+
+def _image(scene: Scene) -> CocoImage:
     return {"id": scene.image_id, "file_name": f"{scene.image_id:012d}.jpg", "width": scene.width,
             "height": scene.height}
 
 
-def _coco(scenes: Sequence[Scene], rendered: list[list[dict]], things: list[dict]) -> dict[str, Any]:
-    annotations = [{**ann, "id": scene.image_id * 100 + i} for scene, anns in zip(scenes, rendered, strict=True)
+def _coco(scenes: Sequence[Scene], rendered: list[list[CocoRegion]], things: list[CocoCategory]) -> CocoDocument:
+    annotations: list[CocoAnnotation] = [{**ann, "id": scene.image_id * 100 + i} for scene, anns in zip(scenes, rendered, strict=True)
                    for i, ann in enumerate(anns, start=1)]
     return {"info": {"description": "segbench CAFE demo (COCO style)"}, "licenses": [],
             "images": [_image(s) for s in scenes], "annotations": annotations, "categories": things}
 
 
-def _lvis(scenes: Sequence[Scene], rendered: list[list[dict]], things: list[dict]) -> dict[str, Any]:
-    categories = [{"id": c["id"], "name": _LVIS_SENSE.get(c["name"], c["name"].replace(" ", "_")),
+def _lvis(scenes: Sequence[Scene], rendered: list[list[CocoRegion]], things: list[CocoCategory]) -> _LvisDocument:
+    categories: list[_LvisCategory] = [{"id": c["id"], "name": _LVIS_SENSE.get(c["name"], c["name"].replace(" ", "_")),
                    "synonyms": [c["name"].replace(" ", "_")], "frequency": "f"} for c in things]
-    annotations = [{k: v for k, v in ann.items() if k != "iscrowd"} | {"id": scene.image_id * 100 + i}
-                   for scene, anns in zip(scenes, rendered, strict=True) for i, ann in enumerate(anns, start=1)
-                   if not ann["iscrowd"]]  # LVIS has no crowd regions
-    images = [{**_image(s), "neg_category_ids": [], "not_exhaustive_category_ids": []} for s in scenes]
+    annotations: list[_LvisAnnotation] = [
+        {"image_id": ann["image_id"], "category_id": ann["category_id"], "segmentation": ann["segmentation"],
+         "area": ann["area"], "bbox": ann["bbox"], "id": scene.image_id * 100 + i}
+        for scene, anns in zip(scenes, rendered, strict=True) for i, ann in enumerate(anns, start=1)
+        if not ann["iscrowd"]]  # LVIS has no crowd regions
+    images: list[_LvisImage] = [{**_image(s), "neg_category_ids": [], "not_exhaustive_category_ids": []}
+                                for s in scenes]
     return {"info": {"description": "segbench CAFE demo (LVIS style)"}, "licenses": [], "images": images,
             "annotations": annotations, "categories": categories}
 
 
-def _saco(scenes: Sequence[Scene], rendered: list[list[dict]], names: Mapping[int, str]) -> dict[str, Any]:
-    images: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
+def _saco(scenes: Sequence[Scene], rendered: list[list[CocoRegion]], names: Mapping[int, str]) -> CocoDocument:
+    images: list[_PhraseImage] = []
+    annotations: list[CocoAnnotation] = []
     for scene, anns in zip(scenes, rendered, strict=True):
         for phrase in sorted({names[a["category_id"]] for a in anns}):
             entry_id = len(images) + 1
@@ -115,10 +159,8 @@ def generate_demo_cafe(root: Path, *, seed: int = 0, sizes: Mapping[str, int] | 
             jpeg, instances, _ = render_scene(scene, seed=seed, category_ids=ids)
             atomic_write_bytes(root / source / "images" / f"{scene.image_id:012d}.jpg", jpeg, durable=False)
             rendered.append(instances)
-        if source == "saco":
-            document = _saco(scenes, rendered, names)
-        else:
-            document = {"coco": _coco, "lvis": _lvis}[source](scenes, rendered, things)
+        document = (_saco(scenes, rendered, names) if source == "saco" else
+                    _lvis(scenes, rendered, things) if source == "lvis" else _coco(scenes, rendered, things))
         write_json(root / source / "annotations.json", document)
         specs.append(SourceSpec(name=source, annotations=root / source / "annotations.json",
                                 images=root / source / "images"))

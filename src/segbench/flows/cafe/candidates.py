@@ -16,7 +16,7 @@ The verification round is ``flows/cafe/verification.py``; the export of verified
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from PIL import Image
 from prefect import flow, get_run_logger, task
@@ -263,7 +263,22 @@ def source_files(sources: list[SourceSpec]) -> dict[str, Path]:
     return files | {f"{s.name}:images": Path(s.images) for s in sources}
 
 
-def _provenance(sources: list[SourceSpec], provider: Any, editor: Any) -> dict[str, Any]:
+class _SourceFiles(TypedDict):
+    annotations: str
+    images: str
+
+
+class _Provenance(TypedDict):
+    provider: str
+    provider_model: str | None
+    editor: str
+    editor_model: str | None
+    question_kind: str
+    prompt_version: str
+    sources: dict[str, _SourceFiles]
+
+
+def _provenance(sources: list[SourceSpec], provider: Any, editor: Any) -> _Provenance:
     """Who answered and edited, under which prompt version, and from which source files (by name)."""
     return {"provider": provider.name, "provider_model": provider.model, "editor": editor.name,
             "editor_model": editor.model, "question_kind": cafe_plans.QUESTION_KIND,

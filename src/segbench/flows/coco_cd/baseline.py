@@ -7,7 +7,7 @@ The predictor itself is pure (:mod:`segbench.demo.coco_cd.baseline`); this flow 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -33,6 +33,11 @@ def predict_shard(
                                               seed=seed))
 
 
+class BaselinePredictions(TypedDict):
+    out: str
+    num_images: int
+
+
 @flow(name="predict-baseline-coco-cd", flow_run_name=run_name("predict-baseline-coco-cd", ("rho", "split", "seed")))
 def predict_baseline(
     repo: str | Path,
@@ -43,11 +48,8 @@ def predict_baseline(
     dataset_dir: str = "data/coco_cd",
     seed: int = 0,
     shard_size: int = DEFAULT_SHARD_SIZE,
-) -> dict[str, Any]:
+) -> BaselinePredictions:
     """Write context-biased baseline predictions (``{id:012d}.npz``) for every image of a split.
-
-    Returns:
-        ``{"out": str, "num_images": int}``.
 
     Raises:
         InputError: the split or a gt mask is missing or malformed.

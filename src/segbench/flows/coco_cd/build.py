@@ -19,7 +19,7 @@ slice of the annotations.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -97,9 +97,14 @@ def plan_splits(records: list[ContextRecord], params: CocoCdParams) -> SplitPlan
                        group_names=outputs.group_names(params))
 
 
+class _Tables(TypedDict):
+    coverage: dict[str, dict[str, Any]]
+    group_counts: dict[str, dict[str, list[int]]]
+
+
 @task(**task_name("write-records"), cache_policy=NO_CACHE)
 def write_records(stage: Path, instances: CocoIndex, records: list[ContextRecord], usable: list[ContextRecord],
-                  plan: SplitPlan, params: CocoCdParams, policy: ImportPolicy) -> dict[str, Any]:
+                  plan: SplitPlan, params: CocoCdParams, policy: ImportPolicy) -> _Tables:
     outputs.write_context(stage, records)
     coverage = cd.coverage_table(records, params.classes)
     outputs.write_coverage(stage, coverage)

@@ -31,6 +31,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
+from segbench.core.coco_documents import CocoAnnotation
 from segbench.core.errors import ImportPolicy
 from segbench.core.io import fingerprint, sha256_file, write_json
 from segbench.core.reports import write_skip_report
@@ -38,7 +39,7 @@ from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.schemas.rounds import RoundItem
 from segbench.schemas.spin import SpinBuildParams, SpinStep, load_taxonomy, read_resolved
-from segbench.schemas.spin_results import SpinBuildSummary
+from segbench.schemas.spin_results import SpinBuildSummary, SpinComposition
 from segbench.tasks.spin import dataset as sd
 from segbench.tasks.spin import stats as spin_stats
 from segbench.tasks.spin import versions
@@ -90,7 +91,7 @@ def load_source(partimagenet_root: Path, params: SpinBuildParams, policy: Import
 
 
 @task(**task_name("write-spin-files"), cache_policy=NO_CACHE)
-def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[dict[str, Any]],
+def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[CocoAnnotation],
                 categories: list[sd.SubpartCategory]) -> dict[str, dict[str, Any]]:
     cocos = sd.spin_cocos(images, subparts, categories)
     for split, levels in cocos.items():
@@ -104,7 +105,7 @@ def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[dict
 
 
 @task(**task_name("spin-statistics"), cache_policy=NO_CACHE)
-def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> SpinComposition:
     rows = [r for split, levels in cocos.items() for r in spin_stats.subpart_measures(levels, split)]
     per_part = [r for split, levels in cocos.items() for r in spin_stats.subparts_per_part(levels, split)]
     table, summary = spin_stats.composition(cocos), spin_stats.summarize(rows, per_part)
@@ -154,7 +155,7 @@ def build_spin(partimagenet_root: Path, data_root: Path, params: SpinBuildParams
 
 def _load(partimagenet_root: Path, taxonomy_path: Path, resolved_path: Path, params: SpinBuildParams,
           policy: ImportPolicy
-          ) -> tuple[Any, dict[int, SourceImage], list[dict[str, Any]], list[sd.SubpartCategory], int]:
+          ) -> tuple[Any, dict[int, SourceImage], list[CocoAnnotation], list[sd.SubpartCategory], int]:
     """Read the source, the taxonomy and the resolved subparts: the source, the selected images, their
     subpart annotations, the subpart categories and how many resolved records fell outside the selection."""
     source, images = load_source(partimagenet_root, params, policy)
@@ -165,16 +166,16 @@ def _load(partimagenet_root: Path, taxonomy_path: Path, resolved_path: Path, par
 
 
 def _build(stage: Stage, params: SpinBuildParams, policy: ImportPolicy, source: Any, images: dict[int, SourceImage],
-           subparts: list[dict[str, Any]], categories: list[sd.SubpartCategory], outside: int) -> Built:
+           subparts: list[CocoAnnotation], categories: list[sd.SubpartCategory], outside: int) -> Built:
     """Write the COCO files, images and statistics into ``stage``; the counts and skipped records."""
     cocos = write_files(stage.path, images, subparts, categories)
     table = write_statistics(stage.path, cocos)
     if len(policy.report):
         write_skip_report(stage.path, policy.report)
-    counts = {"composition": table, "without_parts": source.without_parts,
+    counts = {"composition": table.model_dump(mode="json"), "without_parts": source.without_parts,
               "over_cap": len(source.images) - len(images), "resolved_outside_selection": outside,
               "per_supercategory": _per_super(images),
-              "filters": sd.filter_counts(source.images, source.without_parts, images)}
+              "filters": sd.filter_counts(source.images, source.without_parts, images).model_dump(mode="json")}
     return Built(counts=counts, seed=params.seed, skipped=len(policy.report),
                  extras={"skipped": len(policy.report)})
 

@@ -144,10 +144,6 @@ def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
     return relations, {k: problems[k] for k in sorted(problems)}, len(asked)
 
 
-def _usage_since(before: Usage, after: Usage) -> dict[str, Any]:
-    return {k: getattr(after, k) - getattr(before, k) for k in Usage.model_fields}
-
-
 def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[dict[str, Any]]],
                     relations: dict[int, dict[str, str]]) -> list[dict[str, Any]]:
     rows = []
@@ -200,7 +196,7 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
                                                     provenance),
                         VocabBuildSummary, force=force, logger=get_run_logger(),
                         finished=lambda _manifest: {"dataset": dataset,
-                                                    "usage": _usage_since(Usage(), Usage())})  # no question asked
+                                                    "usage": Usage()})  # no question asked
     publish_build(f"vocab-{dataset}", summary)
     return summary
 
@@ -216,7 +212,7 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
 
     before = provider.usage
     relations, problems, n_questions = _judge_all(provider, cats, candidates, params)
-    usage = _usage_since(before, provider.usage)
+    usage = provider.usage.since(before)
     if any(problems.values()):
         logger.warning("answer problems (kept as 'none' or ignored): %s", plain(problems))
 

@@ -18,7 +18,7 @@ where every finished render shard (a unit) is kept.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from PIL import Image
 from prefect import flow, get_run_logger, task
@@ -105,9 +105,14 @@ def plan_splits(records: dict[int, wb.Record], params: wb.WaterbirdsParams) -> S
                        test_per_group=params.test_per_group, seed=params.seed, group_names=GROUP_NAMES)
 
 
+class _Tables(TypedDict):
+    group_counts: dict[str, dict[str, list[int]]]
+    mislabels: list[dict[str, Any]]
+
+
 @task(**task_name("write-records"), cache_policy=NO_CACHE)
 def write_records(stage: Path, birds: list[wb.Bird], records: dict[int, wb.Record], plan: SplitPlan,
-                  params: wb.WaterbirdsParams) -> dict[str, Any]:
+                  params: wb.WaterbirdsParams) -> _Tables:
     species = wb.species_table(birds, params.species_match)
     write_json(stage / "species.json", species, indent=1)
     counts = plan.group_counts({i: r.group_id for i, r in records.items()})

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
+from segbench.core.coco_documents import CocoAnnotation, CocoCategory, CocoDocument, CocoImage
 from segbench.core.errors import AnnotationError, InputError
 from segbench.core.io import read_json
 from segbench.core.masks import rle_runs, rle_to_bitmap
@@ -28,7 +29,33 @@ from segbench.schemas.cafe import Candidate
 from segbench.schemas.edits import EditType
 
 NEGATIVE_ID_OFFSET = 1_000_000_000
-CATEGORY = {"id": 1, "name": "object", "supercategory": "object"}
+CATEGORY: CocoCategory = {"id": 1, "name": "object", "supercategory": "object"}
+
+
+class _Shared(TypedDict):
+    """What a positive entry and its negative twin share."""
+
+    file_name: str
+    width: int
+    height: int
+    edit_type: str
+    is_instance_exhaustive: int
+
+
+class SacoImage(CocoImage):
+    """An SA-Co image entry: an image with one prompt. A positive entry names its source; its
+    negative twin (the same image, prompt q-) names the positive entry (``fp_source_id``)."""
+
+    edit_type: str
+    is_instance_exhaustive: int
+    text_input: str
+    source: NotRequired[str]
+    source_image_id: NotRequired[int]
+    source_annotation_id: NotRequired[int]
+    source_file_name: NotRequired[str]
+    object_name: NotRequired[str]
+    plan: NotRequired[dict[str, Any]]
+    fp_source_id: NotRequired[int]
 EDIT_TYPE_VALUES = tuple(t.value for t in EditType)
 SUBSETS: dict[str, EditType | None] = {"CAFE": None, "CAFE_SM": EditType.SM, "CAFE_CC": EditType.CC,
                                        "CAFE_OC": EditType.OC}
@@ -39,12 +66,13 @@ def export_file_name(candidate: Candidate) -> str:
     return Path(candidate.image).name
 
 
-def saco_document(candidates: Sequence[Candidate], *, subset: str, version: str) -> dict[str, Any]:
+def saco_document(candidates: Sequence[Candidate], *, subset: str, version: str) -> CocoDocument:
     """The SA-Co COCO document of ``candidates`` (positive images, twins, one mask each)."""
-    images, annotations = [], []
+    images: list[SacoImage] = []
+    annotations: list[CocoAnnotation] = []
     for c in sorted(candidates, key=lambda c: c.id):
         name, plan, target = export_file_name(c), c.plan, c.target
-        common = {"file_name": name, "width": target.width, "height": target.height,
+        common: _Shared = {"file_name": name, "width": target.width, "height": target.height,
                   "edit_type": plan.edit_type.value, "is_instance_exhaustive": 1}
         images.append({"id": c.id, **common, "text_input": plan.q_pos, "source": target.source,
                        "source_image_id": target.image_id, "source_annotation_id": target.annotation_id,
@@ -56,10 +84,10 @@ def saco_document(candidates: Sequence[Candidate], *, subset: str, version: str)
                             "iscrowd": 0})
     return {"info": {"description": "CAFE: counterfactual image-prompt pairs (SA-Co format)", "subset": subset,
                      "version": version},
-            "licenses": [], "categories": [dict(CATEGORY)], "images": images, "annotations": annotations}
+            "licenses": [], "categories": [{**CATEGORY}], "images": images, "annotations": annotations}
 
 
-def subset_documents(candidates: Sequence[Candidate], *, version: str) -> dict[str, dict[str, Any]]:
+def subset_documents(candidates: Sequence[Candidate], *, version: str) -> dict[str, CocoDocument]:
     """File stem (``CAFE``, ``CAFE_SM``, ...) → document: all samples, then one per edit type."""
     return {stem: saco_document([c for c in candidates if edit is None or c.plan.edit_type is edit],
                                 subset=stem, version=version)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypedDict
+
+from typing_extensions import TypedDict  # the one CocoImage is: the two bases must share it
 
 from segbench.core.coco_documents import CocoDocument, CocoImage
 from segbench.core.io import atomic_write_text, write_json

@@ -32,9 +32,11 @@ from typing import Any
 
 from pycocotools import mask as mask_utils
 
+from segbench.core.coco_documents import CocoAnnotation, CocoImage
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import CocoRle, rle_area, segmentation_to_rle
 from segbench.schemas.spin import ResolvedSubpart, Taxonomy
+from segbench.schemas.spin_results import SpinFilters
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.partimagenet import (
     AMBIGUOUS_PARTS,
@@ -73,7 +75,7 @@ def decomposable_part_count(image: SourceImage) -> int:
 
 
 def filter_counts(source_images: Mapping[int, SourceImage], without_parts: Mapping[str, int],
-                  kept: Iterable[int]) -> dict[str, Any]:
+                  kept: Iterable[int]) -> SpinFilters:
     """What each §8.3 filter did, in order: background-only images removed, ambiguous part classes
     excluded from the subpart taxonomy (annotations of the kept images), images over the cap per
     super-category and split, and what is left."""
@@ -88,10 +90,10 @@ def filter_counts(source_images: Mapping[int, SourceImage], without_parts: Mappi
         for part in source_images[image_id].parts:
             if part.category.spin_category in ambiguous:
                 ambiguous[part.category.spin_category] += 1
-    return {"background_only_images": dict(without_parts), "background_only_total": sum(without_parts.values()),
-            "ambiguous_part_annotations": ambiguous,
-            "over_cap": {sup: dict(sorted(v.items())) for sup, v in sorted(over.items())},
-            "over_cap_total": len(source_images) - len(kept), "kept_images": len(kept)}
+    return SpinFilters(background_only_images=dict(without_parts), background_only_total=sum(without_parts.values()),
+                       ambiguous_part_annotations=ambiguous,
+                       over_cap={sup: dict(sorted(v.items())) for sup, v in sorted(over.items())},
+                       over_cap_total=len(source_images) - len(kept), kept_images=len(kept))
 
 
 def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list[int]:
@@ -181,7 +183,7 @@ def _record_problem(record: ResolvedSubpart, images: Mapping[int, SourceImage],
 
 def subpart_annotations(resolved: Sequence[ResolvedSubpart], images: Mapping[int, SourceImage],
                         categories: Sequence[SubpartCategory], *, policy: ImportPolicy, path: str | Path
-                        ) -> tuple[list[dict[str, Any]], int]:
+                        ) -> tuple[list[CocoAnnotation], int]:
     """COCO annotations for the resolved subparts of the selected ``images``.
 
     Records of images outside the selection are left out and counted (a smaller cap than the
@@ -230,16 +232,23 @@ def subpart_annotations(resolved: Sequence[ResolvedSubpart], images: Mapping[int
 # --- COCO files --------------------------------------------------------------------------------------
 
 def _annotation(ann_id: int, image_id: int, category_id: int, rle: CocoRle, *, parent_id: int | None
-                ) -> dict[str, Any]:
+                ) -> CocoAnnotation:
     bbox = mask_utils.toBbox({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).tolist()
-    out = {"id": ann_id, "image_id": image_id, "category_id": category_id, "segmentation": rle,
+    out: CocoAnnotation = {"id": ann_id, "image_id": image_id, "category_id": category_id, "segmentation": rle,
            "area": int(rle_area([rle])[0]), "bbox": [float(v) for v in bbox], "iscrowd": 0}
     if parent_id is not None:
         out["parent_id"] = parent_id
     return out
 
 
-def _image_entry(image: SourceImage) -> dict[str, Any]:
+class SpinImage(CocoImage):
+    supercategory: str
+    object_class: str
+    wnid: str
+    split: str
+
+
+def _image_entry(image: SourceImage) -> SpinImage:
     return {"id": image.image_id, "file_name": image.stem, "width": image.width, "height": image.height,
             "supercategory": image.supercategory, "object_class": image.object_class, "wnid": image.wnid,
             "split": image.split}
@@ -263,7 +272,7 @@ def _part_category_id(category: SubpartCategory) -> int | None:
     return None
 
 
-def spin_cocos(images: Mapping[int, SourceImage], subparts: Sequence[dict[str, Any]],
+def spin_cocos(images: Mapping[int, SourceImage], subparts: Sequence[CocoAnnotation],
                categories: Sequence[SubpartCategory], *, description: str = "SPIN") -> dict[str, dict[str, Any]]:
     """The three COCO dicts per split: ``{"<split>": {"wholes": ..., "parts": ..., "subparts": ...}}``.
 

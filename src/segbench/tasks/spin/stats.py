@@ -34,6 +34,7 @@ import numpy as np
 from scipy import ndimage
 
 from segbench.core.masks import rle_to_bitmap
+from segbench.schemas.spin_results import Composition, LevelComposition, SpinComposition
 
 SMALL_MAX = 32 * 32
 MEDIUM_MAX = 96 * 96
@@ -175,20 +176,22 @@ def subparts_per_part(levels: Mapping[str, Mapping[str, Any]], split: str = "") 
     return rows
 
 
-def composition(cocos: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
+def composition(cocos: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> SpinComposition:
     """Table 1: images and, per level, categories used (of those declared) and annotations; per split too."""
 
-    def count(split_levels: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"images": sum(len(levels["wholes"]["images"]) for levels in split_levels)}
-        for level in ("wholes", "parts", "subparts"):
-            anns = [a for levels in split_levels for a in levels[level]["annotations"]]
-            declared = split_levels[0][level]["categories"] if split_levels else []
-            out[level] = {"categories": len(declared), "categories_used": len({a["category_id"] for a in anns}),
-                          "annotations": len(anns)}
-        return out
+    def level(split_levels: Sequence[Mapping[str, Mapping[str, Any]]], name: str) -> LevelComposition:
+        anns = [a for levels in split_levels for a in levels[name]["annotations"]]
+        declared = split_levels[0][name]["categories"] if split_levels else []
+        return LevelComposition(categories=len(declared), categories_used=len({a["category_id"] for a in anns}),
+                                annotations=len(anns))
 
-    return {"overall": count(list(cocos.values())),
-            "per_split": {split: count([levels]) for split, levels in sorted(cocos.items())}}
+    def count(split_levels: Sequence[Mapping[str, Mapping[str, Any]]]) -> Composition:
+        return Composition(images=sum(len(levels["wholes"]["images"]) for levels in split_levels),
+                           wholes=level(split_levels, "wholes"), parts=level(split_levels, "parts"),
+                           subparts=level(split_levels, "subparts"))
+
+    return SpinComposition(overall=count(list(cocos.values())),
+                           per_split={split: count([levels]) for split, levels in sorted(cocos.items())})
 
 
 def _quartiles(values: Sequence[float]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 from segbench.core.reports import figure_png, markdown_table
+from segbench.schemas.spin_results import Composition, SpinComposition
 from segbench.tasks.spin.stats import MEASURES
 
 PANELS = {
@@ -28,16 +29,13 @@ SHORT = {"Aeroplane": "Aero", "Quadruped": "Quad"}
 PLOT_NAME = "subpart_boxplots.png"
 
 
-def composition_markdown(table: Mapping[str, Any]) -> str:
+def composition_markdown(table: SpinComposition) -> str:
     """Table 1 of the paper: images, and categories (annotations) per level, overall and per split."""
 
-    def cell(level: Mapping[str, int]) -> str:
-        return f"{level['categories_used']} ({level['annotations']})"
+    def row(name: str, t: Composition) -> list[Any]:
+        return [name, t.images, *(f"{lv.categories_used} ({lv.annotations})" for lv in (t.wholes, t.parts, t.subparts))]
 
-    rows = [["overall", table["overall"]["images"], *(cell(table["overall"][lv]) for lv in ("wholes", "parts",
-                                                                                          "subparts"))]]
-    rows += [[split, t["images"], *(cell(t[lv]) for lv in ("wholes", "parts", "subparts"))]
-             for split, t in table["per_split"].items()]
+    rows = [row("overall", table.overall)] + [row(split, t) for split, t in table.per_split.items()]
     return ("# SPIN composition\n\nCategories with at least one annotation (annotations in brackets).\n\n"
             + markdown_table(["split", "#images", "#object cat", "#part cat", "#subpart cat"], rows))
 
@@ -93,12 +91,12 @@ def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
     return figure_png(boxplots_figure(groups))
 
 
-def write_stats(out_dir: str | Path, *, table: Mapping[str, Any], summary: Mapping[str, Any],
+def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: Mapping[str, Any],
                 groups: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Path]:
     """Write ``composition.{json,md}``, ``subparts.{json,md}`` and the boxplot PNG into ``out_dir``."""
     out_dir = Path(out_dir)
     return [
-        write_json(out_dir / "composition.json", table, indent=1),
+        write_json(out_dir / "composition.json", table.model_dump(mode="json"), indent=1),
         atomic_write_text(out_dir / "composition.md", composition_markdown(table)),
         write_json(out_dir / "subparts.json", summary, indent=1),
         atomic_write_text(out_dir / "subparts.md", measures_markdown(summary)),
