@@ -51,11 +51,11 @@ def test_verified_only_when_the_majority_says_yes_to_all_four():
 
 def test_table_counts_per_edit_type():
     table = verification_table(CANDIDATES, [_answer("1"), _answer("2", positive_valid="no")])
-    assert table["edit_types"]["SM"] == {"items": 1, "answered": 1, "verified": 1, "verified_share": 1.0,
-                                              **{c: 0 for c in CONTROLS}}
-    assert table["edit_types"]["CC"]["verified"] == 0 and table["edit_types"]["CC"]["positive_valid"] == 1
-    assert table["edit_types"]["OC"]["answered"] == 0 and table["edit_types"]["OC"]["verified_share"] is None
-    assert table["overall"]["items"] == 3 and table["overall"]["verified"] == 1
+    assert table.edit_types["SM"].model_dump() == {"items": 1, "answered": 1, "verified": 1, "verified_share": 1.0,
+                                                   **{c: 0 for c in CONTROLS}}
+    assert table.edit_types["CC"].verified == 0 and table.edit_types["CC"].positive_valid == 1
+    assert table.edit_types["OC"].answered == 0 and table.edit_types["OC"].verified_share is None
+    assert table.overall.items == 3 and table.overall.verified == 1
 
 
 def test_round_items_show_the_review_image_and_the_prompts():

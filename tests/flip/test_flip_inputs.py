@@ -1,13 +1,14 @@
-"""Reading a split: a ρ the build has not got is refused, naming the ones it has."""
+"""Reading a split: a ρ the build has not got is refused, naming the ones it has; the typed reader
+refuses an entry that is not what a build writes, naming the field and the image."""
 
 from __future__ import annotations
 
 import pytest
 
-from segbench.core.errors import InputError
+from segbench.core.errors import AnnotationError, InputError
 from segbench.core.io import write_json
 from segbench.core.versioning import DatasetSource
-from segbench.tasks.flip.inputs import read_split, split_relpath
+from segbench.tasks.flip.inputs import read_images, read_split, split_relpath
 
 pytestmark = pytest.mark.unit
 
@@ -23,6 +24,19 @@ def test_a_split_not_built_names_the_built_rhos(tmp_path):
     assert "rho_0.9/test.json" in str(error.value) and "ρ = 0.5, 0.95" in str(error.value)
     with pytest.raises(InputError, match="build the dataset first"):
         read_split(source, split_relpath("data/waterbirds_seg", 0.9, "test"))
+
+
+def test_the_typed_reader_gives_models_and_names_a_missing_field(tmp_path):
+    image = {"id": 3, "file_name": "a.jpg", "width": 4, "height": 4, "group_id": 1, "class": "cat",
+             "context": "outdoor", "mask_file": "masks/3.png", "coco_url": "http://x"}
+    write_json(tmp_path / "val.json", {"images": [image, {**image, "id": 2, "class": None}]})
+    with pytest.raises(AnnotationError, match="class: Input should be a valid string") as error:
+        read_images(DatasetSource(tmp_path), "val.json")
+    assert "image 2" in str(error.value)
+    write_json(tmp_path / "val.json", {"images": [image]})
+    [read] = read_images(DatasetSource(tmp_path), "val.json")
+    assert (read.id, read.class_, read.context, read.image_file) == (3, "cat", "outdoor", None)
+    assert read.model_extra == {"coco_url": "http://x"}  # the source's own keys are kept
 
 
 def test_evaluate_at_a_rho_not_built_names_the_built_ones_on_the_command_line(tmp_path):

@@ -81,9 +81,9 @@ class OfflineAnswer:
         kind: the question kind it answers (``spin.subparts``).
         params: the rule parameters behind its answers (a rule version). They are part of the answers'
             cache keys, so a changed rule never replays answers cached under the old one.
-        answer: ``(wordnet, inputs) -> dict``: the answer, as a dict of the answer schema, from an NLTK
-            WordNet reader and the question's structured inputs. Raises ``ProviderError`` on inputs
-            it cannot read.
+        answer: ``(wordnet, inputs) -> answer``: the answer (a model of the answer schema) from an
+            NLTK WordNet reader and the question's structured inputs. Raises ``ProviderError`` on
+            inputs it cannot read.
         with_provider_params: key the answers with the provider's own parameters too
             (``inherit_parts``, ``meronym_depth``). Only for kinds whose cached answers were keyed so
             from the start: dropping them would turn every cached answer of the kind into a miss.
@@ -91,5 +91,5 @@ class OfflineAnswer:
 
     kind: str
     params: Mapping[str, Any]
-    answer: Callable[[Any, dict[str, Any]], dict[str, Any]]
+    answer: Callable[[Any, dict[str, Any]], BaseModel]
     with_provider_params: bool = False

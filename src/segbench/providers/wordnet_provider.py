@@ -22,7 +22,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -51,6 +51,18 @@ def alternatives(category: str) -> list[str]:
     """The names a category goes by: ADE20K-style ``"tree, plant"`` gives ``["tree", "plant"]``."""
     names = [normalise(part) for part in category.split(",")]
     return [name for name in dict.fromkeys(names) if name]
+
+
+class _Judgement(TypedDict):
+    noun: str
+    relation: str
+
+
+class _RelationsAnswer(TypedDict):
+    """A ``vocab.relations`` answer (the vocabulary's schema, which this layer does not import)."""
+
+    category: str
+    judgements: list[_Judgement]
 
 
 class WordNetProvider:
@@ -136,10 +148,11 @@ class WordNetProvider:
                 item=question.kind,
                 hint="use provider = 'openai' for this question kind",
             )
-        with WORDNET_LOCK:
-            raw = handler(question.inputs)
         try:
-            result = schema.model_validate(raw)
+            with WORDNET_LOCK:
+                raw = handler(question.inputs)
+            # Checked against the schema asked for, which need not be the class the rule answers with.
+            result = schema.model_validate(raw.model_dump() if isinstance(raw, BaseModel) else raw)
         except ValidationError as exc:
             raise ProviderError(
                 f"WordNet answer does not fit {schema.__name__}: {exc.errors(include_url=False)[0]['msg']}",
@@ -148,7 +161,7 @@ class WordNetProvider:
         self._usage = self._usage.add(Usage(calls=1))
         return result
 
-    def _handler(self, kind: str) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    def _handler(self, kind: str) -> Callable[[dict[str, Any]], BaseModel | _RelationsAnswer] | None:
         """What turns a question's inputs into its raw answer, or ``None`` for a kind not answered."""
         if kind == RELATIONS_KIND:
             return self._relations
@@ -163,7 +176,7 @@ class WordNetProvider:
 
     # -- vocab.relations -----------------------------------------------------------------------
 
-    def _relations(self, inputs: dict[str, Any]) -> dict[str, Any]:
+    def _relations(self, inputs: dict[str, Any]) -> _RelationsAnswer:
         category = inputs.get("category")
         candidates = inputs.get("candidates")
         if not isinstance(category, str) or not isinstance(candidates, list):
@@ -176,7 +189,7 @@ class WordNetProvider:
         if not own:
             log.warning("category %r is not a WordNet noun; only exact matches are found", category)
         parts = self._parts(own)
-        judgements = [{"noun": noun, "relation": self.relation(noun, names, own, parts)} for noun in candidates]
+        judgements: list[_Judgement] = [{"noun": noun, "relation": self.relation(noun, names, own, parts)} for noun in candidates]
         return {"category": category, "judgements": judgements}
 
     def relation(self, noun: str, names: list[str], own: set[Any], parts: set[Any]) -> str:

@@ -223,3 +223,22 @@ class CafeDemo(DemoPart):
     verification: RoundIngest
     export: ExportSummary
     evaluation: EvaluationResult[CafeMetrics] | None = None
+
+
+class VerificationRow(BaseModel):
+    """The verification of one edit type (or all): items, answers, verified samples, and the majority
+    *no* answers per question."""
+
+    items: int = 0
+    answered: int = 0
+    verified: int = Field(0, description="the majority said yes to all four questions")
+    positive_valid: int = 0
+    negative_invalid: int = 0
+    edit_clean: int = 0
+    mask_fits: int = 0
+    verified_share: float | None = Field(None, description="verified / answered")
+
+
+class VerificationTable(BaseModel):
+    edit_types: dict[str, VerificationRow]
+    overall: VerificationRow

@@ -132,3 +132,23 @@ class CocoCdDemo(DemoPart):
     build: CocoCdBuildSummary
     audit: RoundIngest
     evaluation: EvaluationResult[FlipSummary] | None = None
+
+
+class AuditRow(BaseModel):
+    """The context audit of one group (or all): automatic labels against the people's majority."""
+
+    items: int = 0
+    answered: int = 0
+    ambiguous: int = 0
+    no_majority: int = Field(0, description="answered, but the answers tied")
+    judged: int = Field(0, description="answered, not ambiguous, with a majority")
+    agree: int = 0
+    ambiguous_share: float | None = Field(None, description="ambiguous / answered")
+    agreement: float | None = Field(None, description="agree / judged; None when nothing was judged")
+
+
+class AuditTable(BaseModel):
+    """The audit of a round, per group (named as the evaluation names them) and overall."""
+
+    groups: dict[str, AuditRow]
+    overall: AuditRow

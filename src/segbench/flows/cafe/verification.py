@@ -106,7 +106,7 @@ def write_verification_report(round_: Round, answers: list[ItemAnswer], data_roo
     table = verification.verification_table(read_candidates(candidates_path), answers)
     out = Path(data_root) / "cafe_verification"
     json_path = write_json(out / f"{round_.key}.json", {"round": round_.key, "dataset_version": round_.dataset_version,
-                                                       **table}, indent=1)
+                                                       **table.model_dump(mode="json")}, indent=1)
     md_path = atomic_write_text(out / f"{round_.key}.md", verification.verification_markdown(
         table, round_key=round_.key, dataset_version=round_.dataset_version))
     return {"verification_json": json_path, "verification_markdown": md_path}

@@ -91,12 +91,12 @@ def write_audit_report(round_: Round, answers: list[ItemAnswer], data_root: Path
         raise InputError(f"the dataset changed since round {round_.key} was created", path=dataset,
                          hint="check out the data version the round was made on (dvc checkout at its commit), "
                               "or create a new round")
-    images = {str(image["id"]): image for image in audit.read_val_split(dataset)["images"]}
-    auto = {item.item_id: (images[item.item_id]["group_id"], images[item.item_id]["context"]) for item in round_.items}
+    images = {str(image.id): image for image in audit.read_val_split(dataset)}
+    auto = {item.item_id: (images[item.item_id].group_id, images[item.item_id].context) for item in round_.items}
     table = audit.audit_table(auto, answers)
     out = Path(data_root) / f"{round_.dataset}_audit"
     json_path = write_json(out / f"{round_.key}.json", {"round": round_.key, "dataset_version": round_.dataset_version,
-                                                       **table}, indent=1)
+                                                       **table.model_dump(mode="json")}, indent=1)
     md_path = atomic_write_text(out / f"{round_.key}.md",
                                 audit.audit_markdown(table, round_key=round_.key, dataset_version=round_.dataset_version))
     return {"audit_json": json_path, "audit_markdown": md_path}

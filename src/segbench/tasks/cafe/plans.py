@@ -165,8 +165,8 @@ def _rng(inputs: dict[str, Any]) -> random.Random:
     return random.Random(f"{inputs['seed']}:{inputs['target_key']}:{inputs['edit_type']}")
 
 
-def offline_plan(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Answer a ``cafe.edit_plan`` question from WordNet (a :class:`PlanAnswer` as a dict).
+def offline_plan(wn: Any, inputs: dict[str, Any]) -> PlanAnswer:
+    """Answer a ``cafe.edit_plan`` question from WordNet.
 
     Raises:
         ProviderError: malformed inputs, or no pattern / material passes the WordNet checks.
@@ -188,14 +188,14 @@ EDIT_PLAN_ANSWER = OfflineAnswer(kind=QUESTION_KIND, params={"cafe_edit_plan_rul
                                 answer=offline_plan)
 
 
-def _superficial_mimicry(wn: Any, obj: str, rng: random.Random) -> dict[str, Any]:
+def _superficial_mimicry(wn: Any, obj: str, rng: random.Random) -> PlanAnswer:
     choices = [p for p in PATTERN_NOUNS if under(wn, p, PATTERN_ROOTS) and not related(wn, p, obj)]
     if not choices:
         raise ProviderError(f"no pattern noun unrelated to {obj!r}", item=obj)
     pattern = rng.choice(choices)
-    return {"detail": pattern, "q_pos": obj, "q_neg": pattern,
-            "instruction": f"Repaint the surface of the {obj} with the pattern and colours of {_article(pattern)}; "
-                           f"keep the {obj}'s shape and everything outside it unchanged."}
+    return PlanAnswer(detail=pattern, q_pos=obj, q_neg=pattern,
+                      instruction=f"Repaint the surface of the {obj} with the pattern and colours of "
+                                  f"{_article(pattern)}; keep the {obj}'s shape and everything outside it unchanged.")
 
 
 def context_rows(wn: Any, obj: str) -> tuple[tuple[str, str], ...]:
@@ -212,13 +212,13 @@ def context_rows(wn: Any, obj: str) -> tuple[tuple[str, str], ...]:
     return ()
 
 
-def _context_conflict(wn: Any, obj: str, rng: random.Random) -> dict[str, Any]:
+def _context_conflict(wn: Any, obj: str, rng: random.Random) -> PlanAnswer:
     # The suggested concept must be a WordNet noun that is not the object or a kind of it upward.
     rows = [(scene, concept) for scene, concept in context_rows(wn, obj)
             if _synsets(wn, concept) and concept != obj and not _is_hypernym(wn, concept, obj)]
     scene, concept = rng.choice(rows) if rows else (FALLBACK_CONTEXT[0], FALLBACK_CONTEXT[1].format(object=obj))
-    return {"detail": scene, "q_pos": obj, "q_neg": concept,
-            "instruction": f"Replace everything around the {obj} with {scene}; keep the {obj} itself unchanged."}
+    return PlanAnswer(detail=scene, q_pos=obj, q_neg=concept,
+                      instruction=f"Replace everything around the {obj} with {scene}; keep the {obj} itself unchanged.")
 
 
 def _is_hypernym(wn: Any, general: str, specific: str) -> bool:
@@ -226,13 +226,13 @@ def _is_hypernym(wn: Any, general: str, specific: str) -> bool:
     return any(s in wanted or _closure(s) & wanted for s in _synsets(wn, specific))
 
 
-def _ontological_conflict(wn: Any, obj: str, rng: random.Random) -> dict[str, Any]:
+def _ontological_conflict(wn: Any, obj: str, rng: random.Random) -> PlanAnswer:
     words = set(obj.lower().split())
     choices = [(m, r) for m, r in MATERIALS if under(wn, m, MATERIAL_ROOTS) and m not in words]
     if not choices:
         raise ProviderError(f"no material for {obj!r}", item=obj)
     material, rendering = rng.choice(choices)
     identity = f"living {obj}" if under(wn, obj, LIVING_ROOTS, first_sense=True) else obj
-    return {"detail": material, "q_pos": rendering, "q_neg": identity,
-            "instruction": f"Re-render the {obj} as {_article(rendering)}, keeping its shape and pose; "
-                           "keep everything outside it unchanged."}
+    return PlanAnswer(detail=material, q_pos=rendering, q_neg=identity,
+                      instruction=f"Re-render the {obj} as {_article(rendering)}, keeping its shape and pose; "
+                                  "keep everything outside it unchanged.")

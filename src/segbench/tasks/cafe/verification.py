@@ -12,14 +12,13 @@ What does not belong here: round records and backends (``annotation_ui``, ``flow
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from PIL import Image
 
 from segbench.core.reports import markdown_table
-from segbench.schemas.cafe import Candidate
+from segbench.schemas.cafe import Candidate, VerificationRow, VerificationTable
 from segbench.schemas.edits import EditType
 from segbench.schemas.rounds import ItemAnswer, RoundItem
 
@@ -76,31 +75,30 @@ def verdict(answer: ItemAnswer | None) -> tuple[bool, list[str]]:
     return not reasons, reasons
 
 
-def verification_table(candidates: Sequence[Candidate], answers: Sequence[ItemAnswer]) -> dict[str, Any]:
+def verification_table(candidates: Sequence[Candidate], answers: Sequence[ItemAnswer]) -> VerificationTable:
     """Items, answered, verified and verified share per edit type and overall; "no" counts per control."""
     by_item = {a.item_id: a for a in answers}
-    rows: dict[str, dict[str, Any]] = {name: {"items": 0, "answered": 0, "verified": 0, **{c: 0 for c in CONTROLS}}
-            for name in (*[t.name for t in EditType], "overall")}
+    rows = {name: VerificationRow() for name in (*[t.name for t in EditType], "overall")}
     for candidate in candidates:
         answer = by_item.get(str(candidate.id))
         ok, reasons = verdict(answer)
         for row in (rows[candidate.plan.edit_type.name], rows["overall"]):
-            row["items"] += 1
-            row["answered"] += answer is not None
-            row["verified"] += ok
+            row.items += 1
+            row.answered += answer is not None
+            row.verified += ok
             for reason in reasons:
                 control = reason.split(":")[0]
                 if control in CONTROLS and reason.endswith(": no"):
-                    row[control] += 1
+                    setattr(row, control, getattr(row, control) + 1)
     for row in rows.values():
-        row["verified_share"] = row["verified"] / row["answered"] if row["answered"] else None
-    return {"edit_types": {k: v for k, v in rows.items() if k != "overall"}, "overall": rows["overall"]}
+        row.verified_share = row.verified / row.answered if row.answered else None
+    return VerificationTable(edit_types={k: v for k, v in rows.items() if k != "overall"}, overall=rows["overall"])
 
 
-def verification_markdown(table: Mapping[str, Any], *, round_key: str, dataset_version: str) -> str:
+def verification_markdown(table: VerificationTable, *, round_key: str, dataset_version: str) -> str:
     """The verification table as Markdown."""
-    rows = [[name, r["items"], r["answered"], r["verified"], r["verified_share"], *(r[c] for c in CONTROLS)]
-            for name, r in [*table["edit_types"].items(), ("overall", table["overall"])]]
+    rows = [[name, r.items, r.answered, r.verified, r.verified_share, *(getattr(r, c) for c in CONTROLS)]
+            for name, r in [*table.edit_types.items(), ("overall", table.overall)]]
     return (f"# CAFE verification — round `{round_key}`\n\n"
             f"Candidates of version `{dataset_version[:12]}`. A sample is verified when the majority says yes to "
             "all four questions; the last four columns count majority *no* answers.\n\n"

@@ -11,14 +11,16 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from segbench.core.errors import InputError, InsufficientDataError
-from segbench.core.io import read_json
 from segbench.core.manifest import read_manifest
 from segbench.core.reports import markdown_table
+from segbench.core.versioning import DatasetSource
+from segbench.schemas.coco_cd import AuditRow, AuditTable
+from segbench.schemas.flip import FlipImage
 from segbench.schemas.manifest import Manifest
 from segbench.schemas.rounds import ItemAnswer, RoundItem
+from segbench.tasks.flip.inputs import read_images
 
 KIND = "coco_cd_context_audit"
 CONTROL = "context"
@@ -27,7 +29,7 @@ GROUP_NAMES = ("cat indoors", "cat outdoors", "dog indoors", "dog outdoors")  # 
 
 
 def sample_audit_items(
-    val_split: Mapping[str, Any], *, per_group: int, seed: int, dataset_dir: str, size: int,
+    val_images: Sequence[FlipImage], *, per_group: int, seed: int, dataset_dir: str, size: int,
     batch_by_group: bool = False,
 ) -> list[RoundItem]:
     """``per_group`` images from each group of a COCO-CD val split, as round items.
@@ -41,15 +43,15 @@ def sample_audit_items(
     """
     rng = random.Random(seed)
     items = []
-    for group, images in sorted(images_by_group(val_split, per_group).items()):
-        for image in rng.sample(sorted(images, key=lambda i: i["id"]), per_group):
-            items.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
+    for group, images in sorted(images_by_group(val_images, per_group).items()):
+        for image in rng.sample(sorted(images, key=lambda i: i.id), per_group):
+            items.append(RoundItem(item_id=str(image.id), image=f"{dataset_dir}/{image.image_file}",
                                    width=size, height=size,
                                    batch=group_batch(group) if batch_by_group else None))
     return sorted(items, key=lambda item: int(item.item_id))
 
 
-def audit_sources(dataset: Path, per_group: int) -> tuple[Manifest, dict[str, Any]]:
+def audit_sources(dataset: Path, per_group: int) -> tuple[Manifest, list[FlipImage]]:
     """The build's manifest and validation split, once they are known to serve an audit of
     ``per_group`` images a group (checked before any round is made, by the command and the flow).
 
@@ -73,24 +75,24 @@ def audit_sources(dataset: Path, per_group: int) -> tuple[Manifest, dict[str, An
     return manifest, val
 
 
-def read_val_split(dataset: Path) -> dict[str, Any]:
-    """The validation split of a COCO-CD build (shared by every ρ directory)."""
+def read_val_split(dataset: Path) -> list[FlipImage]:
+    """The images of the validation split of a COCO-CD build (shared by every ρ directory)."""
     candidates = sorted(dataset.glob("splits/rho_*/val.json"))
     if not candidates:
         raise InputError("no validation split found", path=dataset / "splits",
                          hint="build COCO-CD first (segbench build coco-cd)")
-    return read_json(candidates[0])
+    return read_images(DatasetSource(dataset), candidates[0].relative_to(dataset).as_posix())
 
 
-def images_by_group(val_split: Mapping[str, Any], per_group: int) -> dict[int, list[dict[str, Any]]]:
+def images_by_group(val_images: Sequence[FlipImage], per_group: int) -> dict[int, list[FlipImage]]:
     """The split's images by group id.
 
     Raises:
         InsufficientDataError: a group has fewer than ``per_group`` images.
     """
-    by_group: dict[int, list[dict[str, Any]]] = {g: [] for g in range(4)}
-    for image in val_split["images"]:
-        by_group[image["group_id"]].append(image)
+    by_group: dict[int, list[FlipImage]] = {g: [] for g in range(4)}
+    for image in val_images:
+        by_group[image.group_id].append(image)
     for group, images in sorted(by_group.items()):
         if len(images) < per_group:
             raise InsufficientDataError(
@@ -105,52 +107,43 @@ def group_batch(group: int) -> str:
     return GROUP_NAMES[group].replace(" ", "-")
 
 
-def audit_table(auto: Mapping[str, tuple[int, str]], answers: Sequence[ItemAnswer]) -> dict[str, Any]:
+def audit_table(auto: Mapping[str, tuple[int, str]], answers: Sequence[ItemAnswer]) -> AuditTable:
     """Agreement between automatic and human context labels, per group and overall.
 
     Args:
         auto: item id → (group id, automatic context) from the dataset.
         answers: aggregated human answers (control ``context``).
-
-    Returns:
-        ``{"groups": {name: row}, "overall": row}`` where a row has ``items``, ``answered``,
-        ``ambiguous``, ``ambiguous_share``, ``no_majority``, ``judged`` (answered, not ambiguous,
-        with a majority), ``agree`` and ``agreement`` (agree / judged; None when nothing was judged).
     """
     by_item = {a.item_id: a for a in answers}
-    rows = {name: _empty_row() for name in (*GROUP_NAMES, "overall")}
+    rows = {name: AuditRow() for name in (*GROUP_NAMES, "overall")}
     for item_id, (group, label) in sorted(auto.items()):
         for row in (rows[GROUP_NAMES[group]], rows["overall"]):
             _count(row, label, by_item.get(item_id))
     for row in rows.values():
-        row["ambiguous_share"] = row["ambiguous"] / row["answered"] if row["answered"] else None
-        row["agreement"] = row["agree"] / row["judged"] if row["judged"] else None
-    return {"groups": {name: rows[name] for name in GROUP_NAMES}, "overall": rows["overall"]}
+        row.ambiguous_share = row.ambiguous / row.answered if row.answered else None
+        row.agreement = row.agree / row.judged if row.judged else None
+    return AuditTable(groups={name: rows[name] for name in GROUP_NAMES}, overall=rows["overall"])
 
 
-def _empty_row() -> dict[str, Any]:
-    return {"items": 0, "answered": 0, "ambiguous": 0, "no_majority": 0, "judged": 0, "agree": 0}
-
-
-def _count(row: dict[str, Any], auto_label: str, answer: ItemAnswer | None) -> None:
-    row["items"] += 1
+def _count(row: AuditRow, auto_label: str, answer: ItemAnswer | None) -> None:
+    row.items += 1
     if answer is None or CONTROL not in answer.majority:  # nobody answered this image's context
         return
-    row["answered"] += 1
+    row.answered += 1
     human = answer.majority.get(CONTROL)
     if human is None:
-        row["no_majority"] += 1
+        row.no_majority += 1
     elif human == "ambiguous":
-        row["ambiguous"] += 1
+        row.ambiguous += 1
     else:
-        row["judged"] += 1
-        row["agree"] += int(human == auto_label)
+        row.judged += 1
+        row.agree += int(human == auto_label)
 
 
-def audit_markdown(table: Mapping[str, Any], *, round_key: str, dataset_version: str) -> str:
+def audit_markdown(table: AuditTable, *, round_key: str, dataset_version: str) -> str:
     """The audit table as Markdown (seed 002, Table 5 layout)."""
-    rows = [[name, r["items"], r["answered"], r["ambiguous"], r["ambiguous_share"], r["no_majority"], r["judged"],
-             r["agree"], r["agreement"]] for name, r in [*table["groups"].items(), ("overall", table["overall"])]]
+    rows = [[name, r.items, r.answered, r.ambiguous, r.ambiguous_share, r.no_majority, r.judged, r.agree, r.agreement]
+            for name, r in [*table.groups.items(), ("overall", table.overall)]]
     return (f"# COCO-CD context audit — round `{round_key}`\n\n"
             f"Automatic indoor/outdoor labels against the people's majority label on the validation images "
             f"of dataset version `{dataset_version[:12]}`. Agreement excludes ambiguous images and ties.\n\n"

@@ -7,9 +7,10 @@ An image is unambiguous when its indoor share is at least ``1 − margin`` (indo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from segbench.schemas.flip import FlipImage
 from segbench.schemas.rounds import RoundItem
 from segbench.tasks.coco_cd.audit import CONTROL, group_batch
 
@@ -27,16 +28,16 @@ def unambiguous_context(indoor_share: float | None, margin: float = UNAMBIGUOUS_
     return None
 
 
-def gold_candidates(val_split: Mapping[str, Any], context_rows: Iterable[Mapping[str, Any]], *, dataset_dir: str,
+def gold_candidates(val_images: Sequence[FlipImage], context_rows: Iterable[Mapping[str, Any]], *, dataset_dir: str,
                     size: int, margin: float = UNAMBIGUOUS_MARGIN, batch_by_group: bool = False) -> list[RoundItem]:
     """Validation images with an unambiguous context, as gold items (sorted by id), shown like audit
     items (with ``batch_by_group``, in their group's batch, as :func:`~segbench.tasks.coco_cd.audit.sample_audit_items` does)."""
     shares = {int(row["image_id"]): row.get("indoor_share") for row in context_rows}
     out = []
-    for image in val_split["images"]:
-        known = unambiguous_context(shares.get(int(image["id"])), margin)
-        if known is not None and known == image["context"]:
-            out.append(RoundItem(item_id=str(image["id"]), image=f"{dataset_dir}/{image['image_file']}",
+    for image in val_images:
+        known = unambiguous_context(shares.get(image.id), margin)
+        if known is not None and known == image.context:
+            out.append(RoundItem(item_id=str(image.id), image=f"{dataset_dir}/{image.image_file}",
                                  width=size, height=size, gold={CONTROL: known},
-                                 batch=group_batch(image["group_id"]) if batch_by_group else None))
+                                 batch=group_batch(image.group_id) if batch_by_group else None))
     return sorted(out, key=lambda item: int(item.item_id))

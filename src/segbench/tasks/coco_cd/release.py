@@ -7,10 +7,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from segbench.core.errors import InputError
 from segbench.core.release.licences import COCO_ANNOTATIONS, COCO_STUFF_ANNOTATIONS, coco_licence
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan
 from segbench.core.release.rounds import rounds_of
 from segbench.core.versioning import DatasetSource
+from segbench.schemas.coco_cd import AuditTable
 from segbench.tasks.coco_cd.audit import GROUP_NAMES
 from segbench.tasks.coco_cd.audit import KIND as AUDIT_KIND
 from segbench.tasks.flip import release as flip
@@ -40,7 +44,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     def licences_of(image: Mapping[str, Any]) -> list[Licence]:
         return [coco_licence(image.get("license"), licence_table)]
 
-    def extra(image: Mapping[str, Any]) -> dict[str, Any]:
+    def extra(image: Mapping[str, Any]) -> dict[str, float | str | None]:
         row = evidence.get(int(image["id"]), {})
         return {**{name: float(row.get(name) or 0.0) for name in ("fg_ratio", "indoor_share", "indoor_area",
                                                                    "outdoor_area")},
@@ -71,7 +75,8 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     counts = manifest["counts"]
     rounds = rounds_of(source, {"coco_cd"})
     data_root = str(Path(data_dir).parent)
-    coverage = _read_optional(source, f"{data_dir}/tables/context_coverage.json")
+    coverage_path = f"{data_dir}/tables/context_coverage.json"
+    coverage = source.read_json(coverage_path) if source.exists(coverage_path) else {}
     return ReleasePlan(
         name="coco_cd", pretty_name="COCO-CD (context-debiased cat/dog segmentation)",
         summary=("Cat and dog images from COCO, each labelled indoor or outdoor from COCO-Stuff pixel evidence, "
@@ -131,10 +136,6 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     )
 
 
-def _read_optional(source: DatasetSource, relpath: str) -> dict[str, Any]:
-    return source.read_json(relpath) if source.exists(relpath) else {}
-
-
 def _supply(coverage: dict[str, Any], classes: list[str]) -> list[str]:
     """How context splits within each class in the usable images: the supply the balanced splits draw from."""
     shares = [f"{name}: {row['indoor']} indoor, {row['outdoor']} outdoor, {row['unknown']} unknown"
@@ -149,16 +150,20 @@ def _audit_findings(source: DatasetSource, data_root: str, rounds: list) -> list
     for round_ in rounds:
         if round_.kind != AUDIT_KIND:
             continue
-        table = _read_optional(source, f"{data_root}/coco_cd_audit/{round_.key}.json")
-        overall = table.get("overall")
-        if not overall:
+        relpath = f"{data_root}/coco_cd_audit/{round_.key}.json"
+        if not source.exists(relpath):  # ingested, but its report not written
             continue
-        agreement = "n/a" if overall.get("agreement") is None else f"{overall['agreement']:.1%}"
-        ambiguous = "n/a" if overall.get("ambiguous_share") is None else f"{overall['ambiguous_share']:.1%}"
+        try:
+            overall = AuditTable.model_validate(source.read_json(relpath)).overall
+        except ValidationError as exc:
+            raise InputError(f"not an audit report: {exc.errors(include_url=False)[0]['msg']}", path=relpath,
+                             hint=f"ingest round {round_.key} again to rewrite it") from None
+        agreement = "n/a" if overall.agreement is None else f"{overall.agreement:.1%}"
+        ambiguous = "n/a" if overall.ambiguous_share is None else f"{overall.ambiguous_share:.1%}"
         findings.append(f"Context audit `{round_.key}`: people's majority label agreed with the automatic context "
-                        f"on {overall['agree']} of {overall['judged']} judged validation images ({agreement}); "
-                        f"{overall['ambiguous']} of {overall['answered']} answered images were called ambiguous "
-                        f"({ambiguous}); {overall['no_majority']} had no majority.")
+                        f"on {overall.agree} of {overall.judged} judged validation images ({agreement}); "
+                        f"{overall.ambiguous} of {overall.answered} answered images were called ambiguous "
+                        f"({ambiguous}); {overall.no_majority} had no majority.")
     return findings
 
 

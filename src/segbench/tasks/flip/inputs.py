@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from segbench.core.errors import AnnotationError, InputError
 from segbench.core.io import check_input_file, open_image
 from segbench.core.splits import rho_name
 from segbench.core.versioning import DatasetSource
+from segbench.schemas.flip import FlipImage
 from segbench.tasks.flip.metrics import GROUPS, NUM_CLASSES, FlipAccumulator, labels_from_probs
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,26 @@ def read_split(source: DatasetSource, relpath: str) -> list[dict[str, Any]]:
                 item=f"image {image['id']}",
             )
     return sorted(images, key=lambda im: int(im["id"]))
+
+
+def read_images(source: DatasetSource, relpath: str) -> list[FlipImage]:
+    """The images of a split file as :class:`FlipImage` (what the build writes), sorted by id.
+
+    Raises:
+        InputError: as :func:`read_split`.
+        AnnotationError: an image lacks a field of a built split (class, context, file names...)
+            or has one of the wrong type; the message names the field.
+    """
+    images = []
+    for entry in read_split(source, relpath):
+        try:
+            images.append(FlipImage.model_validate(entry))
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            field = ".".join(str(part) for part in error["loc"]) or "the entry"
+            raise AnnotationError(f"{field}: {error['msg']}", path=relpath, item=f"image {entry.get('id')}",
+                                  hint="rebuild the dataset: this is not a split file segbench wrote") from None
+    return images
 
 
 def _decode_png(data: bytes, path: str | Path) -> np.ndarray:

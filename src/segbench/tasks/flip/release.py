@@ -41,7 +41,7 @@ class FlipLayout:
     class_names: tuple[str, str]
     context_field: str  # the column name of a, and the image entry's key
     context_names: tuple[str, str]
-    extra: Callable[[Mapping[str, Any]], dict[str, Any]]  # image entry → its dataset's own columns
+    extra: Callable[[Mapping[str, Any]], Mapping[str, object]]  # image entry → its dataset's own columns
     licence: Callable[[Mapping[str, Any]], list[Licence]]  # image entry → its licences (a composite: each part's)
     image: str  # what the image column holds (its size, how it was made)
     size: str  # what width and height measure

@@ -31,6 +31,7 @@ from typing import Any
 
 from segbench.core.errors import ProviderError
 from segbench.providers.base import OfflineAnswer
+from segbench.schemas.spin import SubpartProposal, SubpartVisibility
 from segbench.tasks.spin.taxonomy import QUESTION_KIND, VISIBILITY_KIND, normalise_name
 
 log = logging.getLogger(__name__)
@@ -143,8 +144,8 @@ def wordnet_visible(wn: Any, *, subpart: str, part: str, wnids: Sequence[str], a
     return False
 
 
-def answer_subparts(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Answer a ``spin.subparts`` question from WordNet (a ``SubpartProposal`` as a dict).
+def answer_subparts(wn: Any, inputs: dict[str, Any]) -> SubpartProposal:
+    """Answer a ``spin.subparts`` question from WordNet.
 
     Raises:
         ProviderError: the inputs lack a field or have one of the wrong type.
@@ -160,7 +161,7 @@ def answer_subparts(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         raise ProviderError(f"{QUESTION_KIND} needs inputs {{'object': str, 'part': str, 'wnids': [str, ...], "
                             "'animal': bool, 'other_parts': [str, ...]}", item=QUESTION_KIND)
     names = wordnet_subparts(wn, part=part, wnids=wnids, animal=bool(animal), other_parts=other_parts)
-    return {"object": obj, "part": part, "subparts": names}
+    return SubpartProposal(object=obj, part=part, subparts=names)
 
 
 # SPIN's answers have been keyed with the provider's own parameters too since the first build;
@@ -169,8 +170,8 @@ SUBPARTS_ANSWER = OfflineAnswer(kind=QUESTION_KIND, params={"spin_subparts_rule"
                                 answer=answer_subparts, with_provider_params=True)
 
 
-def answer_visibility(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Answer a ``spin.visibility`` question from WordNet (a ``SubpartVisibility`` as a dict).
+def answer_visibility(wn: Any, inputs: dict[str, Any]) -> SubpartVisibility:
+    """Answer a ``spin.visibility`` question from WordNet.
 
     Raises:
         ProviderError: the inputs lack a field or have one of the wrong type.
@@ -182,7 +183,7 @@ def answer_visibility(wn: Any, inputs: dict[str, Any]) -> dict[str, Any]:
                             "'animal': bool}", item=VISIBILITY_KIND,
                             hint="ask with segbench.tasks.spin.taxonomy.visibility_questions")
     visible = wordnet_visible(wn, subpart=subpart, part=part, wnids=wnids, animal=bool(inputs.get("animal")))
-    return {"subpart": subpart, "visible": visible}
+    return SubpartVisibility(subpart=subpart, visible=visible)
 
 
 VISIBILITY_ANSWER = OfflineAnswer(kind=VISIBILITY_KIND, params={"spin_visibility_rule": VISIBILITY_RULE_VERSION},

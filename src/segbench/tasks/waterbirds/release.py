@@ -40,7 +40,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     manifest = source.read_json(f"{data_dir}/manifest.json")
     params, counts = manifest["params"], manifest["counts"]
 
-    def extra(image: Mapping[str, Any]) -> dict[str, Any]:
+    def extra(image: Mapping[str, Any]) -> dict[str, str]:
         return {"species": image["species"], "place_name": image["place"], "place_file": image["place_file"],
                 "cub_split": image["cub_split"]}
 
