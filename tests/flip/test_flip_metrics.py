@@ -115,25 +115,25 @@ def test_deciles_on_twenty_records():
     records = [(i / 20, 100 + i, {0: 0.5, 18: 0.5, 19: 1.0}.get(i, 0.0)) for i in range(20)]
     random.Random(0).shuffle(records)
     out = risk_deciles(records)
-    deciles = out["deciles"]
-    assert [d["count"] for d in deciles] == [2] * 10
-    assert deciles[0]["mean_risk"] == pytest.approx(0.025) and deciles[0]["mean_flip"] == 0.25
-    assert deciles[4]["mean_flip"] == 0.0 and deciles[4]["mean_risk"] == pytest.approx(0.425)
-    assert deciles[9]["mean_flip"] == 0.75
-    assert out["top_decile_share"] == pytest.approx(1.5 / 2.0)
-    assert out["fewer_than_10_records"] is False
+    deciles = out.deciles
+    assert [d.count for d in deciles] == [2] * 10 and out.num_records == 20
+    assert deciles[0].mean_risk == pytest.approx(0.025) and deciles[0].mean_flip == 0.25
+    assert deciles[4].mean_flip == 0.0 and deciles[4].mean_risk == pytest.approx(0.425)
+    assert deciles[9].mean_flip == 0.75
+    assert out.top_decile_share == pytest.approx(1.5 / 2.0)
+    assert out.fewer_than_10_records is False
 
 
 def test_deciles_with_ties_and_fewer_than_ten_records():
     out = risk_deciles([(0.3, 30, 1.0), (0.3, 10, 0.0), (0.3, 20, 0.0)])
-    counts = [d["count"] for d in out["deciles"]]
+    counts = [d.count for d in out.deciles]
     assert counts == [0, 0, 0, 1, 0, 0, 1, 0, 0, 1]  # boundaries d*3//10
-    assert out["deciles"][0]["mean_risk"] is None and out["deciles"][0]["mean_flip"] is None
-    assert out["deciles"][9]["mean_flip"] == 1.0  # ties broken by image id: id 30 is last
-    assert out["top_decile_share"] == 1.0 and out["fewer_than_10_records"] is True
+    assert out.deciles[0].mean_risk is None and out.deciles[0].mean_flip is None
+    assert out.deciles[9].mean_flip == 1.0  # ties broken by image id: id 30 is last
+    assert out.top_decile_share == 1.0 and out.fewer_than_10_records is True
     empty = risk_deciles([])
-    assert empty["top_decile_share"] is None and all(d["count"] == 0 for d in empty["deciles"])
-    assert risk_deciles([(0.1, 1, 0.0)] * 1)["top_decile_share"] is None  # no flip at all
+    assert empty.top_decile_share is None and all(d.count == 0 for d in empty.deciles)
+    assert risk_deciles([(0.1, 1, 0.0)] * 1).top_decile_share is None  # no flip at all
 
 
 def test_entropy_guards_and_flip_risk():

@@ -314,8 +314,8 @@ def _mean_valid(values: np.ndarray) -> float:
     return -1.0 if valid.size == 0 else float(np.mean(valid))
 
 
-def summarize(acc: dict[str, np.ndarray], t_index: int = 0) -> dict[str, Any]:
-    """The summary SAM3's ``summarize`` prints, for score threshold ``t_index``, by name.
+def summarize(acc: dict[str, np.ndarray], t_index: int = 0) -> CgF1Summary:
+    """The summary SAM3's ``summarize`` prints, for score threshold ``t_index``.
 
     Per-IoU metrics are averaged over the 10 IoU thresholds (``name``) and read at 0.5 / 0.75
     (``name@0.5``, ``name@0.75``); ``pmF1`` is ``positive_micro_F1``. ``per_iou`` keeps the arrays.
@@ -335,7 +335,7 @@ def summarize(acc: dict[str, np.ndarray], t_index: int = 0) -> dict[str, Any]:
     out["per_iou"] = {"iou_thresholds": IOU_THRESHOLDS.tolist(),
                       **{name: acc[name][t_index].tolist() for name in ("cgF1", "positive_micro_F1", "F1")},
                       **{name: acc[name][t_index].astype(int).tolist() for name in ("TPs", "FPs", "FNs")}}
-    return out
+    return CgF1Summary.model_validate(out)
 
 
 def evaluate_cgf1(gts: Sequence[GroundTruth], preds: Predictions, score_threshold: float = 0.5) -> CgF1Summary:
@@ -344,4 +344,4 @@ def evaluate_cgf1(gts: Sequence[GroundTruth], preds: Predictions, score_threshol
     Raises:
         InputError: see :func:`evaluate_counts`.
     """
-    return CgF1Summary.model_validate(summarize(accumulate(evaluate_counts(gts, preds, [score_threshold]))))
+    return summarize(accumulate(evaluate_counts(gts, preds, [score_threshold])))

@@ -38,6 +38,7 @@ from segbench.schemas.cafe_metrics import (
     CafeParamsUsed,
     CafeSubset,
     Calibration,
+    CgF1Summary,
     TargetAwareRates,
     TauSweep,
 )
@@ -203,12 +204,12 @@ def subset_of_images(gt: GroundTruth, image_ids: np.ndarray) -> np.ndarray:
 
 def cgf1_by_subset(gt: GroundTruth, preds: Predictions, thresholds: Sequence[float],
                    image_ids: set[int] | None = None, target_ious: TargetIous | None = None,
-                   ) -> dict[str, list[dict[str, Any] | None]]:
+                   ) -> dict[str, list[CgF1Summary | None]]:
     """cgF1 summaries per subset (and Overall), one per score threshold (``target_ious``: IoUs already known)."""
     ids = [i for i in evaluation_image_ids([gt]) if image_ids is None or i in image_ids]
     counts = evaluate_counts([gt], preds, thresholds, image_ids=ids, target_ious=target_ious)
     subsets = subset_of_images(gt, counts.image_ids)
-    out: dict[str, list[dict[str, Any] | None]] = {}
+    out: dict[str, list[CgF1Summary | None]] = {}
     for name in (*SUBSETS, OVERALL):
         select = np.ones(len(subsets), bool) if name == OVERALL else subsets == name
         if not select.any():
@@ -247,9 +248,9 @@ def evaluate_cafe(gt: GroundTruth, preds: Predictions, *, score_threshold: float
     for name in (*SUBSETS, OVERALL):
         select = np.ones(len(pairs), bool) if name == OVERALL else pairs.subset == name
         summary = cg[name][0]
+        family = summary.model_dump(by_alias=True) if summary else {}
         rows[name] = CafeSubset.model_validate(target_aware_table(flags, select).model_dump() | {
-            k: (summary[k] if summary else None) for k in CGF1_KEYS} | {
-            "cgF1_images": summary["num_images"] if summary else 0})
+            k: family.get(k) for k in CGF1_KEYS} | {"cgF1_images": summary.num_images if summary else 0})
     return CafeMetrics(**rows, tau_sweep=tau_sweep(pairs, score_threshold, taus),
                        params=CafeParamsUsed(score_threshold=score_threshold, iou_threshold=iou_threshold))
 
@@ -263,7 +264,7 @@ def calibrate(gt: GroundTruth, preds: Predictions, *, grid: Sequence[float] = CA
     if summaries[0] is None:
         raise InputError("the calibration split has no exhaustively annotated image", path=gt.path,
                          hint="use a larger calibration fraction or another calibration set")
-    values = [s["cgF1"] for s in summaries if s is not None]  # one image set: all None or none
+    values = [s.cgF1 for s in summaries if s is not None]  # one image set: all None or none
     top = max(values)
     best = min((k for k, v in enumerate(values) if v == top), key=lambda k: (abs(grid[k] - 0.5), grid[k]))
     return Calibration(threshold=float(grid[best]), cgF1=values[best],

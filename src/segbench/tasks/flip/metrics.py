@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from segbench.schemas.flip import FlipSummary, summary_model
+from segbench.schemas.flip import Decile, FlipRisk, FlipSummary, summary_model
 
 log = logging.getLogger(__name__)
 
@@ -135,16 +135,15 @@ def image_flip(gt: np.ndarray, pred: np.ndarray) -> float | None:
     return flipped / n
 
 
-def risk_deciles(records: list[tuple[float, int, float]]) -> dict[str, Any]:
+def risk_deciles(records: list[tuple[float, int, float]], *, without_pred_fg: int = 0,
+                 without_gt_fg: int = 0) -> FlipRisk:
     """Sort (risk, image_id, flip) records and split them into 10 deciles.
 
     Sorting is by risk, ties broken by image id, so the result does not depend on shard order.
     Decile d holds ``sorted[d*n//10 : (d+1)*n//10]``, as in the released evaluator; with fewer than
-    10 records some deciles are empty (count 0, means ``None``).
-
-    Returns:
-        ``{"deciles": [{decile, count, mean_risk, mean_flip}], "top_decile_share": float | None,
-        "fewer_than_10_records": bool}``; the share is ``None`` when no record has any flip.
+    10 records some deciles are empty (count 0, means ``None``). The top-decile share is ``None``
+    when no record has any flip. ``without_pred_fg`` and ``without_gt_fg`` count the images that
+    gave no record.
     """
     ordered = sorted(records, key=lambda r: (r[0], r[1]))
     n = len(ordered)
@@ -152,21 +151,14 @@ def risk_deciles(records: list[tuple[float, int, float]]) -> dict[str, Any]:
     for d in range(NUM_DECILES):
         bucket = ordered[d * n // NUM_DECILES : (d + 1) * n // NUM_DECILES]
         count = len(bucket)
-        deciles.append(
-            {
-                "decile": d + 1,
-                "count": count,
-                "mean_risk": sum(r[0] for r in bucket) / count if count else None,
-                "mean_flip": sum(r[2] for r in bucket) / count if count else None,
-            }
-        )
+        deciles.append(Decile(decile=d + 1, count=count,
+                              mean_risk=sum(r[0] for r in bucket) / count if count else None,
+                              mean_flip=sum(r[2] for r in bucket) / count if count else None))
     total = sum(r[2] for r in ordered)
     top = sum(r[2] for r in ordered[(NUM_DECILES - 1) * n // NUM_DECILES :])
-    return {
-        "deciles": deciles,
-        "top_decile_share": top / total if total > 0 else None,
-        "fewer_than_10_records": n < NUM_DECILES,
-    }
+    return FlipRisk(num_records=n, images_without_pred_fg=without_pred_fg, images_without_gt_fg=without_gt_fg,
+                    fewer_than_10_records=n < NUM_DECILES, deciles=deciles,
+                    top_decile_share=top / total if total > 0 else None)
 
 
 def _confusion(gt: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -299,8 +291,8 @@ class FlipAccumulator:
             },
             "per_group": self._per_group(images, names),
             "gaps": self._gaps(names),
-            **self._risk(images),
         }
+        summary["flip_risk"], summary["flip_risk_unavailable"] = self._risk(images)
         return summary_model(names.classes).model_validate(summary)
 
     def _per_group(self, images: list[ImageRecord], names: FlipNames) -> list[dict[str, Any]]:
@@ -329,29 +321,20 @@ class FlipAccumulator:
             }
         return out
 
-    def _risk(self, images: list[ImageRecord]) -> dict[str, Any]:
+    def _risk(self, images: list[ImageRecord]) -> tuple[FlipRisk | None, str | None]:
+        """The flip-risk deciles, or why there are none."""
         # A risk ranking over only part of the images would look complete but not be; refuse it.
         if not images:
-            return {"flip_risk": None, "flip_risk_unavailable": "no images were evaluated"}
+            return None, "no images were evaluated"
         if self.images_without_probs:
-            reason = (
-                f"{self.images_without_probs} of {len(images)} predictions are label maps without "
-                "probabilities; flip-risk needs (3, H, W) probabilities for every image"
-            )
-            return {"flip_risk": None, "flip_risk_unavailable": reason}
+            return None, (f"{self.images_without_probs} of {len(images)} predictions are label maps without "
+                          "probabilities; flip-risk needs (3, H, W) probabilities for every image")
         with_risk = [r for r in images if r.risk is not None]
-        records = [(r.risk, r.image_id, r.flip) for r in with_risk if r.flip is not None]
+        records = [(r.risk, r.image_id, r.flip) for r in with_risk if r.risk is not None and r.flip is not None]
         if len(records) < NUM_DECILES:
             log.warning("only %d flip-risk records; some deciles are empty", len(records))
-        return {
-            "flip_risk": {
-                "num_records": len(records),
-                "images_without_pred_fg": len(images) - len(with_risk),
-                "images_without_gt_fg": len(with_risk) - len(records),
-                **risk_deciles(records),  # type: ignore[arg-type]
-            },
-            "flip_risk_unavailable": None,
-        }
+        return risk_deciles(records, without_pred_fg=len(images) - len(with_risk),
+                            without_gt_fg=len(with_risk) - len(records)), None
 
 
 def _mean_or_none(*values: float | None) -> float | None:
