@@ -20,7 +20,7 @@ GT_CLASSES = {1: 0, 2: 1, 3: 1}
 def _summary(pred_classes, gt=SEGS, gt_classes=GT_CLASSES, pred=SEGS, crowd=()):
     acc = pqm.PQAccumulator(3)
     acc.update(gt, gt_classes, pred, pred_classes, crowd=crowd)
-    return acc, acc.summarize(CLASSES)
+    return acc, acc.summarize(CLASSES, "exact").model_dump()
 
 
 def test_perfect_prediction_is_one():
@@ -55,7 +55,7 @@ def test_prediction_on_gt_void_is_no_false_positive():
 
 
 def test_no_counts_gives_none():
-    s = pqm.PQAccumulator(3).summarize(CLASSES)
+    s = pqm.PQAccumulator(3).summarize(CLASSES, "exact").model_dump()
     assert (s["pq"], s["sq"], s["rq"], s["num_classes"]) == (None, None, None, 0)
 
 
@@ -100,7 +100,7 @@ def test_accumulators_add_like_one_pass():
     total = pqm.PQAccumulator(3)
     for shard in shards:
         total += shard
-    assert total.summarize(CLASSES) == one.summarize(CLASSES)
+    assert total.summarize(CLASSES, "exact") == one.summarize(CLASSES, "exact")
     with pytest.raises(ValueError, match="different vocabularies"):
         total += pqm.PQAccumulator(2)
 
@@ -155,12 +155,21 @@ def test_bad_segments_name_the_entry(data, item):
     assert err.value.path == "s.json" and err.value.item == item
 
 
-def test_attach_to_summary_adds_rows_and_curve():
-    levels = [{"level": n, "miou": 0.5} for n in ("exact", "synonyms", "hyponyms", "meronyms")]
-    summary = {"levels": levels, "lac": {"miou": {"values": [0.5] * 4, "area": 0.5}}, "pq": None}
-    per_level = [{"pq": v, "sq": 1.0, "rq": v, "num_classes": 1, "per_class": {}} for v in (0.0, 0.5, 0.5, 1.0)]
-    out = pqm.attach_to_summary(summary, per_level)
-    assert summary["pq"] is None and "pq" not in summary["levels"][0]  # input untouched
+def test_attach_pq_adds_rows_and_curve():
+    from segbench.schemas.vocab_metrics import LevelPQ, VocabMetrics
+
+    names = ("exact", "synonyms", "hyponyms", "meronyms")
+    curve = {"values": [0.5] * 4, "area": 0.5}
+    metrics = VocabMetrics.model_validate({
+        "num_images": 1, "num_regions": 1, "undescribed_regions": 0, "absent_segments": 0, "baseline": None,
+        "pq": None, "levels": [{"level": n, "miou": 0.5, "macc": 0.5, "pacc": 0.5, "class_iou": {}, "region_acc": 1.0}
+                               for n in names],
+        "lac": {"miou": curve, "macc": curve, "pacc": curve, "region_acc": curve}})
+    per_level = [LevelPQ(level=n, pq=v, sq=1.0, rq=v, num_classes=1, per_class={})
+                 for n, v in zip(names, (0.0, 0.5, 0.5, 1.0), strict=True)]
+    out = pqm.attach_pq(metrics, per_level).model_dump(mode="json")
+    before = metrics.model_dump(mode="json")
+    assert before["pq"] is None and "pq" not in before["levels"][0] and "pq" not in before["lac"]  # input untouched
     assert [lv["pq"] for lv in out["levels"]] == [0.0, 0.5, 0.5, 1.0]
     assert out["lac"]["pq"] == {"values": [0.0, 0.5, 0.5, 1.0], "area": pytest.approx(0.5)}
-    assert [p["level"] for p in out["pq"]] == ["exact", "synonyms", "hyponyms", "meronyms"]
+    assert [p["level"] for p in out["pq"]] == list(names)

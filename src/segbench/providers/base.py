@@ -24,6 +24,9 @@ from segbench.schemas.results import Usage as Usage  # what every backend counts
 
 T = TypeVar("T", bound=BaseModel)
 
+# A provider's rule parameters (a model's temperature, the offline rules' versions): part of cache keys.
+RuleParams = Mapping[str, str | int | float | bool]
+
 
 class Question(BaseModel):
     """One structured question.
@@ -90,6 +93,6 @@ class OfflineAnswer:
     """
 
     kind: str
-    params: Mapping[str, Any]
+    params: RuleParams
     answer: Callable[[Any, dict[str, Any]], BaseModel]
     with_provider_params: bool = False

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -34,7 +34,19 @@ T = TypeVar("T", bound=BaseModel)
 CACHE_FORMAT = 1  # bumped when the layout of a cache file changes
 
 
-def key_material(provider: LanguageProvider, question: Question, schema: type[BaseModel]) -> dict[str, Any]:
+class KeyMaterial(TypedDict):
+    provider: str
+    model: str | None
+    kind: str
+    version: str
+    system: str
+    user: str
+    inputs: dict[str, Any]
+    schema: dict[str, Any]
+    params: dict[str, str | int | float | bool]
+
+
+def key_material(provider: LanguageProvider, question: Question, schema: type[BaseModel]) -> KeyMaterial:
     """What the cache key is made of. Nothing secret: no API key, no base URL."""
     return {
         "provider": provider.name,
@@ -49,7 +61,7 @@ def key_material(provider: LanguageProvider, question: Question, schema: type[Ba
     }
 
 
-def _params(provider: LanguageProvider, kind: str) -> dict[str, Any]:
+def _params(provider: LanguageProvider, kind: str) -> dict[str, str | int | float | bool]:
     """The provider's rule parameters for ``kind`` (``params_for`` when it has rules per kind)."""
     if hasattr(provider, "params_for"):
         return dict(provider.params_for(kind))
@@ -76,7 +88,7 @@ class CacheFront:
         self._hits = 0
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         # Dask ships the provider to its workers by pickling it; a lock cannot travel, so each copy
         # gets its own. Hits counted on a worker stay in that worker's copy (usage is per process).
         return {key: value for key, value in self.__dict__.items() if key != "_lock"}

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from openai.lib._pydantic import to_strict_json_schema
+from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from segbench import progress
@@ -50,7 +51,7 @@ REASK = (
 
 
 @functools.lru_cache(maxsize=64)
-def response_format(schema: type[BaseModel]) -> dict[str, Any]:
+def response_format(schema: type[BaseModel]) -> ResponseFormatJSONSchema:
     """The ``response_format`` for ``schema``: the same strict JSON schema ``chat.completions.parse`` sends.
 
     Sent as a plain dict (rather than through ``parse``) so that a reply that does not validate
@@ -298,7 +299,7 @@ class OpenAIProvider(OpenAIBackend):
                       backoff_base=backoff_base, backoff_max=backoff_max)
         self.concurrency = concurrency
         self.price_per_1k = price_per_1k
-        self.params: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+        self.params: dict[str, str | int | float | bool] = {} if temperature is None else {"temperature": temperature}
         self._slots = threading.BoundedSemaphore(concurrency)
 
     def answer(self, question: Question, schema: type[T]) -> T:
@@ -372,7 +373,7 @@ class OpenAIProvider(OpenAIBackend):
         except ValidationError as exc:
             return None, _validation_problem(exc)
 
-    def _reply(self, question: Question, messages: list[dict[str, str]], fmt: dict[str, Any]) -> tuple[str, str | None]:
+    def _reply(self, question: Question, messages: list[dict[str, str]], fmt: ResponseFormatJSONSchema) -> tuple[str, str | None]:
         """The reply text and, when it cannot be validated at all, why (refusal, empty, truncated)."""
         completion = self._complete(question, messages, fmt)
         if not completion.choices:
@@ -388,7 +389,7 @@ class OpenAIProvider(OpenAIBackend):
             return text, "the reply was cut off at the token limit"
         return text, None
 
-    def _complete(self, question: Question, messages: list[dict[str, str]], fmt: dict[str, Any]) -> Any:
+    def _complete(self, question: Question, messages: list[dict[str, str]], fmt: ResponseFormatJSONSchema) -> Any:
         """One chat completion, retrying transient failures with backoff."""
 
         def call() -> Any:

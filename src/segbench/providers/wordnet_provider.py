@@ -96,7 +96,8 @@ class WordNetProvider:
         self.source = Path(source)
         self.inherit_parts = inherit_parts
         # Part of every cache key: a changed rule must not replay answers cached under the old one.
-        self.params: dict[str, Any] = {"inherit_parts": inherit_parts, "meronym_depth": MERONYM_DEPTH}
+        self.params: dict[str, str | int | float | bool] = {"inherit_parts": inherit_parts,
+                                                             "meronym_depth": MERONYM_DEPTH}
         self._wn: Any = None
         self._usage = Usage()
         self.answers: dict[str, OfflineAnswer] = {}
@@ -108,7 +109,7 @@ class WordNetProvider:
     def __repr__(self) -> str:
         return f"WordNetProvider(nltk_data={str(self.nltk_data)!r})"
 
-    def params_for(self, kind: str) -> dict[str, Any]:
+    def params_for(self, kind: str) -> dict[str, str | int | float | bool]:
         """The rule parameters behind answers of ``kind``; part of their cache keys, so a changed rule
         never replays answers cached under the old one, and a new kind leaves other kinds' keys alone."""
         registered = self.answers.get(kind)

@@ -184,7 +184,7 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
                               "containment": containment, **({"workers_left_out": left_out} if left_out else {})})
 
 
-def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, PartContext], raw: list[dict[str, Any]],
+def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, PartContext], raw: list[sc.RawRecord],
                       resolved: list[ResolvedSubpart], report: dict[str, Any]) -> SpinImport:
     """Write the round's raw file and report, and merge its resolved records into ``resolved.json``."""
     crowd = Path(data_root) / CROWD_DIR

@@ -72,7 +72,7 @@ def mine_shard(unit_key: str, shard: mining.Shard, model: str, batch_size: int) 
 
 @task(**task_name("select-candidates"), cache_policy=NO_CACHE)
 def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top_k: int,
-                      nltk_data: Path) -> dict[int, list[dict[str, Any]]]:
+                      nltk_data: Path) -> dict[int, list[vb.CandidateRow]]:
     from segbench.providers.wordnet_data import load_wordnet
 
     return vb.select_candidates(categories, nouns, vb.WordNetIndex(load_wordnet(nltk_data)), top_k=top_k)
@@ -124,7 +124,7 @@ def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
 
 
 def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
-               candidates: dict[int, list[dict[str, Any]]], params: VocabParams
+               candidates: dict[int, list[vb.CandidateRow]], params: VocabParams
                ) -> tuple[dict[int, dict[str, str]], dict[str, int], int]:
     """Ask every question; return relations per category id, answer problems and the question count."""
     asked: list[tuple[int, Question]] = []
@@ -144,7 +144,7 @@ def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
     return relations, {k: problems[k] for k in sorted(problems)}, len(asked)
 
 
-def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[dict[str, Any]]],
+def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[vb.CandidateRow]],
                     relations: dict[int, dict[str, str]]) -> list[dict[str, Any]]:
     rows = []
     for category in categories:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import logging
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 from PIL import Image
@@ -121,9 +121,21 @@ def png_bytes(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
+class EditKeyMaterial(TypedDict):
+    format: int
+    editor: str
+    model: str | None
+    logic: dict[str, str | int]
+    params: dict[str, Any]
+    image: str
+    mask: dict[str, Any]
+    plan: dict[str, Any]
+    seed: int
+
+
 def edit_key_material(
     editor: ImageEditor, image: Image.Image, mask: np.ndarray, plan: EditPlan, seed: int
-) -> dict[str, Any]:
+) -> EditKeyMaterial:
     """What the edit cache key is made of. Nothing secret: no API key, no base URL.
 
     The image enters as the digest of its PNG bytes, the mask as the digest of its packed bits and

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from segbench.core.reports import markdown_table
 from segbench.schemas.edits import EditType
@@ -77,17 +77,31 @@ def deduplicate(keys: Sequence[str]) -> tuple[list[int], list[int]]:
     return kept, repeats
 
 
-def pair_statistics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+class PairCount(TypedDict):
+    q_pos: str
+    q_neg: str
+    count: int
+
+
+class PairStatistics(TypedDict):
+    """The prompt pairs of a set of samples (``pairs.json``)."""
+
+    samples: int
+    by_source: dict[str, dict[str, int]]  # source → edit type → count, with "total"
+    by_edit_type: dict[str, int]
+    unique_positive: int
+    unique_negative: int
+    prompt_pairs: int  # distinct (q+, q-)
+    pairs_once: int
+    pairs_once_share: float | None  # of the distinct pairs; None without any
+    most_frequent_pairs: list[PairCount]  # the ten most frequent
+
+
+def pair_statistics(rows: Iterable[Mapping[str, Any]]) -> PairStatistics:
     """The prompt-pair description of a set of samples.
 
     Args:
         rows: one per sample with ``source``, ``edit_type`` (SM/CC/OC), ``q_pos``, ``q_neg``.
-
-    Returns:
-        ``samples`` (total), ``by_source`` (source → edit type → count, with ``total``),
-        ``by_edit_type``, ``unique_positive``, ``unique_negative``, ``prompt_pairs`` (distinct
-        (q+, q-)), ``pairs_once`` and ``pairs_once_share`` (of the distinct pairs; None if none),
-        and the ten most frequent pairs.
     """
     rows = list(rows)
     abbrs = [t.name for t in EditType]
@@ -112,13 +126,13 @@ def pair_statistics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def pair_markdown(stats: Mapping[str, Any], *, title: str) -> str:
+def pair_markdown(stats: PairStatistics, *, title: str) -> str:
     """The statistics as Markdown: samples per source × edit type, then the prompt counts."""
     abbrs = [t.name for t in EditType]
     source_rows = [[source, *(c[a] for a in abbrs), c["total"]] for source, c in stats["by_source"].items()]
     source_rows.append(["total", *(stats["by_edit_type"][a] for a in abbrs), stats["samples"]])
     share = stats["pairs_once_share"]
-    summary = [["positive prompts (unique)", stats["unique_positive"]],
+    summary: list[list[Any]] = [["positive prompts (unique)", stats["unique_positive"]],
                ["negative prompts (unique)", stats["unique_negative"]],
                ["prompt pairs (distinct)", stats["prompt_pairs"]],
                ["pairs that occur once", f"{stats['pairs_once']} ({share:.1%})" if share is not None else "0"]]

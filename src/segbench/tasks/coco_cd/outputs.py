@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from segbench.core.coco import CocoIndex
 from segbench.core.io import atomic_write_bytes, atomic_write_text, png_bytes, read_json, write_json, write_jsonl
@@ -91,7 +91,12 @@ def write_image_and_mask(
     return None
 
 
-def finished_summary(out: Path) -> dict[str, Any]:
+class _FinishedExtras(TypedDict):
+    coverage: dict[str, dict[str, Any]]
+    skipped: dict[str, int]
+
+
+def finished_summary(out: Path) -> _FinishedExtras:
     """What a build summary reports besides its counts, read back from a finished build (coverage, skips)."""
     skipped = read_json(out / "skipped.json")
     return {"coverage": read_json(out / "tables" / "context_coverage.json"), "skipped": skipped["by_error"]}

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from pycocotools import mask as mask_utils
@@ -170,6 +170,57 @@ def resolution_rule(mask_aggregation: str = STATED) -> str:
     return f"majority-yes-of-visible/crowdkit-segmentation-{mask_aggregation}/v1"
 
 
+class SubpartRecord(TypedDict):
+    """One annotator's answer on one subpart, as the raw file keeps it."""
+
+    has: str | None
+    polygons: int
+    area: int
+    containment: float | None
+    segmentation: CocoRle | None
+    flags: list[str]
+
+
+class RawRecord(TypedDict):
+    """One answer, validated, as the raw file keeps it (flagged answers take no part in resolution)."""
+
+    item_id: str
+    image_id: int
+    part_ann_id: int
+    annotator: str
+    source_id: str
+    updated_at: str | None
+    part_visible: str | None
+    flags: list[str]
+    unknown_labels: list[str]
+    subparts: dict[str, SubpartRecord]
+
+
+class _Mask(TypedDict):
+    segmentation: CocoRle
+    area: int
+    polygons: int
+
+
+class EmptyAggregate(TypedDict):
+    image_id: int
+    part_ann_id: int
+    subpart: str
+    yes: list[str]
+
+
+class ResolveReportJson(TypedDict):
+    answers: int
+    items_answered: int
+    resolved: int
+    absent: int
+    no_voters: int
+    flags: dict[str, int]
+    rule: str
+    mask_aggregation: NotRequired[str]
+    empty_aggregate: NotRequired[list[EmptyAggregate]]
+
+
 @dataclass(frozen=True)
 class ResolvePolicy:
     containment: float = DEFAULT_CONTAINMENT  # share of a subpart mask that must lie inside its part
@@ -185,16 +236,16 @@ class ResolveReport:
     absent: int = 0  # (item, subpart) pairs voted absent or without a majority
     no_voters: int = 0
     mask_aggregation: str = STATED
-    empty_aggregate: list[dict[str, Any]] = field(default_factory=list)  # present subparts whose aggregate is empty
+    empty_aggregate: list[EmptyAggregate] = field(default_factory=list)  # present subparts whose aggregate is empty
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
+    def to_json(self) -> ResolveReportJson:
+        out: ResolveReportJson = {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
                "absent": self.absent, "no_voters": self.no_voters, "flags": dict(sorted(self.flags.items())),
                "rule": resolution_rule(self.mask_aggregation)}
         if self.mask_aggregation != STATED:  # keys of a crowd-kit method only: the stated rule's report is unchanged
-            out |= {"mask_aggregation": self.mask_aggregation,
-                    "empty_aggregate": sorted(self.empty_aggregate,
-                                              key=lambda e: (e["image_id"], e["part_ann_id"], e["subpart"]))}
+            out["mask_aggregation"] = self.mask_aggregation
+            out["empty_aggregate"] = sorted(self.empty_aggregate,
+                                            key=lambda e: (e["image_id"], e["part_ann_id"], e["subpart"]))
         return out
 
 
@@ -208,7 +259,7 @@ def item_subparts(item_data: Mapping[str, Any], taxonomy: Taxonomy, ctx: PartCon
 
 def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext], taxonomy: Taxonomy,
                      params: Mapping[str, Mapping[str, Any]], policy: ResolvePolicy = ResolvePolicy()
-                     ) -> tuple[list[dict[str, Any]], list[ResolvedSubpart], ResolveReport]:
+                     ) -> tuple[list[RawRecord], list[ResolvedSubpart], ResolveReport]:
     """Validate every answer, keep it as a raw record, and resolve one mask per present subpart.
 
     Args:
@@ -226,7 +277,8 @@ def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext]
     """
     report = ResolveReport(answers=len(answers), mask_aggregation=policy.mask_aggregation)
     resolution_rule(policy.mask_aggregation)  # an unknown method fails before any work
-    raw, latest = [], {}
+    raw: list[RawRecord] = []
+    latest: dict[tuple[str, str], RawRecord] = {}
     part_bitmaps: dict[str, np.ndarray] = {}
     ordered = sorted(answers, key=lambda a: (a.item_id, a.annotator, a.updated_at or "", a.source_id))
     for answer in ordered:
@@ -244,7 +296,7 @@ def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext]
         latest[(answer.item_id, answer.annotator)] = record
     report.items_answered = len({r["item_id"] for r in raw})
     resolved = []
-    by_item: dict[str, list[dict[str, Any]]] = {}
+    by_item: dict[str, list[RawRecord]] = {}
     for (item_id, _), record in sorted(latest.items()):
         by_item.setdefault(item_id, []).append(record)
     for item_id, records in by_item.items():
@@ -260,12 +312,12 @@ def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext]
 
 
 def _raw_record(answer: Answer, ctx: PartContext, names: list[str], part_bitmap: np.ndarray,
-                containment: float) -> dict[str, Any]:
+                containment: float) -> RawRecord:
     visible = next(iter(answer.choices.get("part_visible") or []), None)
     flags = [] if visible in ("yes", "no") else ["part_visible_missing"]
     labels = {p.label for p in answer.polygons.get("polygons", [])}
     flags += ["unknown_subpart"] if labels - set(names) else []
-    subparts = {}
+    subparts: dict[str, SubpartRecord] = {}
     for name in names:
         s = subpart_answer(answer, name, ctx, part_bitmap, containment) if visible == "yes" else SubpartAnswer(None)
         subparts[name] = {"has": s.has, "polygons": s.polygons, "area": s.area, "containment": s.containment,
@@ -276,7 +328,7 @@ def _raw_record(answer: Answer, ctx: PartContext, names: list[str], part_bitmap:
             "subparts": subparts}
 
 
-def _resolve_one(ctx: PartContext, name: str, records: list[dict[str, Any]],
+def _resolve_one(ctx: PartContext, name: str, records: list[RawRecord],
                  report: ResolveReport) -> ResolvedSubpart | None:
     voters = [r for r in records if r["part_visible"] == "yes" and not r["flags"]
               and not r["subparts"][name]["flags"] and r["subparts"][name]["has"] in ("yes", "no")]
@@ -300,8 +352,15 @@ def _resolve_one(ctx: PartContext, name: str, records: list[dict[str, Any]],
         agreement=len(yes) / len(voters), rule=resolution_rule(report.mask_aggregation))
 
 
-def _medoid(yes: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    masks = [r["subparts"][name]["segmentation"] for r in yes]
+def _segmentation(record: RawRecord, name: str) -> CocoRle:
+    rle = record["subparts"][name]["segmentation"]
+    if rle is None:  # a "yes" without a mask is flagged, and a flagged answer never votes
+        raise ValueError(f"answer {record['source_id']}: subpart {name} voted present without a mask")
+    return rle
+
+
+def _medoid(yes: list[RawRecord], name: str) -> SubpartRecord:
+    masks = [_segmentation(r, name) for r in yes]
     iou = rle_iou(masks, masks)
     # Rounded so that float noise cannot break a tie; max() keeps the first (smallest annotator id) of equals.
     scores = [round(float(np.delete(iou[i], i).mean()), 9) if len(yes) > 1 else 1.0 for i in range(len(yes))]
@@ -309,13 +368,13 @@ def _medoid(yes: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return yes[best]["subparts"][name]
 
 
-def _aggregate(yes: list[dict[str, Any]], name: str, method: str) -> dict[str, Any] | None:
+def _aggregate(yes: list[RawRecord], name: str, method: str) -> _Mask | None:
     """crowd-kit's aggregate of the "yes" masks as a subpart answer (segmentation, area, polygons); None if empty."""
     from scipy import ndimage
 
     from segbench.core.aggregation import aggregate_masks  # crowd-kit loads only when a method asks for it
 
-    mask = aggregate_masks({r["annotator"]: rle_to_bitmap(r["subparts"][name]["segmentation"]) for r in yes}, method)
+    mask = aggregate_masks({r["annotator"]: rle_to_bitmap(_segmentation(r, name)) for r in yes}, method)
     area = int(mask.sum())
     if area == 0:
         return None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import contourpy
 import numpy as np
@@ -194,7 +194,25 @@ def composition(cocos: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> SpinCom
                            per_split={split: count([levels]) for split, levels in sorted(cocos.items())})
 
 
-def _quartiles(values: Sequence[float]) -> dict[str, Any]:
+class Quartiles(TypedDict):
+    n: int
+    mean: float | None
+    q25: float | None
+    median: float | None
+    q75: float | None
+
+
+class SubpartStatistics(TypedDict):
+    """``subparts.json``: quartiles of every measure per super-category (and ``Overall``), COCO
+    size buckets, multi-polygon subparts and the number of subpart annotations."""
+
+    measures: dict[str, dict[str, Quartiles]]
+    sizes: dict[str, dict[str, int]]
+    multi_polygon: dict[str, int]
+    subparts: int
+
+
+def _quartiles(values: Sequence[float]) -> Quartiles:
     if not values:
         return {"n": 0, "mean": None, "q25": None, "median": None, "q75": None}
     q25, median, q75 = np.percentile(np.asarray(values, dtype=float), [25, 50, 75])
@@ -215,7 +233,7 @@ def grouped_values(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping
     return out
 
 
-def summarize(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str, Any]]) -> SubpartStatistics:
     """Quartiles and mean of every measure per super-category and overall, size buckets, multi-polygon share."""
     groups = grouped_values(rows, per_part)
     sizes = {group: {"small": 0, "medium": 0, "large": 0} for group in groups["extent"]}  # objects, then Overall

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
 from segbench.core.reports import figure_png, markdown_table
 from segbench.schemas.spin_results import Composition, SpinComposition
-from segbench.tasks.spin.stats import MEASURES
+from segbench.tasks.spin.stats import MEASURES, SubpartStatistics
 
 PANELS = {
     "subparts_per_part": "(a) subparts per part",
@@ -40,7 +40,7 @@ def composition_markdown(table: SpinComposition) -> str:
             + markdown_table(["split", "#images", "#object cat", "#part cat", "#subpart cat"], rows))
 
 
-def measures_markdown(summary: Mapping[str, Any]) -> str:
+def measures_markdown(summary: SubpartStatistics) -> str:
     """Quartiles per measure and super-category, then COCO size buckets and multi-polygon counts."""
     lines = ["# SPIN subpart statistics", "",
              f"{summary['subparts']} subpart annotations. Definitions: `segbench.tasks.spin.stats`.", ""]
@@ -91,7 +91,7 @@ def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
     return figure_png(boxplots_figure(groups))
 
 
-def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: Mapping[str, Any],
+def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: SubpartStatistics,
                 groups: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Path]:
     """Write ``composition.{json,md}``, ``subparts.{json,md}`` and the boxplot PNG into ``out_dir``."""
     out_dir = Path(out_dir)

@@ -8,7 +8,7 @@ and writes ``taxonomy.diff.md``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from segbench.schemas.spin import Subpart, Taxonomy, TaxonomyPart
 from segbench.tasks.spin.taxonomy_edits import ProposerScore, total_score
@@ -150,13 +150,49 @@ def not_visible_markdown(not_visible: dict[str, list[str]]) -> list[str]:
     return [*lines, ""] if total else lines
 
 
-def _score_row(score: ProposerScore) -> dict[str, Any]:
+class ScoreRow(TypedDict):
+    part: str
+    reference: int
+    proposed: int
+    matched_reference: int
+    matched_proposals: int
+    recall: float | None
+    precision: float | None
+
+
+class ProposerJson(TypedDict):
+    total: ScoreRow
+    parts: list[ScoreRow]
+
+
+class PartChanges(TypedDict):
+    part: str
+    added: list[str]
+    removed: list[str]
+    renamed: list[list[str]]
+    changed: list[list[str]]
+
+
+class DiffJson(TypedDict):
+    """The taxonomy diff as the build summary reports it."""
+
+    first_build: bool
+    header: list[str]
+    proposer: ProposerJson | None
+    not_visible: dict[str, list[str]] | None
+    parts_added: list[str]
+    parts_removed: list[str]
+    counts: dict[str, int]
+    parts: list[PartChanges]
+
+
+def _score_row(score: ProposerScore) -> ScoreRow:
     return {"part": score.part, "reference": score.reference, "proposed": score.proposed,
             "matched_reference": score.matched_reference, "matched_proposals": score.matched_proposals,
             "recall": score.recall, "precision": score.precision}
 
 
-def proposer_json(scores: list[ProposerScore]) -> dict[str, Any]:
+def proposer_json(scores: list[ProposerScore]) -> ProposerJson:
     return {"total": _score_row(total_score(scores)), "parts": [_score_row(s) for s in scores]}
 
 
@@ -186,7 +222,7 @@ def diff_markdown(diff: TaxonomyDiff, *, title: str = "SPIN taxonomy changes") -
     return "\n".join(lines)
 
 
-def diff_json(diff: TaxonomyDiff) -> dict[str, Any]:
+def diff_json(diff: TaxonomyDiff) -> DiffJson:
     return {"first_build": diff.first_build, "header": diff.header,
             "proposer": proposer_json(diff.proposer) if diff.proposer is not None else None,
             "not_visible": diff.not_visible, "parts_added": diff.parts_added,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -242,6 +242,18 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     return result
 
 
+class _Evaluated(TypedDict):
+    source: str
+    rev: str | None
+    vocab: str
+    descriptions: str
+    gt: str | None
+    panoptic: str | None
+    baseline: bool
+    baseline_ran: bool
+    spacy_model: str
+
+
 @dataclass(frozen=True)
 class _Request:
     """What one vocabulary evaluation was asked to do (the flow's arguments, normalised)."""
@@ -262,7 +274,7 @@ class _Request:
     def image_ids(self) -> list[str]:
         return sorted(self.described)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> _Evaluated:
         """What the build key covers besides the inputs (and the manifest records)."""
         return {"source": DatasetSource(self.repo, self.rev).describe(), "rev": self.rev, "vocab": self.vocab,
                 "descriptions": self.descriptions, "gt": self.gt, "panoptic": self.panoptic,
@@ -357,10 +369,11 @@ def _summarize(vocabulary: Vocabulary, scored: list[Any], panoptic: bool) -> tup
         total += shard
         for level_total, level_shard in zip(pq_total or [], shard_pq or [], strict=True):
             level_total += level_shard
-    summary = total.summarize(vocabulary.classes).model_dump(mode="json")  # the report writers read the JSON
+    metrics = total.summarize(vocabulary.classes)
     if pq_total is not None:
-        summary = pqm.attach_to_summary(summary, [a.summarize(vocabulary.classes) for a in pq_total])
-    return summary, total
+        metrics = pqm.attach_pq(metrics, [a.summarize(vocabulary.classes, level)
+                                          for a, level in zip(pq_total, LEVELS, strict=True)])
+    return metrics.model_dump(mode="json"), total  # the report writers read the JSON
 
 
 def _paths(out: str | Path) -> dict[str, str]:

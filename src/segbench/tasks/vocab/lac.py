@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -42,9 +42,11 @@ from segbench.core.errors import InputError
 from segbench.core.io import open_image
 from segbench.core.reports import figure_png, legend_beside
 from segbench.schemas.vocab import LEVELS
-from segbench.schemas.vocab_metrics import VocabMetrics
+from segbench.schemas.vocab_metrics import Baseline, Curve, Lac, Level, VocabMetrics
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
@@ -94,7 +96,14 @@ def _mean(values: np.ndarray, valid: np.ndarray) -> float | None:
     return float(values[valid].mean()) if valid.any() else None
 
 
-def confusion_metrics(cm: np.ndarray, class_names: Sequence[str]) -> dict[str, Any]:
+class ConfusionScores(TypedDict):
+    miou: float | None
+    macc: float | None
+    pacc: float | None
+    class_iou: dict[str, float | None]
+
+
+def confusion_metrics(cm: np.ndarray, class_names: Sequence[str]) -> ConfusionScores:
     """mIoU, mACC, pACC and per-class IoU from a (C, C+1) confusion matrix (undefined → ``None``)."""
     c = cm.shape[0]
     tp = np.diag(cm[:, :c]).astype(np.float64)
@@ -204,28 +213,26 @@ class LacAccumulator:
         """
         if len(set(self.image_ids)) != len(self.image_ids):
             raise ValueError("an image was added more than once; shards must not overlap")
-        levels = []
-        for i, name in enumerate(LEVELS):
-            m = confusion_metrics(self.confusion[i], class_names)
-            m["region_acc"] = float(self.region_correct[i] / self.regions) if self.regions else None
-            levels.append({"level": name, **m})
-        summary: dict[str, Any] = {
-            "num_images": len(self.image_ids),
-            "num_regions": self.regions,
-            "undescribed_regions": self.undescribed_regions,
-            "absent_segments": self.absent_segments,
-            "levels": levels,
-            "lac": {k: {"values": [lv[k] for lv in levels], "area": lac_area([lv[k] for lv in levels])}
-                    for k in METRICS},
-            "baseline": None,
-            "pq": None,  # needs panoptic segments: panoptic_quality.attach_to_summary fills it
-        }
+        levels = [Level(level=name, **confusion_metrics(self.confusion[i], class_names),
+                        region_acc=float(self.region_correct[i] / self.regions) if self.regions else None)
+                  for i, name in enumerate(LEVELS)]
+
+        def curve(metric: str) -> Curve:
+            values = [getattr(level, metric) for level in levels]
+            return Curve(values=values, area=lac_area(values))
+
+        baseline = None
         if self.baseline_regions:
-            m = confusion_metrics(self.baseline_confusion, class_names)
-            m["region_acc"] = float(self.baseline_correct / self.baseline_regions)
-            m["agreement"] = {n: float(self.agreement[i] / self.baseline_regions) for i, n in enumerate(LEVELS)}
-            summary["baseline"] = {"name": "sentence-bert (all-MiniLM-L6-v2, forced choice)", **m}
-        return VocabMetrics.model_validate(summary)
+            baseline = Baseline(name="sentence-bert (all-MiniLM-L6-v2, forced choice)",
+                                **confusion_metrics(self.baseline_confusion, class_names),
+                                region_acc=float(self.baseline_correct / self.baseline_regions),
+                                agreement={n: float(self.agreement[i] / self.baseline_regions)
+                                           for i, n in enumerate(LEVELS)})
+        # PQ needs panoptic segments: panoptic_quality.attach_pq adds it.
+        return VocabMetrics(num_images=len(self.image_ids), num_regions=self.regions,
+                            undescribed_regions=self.undescribed_regions, absent_segments=self.absent_segments,
+                            levels=levels, lac=Lac(**{metric: curve(metric) for metric in METRICS}),
+                            baseline=baseline, pq=None)
 
 
 def parse_descriptions(data: Any, *, source: str = "<descriptions>") -> dict[str, dict[int, str]]:
@@ -351,7 +358,7 @@ def plot_lac(summary: Mapping[str, Any]) -> bytes:
     return figure_png(lac_figure(summary))
 
 
-def write_report(out_dir: Any, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Any]:
+def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
     """Write ``metrics.json`` ({evaluated, metrics}), ``report.md`` and ``lac.png`` atomically.
 
     Returns:

@@ -50,7 +50,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from segbench.core.errors import InputError
 from segbench.core.io import read_json
@@ -150,6 +150,13 @@ def load_nlp(model: str = DEFAULT_SPACY_MODEL) -> Any:
     return load_pipeline(model)
 
 
+class NounsJson(TypedDict):
+    subject: str | None
+    head: str | None
+    hyponym_candidates: list[str]
+    meronym_candidates: list[str]
+
+
 @dataclass(frozen=True)
 class Extraction:
     """The lookup terms of one description (all normalised)."""
@@ -166,7 +173,7 @@ class Extraction:
         out += [("meronym_candidate", t) for t in self.meronym_candidates]
         return [(kind, term) for kind, term in out if term]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> NounsJson:
         return {
             "subject": self.subject,
             "head": self.head,
@@ -241,13 +248,34 @@ def extract_terms(doc: Any) -> Extraction:
     return Extraction(subject, head, tuple(hyponyms), tuple(meronyms))
 
 
-def class_hits(vocab: Vocabulary, extraction: Extraction) -> dict[str, dict[str, Any]]:
+class Hit(TypedDict):
+    level: int  # the effective level's index
+    rank: int  # the index of the term that gave it
+    term: str
+    via: str
+
+
+class ShownHit(TypedDict):
+    level: str  # the effective level's name
+    term: str
+    via: str
+
+
+class Mapped(TypedDict):
+    """What a description maps to: its nouns, the classes they hit, and its class at each level."""
+
+    nouns: NounsJson
+    hits: dict[str, ShownHit]
+    mapping: dict[str, str | None]
+
+
+def class_hits(vocab: Vocabulary, extraction: Extraction) -> dict[str, Hit]:
     """Every class some term hits: ``{class: {"level": index, "rank": term index, "term", "via"}}``.
 
     ``level`` is the effective level ``max(gate, listed level)``, minimised over the terms; ``rank``
     is the index of the term that gave it (the earliest on equal levels).
     """
-    hits: dict[str, dict[str, Any]] = {}
+    hits: dict[str, Hit] = {}
     for rank, (kind, term) in enumerate(extraction.lookups()):
         for cls, listed in vocab.hits(term).items():
             level = max(GATES[kind], listed)
@@ -256,7 +284,7 @@ def class_hits(vocab: Vocabulary, extraction: Extraction) -> dict[str, dict[str,
     return hits
 
 
-def assign(vocab: Vocabulary, hits: Mapping[str, Mapping[str, Any]], level: int, gt_class: str | None) -> str | None:
+def assign(vocab: Vocabulary, hits: Mapping[str, Hit], level: int, gt_class: str | None) -> str | None:
     """The class a description maps to at level index ``level`` (0..3), or ``None`` (unmatched).
 
     The ground-truth class wins if it is hit at ``level`` or below; otherwise the hit class with the
@@ -268,7 +296,7 @@ def assign(vocab: Vocabulary, hits: Mapping[str, Mapping[str, Any]], level: int,
     return min(eligible)[3] if eligible else None
 
 
-def map_extraction(vocab: Vocabulary, extraction: Extraction, gt_class: str | None = None) -> dict[str, Any]:
+def map_extraction(vocab: Vocabulary, extraction: Extraction, gt_class: str | None = None) -> Mapped:
     """``{"nouns": ..., "hits": {class: {level, term, via}}, "mapping": {level name: class | None}}``."""
     hits = class_hits(vocab, extraction)
     return {

@@ -19,7 +19,7 @@ pipeline falls back to plain ``nlp.pipe`` when its components are not the expect
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -166,7 +166,7 @@ class MiningPipeline:
         self.lemmatizer = nlp.get_pipe("lemmatizer") if self.fast else None
 
     @property
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> Mapping[str, object]:
         return self.nlp.meta
 
     def pipe(self, texts: Iterable[str], *, batch_size: int = 256) -> Iterator[Any]:

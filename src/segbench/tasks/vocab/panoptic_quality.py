@@ -46,6 +46,7 @@ import numpy as np
 
 from segbench.core.errors import InputError
 from segbench.core.io import open_image
+from segbench.schemas.vocab_metrics import ClassPQ, Curve, LevelPQ, VocabMetrics
 
 log = logging.getLogger(__name__)
 
@@ -136,27 +137,26 @@ class PQAccumulator:
             getattr(self, name).__iadd__(getattr(other, name))
         return self
 
-    def summarize(self, class_names: Sequence[str]) -> dict[str, Any]:
-        """``{"pq", "sq", "rq", "num_classes", "per_class": {name: {pq, sq, rq, tp, fp, fn}}}``.
+    def summarize(self, class_names: Sequence[str], level: str) -> LevelPQ:
+        """PQ, SQ and RQ of the lexical ``level``, overall and per class (with TP, FP, FN).
 
         Overall values are means over the ``num_classes`` classes with TP + FP + FN > 0 (``None`` if
         there are none); a class without any count has ``None`` scores.
         """
-        per_class: dict[str, dict[str, Any]] = {}
-        scores = []
+        per_class: dict[str, ClassPQ] = {}
         for i, name in enumerate(class_names):
             tp, fp, fn = int(self.tp[i]), int(self.fp[i]), int(self.fn[i])
-            counts = {"tp": tp, "fp": fp, "fn": fn}
-            if tp + fp + fn == 0:
-                per_class[name] = {"pq": None, "sq": None, "rq": None, **counts}
-                continue
             denom = tp + 0.5 * fp + 0.5 * fn
-            row = {"pq": float(self.iou_sum[i] / denom), "sq": float(self.iou_sum[i] / tp) if tp else 0.0,
-                   "rq": tp / denom}
-            per_class[name] = {**row, **counts}
-            scores.append(row)
-        overall = {k: (float(np.mean([s[k] for s in scores])) if scores else None) for k in ("pq", "sq", "rq")}
-        return {**overall, "num_classes": len(scores), "per_class": per_class}
+            per_class[name] = ClassPQ(pq=float(self.iou_sum[i] / denom) if denom else None,
+                                      sq=(float(self.iou_sum[i] / tp) if tp else 0.0) if denom else None,
+                                      rq=tp / denom if denom else None, tp=tp, fp=fp, fn=fn)
+        scored = [c for c in per_class.values() if c.tp + c.fp + c.fn]
+
+        def mean(metric: str) -> float | None:
+            return float(np.mean([getattr(c, metric) for c in scored])) if scored else None
+
+        return LevelPQ(level=level, pq=mean("pq"), sq=mean("sq"), rq=mean("rq"), num_classes=len(scored),
+                       per_class=per_class)
 
 
 def level_predictions(labels: Mapping[int, Sequence[int]], level: int) -> dict[int, int]:
@@ -164,18 +164,19 @@ def level_predictions(labels: Mapping[int, Sequence[int]], level: int) -> dict[i
     return {seg: int(v[level]) for seg, v in labels.items() if v[level] >= 0}
 
 
-def attach_to_summary(summary: dict[str, Any], per_level: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A copy of a LAC summary with PQ/SQ/RQ in each level row, a ``pq`` curve and per-class PQ.
+def attach_pq(metrics: VocabMetrics, per_level: Sequence[LevelPQ]) -> VocabMetrics:
+    """A copy of ``metrics`` with PQ/SQ/RQ in each level row, a ``pq`` curve and per-class PQ.
 
     ``per_level``: one :meth:`PQAccumulator.summarize` result per lexical level, in level order.
     """
     from segbench.tasks.vocab.lac import lac_area
 
-    levels = [{**row, "pq": pq["pq"], "sq": pq["sq"], "rq": pq["rq"]}
-              for row, pq in zip(summary["levels"], per_level, strict=True)]
-    values = [pq["pq"] for pq in per_level]
-    return {**summary, "levels": levels, "lac": {**summary["lac"], "pq": {"values": values, "area": lac_area(values)}},
-            "pq": [{"level": row["level"], **pq} for row, pq in zip(summary["levels"], per_level, strict=True)]}
+    levels = [row.model_copy(update={"pq": pq.pq, "sq": pq.sq, "rq": pq.rq})
+              for row, pq in zip(metrics.levels, per_level, strict=True)]
+    values = [pq.pq for pq in per_level]
+    return metrics.model_copy(update={
+        "levels": levels, "lac": metrics.lac.model_copy(update={"pq": Curve(values=values, area=lac_area(values))}),
+        "pq": list(per_level)})
 
 
 # --- panoptic ground truth ------------------------------------------------------------------------

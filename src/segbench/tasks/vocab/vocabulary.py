@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -186,7 +186,7 @@ def _contains(noun: str, names: Iterable[str]) -> bool:
 
 
 def select_candidates(categories: Sequence[CategorySpec], nouns: Mapping[str, int], index: WordNetIndex,
-                      *, top_k: int = 50) -> dict[int, list[dict[str, Any]]]:
+                      *, top_k: int = 50) -> dict[int, list[CandidateRow]]:
     """The candidates each category's judge sees: at most ``top_k`` mined nouns plus its synonyms.
 
     Mined nouns rank by (string containment either way, a WordNet link — gloss or inherited part,
@@ -197,7 +197,7 @@ def select_candidates(categories: Sequence[CategorySpec], nouns: Mapping[str, in
     Returns:
         category id -> rows ``{noun, count, score, contains, linked, source}``, best first.
     """
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: dict[int, list[CandidateRow]] = {}
     for category in categories:
         names = exact_names(category)
         rows = []
@@ -215,7 +215,18 @@ def select_candidates(categories: Sequence[CategorySpec], nouns: Mapping[str, in
     return out
 
 
-def _row(index: WordNetIndex, noun: str, count: int, names: Sequence[str], source: str) -> dict[str, Any]:
+class CandidateRow(TypedDict):
+    """A candidate noun of a category, as ``candidates.json`` lists it."""
+
+    noun: str
+    count: int
+    score: float
+    contains: bool
+    linked: bool
+    source: str
+
+
+def _row(index: WordNetIndex, noun: str, count: int, names: Sequence[str], source: str) -> CandidateRow:
     return {"noun": noun, "count": count, "score": round(max(index.similarity(noun, n) for n in names), 6),
             "contains": _contains(noun, names), "linked": any(index.linked(noun, n) for n in names),
             "source": source}
