@@ -99,6 +99,19 @@ def test_remote_added_after_the_version_still_reads(tmp_path: Path) -> None:
         DatasetSource(repo, rev=first.commit).read_bytes("data/demo/labels.json")
 
 
+def test_a_version_whose_data_is_gone_says_so_not_file_not_found(repo: Path, tmp_path: Path) -> None:
+    first = publish(repo, commit=True)
+    shutil.rmtree(repo / ".dvc" / "cache")
+    shutil.rmtree(tmp_path / "remote")  # the version's listing is now in neither cache nor remote
+    with DatasetSource(repo, rev=first.commit) as source, pytest.raises(VersioningError) as info:
+        source.read_bytes("data/demo/labels.json")
+    text = str(info.value)
+    assert "in neither the local DVC cache nor a reachable remote" in text and "dvc pull" in text
+    assert "not found" not in text
+    with DatasetSource(repo, rev=first.commit) as source, pytest.raises(InputError, match="not found at revision"):
+        source.read_bytes("elsewhere/labels.json")  # outside the tracked data: a plain missing file
+
+
 def test_failing_commands_raise_versioning_error(repo: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the remote folder should be")

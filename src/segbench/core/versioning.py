@@ -23,7 +23,7 @@ import shlex
 import subprocess
 import sys
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import ValidationError
@@ -528,6 +528,7 @@ class DatasetSource:
         # Existence comes from git + .dvc metadata; asking first separates "no such file" from
         # "content not available" (DVC reports both as FileNotFoundError).
         if not self.exists(relpath):
+            self._check_listable(relpath)
             raise InputError(
                 f"file not found at revision {self.rev}",
                 path=relpath,
@@ -542,6 +543,26 @@ class DatasetSource:
                 path=relpath,
                 hint="configure the DVC remote that holds this version (configure_remote), or `dvc pull`",
             ) from None  # unchained: its text can carry a secret
+
+    def _check_listable(self, relpath: str) -> None:
+        """Raise when a folder above ``relpath`` is tracked but its listing is in neither the DVC
+        cache nor a reachable remote: the file may well be there, so "not found" would mislead.
+
+        Raises:
+            VersioningError: naming the folder whose content is missing.
+        """
+        for parent in reversed(PurePosixPath(relpath).parents[:-1]):  # "data", then "data/demo", ...
+            folder = str(parent)
+            try:
+                if not self._fs.isdir(folder):
+                    return
+                self._fs.ls(folder)
+            except Exception:
+                raise VersioningError(
+                    f"the data of revision {self.rev} under {folder} is in neither the local DVC cache nor a "
+                    "reachable remote", path=relpath,
+                    hint="run `dvc pull` (segbench publish pushed it to the default remote); if it went to "
+                         "another remote, add that one: `dvc remote add -d NAME URL`") from None
 
     def read_json(self, relpath: str) -> Any:
         return parse_json(self.read_bytes(relpath), relpath)
