@@ -48,3 +48,25 @@ def test_argument_errors(tmp_path: Path) -> None:
         configure_remote(tmp_path, "/somewhere", name="bad name")
     with pytest.raises(InputError, match="data directory not found"):
         describe_datasets(tmp_path / "missing")
+
+
+def test_a_report_names_a_moving_revision_by_its_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    from segbench.core.versioning import revision_label
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a").write_text("a")
+    git("add", "a")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "one")
+    git("tag", "release/v1")
+    head = git("rev-parse", "HEAD")
+    assert revision_label(tmp_path, None) == "worktree"
+    branch = git("branch", "--show-current")
+    assert revision_label(tmp_path, "HEAD") == head[:12] == revision_label(tmp_path, branch)
+    assert revision_label(tmp_path, "release/v1") == "release-v1"  # a tag keeps its name, as one folder
+    assert revision_label(tmp_path, "no-such-rev") == "no-such-rev"  # reading it fails with its own message
+    assert revision_label(tmp_path, "--output=x") == "--output=x"  # never passed to git as an option

@@ -239,7 +239,8 @@ def evaluate_cafe_command(
     params = CafeEvalParams(score_threshold=score_threshold, iou_threshold=iou_threshold, calibrate=calibrate,
                             calibration_fraction=calibration_fraction, seed=seed,
                             **({"taus": tuple(tau)} if tau else {}))
-    out = out or settings.reports_dir / "cafe" / f"{rev or 'worktree'}-{predictions.stem}"
+    from segbench.core.versioning import revision_label
+    out = out or settings.reports_dir / "cafe" / f"{revision_label(repo, rev)}-{predictions.stem}"
     result = run_evaluation(ctx, track, EVALUATE_CAFE, EVALUATE_CAFE_FLOW, repo=repo, rev=rev, gt=gt, predictions=predictions,
                             out=out, dataset_dir=relative_to_repo(settings.data_root / "cafe", repo), params=params,
                             calibration_gt=calibration_gt, calibration_predictions=calibration_predictions,

@@ -76,8 +76,10 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
     spec = registry.dataset(dataset)
     settings = settings_of(ctx)
     dataset_dir = relative_to_repo(settings.data_root / spec.default_out, repo)
+    from segbench.core.versioning import revision_label
+
     out = out or (settings.reports_dir / spec.default_out
-                  / f"{rev or 'worktree'}-rho{rho:g}-{split}-{predictions.name}")
+                  / f"{revision_label(repo, rev)}-rho{rho:g}-{split}-{predictions.name}")
     result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, predictions=predictions,
                             out=out, rho=rho, split=split, dataset_dir=dataset_dir, force=force)
     print_up_to_date(result, out)

@@ -309,7 +309,8 @@ def evaluate_spin_command(
                                                      "files, and/or --answers")
     data_root = settings_of(ctx).data_root
     run = predictions.name if predictions is not None else "-".join(sorted(files)) or "answers"
-    out = out or settings_of(ctx).reports_dir / "spin" / f"{rev or 'worktree'}-{split}-{run}"
+    from segbench.core.versioning import revision_label
+    out = out or settings_of(ctx).reports_dir / "spin" / f"{revision_label(repo, rev)}-{split}-{run}"
     spec = registry.dataset("spin")
     result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, predictions=files,
                             out=out, split=split, dataset_dir=dataset_dir or relative_to_repo(data_root / "spin", repo),

@@ -118,7 +118,8 @@ def evaluate_command(
     Does nothing when the report is up to date with the vocabulary, ground truth and descriptions."""
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
-    out = out or settings_of(ctx).reports_dir / "vocab" / f"{rev or 'worktree'}-{Path(vocab).stem}-{descriptions.stem}"
+    from segbench.core.versioning import revision_label
+    out = out or settings_of(ctx).reports_dir / "vocab" / f"{revision_label(repo, rev)}-{Path(vocab).stem}-{descriptions.stem}"
     spec = registry.dataset("vocab")
     result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, vocab=vocab,
                             descriptions=descriptions, gt=gt, out=out, baseline=baseline, spacy_model=spacy_model,

@@ -99,6 +99,21 @@ def default_remote(repo: str | Path) -> str | None:
     return _dvc_config(Path(repo).resolve())["core"].get("remote")
 
 
+def revision_label(repo: str | Path, rev: str | None) -> str:
+    """How a report folder names the data it evaluated: ``worktree``; a tag by its name; any other
+    revision (``HEAD``, a branch, ``HEAD~2``: names that move) by its commit's first 12 digits. A
+    revision git does not know keeps its name: reading it fails with its own message."""
+    if rev is None:
+        return "worktree"
+    if rev.startswith("-"):  # never handed to git as an option
+        return rev
+    repo = Path(repo)
+    if _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{rev}", check=False).returncode == 0:
+        return rev.replace("/", "-")
+    found = _git(repo, "rev-parse", "-q", "--verify", f"{rev}^{{commit}}", check=False)
+    return found.stdout.strip()[:12] if found.returncode == 0 else rev
+
+
 def check_repo(repo: str | Path, *, init_git: bool = False) -> bool:
     """Refuse a folder that cannot be published from, before anything runs; True if it needs ``git init``.
 
