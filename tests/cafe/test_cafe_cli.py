@@ -37,3 +37,18 @@ def test_cafe_from_sources_to_the_sa_co_export_through_the_command_line(tmp_path
                                                                     "CAFE_OC.json"}
     wrong = run(tmp_path, "build", "cafe", "--round", "nope", code=1)
     assert isinstance(wrong.exception, SegbenchError) and "nope" in str(wrong.exception)
+
+    # A round one of whose items nobody answered is exported only when asked for.
+    run(tmp_path, "rounds", "create", "cafe_verification", "v2", "--backend", "files")
+    run(tmp_path, "rounds", "launch", "v2")
+    round_ = Round.model_validate(read_json(data / "rounds" / "v2.json"))
+    left = round_.items[0].item_id
+    rows = [row for row in simulated_rows(round_, truth) if row["Input.item_id"] != left]
+    write_results_csv(rows, data / "rounds" / "v2" / "results" / "workers.csv")
+    run(tmp_path, "rounds", "ingest", "v2")
+    unfinished = run(tmp_path, "build", "cafe", "--round", "v2", "--out", str(tmp_path / "v2"), code=1)
+    assert "1 of" in str(unfinished.exception) and "--partial" in str(unfinished.exception)
+    assert not (tmp_path / "v2").exists()
+    partial = run(tmp_path, "build", "cafe", "--round", "v2", "--out", str(tmp_path / "v2"), "--partial")
+    assert "1 unanswered" in partial.output
+    assert read_json(tmp_path / "v2" / "manifest.json")["counts"]["unanswered"] == 1

@@ -183,6 +183,8 @@ def export_command(
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/cafe).",
                              callback=check_output_folder),
     force: bool = typer.Option(False, "--force", help="Export even when the export is up to date."),
+    partial: bool = typer.Option(False, "--partial", help="Export a round some of whose items have no answer yet "
+                                                          "(they count as not verified)."),
 ) -> None:
     """Export the verified CAFE pairs in the SA-Co format (CAFE.json, CAFE_{SM,CC,OC}.json, images/).
 
@@ -190,7 +192,7 @@ def export_command(
     from segbench.flows.cafe.export import build_cafe
 
     settings = settings_of(ctx)
-    summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out, force=force)
+    summary = run_flow(ctx, build_cafe, settings.data_root, round_key, out=out, force=force, partial=partial)
     print_export(summary)
 
 
@@ -198,7 +200,8 @@ def print_export(summary: ExportSummary) -> None:
     counts = summary.counts
     console.out.print(console.key_values("CAFE", {
         "samples (pairs)": counts.samples, **{f"  {k}": v for k, v in counts.by_edit_type.items()},
-        "not verified": counts.not_verified, "prompt pairs": counts.prompt_pairs,
+        "not verified": f"{counts.not_verified} ({counts.rejected} rejected, {counts.tied} tied, "
+                        f"{counts.unanswered} unanswered)", "prompt pairs": counts.prompt_pairs,
         "unique q+ / q-": f"{counts.unique_positive} / {counts.unique_negative}"}))
     console.out.print(f"Dataset: [bold]{summary.out}[/]")
     console.out.print(build_status(summary))

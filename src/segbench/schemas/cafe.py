@@ -204,6 +204,9 @@ class ExportCounts(Counts):
     images: int
     by_edit_type: dict[str, int]
     not_verified: int
+    rejected: int = Field(0, description="not verified: a majority said no to a question")
+    tied: int = Field(0, description="not verified: no question rejected, one tied")
+    unanswered: int = Field(0, description="not verified: a question without any answer (exported with --partial)")
     prompt_pairs: int
     unique_positive: int
     unique_negative: int

@@ -9,6 +9,7 @@ does nothing.
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,8 @@ VERIFIED_RULE = "majority yes on " + ", ".join(verification.CONTROLS)
 
 
 @flow(name="build-cafe", flow_run_name=run_name("build-cafe", ("round_key",)))
-def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False) -> ExportSummary:
+def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: bool = False,
+               partial: bool = False) -> ExportSummary:
     """Export the verified samples of an ingested verification round into ``out`` (default ``<data root>/cafe``).
 
     Writes ``CAFE.json`` and ``CAFE_{SM,CC,OC}.json`` (SA-Co format), ``images/`` (the edited images of
@@ -41,7 +43,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     verified, with the reasons) and ``manifest.json``. Each written file is checked with
     :func:`segbench.tasks.cafe.export.validate_saco` before the directory is swapped in. When ``out``
     was exported from the same round answers and candidates nothing is done (``force``
-    exports anyway).
+    exports anyway). A round with unanswered items is exported only with ``partial``.
 
     Returns:
         A summary: output path, ``up_to_date``, counts, ``units`` (none: the export is not cut into
@@ -50,7 +52,8 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     Raises:
         InputError: the round is not a CAFE verification round, the candidates changed since it was
             created, or an exported file fails the schema check.
-        RoundStateError: the round has not been ingested yet.
+        RoundStateError: the round has not been ingested yet, or (without ``partial``) some of its
+            items have no answer.
     """
     from segbench.annotation_ui.followups import final_key
     from segbench.annotation_ui.rounds import RoundStore
@@ -74,9 +77,10 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     build = Build(out=out, dataset="cafe", logic_version=versions.EXPORT, params=params, input_hashes=hashes)
     # Where the files are, whether exported now or found up to date.
     files = {"files": {stem: out / f"{stem}.json" for stem in cafe_export.SUBSETS}}
-    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, verdicts[0], verdicts[1], round_,
-                                                                       files),
-                        ExportSummary, force=force, prepare=lambda: _verdicts(round_, candidates_path, answers_path),
+    summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, verdicts[0], verdicts[1],
+                                                                       verdicts[2], round_, files),
+                        ExportSummary, force=force,
+                        prepare=lambda: _verdicts(round_, candidates_path, answers_path, partial=partial),
                         finished=lambda _manifest: files, logger=get_run_logger())
     if not summary.up_to_date:
         get_run_logger().info("exported %d of %d candidates", summary.counts.samples,
@@ -100,25 +104,35 @@ def _ingested_round(round_: Round) -> Round:
     return round_
 
 
-def _verdicts(round_: Round, candidates_path: Path, answers_path: Path) -> tuple[list[Candidate], SkipReport]:
-    """The candidates the majority verified, and the others with the reasons (as skipped items).
+def _verdicts(round_: Round, candidates_path: Path, answers_path: Path, *, partial: bool
+              ) -> tuple[list[Candidate], SkipReport, Counter[str]]:
+    """The candidates the majority verified, the others with the reasons (as skipped items), and
+    how many were verified, rejected, tied and unanswered.
 
     Raises:
         InputError: the candidates changed since the round was created.
+        RoundStateError: (without ``partial``) some items have no answer.
     """
     check_version(round_, candidates_path)
     candidates = read_candidates(candidates_path)
     answers = [ItemAnswer.model_validate(i) for i in read_json(answers_path)["items"]]
     reasons = {a.item_id: verification.verdict(a)[1] for a in answers}
-    verified = [c for c in candidates if reasons.get(str(c.id)) == []]
+    reasons_of = {c.id: reasons.get(str(c.id), ["unanswered"]) for c in candidates}
+    outcomes = Counter(verification.outcome(r) for r in reasons_of.values())
+    if outcomes["unanswered"] and not partial:
+        raise RoundStateError(
+            f"{outcomes['unanswered']} of {len(candidates)} items of round {round_.key} have no answer to every "
+            "question yet", item=round_.key,
+            hint=f"ingest the round again once they are answered (segbench rounds ingest {round_.key}), or "
+                 "pass --partial to export the samples verified so far")
+    verified = [c for c in candidates if not reasons_of[c.id]]
     rejected = SkipReport([{"error": "NotVerified", "item": c.key, "path": None, "id": c.id,
-                            "message": "; ".join(reasons.get(str(c.id), ["unanswered"]))}
-                           for c in candidates if reasons.get(str(c.id)) != []])
-    return verified, rejected
+                            "message": "; ".join(reasons_of[c.id])} for c in candidates if reasons_of[c.id]])
+    return verified, rejected, outcomes
 
 
 def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate], rejected: SkipReport,
-                  round_: Round, extras: dict[str, Any]) -> Built:
+                  outcomes: Counter[str], round_: Round, extras: dict[str, Any]) -> Built:
     """Write the export of the ``verified`` candidates into ``stage`` and check it against the SA-Co format.
 
     Raises:
@@ -143,7 +157,8 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
         raise InputError(f"the export fails the SA-Co check: {problems[0]}",
                          hint="report this: the candidates produced an invalid export")
     counts = {"samples": len(verified), "images": 2 * len(verified), "by_edit_type": stats["by_edit_type"],
-              "not_verified": len(rejected), "prompt_pairs": stats["prompt_pairs"],
+              "not_verified": len(rejected), "rejected": outcomes["rejected"], "tied": outcomes["tied"],
+              "unanswered": outcomes["unanswered"], "prompt_pairs": stats["prompt_pairs"],
               "unique_positive": stats["unique_positive"], "unique_negative": stats["unique_negative"]}
     return Built(counts=counts, skipped=len(rejected), extras=extras)
 

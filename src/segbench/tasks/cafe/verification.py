@@ -75,6 +75,17 @@ def verdict(answer: ItemAnswer | None) -> tuple[bool, list[str]]:
     return not reasons, reasons
 
 
+def outcome(reasons: Sequence[str]) -> str:
+    """What :func:`verdict`'s reasons amount to: ``verified`` (none), ``rejected`` (a majority said
+    no to a question), ``tied`` (no question rejected, one tied) or ``unanswered`` (the rest: no
+    answer, or a question nobody answered)."""
+    if not reasons:
+        return "verified"
+    if any(reason.endswith(": no") for reason in reasons):
+        return "rejected"
+    return "tied" if any(reason.endswith(": tie") for reason in reasons) else "unanswered"
+
+
 def verification_table(candidates: Sequence[Candidate], answers: Sequence[ItemAnswer]) -> VerificationTable:
     """Items, answered, verified and verified share per edit type and overall; "no" counts per control."""
     by_item = {a.item_id: a for a in answers}
