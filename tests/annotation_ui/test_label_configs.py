@@ -51,7 +51,7 @@ def test_every_config_is_well_formed_and_shows_the_image(name):
 def test_coco_cd_context_asks_one_of_indoor_outdoor_ambiguous():
     root = ET.fromstring(render_label_config("coco_cd_context"))
     context = _controls(root, "Choices")["context"]
-    assert context.get("choice") == "single"
+    assert context.get("choice") == "single-radio"
     assert [c.get("value") for c in context] == ["indoor", "outdoor", "ambiguous"]
     assert any("scene" in (h.get("value") or "") for h in root.iter("Header"))
 

@@ -55,6 +55,9 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     assert launched.project_id == relaunched.project_id and relaunched.counts["tasks_imported"] == 0
     tasks = client.task_item_ids(launched.project_id)
     assert sorted(tasks.values()) == sorted(item.item_id for item in launched.items)  # 8 tasks, none twice
+    project = client._sdk.projects.get(launched.project_id)  # the settings as the server keeps them
+    assert project.show_instruction and "Label All Tasks" in project.expert_instruction
+    assert not project.show_annotation_history and not project.show_collab_predictions
 
     val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")
     auto = {str(image["id"]): image["context"] for image in val["images"]}

@@ -160,15 +160,20 @@ class LabelStudioClient:
     # -- projects ---------------------------------------------------------------------------
 
     def create_project(
-        self, title: str, label_config: str, description: str = "", *, maximum_annotations: int = 1
+        self, title: str, label_config: str, description: str = "", *, maximum_annotations: int = 1,
+        instructions: str = "",
     ) -> int:
         """Create a project and return its id.
+
+        Annotators see neither the annotation history nor predictions of others in the labeling
+        stream (``show_annotation_history``, ``show_collab_predictions`` off).
 
         Args:
             title: at least 3 characters (the server's rule).
             label_config: the label config XML; the server validates it.
             description: shown in the project list.
             maximum_annotations: annotators per task (the round's overlap).
+            instructions: HTML shown to annotators before the tasks ("" for none).
 
         Raises:
             InputError: the server rejected the label config (its message is included).
@@ -189,6 +194,10 @@ class LabelStudioClient:
                 label_config=label_config,
                 description=description,
                 maximum_annotations=maximum_annotations,
+                expert_instruction=instructions,
+                show_instruction=bool(instructions),
+                show_annotation_history=False,
+                show_collab_predictions=False,
             )
         project_id = getattr(project, "id", None)
         if not isinstance(project_id, int):

@@ -80,6 +80,12 @@ def render_label_config(name: str, **params: Any) -> str:
     return configs[name].render(**params)
 
 
+def label_config_instructions(name: str) -> str:
+    """The instructions page of the registered label config ``name`` ("" when it has none)."""
+    config = label_configs().get(name)
+    return config.instructions() if config is not None else ""
+
+
 def allowed_labels(round_: Round) -> dict[str, set[str]]:
     """Control name → the labels the round's label config offers (answers with others are bad input)."""
     root = ET.fromstring(render_label_config(round_.config.label_config, **round_.config.params))

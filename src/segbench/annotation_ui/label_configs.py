@@ -73,6 +73,11 @@ class LabelConfig:
         context = self.prepare(self.name, {**self.defaults, **params})
         return _template(self.name).render(**context)
 
+    def instructions(self) -> str:
+        """The instructions page annotators see before the tasks (HTML; ``templates/<name>.html``)."""
+        page = resources.files("segbench.annotation_ui").joinpath("templates", f"{self.name}.html")
+        return page.read_text("utf-8") if page.is_file() else ""
+
     def describe(self) -> str:
         parts = list(self.required) + [f"{key} (optional)" for key in self.defaults]
         return ", ".join(parts) if parts else "no parameters"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
 from segbench.annotation_ui.convert import answers_from_labelstudio
-from segbench.annotation_ui.kinds import answer_checks, render_label_config
+from segbench.annotation_ui.kinds import answer_checks, label_config_instructions, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
 from segbench.schemas.rounds import Answer, BackendProgress, LabelStudioConnection, Round, RoundItem
@@ -91,7 +91,8 @@ class LabelStudioBackend:
                 project_id = client.create_project(
                     project_title(round_.key), render_label_config(round_.config.label_config, **round_.config.params),
                     description=f"{round_.kind} on {round_.dataset} ({round_.dataset_version[:12]})",
-                    maximum_annotations=round_.config.overlap)
+                    maximum_annotations=round_.config.overlap,
+                    instructions=label_config_instructions(round_.config.label_config))
             step = self.context.step
             folder = step("copy-round-images", copy_images, round_, self.context.data_root, files_root)
             client.allow_local_files(project_id, folder)
