@@ -1,6 +1,7 @@
 """Every round kind's task page in a real browser (headless Chromium, the Debian package, driven by
-playwright) on the Label Studio test server, at 1400×900: the image and every question sit inside
-the first viewport, and a task cannot be submitted with a required question unanswered."""
+playwright) on the Label Studio test server, at 1400×900: the project opens on its instructions,
+the image and every question sit inside the first viewport, single choices are radio buttons, and a
+task cannot be submitted with a question unanswered (the warning names it in words)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from support.browser import browser_or_skip, credentials
+from support.browser import browser_or_skip, credentials, read_instructions
 
 from segbench.annotation_ui.rounds import RoundStore, new_round
 from segbench.schemas.rounds import RoundConfig, RoundItem
@@ -20,23 +21,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.labelstudio, pytest.mark.brow
 
 VIEWPORT = {"width": 1400, "height": 900}
 
-# kind, label config, params, image size (width, height), item data, the choices the page must show
+# kind, label config, params, image size (width, height), item data, the choices the page must show,
+# how the warning of a half-answered submit starts
 KINDS = {
-    "audit": ("coco_cd_context_audit", "coco_cd_context", {}, (512, 512), {}, 3),
+    "audit": ("coco_cd_context_audit", "coco_cd_context", {}, (512, 512), {}, 3, "Choose where the photo was taken"),
     "cafe": ("cafe_verification", "cafe_verification", {}, (640, 427),
-             {"q_pos": "a cat on a sofa", "q_neg": "a dog on a sofa", "edit_type": "Context Conflict"}, 8),
+             {"q_pos": "a cat on a sofa", "q_neg": "a dog on a sofa", "edit_type": "Context Conflict"}, 8,
+             "Answer the first question"),
     "cafe-portrait": ("cafe_verification", "cafe_verification", {}, (427, 640),
-                      {"q_pos": "a red bus", "q_neg": "a school bus", "edit_type": "Superficial Mimicry"}, 8),
+                      {"q_pos": "a red bus", "q_neg": "a school bus", "edit_type": "Superficial Mimicry"}, 8,
+                      "Answer the first question"),
     "spin": ("spin_subparts", "spin_subparts", {"object": "Bird", "part": "Head", "subparts": ["Beak", "Eye"]},
              (500, 375), {"image_id": 1, "part_ann_id": 7, "object": "Bird", "object_class": "goldfinch",
-                          "part": "Head", "subparts": ["Beak", "Eye"]}, 6),
+                          "part": "Head", "subparts": ["Beak", "Eye"]}, 6, "Answer: can you locate any Beak?"),
 }
 
 
 def _launch(root: Path, name: str, label_studio) -> tuple[int, int]:
     from segbench.flows.rounds import launch_round
 
-    kind, config, params, (width, height), data, _ = KINDS[name]
+    kind, config, params, (width, height), data, *_ = KINDS[name]
     image = f"pages/{name}.png"
     rng = np.random.default_rng(0)
     (root / "pages").mkdir(parents=True, exist_ok=True)
@@ -76,6 +80,7 @@ def test_the_image_and_every_question_fit_one_screen_and_nothing_submits_half_an
             page.click("button[type=submit]")
             page.wait_for_url(lambda url: "/user/login" not in url)
             page.goto(f"{label_studio.url}/projects/{project}/data?labeling=1&task={task_id}")
+            instructions = read_instructions(page)
             image = page.locator(".konvajs-content").first  # the image stage
             image.wait_for(state="visible")
             if name == "spin":  # its subpart questions show once the part is located
@@ -86,13 +91,14 @@ def test_the_image_and_every_question_fit_one_screen_and_nothing_submits_half_an
             page.screenshot(path=str(shot))
             boxes = [choices.nth(n).bounding_box() for n in range(choices.count())]
             image_box = image.bounding_box()
+            radios, checkboxes = page.locator("input[type=radio]").count(), page.locator("input[type=checkbox]").count()
             page.get_by_test_id("bottombar-submit-button").click()
             page.wait_for_timeout(1500)
+            warning = page.locator(".ant-modal-confirm-content")
+            refusal = warning.first.inner_text() if warning.count() else ""
             half_answered = label_studio.client.export(project)[0]["annotations"]
             if name == "spin":  # "the part is not there" needs no subpart answer: it submits
-                warning = page.get_by_role("button", name="OK")  # the "required" warning of the refused submit
-                if warning.count():
-                    warning.first.click()
+                page.get_by_role("button", name="OK").first.click()  # closes the refused submit's warning
                 page.keyboard.press("Escape")
                 page.locator(".lsf-choice__checkbox", has_text="no").first.click()
                 page.get_by_test_id("bottombar-submit-button").click()
@@ -104,6 +110,9 @@ def test_the_image_and_every_question_fit_one_screen_and_nothing_submits_half_an
     assert all(_inside(box) for box in visible), f"questions outside the {VIEWPORT} viewport: {visible} ({shot})"
     assert _inside(image_box) and image_box["height"] > 200, (image_box, shot)
     assert half_answered == [], f"a half-answered task was submitted ({shot})"
+    assert "Label All Tasks" in instructions and "other annotators" in instructions
+    assert radios >= 2 and checkboxes == 0, (radios, checkboxes)
+    assert refusal.startswith(KINDS[name][6]) and "required" not in refusal, refusal
     if name == "spin":
         (task,) = label_studio.client.export(project)
         assert len(task["annotations"]) == 1, "a part marked absent could not be submitted"

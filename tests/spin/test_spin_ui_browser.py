@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from support.browser import browser_or_skip, credentials
+from support.browser import browser_or_skip, credentials, read_instructions
 
 from segbench.core.io import atomic_write_text
 from segbench.demo.spin.world import generate_demo_spin
@@ -72,6 +72,7 @@ def test_car_body_polygon_labels_are_beside_the_image_in_the_first_viewport(tmp_
             page.click("button[type=submit]")
             page.wait_for_url(lambda url: "/user/login" not in url)
             page.goto(f"{label_studio.url}/projects/{project}/data?labeling=1&task={task_id}")
+            read_instructions(page)
             # The first choice on the page is "can you locate the part?"; "yes" reveals the subparts.
             page.locator(".lsf-choice__checkbox", has_text="yes").first.click()
             labels = [page.locator(".lsf-label", has_text=name).first for name in subparts]

@@ -27,3 +27,13 @@ def credentials() -> tuple[str, str]:
     values = dict(line.split("=", 1) for line in TEST_ENV.read_text("utf-8").splitlines()
                   if line and not line.startswith("#"))
     return values["SEGBENCH_LABEL_STUDIO_USER"], values["SEGBENCH_LABEL_STUDIO_PASSWORD"]
+
+
+def read_instructions(page) -> str:
+    """The text of the instructions page a Label Studio project opens on, which is then closed."""
+    modal = page.locator(".lsf-modal-ls_visible", has_text="Labeling Instructions")
+    modal.wait_for(state="visible", timeout=15_000)
+    text = modal.inner_text()
+    page.get_by_role("button", name="Close modal").click()
+    modal.wait_for(state="hidden")
+    return text
