@@ -129,6 +129,16 @@ def test_a_file_changed_since_its_build_stops_the_release_naming_it(project):
     assert not (project / "rel").exists() and not list(project.glob(".rel*"))
 
 
+def test_a_file_its_build_did_not_write_stops_the_release_naming_it(project, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0")
+    stray = project / "data" / "coco_cd" / "masks" / "000000999999.png"
+    stray.symlink_to(secret)  # a link out of the data root, where a mask would be
+    result = run(project, "release", "coco_cd", "--out", str(project / "rel"), *ANSWERS, code=1)
+    assert stray.name in str(result.exception) and "its manifest does not list it" in str(result.exception)
+    assert not (project / "rel").exists()
+
+
 def test_a_folder_that_is_not_a_release_is_never_replaced(project):
     keep = project / "notes"
     keep.mkdir()

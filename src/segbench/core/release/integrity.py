@@ -3,8 +3,9 @@
 A release is derived from a versioned build, and its card names that version. A file edited,
 truncated or replaced after the build would be released under the build's name; instead the
 release stops, naming the file. A file belongs to the build whose ``manifest.json`` is the nearest
-one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``); files no manifest lists
-(round records, the taxonomy) are read as they are.
+one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``), and a file there that
+its manifest does not list (a stray file, a link put there by hand) stops the release too; files
+under no manifest (round records) are read as they are.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ class CheckedSource(DatasetSource):
         build = self._build_of(relpath)
         if build is not None:
             folder, outputs = build
-            expected = outputs.get(posixpath.relpath(relpath, folder))
+            name = posixpath.relpath(relpath, folder)
+            expected = outputs.get(name)
+            if expected is None and name != MANIFEST_NAME:  # a stray file, or a link put there by hand
+                raise InputError(f"not a file the build in {folder} wrote: its manifest does not list it",
+                                 path=relpath, hint=f"remove it, or rebuild {folder}, then release again")
             if expected is not None and sha256_bytes(data) != expected:
                 raise InputError("the file differs from what its build wrote (its manifest's sha256)", path=relpath,
                                  hint=f"rebuild {folder} (or restore it with `dvc checkout`), then release again")
