@@ -1,5 +1,6 @@
-"""``segbench publish`` refuses a tag it could not create before it changes anything: no DVC init,
-no commit, no tag, the working tree as it was."""
+"""``segbench publish`` refuses a tag it could not create, a link out of the data root and remote
+credentials in a ``.dvc/config`` it would commit, before it changes anything: no DVC init, no
+commit, no tag, the working tree as it was."""
 
 from __future__ import annotations
 
@@ -72,3 +73,23 @@ def test_a_folder_outside_git_is_refused_before_prefect_starts(tmp_path):
     outcome = run_console(tmp_path, "publish")
     assert_clean_failure(outcome, str(tmp_path), "not a git repository", "--init-git")
     assert "Prefect" not in outcome.stderr and not (tmp_path / ".git").exists()
+
+
+def test_a_link_out_of_the_data_root_is_refused_before_anything_changes(repo, tmp_path_factory):
+    secret = tmp_path_factory.mktemp("elsewhere") / "passwd"
+    secret.write_text("root:x:0:0\n")
+    (repo / "data" / "set" / "passwd.txt").symlink_to(secret)
+    before = state(repo)
+    assert_clean_failure(run_main(repo, "publish"), "passwd.txt", str(secret), "outside the data folder")
+    assert state(repo) == before and not (repo / ".dvc").exists()
+
+
+def test_remote_credentials_in_the_committed_dvc_config_are_refused_before_anything_changes(repo):
+    (repo / ".dvc").mkdir()
+    (repo / ".dvc" / "config").write_text('[core]\n    remote = s3\n[\'remote "s3"\']\n    url = s3://bucket/data\n'
+                                          "    secret_access_key = wJalrXUtnFEMIK7MDENG\n")
+    before = state(repo)
+    outcome = run_main(repo, "publish", "--commit")
+    assert_clean_failure(outcome, "secret_access_key", "remote \"s3\"", "config.local")
+    assert "wJalrXUtnFEMIK7MDENG" not in outcome.stderr + outcome.stdout
+    assert state(repo) == before and not (repo / "data.dvc").exists()

@@ -27,13 +27,13 @@ def publish_command(
     init_git: bool = typer.Option(False, "--init-git", help="Run git init first if the folder is not a repository."),
 ) -> None:
     """Version the data root with DVC (dvc add, push) and optionally commit and tag it."""
-    from segbench.core.versioning import check_new_tag, check_remote, check_repo, ensure_repo
+    from segbench.core.versioning import check_publishable, check_remote, check_repo, ensure_repo
 
     settings = settings_of(ctx)
     repo = Path(".").resolve()
     # A refused folder, tag or remote leaves the repository as it was, and is said before Prefect starts.
     check_repo(repo, init_git=init_git)
-    check_new_tag(repo, tag, commit=commit)
+    check_publishable(repo, relative_to_repo(settings.data_root, repo), tag, commit=commit)
     check_remote(repo, remote, remote_url=remote_url or settings.dvc_remote)
     from segbench.flows.publish import publish_data  # Prefect, and its server, only past the checks
 

@@ -320,7 +320,10 @@ def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Pub
     Raises:
         VersioningError: git failed (e.g. no committer identity) or the tag exists elsewhere.
     """
+    from segbench.core.publish_guards import check_no_committed_secrets
+
     repo = Path(repo).resolve()
+    check_no_committed_secrets(repo)  # checked before publishing starts too; the config may change meanwhile
     data, dvc_file = _data_paths(repo, data_dir)
     candidates = [dvc_file, data.parent / ".gitignore", repo / ".dvc" / "config",
                   repo / ".dvc" / ".gitignore", repo / ".dvcignore"]
@@ -330,6 +333,11 @@ def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Pub
     if staged.returncode not in (0, 1):
         raise VersioningError("`git diff --cached` failed", path=repo, hint=staged.stderr.strip())
     created = staged.returncode == 1
+    if created and tag and _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}", check=False).returncode == 0:
+        # The tag names the version at HEAD; this data is a new version, and tags are never moved.
+        _git(repo, "reset", "-q", "--", *paths, check=False)  # leave the index as it was
+        raise VersioningError(f"tag {tag!r} already names the previous version; this data is new (pushed, not "
+                              "committed)", item=tag, path=repo, hint="publish again with a new tag")
     if created:
         _git(repo, "commit", "-q", "-m", message, "--", *paths,
              hint="set user.name and user.email (`git config`), or GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL")
@@ -365,6 +373,24 @@ def check_new_tag(repo: str | Path, tag: str | None, *, commit: bool) -> None:
     if existing.returncode == 0 and existing.stdout.strip() != head.stdout.strip():
         raise VersioningError(f"tag {tag!r} already names commit {existing.stdout.strip()[:12]}", item=tag,
                               path=cwd, hint="choose a new tag; published tags are never moved")
+
+
+def check_publishable(repo: str | Path, data_dir: str, tag: str | None, *, commit: bool) -> None:
+    """Everything publishing checks before it changes anything: the tag (:func:`check_new_tag`), no
+    link out of the data folder, and no remote credentials in a ``.dvc/config`` about to be committed.
+
+    Raises:
+        InputError: a link out of the data folder.
+        VersioningError: a bad tag, or credentials in ``.dvc/config`` with ``commit``.
+    """
+    from segbench.core.publish_guards import check_links_stay_inside, check_no_committed_secrets
+
+    check_new_tag(repo, tag, commit=commit)
+    data = Path(repo) / data_dir
+    if data.is_dir():
+        check_links_stay_inside(data)
+    if commit:
+        check_no_committed_secrets(Path(repo))
 
 
 def check_remote(repo: str | Path, remote: str | None, *, remote_url: str | None = None) -> None:
@@ -421,7 +447,7 @@ def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None,
         InputError: no data directory, or a dataset's manifest is invalid.
         VersioningError: a git or DVC command failed, or ``tag`` without ``commit``.
     """
-    check_new_tag(repo, tag, commit=commit)
+    check_publishable(repo, data_dir, tag, commit=commit)
     repo = ensure_repo(repo)
     if remote_url:
         remote = remote or DEFAULT_REMOTE

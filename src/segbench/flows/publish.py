@@ -75,7 +75,7 @@ def publish_data(
         The :class:`PublishRecord` (no URL, no credentials).
     """
     logger = get_run_logger()
-    versioning.check_new_tag(repo, tag, commit=commit)  # before anything changes
+    versioning.check_publishable(repo, data_dir, tag, commit=commit)  # before anything changes
     root = ensure_repo_task(repo)
     if remote_url:
         remote = remote or versioning.DEFAULT_REMOTE
