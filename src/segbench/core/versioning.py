@@ -393,6 +393,19 @@ def check_publishable(repo: str | Path, data_dir: str, tag: str | None, *, commi
         check_no_committed_secrets(Path(repo))
 
 
+def check_tag_for(repo: str | Path, tag: str | None, tracked: TrackedData) -> None:
+    """Refuse, before the push, a tag that already names HEAD when ``tracked`` is new data (a new
+    version would need the tag moved).
+
+    Raises:
+        VersioningError: naming the tag.
+    """
+    if tag and tracked.changed and _git(Path(repo), "rev-parse", "-q", "--verify", f"refs/tags/{tag}",
+                                        check=False).returncode == 0:
+        raise VersioningError(f"tag {tag!r} already names the previous version; this data is new (nothing was "
+                              "pushed or committed)", item=tag, path=repo, hint="publish again with a new tag")
+
+
 def check_remote(repo: str | Path, remote: str | None, *, remote_url: str | None = None) -> None:
     """Refuse a ``remote`` name that is not configured, before anything is tracked or committed.
 
@@ -454,6 +467,7 @@ def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None,
         configure_remote(repo, remote_url, remote, local=True)
     datasets = describe_datasets(_data_paths(repo, data_dir)[0])
     tracked = track_data(repo, data_dir)
+    check_tag_for(repo, tag, tracked)
     pushed_to = push_data(repo, data_dir, remote)
     info = None
     if commit:

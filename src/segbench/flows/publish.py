@@ -82,6 +82,7 @@ def publish_data(
         configure_remote_task(root, remote_url, remote)
     datasets = describe_datasets_task(root / data_dir)
     tracked = track_data_task(root, data_dir)
+    versioning.check_tag_for(root, tag, tracked)
     pushed_to = push_data_task(root, data_dir, remote)
     info = None
     if commit:
