@@ -71,8 +71,21 @@ def configure(*, json_output: bool = False, verbose: bool = False) -> None:
 
 
 def hide_secrets(*values: str | None) -> None:
-    """Values (API keys, tokens) that :func:`error` masks wherever they appear in what it prints."""
-    _secrets.update(value for value in values if value)
+    """Values (API keys, tokens) that :func:`error` masks wherever they appear in what it prints.
+
+    Each is masked as given, without surrounding whitespace (a token read from a file with Windows
+    line endings), in the escaped form a ``bytes`` repr shows (``b'Bearer hf_…\\r'``) and base64-encoded
+    (a server that echoes its ``Authorization`` value encoded)."""
+    import base64
+
+    for value in values:
+        for form in {value, (value or "").strip()}:
+            if not form or len(form) < 4:  # a few characters would mask ordinary words
+                continue
+            raw = form.encode("utf-8")
+            _secrets.update({form, form.encode("unicode_escape").decode("ascii"),
+                             base64.b64encode(raw).decode("ascii").rstrip("="),
+                             base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")})
 
 
 def verbose() -> bool:

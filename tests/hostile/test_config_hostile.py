@@ -186,6 +186,22 @@ def test_verbose_masks_the_secrets_a_cause_carries(capsys):
     assert "tok-1234567890" not in shown and "user:pw" not in shown and "***" in shown
 
 
+def test_a_token_is_masked_with_a_trailing_newline_escaped_and_base64_encoded(capsys):
+    import base64
+
+    from segbench import console
+
+    token = "hf_AbCdEfGhIjKlMnOpQrStUv\r\n"  # read from a file with Windows line endings
+    console.configure()
+    console.hide_secrets(token)
+    console.error(f"Illegal header value {('Bearer ' + token).encode()!r}; the server echoed "
+                  f"{base64.b64encode(token.strip().encode()).decode()} and {token.strip()}")
+    console.configure()
+    shown = capsys.readouterr().err
+    assert "AbCdEf" not in shown and base64.b64encode(token.strip().encode()).decode()[:12] not in shown
+    assert shown.count("***") == 3, shown
+
+
 @pytest.mark.parametrize("value", ["yesterday", "1.7e9", "-5", "99999999999999"])
 def test_a_bad_source_date_epoch_stops_the_command_naming_it(project, monkeypatch, value):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
