@@ -58,6 +58,20 @@ def canonical_json(value: Any, *, indent: int | None = None) -> str:
     )
 
 
+def _new_file_mode() -> int:
+    """What ``open()`` gives a new file: 0o666 less the umask (``mkstemp`` would keep it private).
+
+    Read once, when this module is imported (at start-up, before any thread): reading the umask
+    means setting it for a moment.
+    """
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_NEW_FILE_MODE = _new_file_mode()
+
+
 def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
 
@@ -74,7 +88,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
     except (FileExistsError, NotADirectoryError, PermissionError) as exc:  # the user's path, not the disk
         raise _unwritable(exc, path) from exc
     try:
-        os.fchmod(fd, 0o644)  # mkstemp makes files private; outputs are meant to be shared
+        os.fchmod(fd, _NEW_FILE_MODE)  # as the user's umask says: shared under 022, private under 077
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             if durable:
