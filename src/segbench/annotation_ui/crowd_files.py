@@ -134,4 +134,10 @@ def _csv_value(value: Any) -> Any:
         return canonical_json(value)
     if value is None:
         return ""
-    return value
+    return spreadsheet_safe(value) if isinstance(value, str) else value
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet shows as text: a leading ``= + - @`` (or tab, CR) would
+    make it a formula (``=HYPERLINK(…)``), so it gets a ``'`` in front (OWASP's CSV-injection rule)."""
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

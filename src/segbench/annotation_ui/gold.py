@@ -31,6 +31,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import ValidationError
 
+from segbench.annotation_ui.crowd_files import spreadsheet_safe
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import atomic_write_text, fingerprint, read_json, write_json
@@ -421,5 +422,5 @@ def mturk_qualification_csv(key: str, winners: Sequence[dict[str, Any]]) -> str:
     writer.writerow(["Worker ID", column])
     for winner in winners:
         if winner["worker"].startswith("worker:"):
-            writer.writerow([winner["worker"][len("worker:"):], round(100 * winner["gold_accuracy"])])
+            writer.writerow([spreadsheet_safe(winner["worker"][len("worker:"):]), round(100 * winner["gold_accuracy"])])
     return buffer.getvalue()

@@ -9,6 +9,7 @@ metrics from ``["metrics"]`` whatever the evaluation. Nothing here computes a me
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,10 +116,19 @@ def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + [""]
 
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def table_cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell: a ``|`` cannot end the cell, a line break cannot
+    start a row, and a ``<`` cannot open an HTML tag (a worker id or an edited record is anyone's text)."""
+    return _TAG_START.sub("&lt;", " ".join(text.replace("|", "\\|").splitlines()))
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; cells as :func:`cell` writes them."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    """A GitHub-flavoured Markdown table; cells as :func:`cell` writes them, made safe by :func:`table_cell`."""
+    lines = ["| " + " | ".join(table_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(table_cell(cell(v)) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
