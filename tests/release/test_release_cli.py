@@ -139,6 +139,23 @@ def test_a_file_its_build_did_not_write_stops_the_release_naming_it(project, tmp
     assert not (project / "rel").exists()
 
 
+@pytest.mark.parametrize("edit", ["no key", "items not a list"])
+def test_a_hand_edited_round_record_stops_the_release_naming_it(project, edit):
+    import json
+
+    record_path = next(p for p in sorted((project / "data" / "rounds").glob("*.json")) if p.name.count(".") == 1
+                       and json.loads(p.read_text())["dataset"] == "coco_cd")
+    record = json.loads(record_path.read_text())
+    if edit == "no key":
+        del record["key"]
+    else:
+        record["items"] = "<script>alert(1)</script>"
+    record_path.write_text(json.dumps(record))
+    result = run(project, "release", "coco_cd", "--out", str(project / "rel"), *ANSWERS, code=1)
+    assert record_path.name in str(result.exception) and "not a Round segbench wrote" in str(result.exception)
+    assert not (project / "rel").exists()
+
+
 def test_a_folder_that_is_not_a_release_is_never_replaced(project):
     keep = project / "notes"
     keep.mkdir()

@@ -312,3 +312,11 @@ class RoundIngest(BaseModel):
     answers: Path = Field(description="the answers file, <key>.answers.json")
     reports: dict[str, Path] = Field(description="the reports the round's kind wrote, by name")
     workers: WorkerSummary
+
+
+class AnswersFile(BaseModel):
+    """What builds and releases read of ``<key>.answers.json``: the aggregated items and the
+    agreement per question (the raw answers and gold answers stay in the file)."""
+
+    items: list[ItemAnswer] = Field(default_factory=list)
+    agreement: dict[str, Agreement] = Field(default_factory=dict)

@@ -6,49 +6,61 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from segbench.core.errors import InputError
 from segbench.core.release.plan import AnnotationRound, Table
 from segbench.core.versioning import DatasetSource
-from segbench.schemas.rounds import Answer
+from segbench.schemas.rounds import Answer, AnswersFile, Round, RoundStatus
 
 ROUNDS_DIR = "data/rounds"
+M = TypeVar("M", bound=BaseModel)
 
 
 def rounds_of(source: DatasetSource, datasets: set[str]) -> list[AnnotationRound]:
-    """Every ingested round whose records belong to one of ``datasets``, by key."""
+    """Every ingested round whose records belong to one of ``datasets``, by key.
+
+    Raises:
+        InputError: a round record or answers file that is not what segbench writes (names the file).
+    """
     rounds = []
     for name in source.listdir(ROUNDS_DIR):
         if name.count(".") != 1 or not name.endswith(".json"):
             continue  # <key>.answers.json, <key>.workers.json: read with their round
-        record = source.read_json(f"{ROUNDS_DIR}/{name}")
-        if record.get("dataset") not in datasets or record.get("status") != "ingested":
+        record = _read(source, f"{ROUNDS_DIR}/{name}", Round)
+        if record.dataset not in datasets or record.status is not RoundStatus.INGESTED:
             continue
-        key = record["key"]
-        answers_path = f"{ROUNDS_DIR}/{key}.answers.json"
-        answers: dict[str, Any] = source.read_json(answers_path) if source.exists(answers_path) else {}
-        counts = record.get("counts", {})
-        threshold = record.get("pass_threshold")
+        answers_path = f"{ROUNDS_DIR}/{record.key}.answers.json"
+        answers = _read(source, answers_path, AnswersFile) if source.exists(answers_path) else AnswersFile()
         decided: dict[str, Counter[str]] = {}
-        for item in answers.get("items", []):
-            for control, choice in item.get("majority", {}).items():
+        for item in answers.items:
+            for control, choice in item.majority.items():
                 decided.setdefault(control, Counter())[str(choice) if choice is not None else "no majority"] += 1
+        threshold, counts = record.pass_threshold, record.counts
         rounds.append(AnnotationRound(
-            key=key, kind=record.get("kind", ""), platform=_platform(record.get("backend", "")),
-            created=str(record.get("created_at") or ""), ingested=str(record.get("ingested_at") or ""),
-            overlap=record.get("config", {}).get("overlap"), items=counts.get("items", 0),
+            key=record.key, kind=record.kind, platform=_platform(record.backend), created=record.created_at,
+            ingested=record.ingested_at or "", overlap=record.config.overlap, items=counts.get("items", 0),
             answers=counts.get("answers", 0), annotators=counts.get("annotators", 0),
-            aggregation=record.get("aggregation", ""),
-            gold=sum(1 for item in record.get("items", []) if item.get("gold")),
+            aggregation=record.aggregation, gold=sum(1 for item in record.items if item.gold),
             qualification=f"workers pass at {threshold} on gold" if threshold is not None else "none",
-            agreement={control: {"kappa": values.get("kappa"), "alpha": values.get("alpha")}
-                       for control, values in sorted(answers.get("agreement", {}).items())},
+            agreement={control: {"kappa": values.kappa, "alpha": values.alpha}
+                       for control, values in sorted(answers.agreement.items())},
             decided={control: dict(sorted(counts.items())) for control, counts in sorted(decided.items())},
         ))
     return sorted(rounds, key=lambda r: r.key)
+
+
+def _read(source: DatasetSource, relpath: str, model: type[M]) -> M:
+    try:
+        return model.model_validate(source.read_json(relpath))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the file"
+        raise InputError(f"not a {model.__name__} segbench wrote: {where}: {error['msg']}", path=relpath,
+                         hint="restore it (`git checkout -- FILE`, or `dvc checkout` for a published version), "
+                              "or ingest the round again") from None
 
 
 def _platform(backend: str) -> str:

@@ -22,7 +22,7 @@ from segbench.core.resume import hash_inputs
 from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate, ExportSummary
-from segbench.schemas.rounds import ItemAnswer, Round, RoundStatus
+from segbench.schemas.rounds import AnswersFile, Round, RoundStatus
 from segbench.tasks.cafe import export as cafe_export
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import verification, versions
@@ -115,7 +115,7 @@ def _verdicts(round_: Round, candidates_path: Path, answers_path: Path, *, parti
     """
     check_version(round_, candidates_path)
     candidates = read_candidates(candidates_path)
-    answers = [ItemAnswer.model_validate(i) for i in read_json(answers_path)["items"]]
+    answers = AnswersFile.model_validate(read_json(answers_path)).items
     reasons = {a.item_id: verification.verdict(a)[1] for a in answers}
     reasons_of = {c.id: reasons.get(str(c.id), ["unanswered"]) for c in candidates}
     outcomes = Counter(verification.outcome(r) for r in reasons_of.values())
