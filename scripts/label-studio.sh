@@ -123,7 +123,13 @@ running_pid() {
   [ -f "$PID_FILE" ] || return 1
   local pid
   pid=$(cat "$PID_FILE")
+  case "$pid" in ''|*[!0-9]*) return 1 ;; esac
   kill -0 "$pid" 2>/dev/null || return 1
+  # A stale pid file may name a process that reused the number: only this server's is ours to signal.
+  if [ -r "/proc/$pid/cmdline" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$VENV/bin/label-studio"; then
+    echo "note: $PID_FILE names pid $pid, which is not this Label Studio server; ignoring it" >&2
+    return 1
+  fi
   echo "$pid"
 }
 
