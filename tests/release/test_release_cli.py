@@ -165,6 +165,10 @@ def test_a_folder_that_is_not_a_release_is_never_replaced(project):
     assert (keep / "todo.txt").read_text() == "mine"
     run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS)
     run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS)  # a previous release is replaced
+    (project / "rel" / "my-notes.txt").write_text("mine too")  # beside a release: not the release's to delete
+    result = run(project, "release", "vocab", "--out", str(project / "rel"), *ANSWERS, code=1)
+    assert "my-notes.txt" in str(result.exception) and "did not write" in str(result.exception)
+    assert (project / "rel" / "my-notes.txt").read_text() == "mine too"
 
 
 def test_a_malformed_stored_answer_stops_the_release_naming_it(project):

@@ -67,9 +67,18 @@ def release_command(
     if out.resolve() == data_root or data_root in out.resolve().parents or out.resolve() in data_root.parents:
         raise InputError("a release folder cannot be the data root, inside it or around it", path=out,
                          hint=f"give a folder outside {display_path(data_root)}, e.g. releases/{dataset}")
-    if out.is_dir() and any(out.iterdir()) and not (out / "croissant.json").is_file():
-        raise InputError("the folder holds files but no release; a release replaces its folder whole", path=out,
-                         hint="give a new or empty folder, or one a previous release wrote")
+    if out.is_dir() and any(out.iterdir()):
+        from segbench.core.release.croissant import files_not_released
+
+        stray = files_not_released(out)
+        if stray is None:
+            raise InputError("the folder holds files but no release; a release replaces its folder whole", path=out,
+                             hint="give a new or empty folder, or one a previous release wrote")
+        if stray:
+            more = f" and {len(stray) - 1} more" if len(stray) > 1 else ""
+            raise InputError(f"the folder holds {stray[0]}{more}, which its release did not write; a release "
+                             "replaces its folder whole", path=out,
+                             hint="move those files elsewhere, or give a new or empty folder")
     if info_file is None and DEFAULT_INFO.is_file():
         info_file = DEFAULT_INFO
     info = load_release_info(info_file, annotations_license=annotations_license, intended_uses=intended_uses,

@@ -173,3 +173,16 @@ def write_and_validate(folder: Path, document: dict[str, Any]) -> Path:
         raise OutputError(f"the Croissant metadata does not validate ({exc})", path=path,
                           hint="report this as a segbench bug, with the message") from exc
     return path
+
+
+def files_not_released(folder: Path) -> list[str] | None:
+    """The files in ``folder`` that the release whose ``croissant.json`` is there did not write
+    (its Croissant lists every file but itself); ``None`` when there is no readable ``croissant.json``."""
+    try:
+        document = json.loads((folder / "croissant.json").read_text("utf-8"))
+        listed = {entry["contentUrl"] for entry in document.get("distribution", [])
+                  if entry.get("@type") == "cr:FileObject"}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    present = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file() or path.is_symlink()}
+    return sorted(present - listed - {"croissant.json"})
