@@ -157,6 +157,8 @@ def test_standard_cron_expressions_pass(cron):
     ("0 3 * foo *", "month field 'foo': 'foo' is not a number or a name"),
     ("0 3 * * 8", "day of week field '8': '8' is outside 0-7"),
     ("0 3 * * H", "day of week field 'H': 'h' is not a number or a name"),
+    ("0 3 31 2 *", "never fires: no month '2' has a day '31'"),
+    ("0 3 30,31 feb *", "never fires"),
 ])
 def test_bad_cron_expressions_say_which_field(cron, message):
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -108,7 +108,21 @@ def check_cron(text: str) -> str:
                     raise ValueError(f"{name} field {field!r}: {value!r} is not {kind}")
                 if not low <= number <= high:
                     raise ValueError(f"{name} field {field!r}: {value!r} is outside {low}-{high}")
+    _check_fires(text, fields)
     return text
+
+
+def _check_fires(text: str, fields: list[str]) -> None:
+    """Each field may be valid and the whole never fire (``0 3 31 2 *``: 31 February): cronsim,
+    which Prefect's scheduler comes with, finds the next time or says there is none."""
+    from datetime import datetime
+
+    from cronsim import CronSim, CronSimError
+
+    try:
+        next(CronSim(text, datetime(2000, 1, 1)))
+    except (CronSimError, StopIteration):
+        raise ValueError(f"{text!r} never fires: no month {fields[3]!r} has a day {fields[2]!r}") from None
 
 
 def _check_timezone(name: str) -> str:
