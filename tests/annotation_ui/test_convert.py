@@ -277,6 +277,17 @@ def test_merge_newer_edit_wins_and_older_is_ignored():
     assert merge_answers(second, first) == second
 
 
+def test_a_fetch_of_the_whole_backend_drops_answers_deleted_there():
+    export = _export("choices")
+    saved = _ingest(export, [])
+    shorter = copy.deepcopy(export)
+    deleted = shorter[0]["annotations"].pop(0)["id"]
+    fetched = answers_from_labelstudio(shorter, _choices_round(), ImportPolicy())
+    assert len(merge_answers(saved, fetched)) == len(saved)  # by default an answer only saved is kept
+    merged = merge_answers(saved, fetched, drop_missing=True)
+    assert len(merged) == len(saved) - 1 and f"labelstudio:{deleted}" not in {a.source_id for a in merged}
+
+
 def test_merge_keeps_answers_missing_from_a_later_fetch():
     first = _ingest(_export("choices"), [])
     assert merge_answers(first, first[:1]) == first

@@ -97,6 +97,13 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     assert table["overall"]["items"] == 8 and table["overall"]["no_majority"] == 1  # 1 vs 1 on the last item
     assert table["overall"]["agree"] == table["overall"]["judged"] == 7
 
+    # An annotation deleted on the server leaves the answers at the next ingest.
+    deleted = client.export(launched.project_id)[0]["annotations"][0]["id"]
+    client._sdk.annotations.delete(deleted)
+    after = ingest_round(data_root, key, label_studio.connection)
+    assert after.counts.answers == 15
+    assert f"labelstudio:{deleted}" not in {a["source_id"] for a in read_json(answers_file)["answers"]}
+
 
 def test_wrong_token_is_refused_without_changing_the_round(data_root, label_studio, monkeypatch):
     from segbench.flows.coco_cd.audit import create_coco_cd_audit

@@ -331,11 +331,12 @@ def _labels(value: Any) -> list[str]:
 
 # --- re-ingest -----------------------------------------------------------------------------------------
 
-def merge_answers(old: list[Answer], new: list[Answer]) -> list[Answer]:
+def merge_answers(old: list[Answer], new: list[Answer], *, drop_missing: bool = False) -> list[Answer]:
     """Merge freshly fetched answers into the saved ones so that re-ingest converges.
 
-    Keyed by ``source_id`` (the backend's own answer id): an answer only in ``old`` is kept, one
-    only in ``new`` is added, and for one in both the newer ``updated_at`` wins. Ties, and
+    Keyed by ``source_id`` (the backend's own answer id): an answer only in ``old`` is kept (with
+    ``drop_missing``, for a fetch of the backend's whole state, it was deleted there and is dropped),
+    one only in ``new`` is added, and for one in both the newer ``updated_at`` wins. Ties, and
     timestamps that are missing or not ISO 8601, go to ``new``: the latest fetch is the backend's
     current state. Merging the same fetch twice therefore returns the same list.
 
@@ -343,7 +344,8 @@ def merge_answers(old: list[Answer], new: list[Answer]) -> list[Answer]:
         Answers without duplicate source ids, sorted by (item_id, annotator, source_id).
     """
     merged: dict[str, Answer] = {}
-    for answer in [*old, *new]:
+    fetched = {answer.source_id for answer in new}
+    for answer in [*(a for a in old if not drop_missing or a.source_id in fetched), *new]:
         current = merged.get(answer.source_id)
         if current is None or not _older(answer, current):
             merged[answer.source_id] = answer

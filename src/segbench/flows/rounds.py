@@ -112,7 +112,8 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     store, round_, kind, previous, qualified = check.store, check.round, check.kind, check.previous, check.qualified
     policy = ImportPolicy(on_error=on_error)
     fetched = fetch_answers(round_, Path(data_root), label_studio, policy)
-    own, gold_answers = gold.split_answers(round_, merge_answers(previous, fetched))
+    complete = _backend(round_, Path(data_root), label_studio).fetches_all
+    own, gold_answers = gold.split_answers(round_, merge_answers(previous, fetched, drop_missing=complete))
     chain = followups.merge_chain(store, round_, own)  # a follow-up's chain too
     answers = chain.answers
     counted = gold.counted(answers, qualified)

@@ -52,6 +52,9 @@ class RoundBackend(Protocol):
     """What the round flows and the command line ask of a backend."""
 
     name: ClassVar[str]
+    # Whether a fetch returns the backend's whole current state, so that an answer saved earlier and
+    # missing now was deleted there (Label Studio), or only what its files hold now (a crowd's files).
+    fetches_all: ClassVar[bool]
 
     def __init__(self, context: BackendContext) -> None: ...
 

@@ -32,6 +32,7 @@ class FilesBackend:
     """Rounds as files exchanged with an external crowd (see the module docstring)."""
 
     name: ClassVar[str] = "files"
+    fetches_all: ClassVar[bool] = False
 
     context: BackendContext
 

@@ -34,6 +34,7 @@ class LabelStudioBackend:
     """Rounds as Label Studio projects (see the module docstring)."""
 
     name: ClassVar[str] = "labelstudio"
+    fetches_all: ClassVar[bool] = True
 
     context: BackendContext
 
