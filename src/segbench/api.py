@@ -28,6 +28,7 @@ import numpy as np
 
 from segbench import registry
 from segbench.core.errors import InputError
+from segbench.core.integrity import data_source
 from segbench.core.io import open_image
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.cafe_metrics import CafeMetrics
@@ -81,7 +82,7 @@ def load_flip_split(dataset: FlipDataset, *, rho: float = 0.95, split: str = "te
         InputError: the split file is missing or malformed (naming it), or not built at this ρ.
     """
     dataset_dir = f"{data_dir}/{registry.dataset(dataset).default_out}"
-    source = DatasetSource(repo, rev)
+    source = data_source(repo, rev)
     entries = read_split(source, split_relpath(dataset_dir, rho, split))
     return FlipSplit(dataset, rho, split, [FlipImage.model_validate(e) for e in entries], source, dataset_dir)
 
@@ -109,7 +110,7 @@ def evaluate_flip(split: FlipSplit, predictions: Mapping[int, np.ndarray],
 
 def load_cafe(*, repo: str | Path = ".", rev: str | None = None, file: str = "data/cafe/CAFE.json") -> GroundTruth:
     """CAFE's SA-Co ground truth (or any SA-Co file of the data: ``file``) at ``rev``."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return read_ground_truth(file, source.read_bytes(file))
 
 

@@ -122,6 +122,22 @@ def test_a_tag_on_the_previous_version_is_not_given_to_new_data(repo: Path) -> N
     assert publish(repo, commit=True, tag="v2").commit != first.commit
 
 
+def test_a_version_tampered_with_in_the_remote_is_refused_not_read(repo: Path, tmp_path: Path) -> None:
+    import hashlib
+
+    from segbench.core.integrity import data_source
+
+    first = publish(repo, commit=True)
+    original = (repo / "data" / "demo" / "labels.json").read_bytes()
+    md5 = hashlib.md5(original).hexdigest()
+    stored = tmp_path / "remote" / "files" / "md5" / md5[:2] / md5[2:]
+    stored.chmod(0o644)
+    stored.write_bytes(b'{"version": 666}\n')  # same object name, other bytes
+    shutil.rmtree(repo / ".dvc" / "cache")
+    with data_source(repo, first.commit) as source, pytest.raises(InputError, match="differs from what its build"):
+        source.read_bytes("data/demo/labels.json")
+
+
 def test_failing_commands_raise_versioning_error(repo: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the remote folder should be")

@@ -17,8 +17,8 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import SecretStr
 
 from segbench import progress, registry
+from segbench.core.integrity import CheckedSource
 from segbench.core.release import rounds, writer
-from segbench.core.release.integrity import CheckedSource
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
 from segbench.core.versioning import DatasetSource

@@ -13,7 +13,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench import progress
-from segbench.core.versioning import DatasetSource
+from segbench.core.integrity import data_source
 from segbench.demo.coco_cd.baseline import write_baseline_predictions
 from segbench.flows.flip import DEFAULT_SHARD_SIZE, load_split, shards
 from segbench.flows.prefect_ui import run_name, shard_name
@@ -28,7 +28,7 @@ def predict_shard(
     repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]], out: str, seed: int
 ) -> int:
     """Write baseline predictions for one shard; returns how many were written."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return len(write_baseline_predictions(source, dataset_dir, progress.each(images, PREDICT_CHANNEL), out,
                                               seed=seed))
 

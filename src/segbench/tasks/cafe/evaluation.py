@@ -28,6 +28,7 @@ from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
 from segbench.core.gc_pause import collection_paused
+from segbench.core.integrity import data_source
 from segbench.core.io import read_json
 from segbench.core.reports import cell, portable_paths
 from segbench.core.steps import InProcess, Steps
@@ -55,7 +56,7 @@ def _cafe_ground_truth(repo: str, rev: str | None, gt: str | None, dataset_dir: 
     if gt is not None:
         return read_ground_truth(gt), gt
     relpath = f"{dataset_dir}/{CAFE_EXPORT}"
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return read_ground_truth(relpath, source.read_bytes(relpath)), f"{source.describe()}:{relpath}"
 
 
@@ -65,7 +66,7 @@ def _optional(path: str | Path | None) -> str | None:
 
 def hash_published_export(repo: str, rev: str | None, dataset_dir: str) -> dict[str, str]:
     """sha256 standing for the published ``CAFE.json`` (``evaluation_keys.ground_truth_hashes``)."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return ground_truth_hashes(source, [f"{dataset_dir}/{CAFE_EXPORT}"], dataset_dir)
 
 

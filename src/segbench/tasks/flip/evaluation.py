@@ -24,6 +24,7 @@ from typing import Any
 from segbench import progress
 from segbench.core.build import Build, Built, Stage
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.integrity import data_source
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
@@ -47,20 +48,20 @@ def shards(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]
 
 def load_split(repo: str, rev: str | None, relpath: str) -> list[dict[str, Any]]:
     """The split's image entries, sorted by id (:func:`segbench.tasks.flip.inputs.read_split`)."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return read_split(source, relpath)
 
 
 def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, relpaths: list[str]) -> dict[str, str]:
     """sha256 standing for the split file and its masks (``evaluation_keys.ground_truth_hashes``)."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return ground_truth_hashes(source, relpaths, dataset_dir)
 
 
 def evaluate_shard(unit_key: str, repo: str, rev: str | None, dataset_dir: str, images: list[dict[str, Any]],
                    predictions: dict[int, str]) -> FlipAccumulator:
     """Evaluate one shard of images (a unit); the shards' accumulators are added with ``+=``."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return evaluate_images(source, dataset_dir, progress.each(images, SCORE_CHANNEL), predictions)
 
 

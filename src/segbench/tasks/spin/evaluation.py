@@ -31,6 +31,7 @@ from segbench import progress
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import ImportPolicy, OnError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
+from segbench.core.integrity import data_source
 from segbench.core.io import write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
@@ -49,7 +50,7 @@ SKIPPED_NAME = "skipped.json"
 
 def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> dict[str, str]:
     """sha256 standing for the split's three files (the built dataset's manifest) and the taxonomy."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         hashes = ground_truth_hashes(source, [gt_relpath(dataset_dir, split, level) for level in LEVELS],
                                      f"{dataset_dir}/dataset")
         taxonomy = f"{dataset_dir}/taxonomy.yaml"  # read when present: it restricts subparts to objects
@@ -60,7 +61,7 @@ def hash_ground_truth(repo: str, rev: str | None, dataset_dir: str, split: str) 
 
 def load_truth(repo: str, rev: str | None, dataset_dir: str, split: str) -> SpinTruth:
     """The split's validated ground truth (``spin_inputs.read_ground_truth``)."""
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return read_ground_truth(source, dataset_dir, split)
 
 

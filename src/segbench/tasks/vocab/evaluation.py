@@ -32,6 +32,7 @@ from segbench import progress
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
+from segbench.core.integrity import data_source
 from segbench.core.io import read_bytes, read_json, write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
@@ -61,7 +62,7 @@ def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
         p = Path(path) if Path(path).is_absolute() else Path(repo) / path
         return read_bytes(p), str(p)
     rel = _source_path(repo, rev, path)
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         return source.read_bytes(rel), f"{rel}@{rev}"
 
 
@@ -106,7 +107,7 @@ def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, pa
     folder = str(panoptic if panoptic is not None else gt).rstrip("/")
     suffixes = (".png", ".json") if panoptic is not None else (".png",)
     files = [_source_path(repo, rev, f"{folder}/{image_id}{suffix}") for image_id in image_ids for suffix in suffixes]
-    with DatasetSource(repo, rev) as source:
+    with data_source(repo, rev) as source:
         hashes = ground_truth_hashes(source, [vocab_file], str(PurePosixPath(vocab_file).parent))
         return hashes | ground_truth_hashes(source, files)
 

@@ -1,8 +1,9 @@
-"""A release holds what the build made: every file it reads is checked against its build's manifest.
+"""Data read as a build made it: every file is checked against its build's manifest.
 
-A release is derived from a versioned build, and its card names that version. A file edited,
-truncated or replaced after the build would be released under the build's name; instead the
-release stops, naming the file. A file belongs to the build whose ``manifest.json`` is the nearest
+A release is derived from a versioned build, and its card names that version; an evaluation at a
+revision reports that version's scores. A file edited, truncated or replaced after the build (in
+the working tree, the DVC cache or the remote) would be released or scored under the build's name;
+instead the command stops, naming the file. A file belongs to the build whose ``manifest.json`` is the nearest
 one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``), and a file there that
 its manifest does not list (a stray file, a link put there by hand) stops the release too; files
 under no manifest (round records) are read as they are.
@@ -53,3 +54,10 @@ class CheckedSource(DatasetSource):
                 raise InputError("the file differs from what its build wrote (its manifest's sha256)", path=relpath,
                                  hint=f"rebuild {folder} (or restore it with `dvc checkout`), then release again")
         return data
+
+
+def data_source(repo: str | Path, rev: str | None) -> DatasetSource:
+    """The reader evaluations use: a version (``rev``) is checked against its builds' manifests, so
+    data tampered with in a cache or remote is refused rather than scored; the working tree is read
+    as it is."""
+    return CheckedSource(repo, rev) if rev is not None else DatasetSource(repo)
