@@ -138,3 +138,23 @@ def test_success_replaces_the_target_whole_and_removes_stale_stages(tmp_path):
     assert sorted(p.name for p in target.iterdir()) == ["new.txt"]
     assert not stale.path.exists(), "the stage of another key is removed after a success"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["coco_cd"]
+
+
+@pytest.mark.parametrize("taken_by", ["file", "link"])
+def test_a_stage_name_taken_by_a_file_or_link_is_refused_and_left_alone(tmp_path, taken_by):
+    from segbench.core.errors import OutputError
+    from segbench.core.release.writer import stage_for
+    from segbench.core.resume import resumable_stage, stage_path
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for stage in (stage_path(tmp_path / "out", "k" * 16), tmp_path / ".rel.partial"):
+        if taken_by == "file":
+            stage.write_text("keep")
+        else:
+            stage.symlink_to(mine)
+    with pytest.raises(OutputError, match="taken by a file or a link"), resumable_stage(tmp_path / "out", "k" * 16):
+        pass
+    with pytest.raises(OutputError, match="taken by a file or a link"):
+        stage_for(tmp_path / "rel")
+    assert mine.is_dir() and (taken_by == "link" or (tmp_path / ".rel.partial").read_text() == "keep")

@@ -134,6 +134,17 @@ def check_removable(tree: Path, what: str) -> None:
             refuse(folder)
 
 
+def check_stage_name_free(path: Path) -> None:
+    """Refuse a stage name held by something not a folder (a file, a link): it is not ours to delete.
+
+    Raises:
+        OutputError: naming it.
+    """
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise OutputError("the stage's name is taken by a file or a link", path=path,
+                          hint="move it away (segbench writes its unfinished output there), then run again")
+
+
 def stage_path(target: str | Path, key: str) -> Path:
     target = Path(target)
     return target.with_name(f".{target.name}.{key[:16]}.partial")
@@ -151,6 +162,7 @@ def resumable_stage(target: str | Path, key: str) -> Iterator[Stage]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     path = stage_path(target, key)
+    check_stage_name_free(path)
     nonce_file = path / NONCE_NAME
     if nonce_file.is_file():
         nonce = nonce_file.read_text().strip()

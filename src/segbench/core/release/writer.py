@@ -18,13 +18,14 @@ from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_file,
 from segbench.core.release import card, croissant, datasheet, licences
 from segbench.core.release.parquet import Shard, pyarrow_version, write_split
 from segbench.core.release.plan import ReleasePlan, Table
-from segbench.core.resume import check_removable
+from segbench.core.resume import check_removable, check_stage_name_free
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.release import ReleaseFile, ReleaseInfo, ReleaseResult
 
 
 def stage_for(out: Path) -> Path:
     stage = out.with_name(f".{out.name}.partial")
+    check_stage_name_free(stage)
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     return stage
