@@ -185,3 +185,21 @@ def test_a_round_command_with_a_prefect_api_that_does_not_answer_names_it(tmp_pa
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
     outcome = run_main(tmp_path, "rounds", "ingest", key)
     assert_clean_failure(outcome, "PREFECT_API_URL=http://127.0.0.1:9/api", "does not answer")
+
+
+def test_a_closed_stdout_or_a_deleted_working_folder_is_said_not_a_traceback(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    console = Path(sys.executable).parent / "segbench"
+    closed = subprocess.run([str(console), "rounds", "list"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, timeout=60, cwd=tmp_path, preexec_fn=lambda: __import__("os").close(1))
+    assert closed.returncode == 2 and "standard output is closed" in closed.stderr
+    assert "Traceback" not in closed.stderr
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    deleted = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{console}" rounds list'],
+                             capture_output=True, text=True, timeout=60)
+    assert deleted.returncode == 2 and "the current folder no longer exists" in deleted.stderr
+    assert "Traceback" not in deleted.stderr

@@ -33,7 +33,7 @@ INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the s
                     "(it redoes only the rest)")
 
 help_text.tidy_flag_types()
-help_text.widen_help_in_pipes(sys.stdout.isatty(), os.environ)  # type: ignore[arg-type]
+help_text.widen_help_in_pipes(sys.stdout is not None and sys.stdout.isatty(), os.environ)  # type: ignore[arg-type]
 app = typer.Typer(
     help="Build segmentation evaluation datasets end to end and evaluate models on them.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -129,8 +129,24 @@ def _print_version() -> None:
     raise typer.Exit()
 
 
+def _check_process() -> tuple[str, str] | None:
+    """What makes any command fail before it starts (a closed stdout, a deleted working folder) and its fix."""
+    if sys.stdout is None:
+        return "standard output is closed: nothing can be printed", "redirect it instead, e.g. >/dev/null"
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "the current folder no longer exists", "cd into an existing folder, then run again"
+    return None
+
+
 def main() -> None:
     """Console entry point: segbench errors end with their message and exit code 2."""
+    problem = _check_process()
+    if problem is not None:
+        if sys.stderr is not None:
+            print(f"error: {problem[0]}\n  fix: {problem[1]}", file=sys.stderr)
+        sys.exit(2)
     if not sys.stdout.isatty() and hasattr(sys.stdout, "reconfigure"):
         # In a pipe, stdout is block-buffered while progress lines go to stderr at once: a log would
         # show every summary after every progress line. Line by line, each summary lands after its step.
