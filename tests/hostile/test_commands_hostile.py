@@ -203,3 +203,20 @@ def test_a_closed_stdout_or_a_deleted_working_folder_is_said_not_a_traceback(tmp
                              capture_output=True, text=True, timeout=60)
     assert deleted.returncode == 2 and "the current folder no longer exists" in deleted.stderr
     assert "Traceback" not in deleted.stderr
+
+
+def test_an_http_error_escaping_a_flow_is_one_message_not_a_traceback(monkeypatch, capsys):
+    # What a flow raises when the Prefect server it runs on is stopped under it.
+    import httpx
+    import pytest
+
+    import segbench.cli as cli
+
+    def lost() -> None:
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(cli, "app", lost)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    shown = capsys.readouterr().err
+    assert exit_.value.code == 2 and "lost the Prefect server" in shown and "run the command again" in shown

@@ -173,3 +173,12 @@ def main() -> None:
     except KeyboardInterrupt:  # outside a command (while parsing)
         console.error(INTERRUPTED_HINT)
         sys.exit(INTERRUPTED)
+    except Exception as exc:
+        # Every server segbench talks to has a module that turns its failures into ServiceError; an
+        # HTTP error that escapes is the Prefect API going away under a running flow.
+        if not type(exc).__module__.startswith("httpx"):
+            raise
+        console.error(f"lost the Prefect server this command runs its flow on ({type(exc).__name__}: {exc})\n"
+                      "  fix: if it was stopped (segbench server stop) or killed, run the command again: it "
+                      "starts one if needed, and a build resumes from the units it finished", exc)
+        sys.exit(2)
