@@ -107,6 +107,25 @@ def test_results_for_items_outside_the_round_fail_or_are_reported(data_root):
     assert skipped["count"] == 1 and "424242" in json.dumps(skipped["items"])
 
 
+def test_a_results_file_downloaded_twice_counts_once_and_two_that_disagree_are_refused(data_root):
+    from segbench.core.errors import InputError
+    from segbench.flows.coco_cd.audit import create_coco_cd_audit
+    from segbench.flows.rounds import files_dir, ingest_round, launch_round
+
+    create_coco_cd_audit(data_root, "audit-twice", per_group=1, seed=3, backend="files", overlap=1)
+    round_ = launch_round(data_root, "audit-twice")
+    results = files_dir(data_root, "audit-twice") / "results"
+    answers = rows(round_, {i.item_id: "indoor" for i in round_.items}, "WA")
+    write_results_csv(answers, results / "batch.csv")
+    write_results_csv(answers, results / "batch (1).csv")  # the same download, saved twice
+    assert ingest_round(data_root, "audit-twice").counts.answers == 4
+    write_results_csv([{**answers[0], "Answer.context": "outdoor"}], results / "batch-fix.csv")
+    with pytest.raises(InputError) as info:
+        ingest_round(data_root, "audit-twice")
+    assert "batch (1).csv and batch-fix.csv" in str(info.value)  # files are read in name order
+    assert answers[0]["AssignmentId"] in str(info.value)
+
+
 def test_a_round_of_an_unknown_kind_is_refused_before_launch(data_root):
     from segbench.annotation_ui.rounds import RoundStore, new_round
     from segbench.flows.rounds import launch_round

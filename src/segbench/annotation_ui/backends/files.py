@@ -18,7 +18,7 @@ from segbench.annotation_ui.batches import launched_ids
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results, write_file_tasks
 from segbench.annotation_ui.kinds import answer_checks
-from segbench.core.errors import ImportPolicy, RoundStateError
+from segbench.core.errors import ImportPolicy, InputError, RoundStateError
 from segbench.schemas.rounds import Answer, BackendProgress, Round
 
 
@@ -54,7 +54,7 @@ class FilesBackend:
         return None, {"tasks_written": len(round_.items)}  # the launched items (see batches.plan_launch)
 
     def progress(self, round_: Round) -> BackendProgress:
-        rows = self._rows(round_)
+        rows = [row for _, file_rows in self._results(round_) for row in file_rows]
         by_worker = Counter(f"worker:{row.get('WorkerId')}" for row in rows)
         tasks_done = {row.get("Input.item_id") for row in rows}
         done = {item.item_id for task_id, item in round_.items_by_task_id().items() if task_id in tasks_done}
@@ -66,8 +66,8 @@ class FilesBackend:
 
     def fetch_answers(self, round_: Round, policy: ImportPolicy) -> list[Answer]:
         checks = answer_checks(round_)
-        answers = [answer for path in self._results_files(round_)
-                   for answer in answers_from_files(read_results(path), round_, policy, source=path, **checks)]
+        answers = [answer for path, rows in self._results(round_)
+                   for answer in answers_from_files(rows, round_, policy, source=path, **checks)]
         return sorted(answers, key=lambda a: (a.item_id, a.annotator, a.source_id))
 
     def worker_names(self, round_: Round) -> dict[str, str]:
@@ -77,9 +77,30 @@ class FilesBackend:
         where = self.folder(round_)
         return f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/"
 
-    def _rows(self, round_: Round) -> list[dict[str, Any]]:
-        """Every results row, files in name order."""
-        return [row for path in self._results_files(round_) for row in read_results(path)]
+    def _results(self, round_: Round) -> list[tuple[Path, list[dict[str, Any]]]]:
+        """Every results file (in name order) with its rows; a row repeated as it was (a file
+        downloaded twice) counts once, in the first file that has it.
+
+        Raises:
+            InputError: two rows of one assignment that differ, naming both files.
+        """
+        rows: dict[str, tuple[Path, dict[str, Any]]] = {}
+        out = []
+        for path in self._results_files(round_):
+            kept = []
+            for row in read_results(path):
+                assignment = str(row.get("AssignmentId"))
+                seen = rows.get(assignment)
+                if seen is None:
+                    rows[assignment] = (path, row)
+                    kept.append(row)
+                elif seen[1] != row:
+                    where = f"{seen[0].name} and {path.name}" if seen[0] != path else f"{path.name}, twice"
+                    raise InputError(f"assignment {assignment} has two different answers ({where})", path=path,
+                                     item=f"AssignmentId {assignment}",
+                                     hint="keep the results file that is right and move the other out of results/")
+            out.append((path, kept))
+        return out
 
     def _results_files(self, round_: Round) -> list[Path]:
         results = self.folder(round_) / "results"
