@@ -3,10 +3,10 @@
 A release is derived from a versioned build, and its card names that version; an evaluation at a
 revision reports that version's scores. A file edited, truncated or replaced after the build (in
 the working tree, the DVC cache or the remote) would be released or scored under the build's name;
-instead the command stops, naming the file. A file belongs to the build whose ``manifest.json`` is the nearest
-one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``), and a file there that
-its manifest does not list (a stray file, a link put there by hand) stops the release too; files
-under no manifest (round records) are read as they are.
+instead the command stops, naming the file. A file belongs to the build whose ``manifest.json`` is
+the nearest one above it (``data/coco_cd/manifest.json`` for ``data/coco_cd/masks/…``), and a file
+there that its manifest does not list (a stray file, a link put there by hand) stops the command
+too; files under no manifest (round records) are read as they are.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ class CheckedSource(DatasetSource):
             expected = outputs.get(name)
             if expected is None and name != MANIFEST_NAME:  # a stray file, or a link put there by hand
                 raise InputError(f"not a file the build in {folder} wrote: its manifest does not list it",
-                                 path=relpath, hint=f"remove it, or rebuild {folder}, then release again")
+                                 path=relpath, hint=f"remove it, or rebuild {folder}, then run the command again")
             if expected is not None and sha256_bytes(data) != expected:
                 raise InputError("the file differs from what its build wrote (its manifest's sha256)", path=relpath,
-                                 hint=f"rebuild {folder} (or restore it with `dvc checkout`), then release again")
+                                 hint=f"rebuild {folder} (or restore it with `dvc checkout`), then run the command again")
         return data
 
 

@@ -50,7 +50,7 @@ def check_links_stay_inside(data: Path) -> None:
 
 
 def committed_secrets(repo: Path) -> list[str]:
-    """``remote NAME: option`` for each secret option in ``.dvc/config`` (the committed config)."""
+    """``'remote "NAME"' OPTION`` for each secret option in ``.dvc/config`` (the committed config)."""
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read(repo / ".dvc" / "config", encoding="utf-8")
