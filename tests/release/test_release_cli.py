@@ -139,7 +139,7 @@ def test_a_file_its_build_did_not_write_stops_the_release_naming_it(project, tmp
     assert not (project / "rel").exists()
 
 
-@pytest.mark.parametrize("edit", ["no key", "items not a list"])
+@pytest.mark.parametrize("edit", ["no key", "items not a list", "a tag in the kind"])
 def test_a_hand_edited_round_record_stops_the_release_naming_it(project, edit):
     import json
 
@@ -148,8 +148,10 @@ def test_a_hand_edited_round_record_stops_the_release_naming_it(project, edit):
     record = json.loads(record_path.read_text())
     if edit == "no key":
         del record["key"]
-    else:
+    elif edit == "items not a list":
         record["items"] = "<script>alert(1)</script>"
+    else:  # the card names each round's kind: no record may carry markup into it
+        record["kind"] = "<script>alert(1)</script>"
     record_path.write_text(json.dumps(record))
     result = run(project, "release", "coco_cd", "--out", str(project / "rel"), *ANSWERS, code=1)
     assert record_path.name in str(result.exception) and "not a Round segbench wrote" in str(result.exception)

@@ -101,7 +101,8 @@ class Round(BaseModel):
     # At most 100 characters: the file names beside a round record (its answers, worker report) stay
     # well within the 255 bytes a file system takes.
     key: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-    kind: str = Field(description="what the round is for: a round kind a dataset registers")
+    kind: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$",
+                      description="what the round is for: a round kind a dataset registers (lowercase, digits, _)")
     dataset: str
     dataset_version: str = Field(description="the dataset's manifest sha256 (or data version) the items come from")
     config: RoundConfig
