@@ -71,6 +71,8 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     progress = round_progress(data_root, key, label_studio.connection)
     assert progress.done == 8 and progress.tasks == 8
     assert progress.by_annotator == {f"labelstudio:{alice}": 8, f"labelstudio:{bob}": 4}
+    assert progress.names == {f"labelstudio:{alice}": f"alice-{key}@example.com",
+                              f"labelstudio:{bob}": f"bob-{key}@example.com"}
 
     first = ingest_round(data_root, key, label_studio.connection)
     answers_file = Path(first.answers)

@@ -25,10 +25,13 @@ def round_progress(data_root: Path, key: str, label_studio: LabelStudioConnectio
     round whose items carry batches, items, launched and answered per batch."""
     store = RoundStore(Path(data_root) / "rounds")
     round_ = store.load(key)
-    progress = backend_for(round_, data_root, label_studio=label_studio).progress(round_)
+    backend = backend_for(round_, data_root, label_studio=label_studio)
+    progress = backend.progress(round_)
+    names = backend.worker_names(round_) if progress["by_annotator"] else {}
     batches = batch_rows(round_, progress["done_items"]) if batch_names(round_) else []
     return RoundProgress(round=key, status=round_.status.value, follow_up_of=round_.follow_up_of,
                          aggregation=round_.aggregation, tasks=progress["tasks"], done=progress["done"],
                          annotations=progress["annotations"], by_annotator=progress["by_annotator"],
+                         names={a: names[a] for a in progress["by_annotator"] if a in names},
                          batches=batches, left_out=saved_left_out(store, key))
 

@@ -188,9 +188,11 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
         "answers": progress.annotations, "aggregation": progress.aggregation,
         **({"follows up": progress.follow_up_of} if progress.follow_up_of else {}),
     }))
-    rows = sorted(progress.by_annotator.items())
+    rows = [[annotator, *([progress.names.get(annotator, "")] if progress.names else []), answers]
+            for annotator, answers in sorted(progress.by_annotator.items())]
     if rows:
-        console.out.print(console.table("Answers per annotator", ["annotator", "answers"], rows))
+        headers = ["annotator", *(["name"] if progress.names else []), "answers"]
+        console.out.print(console.table("Answers per annotator", headers, rows))
     if progress.batches:
         console.out.print(console.table("Batches", ["batch", "items", "launched", "answered"],
                                         [[b.batch, b.items, b.launched, b.answered] for b in progress.batches]))

@@ -298,6 +298,8 @@ class RoundProgress(BaseModel):
     done: int = Field(description="tasks with all their answers")
     annotations: int
     by_annotator: dict[str, int]
+    names: dict[str, str] = Field(default_factory=dict,
+                                  description="annotator → the name the backend knows them by (Label Studio: e-mail)")
     batches: list[BatchProgress]
     left_out: list[LeftOut]
 
