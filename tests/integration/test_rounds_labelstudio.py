@@ -73,6 +73,10 @@ def test_audit_round_on_label_studio(data_root, label_studio, monkeypatch):
     assert progress.by_annotator == {f"labelstudio:{alice}": 8, f"labelstudio:{bob}": 4}
     assert progress.names == {f"labelstudio:{alice}": f"alice-{key}@example.com",
                               f"labelstudio:{bob}": f"bob-{key}@example.com"}
+    from support.cli import run
+
+    shown = run(data_root.parent, "rounds", "status", key).output
+    assert f"labelstudio:{alice}" in shown and f"alice-{key}@example.com" in shown
 
     first = ingest_round(data_root, key, label_studio.connection)
     answers_file = Path(first.answers)

@@ -150,6 +150,10 @@ def test_rev_evaluates_a_published_version(project, tmp_path):
     assert result.exit_code == 0, result.output + repr(result.exception)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["evaluated"]["rev"] == first.commit
+    # Without --out, the report folder names the revision by its commit, also when given as a moving name.
+    again = _invoke("--predictions", str(preds), "--rev", "HEAD~1", "--repo", str(repo), "--dataset-dir", "data/spin")
+    assert again.exit_code == 0, again.output + repr(again.exception)
+    assert [p.name.split("-")[0] for p in (repo / "reports" / "spin").iterdir()] == [first.commit[:12]]
     assert metrics["metrics"]["prompts"]["general"]["levels"]["subparts"]["miou"] == 1.0
 
 

