@@ -169,7 +169,9 @@ class RichListener:
     def advance(self, handle: object, amount: int = 1) -> None:
         self.progress.advance(handle, amount)  # type: ignore[arg-type]
 
-    def finish(self, handle: Any) -> None:
+    def finish(self, handle: Any, completed: bool = True) -> None:
+        if not completed:  # the bar stays where the step stopped
+            return
         task = self.progress.tasks[[t.id for t in self.progress.tasks].index(handle)]
         if task.total is None:
             self.progress.update(handle, total=task.completed or 1, completed=task.completed or 1)
@@ -218,11 +220,15 @@ class LineListener:
             line = f"{state['description']}: {state['done']}" + (f"/{state['total']}" if state["total"] else "")
         self._write(line)
 
-    def finish(self, handle: object) -> None:
+    def finish(self, handle: object, completed: bool = True) -> None:
         with self._lock:
             state = self._steps[handle]  # type: ignore[index]
             seconds = time.monotonic() - state["start"]
-            done = state["done"] if state["total"] is None else max(state["done"], state["total"])
+        if not completed:
+            total = f"/{state['total']}" if state["total"] is not None else ""
+            self._write(f"{state['description']}: stopped at {state['done']}{total} after {seconds:.1f} s")
+            return
+        done = state["done"] if state["total"] is None else max(state["done"], state["total"])
         self._write(f"{state['description']}: done, {done} items in {seconds:.1f} s")
 
 

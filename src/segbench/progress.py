@@ -9,6 +9,11 @@ the shard's items, from the worker thread that runs it, under the stage's ``chan
 shard that returns (:func:`gather`). The bar takes whichever is further, so it moves item by item
 when shards run in this process, and shard by shard when they run elsewhere (Dask processes) or
 are replayed.
+
+A gather interrupted (Ctrl-C, SIGTERM, a failed shard) stops its channel: shards not yet started are
+cancelled and running ones stop at their next reported item, so a signal ends the command within one
+item's time rather than after every running shard has finished. Each unit is written whole or not at
+all, so what a stopped shard leaves is redone by the next run.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ logger = logging.getLogger(__name__)
 class Listener(Protocol):
     def start(self, description: str, total: int | None) -> object: ...
     def advance(self, handle: object, amount: int = 1) -> None: ...
-    def finish(self, handle: object) -> None: ...
+    def finish(self, handle: object, completed: bool = True) -> None: ...
 
 
 _lock = threading.Lock()
@@ -34,6 +39,11 @@ _listener: Listener | None = None
 # channel -> the sharded step now gathering it; items done before it opened wait in _early.
 _channels: dict[str, Sharded] = {}
 _early: dict[str, int] = {}
+_stopped: set[str] = set()
+
+
+class StageStopped(Exception):
+    """Raised inside a shard whose stage stopped gathering (the command was interrupted or failed)."""
 
 
 @contextlib.contextmanager
@@ -62,9 +72,9 @@ class Step:
         if self._listener:
             self._listener.advance(self._handle, amount)
 
-    def finish(self) -> None:
+    def finish(self, completed: bool = True) -> None:
         if self._listener:
-            self._listener.finish(self._handle)
+            self._listener.finish(self._handle, completed)
 
 
 @contextlib.contextmanager
@@ -73,8 +83,10 @@ def step(description: str, total: int | None = None) -> Iterator[Step]:
     current = Step(description, total)
     try:
         yield current
-    finally:
-        current.finish()
+    except BaseException:
+        current.finish(completed=False)
+        raise
+    current.finish()
 
 
 class Sharded:
@@ -106,8 +118,13 @@ def item_done(channel: str, amount: int = 1) -> None:
     """Report ``amount`` items finished inside a shard of the stage gathered under ``channel``.
 
     Safe from any thread; a no-op cost when nobody gathers that channel in this process.
+
+    Raises:
+        StageStopped: the stage gathering ``channel`` was interrupted: the shard should do no more.
     """
     with _lock:
+        if channel in _stopped:
+            raise StageStopped(f"the stage gathering {channel!r} stopped")
         target = _channels.get(channel)
         if target is None:
             _early[channel] = _early.get(channel, 0) + amount
@@ -140,19 +157,35 @@ def gather(futures: Iterable[Any], description: str, total: int, units: Callable
         if channel:
             with _lock:
                 _channels[channel] = sharded
+                _stopped.discard(channel)
                 early = _early.pop(channel, 0)
             sharded.items(early)
+        futures = list(futures)
         try:
             for future in futures:
                 results.append(future.result())
                 returned += units(results[-1])
                 sharded.shards(returned)
+        except BaseException:
+            _stop(futures, channel)
+            raise
         finally:
             if channel:
                 with _lock:
                     _channels.pop(channel, None)
                     _early.pop(channel, None)
     return results
+
+
+def _stop(futures: list[Any], channel: str | None) -> None:
+    """Cancel the shards not started yet; running ones stop at their next item on ``channel``."""
+    if channel:
+        with _lock:
+            _stopped.add(channel)
+    for future in futures:
+        wrapped = getattr(future, "wrapped_future", None)  # a Prefect future around a concurrent.futures one
+        if wrapped is not None and hasattr(wrapped, "cancel"):
+            wrapped.cancel()
 
 
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:

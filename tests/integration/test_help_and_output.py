@@ -8,12 +8,14 @@ timestamped lines in order, and ``--json`` prints only the summary.
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +185,7 @@ class _Recorder:
     def advance(self, handle: object, amount: int = 1) -> None:
         self.seen.append(amount)
 
-    def finish(self, handle: object) -> None:
+    def finish(self, handle: object, completed: bool = True) -> None:
         return None
 
 
@@ -195,6 +197,51 @@ def test_sharded_progress_moves_per_item_and_counts_replayed_shards_once():
                         "Rendering", 12, units=int, channel="test.shards")
     assert sum(recorder.seen) == 12  # never past the total
     assert recorder.seen[:3] == [2, 1, 1]  # item by item, not one jump per shard
+
+
+class _Future:
+    """A Prefect future the way ``gather`` sees one: a result, and the concurrent.futures one it wraps."""
+
+    def __init__(self, wrapped: concurrent.futures.Future) -> None:
+        self.wrapped_future = wrapped
+
+    def result(self) -> Any:
+        return self.wrapped_future.result()
+
+
+def test_an_interrupted_gather_stops_its_shards_and_says_where_it_stopped():
+    """Ctrl-C while gathering: shards not started are cancelled, a running one stops at its next item,
+    and the progress line says where the step stopped instead of "done"."""
+    stream = io.StringIO()
+    started, release = threading.Event(), threading.Event()
+    items_done = []
+
+    def shard() -> int:
+        for item in range(1000):
+            started.set()
+            release.wait(5)
+            items_done.append(item)
+            progress.item_done("test.stopping")
+        return 1000
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        running, waiting = _Future(pool.submit(shard)), _Future(pool.submit(shard))
+
+        class _Interrupting:
+            def result(self) -> int:
+                started.wait(5)
+                raise KeyboardInterrupt
+
+        with progress.listening(console.LineListener(stream, every=0.0)), pytest.raises(KeyboardInterrupt):
+            progress.gather([_Interrupting(), running, waiting], "Rendering", 2000, units=int,
+                            channel="test.stopping")
+        release.set()
+        with pytest.raises(progress.StageStopped):
+            running.result()
+        assert waiting.wrapped_future.cancelled()
+    assert len(items_done) == 1  # the running shard stopped at its next item, not after its thousand
+    last = stream.getvalue().splitlines()[-1][9:]
+    assert last.startswith("Rendering: stopped at 0/2000 after "), last
 
 
 def test_json_prints_only_the_summary_on_stdout(tmp_path):

@@ -94,7 +94,7 @@ def test_a_noticeable_wait_before_a_retry_is_shown_as_a_step(server, monkeypatch
         def advance(self, handle, amount=1):
             pass
 
-        def finish(self, handle):
+        def finish(self, handle, completed=True):
             pass
 
     monkeypatch.setattr(openai_provider, "NOTICEABLE_WAIT", 0.2)

@@ -42,7 +42,7 @@ class _Recorder:
     def advance(self, handle: object, amount: int = 1) -> None:
         self.advances.append(amount)
 
-    def finish(self, handle: object) -> None:
+    def finish(self, handle: object, completed: bool = True) -> None:
         return None
 
 

@@ -54,7 +54,8 @@ def _api(url: str, path: str, body: dict | None = None) -> object:
         return json.loads(response.read())
 
 
-def _wait_for(condition, timeout: float, what: str, *processes: tuple[str, subprocess.Popen]) -> object:
+def _wait_for(condition, timeout: float, what: str, *processes: tuple[str, subprocess.Popen],
+              every: float = 2) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for name, process in processes:
@@ -66,7 +67,7 @@ def _wait_for(condition, timeout: float, what: str, *processes: tuple[str, subpr
             value = None
         if value:
             return value
-        time.sleep(2)
+        time.sleep(every)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
@@ -162,3 +163,84 @@ def test_serve_with_an_unreachable_server_names_it(tmp_path):
                             timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"the Prefect server at {url} does not answer" in result.stderr
+
+
+def _deployment_id(url: str, name: str) -> str | None:
+    found = _api(url, "/deployments/filter", {"deployments": {"name": {"any_": [name]}}})
+    return found[0]["id"] if found else None
+
+
+def _runs(url: str, deployment_id: str) -> list[dict]:
+    return _api(url, "/flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [deployment_id]}}})
+
+
+def _states(url: str, deployment_id: str) -> dict[str, str]:
+    """Every run of the deployment and its subflow runs: id → state name."""
+    runs = _runs(url, deployment_id)
+    children = _api(url, "/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [r["id"] for r in runs]}}})
+    return {run["id"]: run["state_name"] for run in [*runs, *children]}
+
+
+def _running_now(url: str, deployment_id: str) -> list[str]:
+    return [run_id for run_id, state in _states(url, deployment_id).items() if state == "Running"]
+
+
+def test_a_killed_serve_is_settled_by_the_next_and_ctrl_c_cancels_the_run_in_flight(prefect_server, tmp_path):
+    """SIGKILL leaves a run shown Running and runs falling Late; the next serve marks the first Crashed and
+    cancels the others instead of starting them all. Ctrl-C then stops it cleanly: the run it was executing is
+    cancelled, not left Running for ever."""
+    project = tmp_path / "project"
+    (tmp_path / "home").mkdir()
+    # Enough images that a build lasts seconds: the signals land while it runs.
+    generate_demo_world(project / "world", seed=1, group_sizes={"cat/indoor": 200, "cat/outdoor": 100,
+                                                               "dog/indoor": 100, "dog/outdoor": 200})
+    (project / "rebuild.toml").write_text(PLAN.replace("* * * * *", "0 0 1 1 *"))  # runs only when asked for
+    env = _clean_env(tmp_path) | {"PREFECT_API_URL": prefect_server, "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+                                  # the liveness window after which a deployment nobody polls is left by its runner
+                                  "PREFECT_SERVER_SERVICES_FOREMAN_DEPLOYMENT_LAST_POLLED_TIMEOUT_SECONDS": "3"}
+
+    def start_serve(log_name: str) -> subprocess.Popen:
+        return subprocess.Popen([*SEGBENCH, "serve", "--plan", "rebuild.toml"], cwd=project, env=env,
+                                stdout=(tmp_path / log_name).open("w"), stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    first = start_serve("first.log")
+    try:
+        deployment = _wait_for(lambda: _deployment_id(prefect_server, "every-minute"), 120, "the deployment",
+                               ("segbench serve", first))
+        _api(prefect_server, f"/deployments/{deployment}/create_flow_run", {})
+        _wait_for(lambda: _running_now(prefect_server, deployment), 120, "a running run", ("segbench serve", first),
+                  every=0.2)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        due = "2020-01-01T00:00:00Z"
+        late = _api(prefect_server, f"/deployments/{deployment}/create_flow_run",
+                    {"state": {"type": "SCHEDULED", "name": "Late", "state_details": {"scheduled_time": due}}})
+        time.sleep(3.5)  # past the liveness window: nobody serves the deployment now
+
+        second = start_serve("second.log")
+        try:
+            _wait_for(lambda: "Watch the runs" in (tmp_path / "second.log").read_text(), 120, "serve to start",
+                      ("segbench serve", second))
+            states = _states(prefect_server, deployment)
+            assert states[late["id"]] == "Cancelled"
+            assert "Running" not in states.values() and "Crashed" in states.values(), states
+            assert "1 missed run(s), now cancelled" in (tmp_path / "second.log").read_text()
+
+            _api(prefect_server, f"/deployments/{deployment}/create_flow_run", {})
+            _wait_for(lambda: _running_now(prefect_server, deployment), 120, "a running run",
+                      ("segbench serve", second), every=0.2)
+            os.killpg(second.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            assert second.wait(timeout=60) == 0
+            assert "Stopped serving" in (tmp_path / "second.log").read_text()
+            left = _states(prefect_server, deployment)
+            assert "Running" not in left.values() and "Cancelled" in left.values(), left
+        finally:
+            _stop(second)
+    except BaseException:
+        for name in ("first.log", "second.log"):
+            if (tmp_path / name).exists():
+                print(f"--- {name} ---\n" + (tmp_path / name).read_text())
+        raise
+    finally:
+        _stop(first)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from segbench.settings import Settings, configure_runtime, load_settings
 # Commands whose work outlives them on the server (schedules): a private server would die with them.
 OWN_SERVER_COMMANDS = frozenset({"serve"})
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+TERMINATED = 143  # 128 + SIGTERM
 INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the same command again to resume "
                     "(it redoes only the rest)")
 
@@ -140,8 +142,20 @@ def _check_process() -> tuple[str, str] | None:
     return None
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: raised where the main thread is, as Ctrl-C raises KeyboardInterrupt."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main() -> None:
     """Console entry point: segbench errors end with their message and exit code 2."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # (a caller that ignores SIGTERM keeps it ignored)
+        # SIGTERM ends a command the way Ctrl-C does: its units kept, its locks and temporary files
+        # released, one message, and exit code 143 (a Prefect flow maps it to its own signal and back).
+        signal.signal(signal.SIGTERM, _raise_terminated)
     problem = _check_process()
     if problem is not None:
         if sys.stderr is not None:
@@ -173,6 +187,9 @@ def main() -> None:
     except KeyboardInterrupt:  # outside a command (while parsing)
         console.error(INTERRUPTED_HINT)
         sys.exit(INTERRUPTED)
+    except Terminated:
+        console.error(INTERRUPTED_HINT.replace("interrupted", "terminated (SIGTERM)", 1))
+        sys.exit(TERMINATED)
     except Exception as exc:
         # Every server segbench talks to has a module that turns its failures into ServiceError; an
         # HTTP error that escapes is the Prefect API going away under a running flow.

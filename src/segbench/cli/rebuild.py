@@ -101,11 +101,11 @@ def serve_command(
                          hint='add [[schedule]] with name = "nightly" and cron = "0 3 * * *"')
     api_url = check_server()
     settings = settings_of(ctx)
-    from prefect import serve
     from prefect.deployments.runner import EntrypointType, RunnerDeployment
     from prefect.schedules import Cron
 
     from segbench.flows.rebuild import rebuild
+    from segbench.flows.serving import serve_until_stopped, settle_left_runs
 
     runner = _runner(ctx)
     base = {"plan_path": str(plan.resolve()), "data_root": str(settings.data_root.resolve()),
@@ -120,12 +120,17 @@ def serve_command(
         for schedule in loaded.schedule
     ]
     ui = api_url.rstrip("/").removesuffix("/api")
+    settled = settle_left_runs([schedule.name for schedule in loaded.schedule])
+    if settled.late_cancelled or settled.running_crashed:
+        console.out.print(f"A serve that was killed left {settled.late_cancelled} missed run(s), now cancelled, and "
+                          f"{settled.running_crashed} run(s) shown as running, now marked crashed.")
     console.out.print(console.table(f"Serving {display_path(plan)}", ["deployment", "cron", "time zone", "steps"],
                                     [[f"rebuild/{s.name}", s.cron, s.timezone, ", ".join(s.steps or ["all"])]
                                      for s in loaded.schedule]))
     console.out.print(f"Watch the runs at [bold]{ui}/runs[/] (flow runs) and [bold]{ui}/deployments[/]; "
-                      "stop with Ctrl-C.")
-    serve(*deployments, print_starting_message=False)
+                      "stop with Ctrl-C (runs in flight are cancelled and the schedules paused).")
+    serve_until_stopped(deployments)
+    console.out.print("Stopped serving; the schedules are paused until the next segbench serve.")
 
 
 def check_server() -> str:

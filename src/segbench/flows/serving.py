@@ -1,0 +1,101 @@
+"""Serving a rebuild plan's schedules: stopped cleanly by Ctrl-C, and what a killed ``serve`` left settled.
+
+Prefect's ``serve`` stops gracefully on SIGTERM (its runner cancels the runs in flight and pauses the
+schedules) but ends at once on Ctrl-C, leaving a run it had started shown as Running for ever. Here
+Ctrl-C takes the SIGTERM path; a second Ctrl-C ends at once.
+
+A ``serve`` that was killed (SIGKILL, a reboot) could not do either: the server keeps scheduling runs
+that nobody starts (Prefect marks them Late) and keeps showing the run it was executing as Running.
+Started again, ``serve`` would launch every Late run at once. So before serving, the Late runs of the
+plan's deployments are cancelled, and their Running runs are marked Crashed when no runner has polled
+the deployment for longer than Prefect's own liveness window (so a second live ``serve`` is left alone).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    DeploymentFilter,
+    DeploymentFilterName,
+    FlowRunFilter,
+    FlowRunFilterDeploymentId,
+    FlowRunFilterParentFlowRunId,
+    FlowRunFilterState,
+    FlowRunFilterStateName,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import StateType
+from prefect.states import Cancelled, Crashed
+
+if TYPE_CHECKING:
+    from prefect.deployments.runner import RunnerDeployment
+
+_LATE = FlowRunFilterState(name=FlowRunFilterStateName(any_=["Late"]))
+_ACTIVE = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING]))
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a killed ``serve`` had left and this one settled."""
+
+    late_cancelled: int = 0
+    running_crashed: int = 0
+
+
+def settle_left_runs(deployment_names: Sequence[str], flow_name: str = "rebuild") -> Settled:
+    """Cancel the Late runs of these deployments; mark their Running runs (and subflow runs) Crashed when no
+    runner serves them."""
+    late = crashed = 0
+    now = datetime.datetime.now(datetime.timezone.utc)
+    with get_client(sync_client=True) as client:
+        named = client.read_deployments(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=list(deployment_names))))
+        for deployment in (d for d in named if client.read_flow(d.flow_id).name == flow_name):
+            of_deployment = FlowRunFilterDeploymentId(any_=[deployment.id])
+            for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(deployment_id=of_deployment, state=_LATE)):
+                client.set_flow_run_state(run.id, Cancelled(message="missed: segbench serve was not running when "
+                                                                    "it was due"), force=True)
+                late += 1
+            polled = deployment.last_polled
+            if polled is not None and now - polled < _runner_gone_after():
+                continue  # a live runner (another serve) may be executing them
+            orphans = client.read_flow_runs(flow_run_filter=FlowRunFilter(deployment_id=of_deployment, state=_ACTIVE))
+            while orphans:  # the runs, then their subflow runs, level by level
+                for run in orphans:
+                    client.set_flow_run_state(run.id, Crashed(message="the segbench serve running it was stopped "
+                                                                      "without a chance to say so"), force=True)
+                crashed += len(orphans)
+                orphans = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id for run in orphans]),
+                    state=_ACTIVE))
+    return Settled(late, crashed)
+
+
+def _runner_gone_after() -> datetime.timedelta:
+    """How long since a runner last polled a deployment before Prefect calls it not ready (60 s by default)."""
+    from prefect.settings import get_current_settings
+
+    return datetime.timedelta(seconds=get_current_settings().server.services.foreman
+                              .deployment_last_polled_timeout_seconds)
+
+
+def serve_until_stopped(deployments: Sequence[RunnerDeployment]) -> None:
+    """Serve the deployments until Ctrl-C or SIGTERM; either stops the runs in flight and pauses the schedules."""
+    from prefect import serve
+
+    def graceful(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C ends at once
+        os.kill(os.getpid(), signal.SIGTERM)  # the runner's own graceful stop
+
+    previous = signal.signal(signal.SIGINT, graceful)
+    try:
+        serve(*deployments, print_starting_message=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
