@@ -239,7 +239,10 @@ def _contents(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_ctrl_c_stops_a_build_promptly_and_the_rerun_resumes_it(world, tmp_path):
+@pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                      (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_a_signal_stops_a_build_promptly_and_the_rerun_resumes_it(world, tmp_path, signum, code, said):
+    """Ctrl-C (to the whole group, as a terminal sends it) or SIGTERM (as a service manager sends it)."""
     sources = ("--coco-root", str(world), "--stuff-root", str(world))
     reference = segbench(tmp_path / "reference", *BUILD, *sources)
     assert reference.returncode == 0, reference.stderr
@@ -256,12 +259,15 @@ def test_ctrl_c_stops_a_build_promptly_and_the_rerun_resumes_it(world, tmp_path)
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no render unit finished"
         time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    if signum == signal.SIGINT:
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    else:
+        process.send_signal(signal.SIGTERM)
     interrupted = time.monotonic()
     stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stdout + stderr
+    assert process.returncode == code, stdout + stderr
     assert time.monotonic() - interrupted < 30
-    assert "Traceback" not in stderr and "run the same command again to resume" in stderr
+    assert "Traceback" not in stderr and f"error: {said}; a build keeps the units it finished" in stderr
     assert not (data / "coco_cd" / "manifest.json").exists()
     assert list(data.glob(".coco_cd.*.partial")), "the resumable stage is kept"
 
