@@ -182,3 +182,35 @@ def test_a_malformed_stored_answer_stops_the_release_naming_it(project):
     message = str(result.exception)
     assert "answers[1]" in message and "demo-context-audit.answers.json" in message and "rounds ingest" in message
     assert not (project / "rel").exists()
+
+
+def test_ctrl_c_during_a_push_to_a_hub_that_never_answers_ends_the_command_at_once(project):
+    """The push waits on a server that accepts and never answers; Ctrl-C (to the group, as a terminal sends
+    it) ends the command with 130 within seconds, not at the push's deadline, and the release is written."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as hub:
+        hub.bind(("127.0.0.1", 0))
+        hub.listen(8)
+        env = {**os.environ, "HF_TOKEN": "hf_secret_for_test",
+               "SEGBENCH_HUB_ENDPOINT": f"http://127.0.0.1:{hub.getsockname()[1]}"}
+        process = subprocess.Popen([sys.executable, "-m", "segbench", "release", "vocab", "--out", "rel", *ANSWERS,
+                                    "--push", "org/vocab"], cwd=project, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        hub.settimeout(180)
+        connection, _ = hub.accept()  # the push has started and waits for an answer
+        with connection:
+            time.sleep(0.5)
+            os.killpg(process.pid, signal.SIGINT)
+            interrupted = time.monotonic()
+            stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stdout + stderr
+    assert time.monotonic() - interrupted < 15
+    assert "Traceback" not in stderr and "interrupted" in stderr and "hf_secret_for_test" not in stdout + stderr
+    assert (project / "rel" / "croissant.json").exists()

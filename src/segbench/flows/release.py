@@ -57,18 +57,8 @@ def hub_url(repo_id: str, endpoint: str | None) -> str:
     return f"{(endpoint or 'https://huggingface.co').rstrip('/')}/datasets/{repo_id}"
 
 
-def _worth_retrying(task, task_run, state) -> bool:
-    """A network error or a 5xx may pass; a refusal (bad token, bad name) will not."""
-    try:
-        state.result()
-    except Exception as exc:  # the task's own error
-        return not getattr(exc, "permanent", False)
-    return False
-
-
-# An upload is idempotent (content-addressed commits), so a retry after a network error is safe.
-@task(**task_name("push-to-hub"), cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10],
-      retry_condition_fn=_worth_retrying)
+# The push retries within its own deadline (providers.hub.push_folder): one deadline for the whole push.
+@task(**task_name("push-to-hub"), cache_policy=NO_CACHE)
 def push_task(out: Path, repo_id: str, tag: str, endpoint: str | None, token: SecretStr | None) -> str:
     from segbench.providers.hub import push_folder
 

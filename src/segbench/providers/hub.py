@@ -3,15 +3,16 @@
 ``huggingface_hub`` does the HTTP (create the repository, upload the folder in one commit, tag
 it); ``endpoint`` points it at another Hub (a mirror, or a local server in tests). Its client gets
 segbench's limits (:mod:`segbench.core.http_limits`): a read timeout, bounded redirects and a
-deadline per call; and the whole push runs on a daemon thread the command waits for at most
-:func:`push_deadline`, because ``huggingface_hub`` honours any ``Retry-After`` in full (an hour, if
-a server asks) and does not stop for Ctrl-C while it sleeps. The token arrives as a ``SecretStr``
+deadline per call; and the whole push, its retries included, runs on a daemon thread the command
+waits for at most :func:`push_deadline`, because ``huggingface_hub`` honours any ``Retry-After`` in
+full (an hour, if a server asks) and does not stop for Ctrl-C while it sleeps. The token arrives as a ``SecretStr``
 (a flow parameter Prefect records masked) and never reaches a message.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines
 READ_TIMEOUT = 60.0  # seconds a connection or a read may wait
 CALL_SECONDS = 120.0  # what one small call (create the repository, tag) may take, retries included
 MIN_UPLOAD_RATE = 1_000_000  # bytes a second: the slowest upload the folder's deadline allows for
+RETRY_PAUSES = (2.0, 10.0)  # seconds before each new attempt after a failure that may pass (network, 5xx)
 
 
 class HubError(SegbenchError):
@@ -68,20 +70,33 @@ def _push(folder: Path, repo_id: str, tag: str, endpoint: str | None, token: str
 
 def push_folder(folder: Path, repo_id: str, *, tag: str, endpoint: str | None = None,
                 token: SecretStr | None = None) -> str:
-    """Upload ``folder`` to the dataset repository ``repo_id`` and tag the commit; return the repository URL."""
+    """Upload ``folder`` to the dataset repository ``repo_id`` and tag the commit; return the repository URL.
+
+    A failure that may pass (the network, a 5xx) is tried again after each of :data:`RETRY_PAUSES`
+    (an upload is idempotent: commits are content-addressed), all within the one :func:`push_deadline`.
+    """
     secret = token.get_secret_value() if token else None
     outcome: dict[str, Any] = {}
+    where, limit = f"{repo_id} at {endpoint or 'huggingface.co'}", push_deadline(folder)
+    end = time.monotonic() + limit
 
     def work() -> None:
-        try:
-            outcome["url"] = _push(folder, repo_id, tag, endpoint, secret)
-        except BaseException as exc:  # handed to the command below
-            outcome["error"] = exc
+        for pause in (*RETRY_PAUSES, None):
+            try:
+                with deadline(end - time.monotonic()):
+                    outcome["url"] = _push(folder, repo_id, tag, endpoint, secret)
+                return
+            except BaseException as exc:  # handed to the command below
+                outcome["error"] = exc
+                typed = _typed(exc, folder, where, secret)
+                if pause is None or getattr(typed, "permanent", True) or time.monotonic() + pause >= end:
+                    return
+                time.sleep(pause)
+                outcome.pop("error")
 
-    where, limit = f"{repo_id} at {endpoint or 'huggingface.co'}", push_deadline(folder)
     worker = threading.Thread(target=work, daemon=True, name="segbench-hub-push")
     worker.start()
-    worker.join(limit)
+    worker.join(limit + 2)  # its own deadline ends a request first, with the reason; a sleep it cannot cut, here
     if worker.is_alive():
         raise HubError(f"the push to {where} did not finish within {limit:.0f} s (the Hub may have asked to wait)",
                        path=str(folder), hint="try again later, or check SEGBENCH_HUB_ENDPOINT and the network")
