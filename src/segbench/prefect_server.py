@@ -427,6 +427,11 @@ class _BeforeImport(importlib.abc.MetaPathFinder):
         return None  # the normal finders import it
 
 
+def healthy(api_url: str) -> bool:
+    """Whether the Prefect API at ``api_url`` answers ``GET /health``."""
+    return _healthy(api_url, timeout=5.0)
+
+
 def private_server_on_demand(prefect_home: Path, *, hint: Callable[[str], None]) -> None:
     """Give the first flow of this command a private Prefect API, unless one is configured.
 

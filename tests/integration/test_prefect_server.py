@@ -277,6 +277,41 @@ def test_a_signal_stops_a_build_promptly_and_the_rerun_resumes_it(world, tmp_pat
     assert _contents(data / "coco_cd") == _contents(tmp_path / "reference" / "data" / "coco_cd")
 
 
+def test_a_build_whose_server_is_killed_ends_with_one_message_and_the_rerun_resumes(world, tmp_path):
+    """The persistent server dies mid-build (kill -9): the command ends within seconds with exit code 2 and
+    one message naming the server, instead of retrying calls to it for many minutes."""
+    project = tmp_path / "project"
+    sources = ("--coco-root", str(world), "--stuff-root", str(world))
+    started = segbench(project, "server", "start")
+    assert started.returncode == 0, started.stderr
+    state = json.loads((project / "work" / "prefect-server" / "server.json").read_text())
+    data = project / "data"
+    process = subprocess.Popen(_command(project, *BUILD, *sources), env=_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(data.glob(".coco_cd.*.partial/images/*.png"))) < 3:
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no render unit finished"
+            time.sleep(0.02)
+        os.killpg(state["pid"], signal.SIGKILL)  # the server leads a process group of its own
+        killed = time.monotonic()
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 2, stdout + stderr
+    assert time.monotonic() - killed < 40
+    assert stderr.count("lost the Prefect server") == 1 and "Traceback" not in stderr, stderr
+
+    resumed = segbench(project, *BUILD, *sources)
+    try:
+        assert resumed.returncode == 0, resumed.stderr
+        assert " 0 reused" not in resumed.stdout, "the finished units are reused"
+    finally:
+        segbench(project, "server", "stop")
+
+
 # --- a server for the duration of a command (segbench demo) ----------------------------------------------
 
 DURATION_SCRIPT = """

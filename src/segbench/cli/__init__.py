@@ -20,7 +20,7 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from segbench import console, prefect_server, registry
+from segbench import console, prefect_server, prefect_watch, registry
 from segbench.cli import demo, help_text, publish, rebuild, release, rounds, server
 from segbench.cli.help_text import Runner
 from segbench.core import clock, process
@@ -33,6 +33,10 @@ INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 TERMINATED = 143  # 128 + SIGTERM
 INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the same command again to resume "
                     "(it redoes only the rest)")
+
+# A process of its own (the console entry point) ends when its Prefect API is lost; a program calling
+# app() does not have its process ended under it.
+_watch_prefect = False
 
 help_text.tidy_flag_types()
 help_text.widen_help_in_pipes(sys.stdout is not None and sys.stdout.isatty(), os.environ)  # type: ignore[arg-type]
@@ -98,6 +102,9 @@ def _root(
     if ctx.invoked_subcommand not in OWN_SERVER_COMMANDS:  # serve lives on; every other command ends
         process.mark_one_command()
     _choose_prefect_api(settings, private_allowed=ctx.invoked_subcommand not in OWN_SERVER_COMMANDS)
+    if _watch_prefect and ctx.invoked_subcommand not in OWN_SERVER_COMMANDS and "prefect" not in sys.modules:
+        prefect_watch.watch(prefect_server.healthy,
+                            lambda text: console.err.print(text, markup=False, highlight=False, soft_wrap=True))
     ctx.obj = {"settings": settings, "wait": wait, "runner": runner_spec}
 
 
@@ -152,6 +159,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 def main() -> None:
     """Console entry point: segbench errors end with their message and exit code 2."""
+    global _watch_prefect
+    _watch_prefect = True
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # (a caller that ignores SIGTERM keeps it ignored)
         # SIGTERM ends a command the way Ctrl-C does: its units kept, its locks and temporary files
         # released, one message, and exit code 143 (a Prefect flow maps it to its own signal and back).
@@ -188,6 +197,8 @@ def main() -> None:
         console.error(INTERRUPTED_HINT)
         sys.exit(INTERRUPTED)
     except Terminated:
+        if prefect_watch.lost():  # it has said so
+            sys.exit(prefect_watch.EXIT_CODE)
         console.error(INTERRUPTED_HINT.replace("interrupted", "terminated (SIGTERM)", 1))
         sys.exit(TERMINATED)
     except Exception as exc:
@@ -195,6 +206,8 @@ def main() -> None:
         # HTTP error that escapes is the Prefect API going away under a running flow.
         if not type(exc).__module__.startswith("httpx"):
             raise
+        if prefect_watch.lost():
+            sys.exit(prefect_watch.EXIT_CODE)
         console.error(f"lost the Prefect server this command runs its flow on ({type(exc).__name__}: {exc})\n"
                       "  fix: if it was stopped (segbench server stop) or killed, run the command again: it "
                       "starts one if needed, and a build resumes from the units it finished", exc)

@@ -1,0 +1,76 @@
+"""A command whose Prefect API goes away mid-flow ends with one message instead of running on for ever.
+
+Prefect's client retries every call with back-off and its log and event workers keep retrying their
+queues, so a command whose server was killed (or stopped by hand) would spend many minutes printing
+connection errors. A daemon thread asks the API's ``/health`` every :data:`EVERY` seconds once the
+command has imported Prefect (it is about to run a flow: a command that never does is never watched). When nothing has answered for :data:`LOST_AFTER`
+seconds it says so, interrupts the command the way SIGTERM does (locks released, temporary files
+removed, a build keeps the units it finished), and ends the process :data:`GRACE` seconds later if
+Prefect is still trying to report to the server that is gone. What a build finished is on disk unit
+by unit, so the next run resumes it as after any kill.
+
+Nothing here imports Prefect.
+"""
+
+from __future__ import annotations
+
+import _thread
+import atexit
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+EVERY = 2.0  # seconds between health checks
+LOST_AFTER = 10.0  # seconds without an answer before the server counts as gone
+GRACE = 5.0  # seconds the interrupted command has to end by itself
+EXIT_CODE = 2
+
+_lost: list[str] = []  # the API that went away, once it has
+
+
+def lost() -> bool:
+    """Whether this command lost its Prefect API (and has said so)."""
+    return bool(_lost)
+
+
+def watch(healthy: Callable[[str], bool], say: Callable[[str], None]) -> threading.Thread:
+    """Start watching the API ``PREFECT_API_URL`` names, from when Prefect is imported; ``healthy(url)`` asks it."""
+
+    armed = [True]
+    atexit.register(armed.clear)  # a server stopped as the command exits is not lost (atexit runs last-in first)
+
+    def run() -> None:
+        last_answer = time.monotonic()
+        while True:
+            time.sleep(EVERY)
+            if not armed:
+                return
+            url = os.environ.get("PREFECT_API_URL")
+            if not url or "prefect" not in sys.modules:  # no flow yet, or a server for a block (demo) ended
+                last_answer = time.monotonic()
+                continue
+            if healthy(url.rstrip("/")):
+                last_answer = time.monotonic()
+                continue
+            if time.monotonic() - last_answer >= LOST_AFTER and armed:
+                _give_up(url, say)
+                return
+
+    thread = threading.Thread(target=run, daemon=True, name="segbench-prefect-watch")
+    thread.start()
+    return thread
+
+
+def _give_up(url: str, say: Callable[[str], None]) -> None:
+    _lost.append(url)
+    say(f"error: lost the Prefect server this command runs its flow on ({url} has not answered for "
+        f"{LOST_AFTER:g} s: it was stopped or killed)\n"
+        "  fix: run the command again: it starts a server if none runs, and a build resumes from the units it "
+        "finished")
+    _thread.interrupt_main(signal.SIGTERM)  # unwinds as SIGTERM does
+    time.sleep(GRACE)
+    sys.stderr.flush()
+    os._exit(EXIT_CODE)  # Prefect is still retrying calls to the server that is gone
