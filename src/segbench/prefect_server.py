@@ -65,6 +65,7 @@ class ServerState:
     started: int  # the process's start time in clock ticks since boot (/proc/<pid>/stat field 22)
     port: int
     idle_minutes: float | None = None  # stopped after this long without use; None: until `server stop`
+    folder: str | None = None  # the server folder that started it: a copy of the work dir has a server of its own
 
     @property
     def url(self) -> str:
@@ -178,10 +179,15 @@ def _terminate(pid: int, timeout: float = STOP_TIMEOUT) -> None:
 # --- the persistent server -----------------------------------------------------------------------------
 
 def read_state(work_dir: Path) -> ServerState | None:
-    """The persistent server of ``work_dir`` if it is running (a stale state file counts as none)."""
+    """The persistent server of ``work_dir`` if it is running. A stale state file counts as none, and so
+    does one another folder wrote (a work dir copied with ``cp -a`` or restored from a backup): the
+    copy's commands must not write their runs into the original's database."""
+    folder = server_dir(work_dir)
     try:
-        state = ServerState(**json.loads((server_dir(work_dir) / STATE_NAME).read_text()))
+        state = ServerState(**json.loads((folder / STATE_NAME).read_text()))
     except (OSError, ValueError, TypeError):
+        return None
+    if state.folder is not None and state.folder != str(folder):
         return None
     return state if _is_alive(state) else None
 
@@ -222,7 +228,7 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
         process = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                           "--port", str(port)], env, log, tied=tied)
         state = ServerState(pid=process.pid, started=_start_time(process.pid) or 0, port=port,
-                            idle_minutes=idle_minutes)
+                            idle_minutes=idle_minutes, folder=str(folder))
         _wait_healthy(process, state.api_url, log, timeout)
         tmp = folder / f".{STATE_NAME}.tmp"
         tmp.write_text(json.dumps(dataclasses.asdict(state), sort_keys=True))

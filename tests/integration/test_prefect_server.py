@@ -100,6 +100,32 @@ def test_server_start_status_stop_and_commands_use_it(tmp_path):
     assert "down" in segbench(project, "server", "status").stdout
 
 
+def test_a_copied_work_dir_starts_a_server_of_its_own(tmp_path):
+    """cp -a of a project whose server runs: the copy's commands do not write into the original's database,
+    and stopping the copy's server leaves the original's running."""
+    import shutil
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    assert segbench(original, "server", "start").returncode == 0
+    first = json.loads((original / "work" / "prefect-server" / "server.json").read_text())
+    try:
+        shutil.copytree(original, copy, symlinks=True, ignore=shutil.ignore_patterns(".lock", "in-use"))
+        assert "down" in segbench(copy, "server", "status").stdout
+        started = segbench(copy, "server", "start")
+        assert started.returncode == 0, started.stderr
+        second = json.loads((copy / "work" / "prefect-server" / "server.json").read_text())
+        assert second["pid"] != first["pid"] and second["folder"] == str(copy / "work" / "prefect-server")
+        evaluated = segbench(copy, *_cgf1_inputs(tmp_path / "inputs"))
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert _api(f"http://127.0.0.1:{first['port']}/api", "/flow_runs/count", {}) == 0, "nothing in the original"
+        assert _api(f"http://127.0.0.1:{second['port']}/api", "/flow_runs/count", {}) >= 1
+        segbench(copy, "server", "stop")
+        assert f"up at http://127.0.0.1:{first['port']}" in segbench(original, "server", "status").stdout
+    finally:
+        segbench(copy, "server", "stop")
+        segbench(original, "server", "stop")
+
+
 def test_a_stale_or_reused_pid_in_the_state_file_is_no_server(tmp_path):
     project = tmp_path / "project"
     state = project / "work" / "prefect-server" / "server.json"
