@@ -163,3 +163,32 @@ def test_label_studio_exports_with_a_bad_point_are_refused(spin, point, check_po
     with pytest.raises(AnnotationError, match="finite") as info:
         answers_from_labelstudio(export, round_, ImportPolicy(), source="export.json", check_polygons=check_polygons)
     assert info.value.path == "export.json" and info.value.item == "task 7 / annotation 70"
+
+
+def test_label_studio_annotations_sharing_an_id_are_refused_naming_both_tasks(spin):
+    """Answers are known by their annotation id (a re-ingest merges by it): two annotations with one id,
+    or one without an id, would silently replace another person's answer."""
+    from segbench.core.errors import OnError
+
+    project, key, _ = spin
+    round_ = Round.model_validate(read_json(project / "data" / "rounds" / f"{key}.json"))
+    first, second = round_.items
+
+    def task(task_id: int, item: RoundItem, annotation_id: object, worker: int) -> dict:
+        return {"id": task_id, "data": {"item_id": item.item_id}, "annotations": [{
+            "id": annotation_id, "completed_by": worker, "result": [
+                {"type": "choices", "from_name": "part_visible", "to_name": "image", "value": {"choices": ["yes"]}}]}]}
+
+    colliding = [task(7, first, 70, 1), task(8, second, 70, 2)]
+    with pytest.raises(AnnotationError, match="annotation id 70 appears twice") as info:
+        answers_from_labelstudio(colliding, round_, ImportPolicy(), source="export.json")
+    assert "task 7" in str(info.value) and info.value.item == "task 8 / annotation 70"
+
+    skipping = ImportPolicy(on_error=OnError.SKIP)
+    kept = answers_from_labelstudio(colliding, round_, skipping, source="export.json")
+    assert [(a.item_id, a.annotator) for a in kept] == [(first.item_id, "labelstudio:1")]
+    assert len(skipping.report.skipped) == 1
+
+    for bad in (None, "70", True):
+        with pytest.raises(AnnotationError, match="is not a number"):
+            answers_from_labelstudio([task(7, first, bad, 1)], round_, ImportPolicy(), source="export.json")

@@ -81,6 +81,7 @@ def answers_from_labelstudio(
     """
     items = round_.items_by_task_id()
     answers, cancelled = [], 0
+    seen: dict[str, object] = {}  # annotation id -> the task it came with
     for task in export:
         for annotation in task.get("annotations") or []:
             if annotation.get("was_cancelled"):
@@ -88,6 +89,18 @@ def answers_from_labelstudio(
                 continue
             where = f"task {task.get('id')} / annotation {annotation.get('id')}"
             try:
+                # An answer is known by its annotation id (re-ingest merges by it): one without, or one
+                # that two annotations share, would silently replace another person's answer.
+                key = annotation.get("id")
+                if not isinstance(key, int) or isinstance(key, bool):
+                    raise AnnotationError(f"annotation id {key!r} is not a number", path=source, item=where,
+                                          hint="export the project from Label Studio again")
+                if str(key) in seen:
+                    raise AnnotationError(f"annotation id {key} appears twice (with task {seen[str(key)]} and "
+                                          f"task {task.get('id')})", path=source, item=where,
+                                          hint="the server's export is inconsistent: export the project again; "
+                                               "--on-error skip keeps the first")
+                seen[str(key)] = task.get("id")
                 answers.append(_labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons))
             except AnnotationError as error:
                 policy.handle(error)
