@@ -129,6 +129,25 @@ def test_build_vocab_with_a_model_server_asking_to_wait_an_hour(tmp_path, monkey
     assert time.monotonic() - start < 120 and KEY not in outcome.stdout + outcome.stderr
 
 
+def test_build_vocab_with_a_model_server_that_drips_ends_after_two_timeouts(tmp_path, monkeypatch):
+    """Each request ends at its deadline; two in a row without a complete answer end the command, instead of
+    retrying every question against a server that never finishes one."""
+    captions = tmp_path / "captions.txt"
+    captions.write_text("a cat on the sofa\na cat by the window\na dog in the park\na dog on the grass\n")
+    with BadServer(lambda request: Reply(200, b"{" + b" " * 600 + b"}", drip=0.5)) as server:
+        monkeypatch.setenv("SEGBENCH_PROVIDER", "openai")
+        monkeypatch.setenv("SEGBENCH_OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("SEGBENCH_OPENAI_TIMEOUT", "2")
+        monkeypatch.setenv("SEGBENCH_OPENAI_CONCURRENCY", "1")
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        start = time.monotonic()
+        outcome = run_main(tmp_path, "build", "vocab", "--captions", str(captions), "--min-count", "1")
+        asked = len(server.requests)
+    assert_clean_failure(outcome, "requests in a row", "hangs or sends too slowly")
+    # two requests timed out (one in flight at a time), and none was sent after them
+    assert asked == 2 and time.monotonic() - start < 60 and KEY not in outcome.stdout + outcome.stderr
+
+
 @pytest.fixture
 def mounted(tmp_path):
     """``mount(options)``: a fresh tmpfs at a new folder under ``tmp_path``, unmounted afterwards

@@ -3,6 +3,7 @@ bounded concurrency, usage, and that the API key never leaks into errors, logs o
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import socket
@@ -183,6 +184,25 @@ def test_bounded_concurrency(server, tmp_path, through_cache):
     # ceil(7 / 3) = 3 rounds of 0.3 s; sequential would take 2.1 s. Loose bounds, slow machines.
     assert 0.85 <= elapsed < 1.9
     assert provider.usage.calls == 7
+
+
+def test_a_request_waiting_for_its_slot_is_not_timed_out_and_a_stalled_server_stops_the_rest(server):
+    """Several callers share one slot (a one-slot local server): the deadline of a request starts when it may
+    be sent. Then two timeouts in a row mark the server stalled: no further request is sent."""
+    server.latency = 0.6
+    provider = provider_for(server, concurrency=1, timeout=1.0)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as callers:  # as several task runs of a flow
+        answers = list(callers.map(lambda i: provider.answer(ask(f"category{i}"), RelationAnswer), range(4)))
+    assert [a.category for a in answers] == [f"category{i}" for i in range(4)]  # 4 × 0.6 s queued, none timed out
+
+    server.latency = 3.0
+    stalled = provider_for(server, concurrency=1, timeout=0.5, max_retries=4)
+    before = server.count
+    with pytest.raises(ProviderError, match="2 requests in a row"):
+        stalled.answer(ask("dog"), RelationAnswer)
+    with pytest.raises(ProviderError, match="not asked"):
+        stalled.answer(ask("cat"), RelationAnswer)
+    assert server.count - before == 2
 
 
 def test_answer_many_reports_failures_after_trying_all(server):

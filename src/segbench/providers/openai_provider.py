@@ -5,7 +5,9 @@ schema (the pydantic answer schema), validates the reply with pydantic, re-asks 
 does not validate (showing the model its error), and retries rate limits, server errors, timeouts and
 dropped connections with exponential backoff and jitter (honouring ``Retry-After`` up to
 :data:`MAX_RETRY_AFTER`; a server asking for longer fails the question at once). Each request ends
-within its timeout however slowly the server sends (:mod:`segbench.core.http_limits`), an answer
+within its timeout however slowly the server sends (:mod:`segbench.core.http_limits`), and
+:data:`STALLED_AFTER` timeouts in a row end the command (a hung or dripping server is not retried
+for many minutes), an answer
 that is not a chat completion (an HTML page, an event stream, cut-off JSON) is a typed error, and
 Ctrl-C ends a command at once, also while requests are in flight or a retry waits. Works against
 api.openai.com and any OpenAI-compatible server (``base_url``).
@@ -16,6 +18,7 @@ The API key is handed to the official client and nowhere else: it never appears 
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import functools
 import logging
@@ -43,6 +46,7 @@ T = TypeVar("T", bound=BaseModel)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx: the statuses OpenAI documents as transient
 NOTICEABLE_WAIT = 3.0  # seconds; a longer wait before a retry is shown as a progress step
+STALLED_AFTER = 2  # requests in a row (any caller) without a complete answer in time: the server is stalled
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail at once instead of hanging
 REASK = (
     "Your previous answer could not be used: {problem}\n"
@@ -160,6 +164,8 @@ class OpenAIBackend:
         self._lock = threading.Lock()
         self._usage = Usage()
         self._random = random.Random()
+        self._timeouts_in_a_row = 0  # across every caller: a hung or dripping server fails the command soon
+        self._slots: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()  # requests in flight at once
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={display_url(self.base_url)!r})"
@@ -198,12 +204,21 @@ class OpenAIBackend:
         """
         for attempt in range(self.max_retries + 1):
             try:
-                with deadline(self.timeout):
-                    answer = call()
+                # A request's deadline starts when it may be sent: waiting for a slot is no timeout of the server's.
+                with self._slots:
+                    self._refuse_if_stalled(subject)
+                    with deadline(self.timeout):
+                        answer = call()
                 if not looks_right(answer):
                     raise _WrongShape(f"the answer was not what the API returns ({type(answer).__name__} "
                                       "body: an HTML page or an event stream?)")
             except (openai.OpenAIError, ValueError, _WrongShape) as exc:
+                stalled = self._timed_out(isinstance(exc, openai.APITimeoutError))
+                if stalled:
+                    raise self._error(subject, f"{self._describe(exc)}, {stalled} requests in a row: the server "
+                                      "hangs or sends too slowly",
+                                      hint="check the server; for a slow local model raise openai_timeout and lower "
+                                           "openai_concurrency") from None
                 if not _is_transient(exc):
                     raise self._error(subject, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
                 if attempt == self.max_retries:
@@ -225,8 +240,25 @@ class OpenAIBackend:
                                    f"waiting {delay:.0f} s before retry {attempt + 1}/{self.max_retries}"):
                     time.sleep(delay)
                 continue
+            self._timed_out(False)
             return answer
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _refuse_if_stalled(self, subject: Any) -> None:
+        with self._lock:
+            stalled = self._timeouts_in_a_row
+        if stalled >= STALLED_AFTER:  # found by another question: asking again would only wait as long
+            raise self._error(subject, f"not asked: {stalled} requests in a row got no complete answer within "
+                              f"{self.timeout:g} s (the server hangs or sends too slowly)",
+                              hint="check the server; for a slow local model raise openai_timeout and lower "
+                                   "openai_concurrency")
+
+    def _timed_out(self, timed_out: bool) -> int:
+        """Count a request that timed out (or reset the count on any other outcome); the count once it
+        reaches :data:`STALLED_AFTER` (retrying a server that gives no complete answer only holds the command)."""
+        with self._lock:
+            self._timeouts_in_a_row = self._timeouts_in_a_row + 1 if timed_out else 0
+            return self._timeouts_in_a_row if self._timeouts_in_a_row >= STALLED_AFTER else 0
 
     def _count(self, **amounts: float) -> None:
         with self._lock:
@@ -395,8 +427,7 @@ class OpenAIProvider(OpenAIBackend):
         def call() -> Any:
             # Any: the SDK's overloads want its TypedDict messages; these are the same plain dicts.
             completions: Any = self._conn.client.chat.completions
-            with self._slots:
-                return completions.create(model=self.model, messages=messages, response_format=fmt, **self.params)
+            return completions.create(model=self.model, messages=messages, response_format=fmt, **self.params)
 
         completion = self._retrying(question, question.kind, call,
                                     looks_right=lambda answer: isinstance(getattr(answer, "choices", None), list))
