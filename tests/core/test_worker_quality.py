@@ -212,3 +212,46 @@ def test_rules_can_be_overridden_by_name_and_unknown_names_are_refused():
     assert QualityRules.with_overrides({"min_kappa": 0.5, "min_gold_answers": 8}).min_gold_answers == 8
     with pytest.raises(ValueError, match="unknown quality rule 'min_kapa'"):
         QualityRules.with_overrides({"min_kapa": 0.5})
+
+
+MTURK_DAYS = ["Wed Nov 26", "Thu Nov 27", "Fri Nov 28", "Sat Nov 29", "Sun Nov 30", "Mon Dec 01"]
+
+
+def test_mturk_times_over_several_days_keep_the_timeline_in_order():
+    """MTurk writes "Wed Nov 26 09:00:37 PST 2025": sorted as text, a batch over six days runs Fri, Mon,
+    Sat, Sun, Thu, Wed, and a worker whose accuracy falls would read as one whose accuracy rises."""
+    truth = _truth(60)
+    wrong = ["outdoor" if t == "indoor" else "indoor" for t in truth]
+    drifting = [t if n < 30 else w for n, (t, w) in enumerate(zip(truth, wrong, strict=True))]
+    answers, gold = _crowd_of({"a": list(truth), "b": list(truth), "c": list(truth), "drift": drifting}, truth)
+    answers = [a.model_copy(update={"updated_at": f"{MTURK_DAYS[int(a.item_id[1:]) // 10]} "
+                                                  f"09:{int(a.item_id[1:]) % 10:02d}:00 PST 2025"})
+               for a in answers]
+    by = rows(scored(answers, gold, rules=QualityRules(min_kappa=-1.0, min_agreement=0.0)))
+    assert by["drift"]["accuracy_early_late"] == [1.0, 0.0]
+    assert "falling_accuracy" in by["drift"]["flags"]["raised"]
+
+
+def test_the_latest_of_a_repeated_answer_is_the_latest_in_time_whatever_the_format():
+    answers = [Answer(item_id="g", annotator="a", source_id=source, updated_at=when, choices={"context": [label]})
+               for source, when, label in [("1", "Sat Nov 29 23:00:00 PST 2025", "indoor"),  # 2025-11-30T07:00Z
+                                           ("2", "2025-11-30T06:00:00Z", "outdoor"),
+                                           ("3", "Thu Nov 27 09:00:00 PST 2025", "outdoor")]]
+    by = rows(score_workers(answers, [], {"g": ({"context": "indoor"}, (4, 4))}))
+    assert by["a"]["answers"] == 1 and by["a"]["gold_accuracy"] == 1.0
+    assert aggregate(answers, ["context"])[0].majority == {"context": "indoor"}
+
+
+@pytest.mark.parametrize(("text", "utc"), [
+    ("Wed Nov 26 09:00:37 PST 2025", "2025-11-26T17:00:37+00:00"),
+    ("Sun Jun 01 09:00:37 PDT 2025", "2025-06-01T16:00:37+00:00"),
+    ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00+00:00"),
+    ("2026-01-01T01:00:00.5+01:00", "2026-01-01T00:00:00.500000+00:00"),
+    ("2026-01-01 00:00:00", "2026-01-01T00:00:00+00:00"),  # no zone: UTC
+    ("yesterday", None), ("Wed Nov 26 09:00:37 XYZ 2025", None), ("Wed Foo 26 09:00:37 PST 2025", None),
+])
+def test_times_are_read_in_every_form_the_backends_write(text, utc):
+    from segbench.core.clock import parse_time
+
+    parsed = parse_time(text)
+    assert (parsed.isoformat() if parsed else None) == utc

@@ -97,6 +97,25 @@ def test_skip_policy_leaves_the_bad_answer_out_and_reports_it(spin):
     assert read_json(project / "data" / "rounds" / f"{key}.answers.json")["answers"] == saved["answers"]
 
 
+def test_rounds_ingest_reads_mturk_times_and_refuses_one_it_cannot_read(spin):
+    """Answers are ordered by SubmitTime: MTurk's own format is read, and a time that is none segbench reads is
+    refused naming the file and row (it would scramble the worker's timeline), not stored as text."""
+    project, key, rows = spin
+    timed = [{**row, "SubmitTime": f"{day} 09:00:37 PST 2025"}
+             for row, day in zip(rows, ["Wed Nov 26", "Thu Nov 27", "Fri Nov 28", "Sat Nov 29"], strict=True)]
+    write_results_csv(timed[:3] + [{**timed[3], "SubmitTime": "last Saturday"}],
+                      _results(project, key) / "batch-1.csv")
+    before = snapshot(project / "data")
+    outcome = run_main(project, "rounds", "ingest", key)
+    assert_clean_failure(outcome, "batch-1.csv", "row 4", "SubmitTime 'last Saturday' is not a time")
+    assert snapshot(project / "data") == before
+
+    write_results_csv(timed, _results(project, key) / "batch-1.csv")
+    assert run_main(project, "rounds", "ingest", key).code == 0
+    saved = read_json(project / "data" / "rounds" / f"{key}.answers.json")
+    assert sorted(a["updated_at"] for a in saved["answers"])[0] == "Fri Nov 28 09:00:37 PST 2025"  # as given
+
+
 def test_spin_import_refuses_a_bad_point_in_a_results_file(spin):
     project, key, rows = spin
     results = write_results_csv([_poison(rows[0], "NaN")], project / "answers.csv")

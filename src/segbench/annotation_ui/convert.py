@@ -19,11 +19,12 @@ import datetime as dt
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from segbench.annotation_ui.crowd_files import FILES_REQUIRED
+from segbench.core import clock
 from segbench.core.errors import AnnotationError, ImportPolicy
 from segbench.core.io import FLOAT_DIGITS
 from segbench.schemas.rounds import Answer, Polygon, Round
@@ -268,7 +269,7 @@ def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: All
         item_id=items[item_id].item_id,
         annotator=f"worker:{_cell(row['WorkerId'])}",
         source_id=f"files:{_cell(row['AssignmentId'])}",
-        updated_at=_cell(row.get("SubmitTime")) or None,
+        updated_at=_submit_time(row, fail),
         choices=dict(sorted(choices.items())),
         polygons=dict(sorted(polygons.items())),
         seconds=_seconds(row.get("WorkTimeInSeconds")),
@@ -378,6 +379,16 @@ def merge_counts(old: list[Answer], new: list[Answer]) -> dict[str, int]:
     }
 
 
+def _submit_time(row: Mapping[str, Any], fail: Callable[..., AnnotationError]) -> str | None:
+    """``SubmitTime`` as given, once it reads as a time (MTurk's ``Wed Nov 26 09:00:37 PST 2025`` or ISO
+    8601): answers are ordered by it, so one that cannot be read would scramble a worker's timeline."""
+    text = _cell(row.get("SubmitTime"))
+    if text and clock.parse_time(text) is None:
+        raise fail(f"SubmitTime {text!r} is not a time segbench reads (MTurk's 'Wed Nov 26 09:00:37 PST 2025' "
+                   "or ISO 8601 such as 2025-11-26T17:00:37Z)")
+    return text or None
+
+
 def _older(candidate: Answer, current: Answer) -> bool:
     """True when ``candidate`` is strictly older than ``current`` by comparable timestamps."""
     a, b = _timestamp(candidate.updated_at), _timestamp(current.updated_at)
@@ -385,14 +396,7 @@ def _older(candidate: Answer, current: Answer) -> bool:
 
 
 def _timestamp(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    # Label Studio writes UTC with a Z; a naive time is taken as UTC so the two compare.
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    return clock.parse_time(value) if value else None
 
 
 def _order(answer: Answer) -> tuple[str, str, str]:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from segbench.core import clock
 from segbench.core.aggregation import DAWID_SKENE, MAJORITY, PLAIN_METHODS, check_method, model_labels
 from segbench.schemas.rounds import Agreement, Answer, ItemAnswer, Polygon
 
@@ -304,12 +305,6 @@ def _votes_by_item(answers: Iterable[Answer]) -> dict[str, dict[str, Answer]]:
     return out
 
 
-def _recency(answer: Answer) -> tuple[float, str]:
-    stamp = float("-inf")
-    if answer.updated_at:
-        try:
-            parsed = dt.datetime.fromisoformat(answer.updated_at)
-            stamp = (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).timestamp()
-        except ValueError:
-            pass  # an unparseable time orders like a missing one; source_id then decides
-    return stamp, answer.source_id
+def _recency(answer: Answer) -> tuple[dt.datetime, str]:
+    """Later answers sort last; an unreadable time orders like a missing one, and source_id then decides."""
+    return clock.time_order(answer.updated_at), answer.source_id

@@ -57,3 +57,43 @@ def pinned(epoch: int) -> Iterator[None]:
         yield
     finally:
         del os.environ["SOURCE_DATE_EPOCH"]
+
+
+# --- times other tools write -------------------------------------------------------------------------------
+
+# The zones MTurk's results files name (its time is US Pacific) and the unambiguous ones besides.
+_ZONES = {"UTC": 0, "GMT": 0, "Z": 0, "PST": -8, "PDT": -7, "MST": -7, "MDT": -6, "CST": -6, "CDT": -5,
+          "EST": -5, "EDT": -4}
+_MONTHS = {name: number for number, name in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+
+
+def parse_time(text: str) -> dt.datetime | None:
+    """A time as Label Studio (ISO 8601, ``Z``), segbench (ISO 8601) or MTurk (``Wed Nov 26 09:00:37 PST 2025``)
+    write it, in UTC; None when it is none of these. A time without a zone is taken as UTC."""
+    text = text.strip()
+    parsed: dt.datetime | None
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        parsed = _mturk_time(text)
+    if parsed is None:
+        return None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)).astimezone(dt.timezone.utc)
+
+
+def _mturk_time(text: str) -> dt.datetime | None:
+    words = text.split()  # weekday, month, day, h:m:s, zone, year (English names whatever the locale)
+    if len(words) != 6 or words[1].title() not in _MONTHS or words[4].upper() not in _ZONES:
+        return None
+    try:
+        hour, minute, second = (int(part) for part in words[3].split(":"))
+        local = dt.datetime(int(words[5]), _MONTHS[words[1].title()], int(words[2]), hour, minute, second)
+    except ValueError:
+        return None
+    return local.replace(tzinfo=dt.timezone(dt.timedelta(hours=_ZONES[words[4].upper()])))
+
+
+def time_order(text: str | None) -> dt.datetime:
+    """A key that orders recorded times as times, not as text; a missing or unreadable one comes first."""
+    parsed = parse_time(text) if text else None
+    return parsed if parsed is not None else dt.datetime.min.replace(tzinfo=dt.timezone.utc)

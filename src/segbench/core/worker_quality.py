@@ -46,6 +46,7 @@ from typing import Any, TypedDict
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from segbench.core import clock
 from segbench.core.worker_signals import (
     Drop,
     accuracy_drop,
@@ -109,7 +110,7 @@ def category(labels: Sequence[str]) -> str:
 def latest_per_worker(answers: Iterable[Answer]) -> list[Answer]:
     """One answer per (item, worker): the latest ``updated_at``, then the largest source id."""
     best: dict[tuple[str, str], Answer] = {}
-    for answer in sorted(answers, key=lambda a: (a.updated_at or "", a.source_id)):
+    for answer in sorted(answers, key=lambda a: (clock.time_order(a.updated_at), a.source_id)):
         best[(answer.item_id, answer.annotator)] = answer
     return [best[k] for k in sorted(best)]
 
@@ -317,7 +318,7 @@ def _references(majority: Mapping[str, Mapping[str, str | None]],
 
 def _timeline(mine: Sequence[Answer], reference: Mapping[str, str]) -> list[tuple[str, str]]:
     """The worker's judgments that have a reference, as (key, ``control=label``), in answer order."""
-    ordered = sorted(mine, key=lambda a: (a.updated_at or "", a.source_id))
+    ordered = sorted(mine, key=lambda a: (clock.time_order(a.updated_at), a.source_id))
     return [(key, f"{control}={category(labels)}") for a in ordered for control, labels in sorted(a.choices.items())
             if labels and (key := f"{a.item_id}|{control}") in reference]
 

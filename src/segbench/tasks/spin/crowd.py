@@ -46,6 +46,7 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from segbench.core import clock
 from segbench.core.errors import InputError
 from segbench.core.masks import CocoRle, bitmap_to_rle, rle_iou, rle_to_bitmap
 from segbench.schemas.rounds import Answer, Polygon, slugify
@@ -280,7 +281,7 @@ def resolve_subparts(answers: Sequence[Answer], items: Mapping[str, PartContext]
     raw: list[RawRecord] = []
     latest: dict[tuple[str, str], RawRecord] = {}
     part_bitmaps: dict[str, np.ndarray] = {}
-    ordered = sorted(answers, key=lambda a: (a.item_id, a.annotator, a.updated_at or "", a.source_id))
+    ordered = sorted(answers, key=lambda a: (a.item_id, a.annotator, clock.time_order(a.updated_at), a.source_id))
     for answer in ordered:
         ctx = items.get(answer.item_id)
         if ctx is None:
