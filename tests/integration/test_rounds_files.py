@@ -191,3 +191,41 @@ def test_an_audit_asking_more_images_than_a_group_has_is_refused_before_prefect_
                  code=1)
     assert "validation images; the audit asks for 500" in str(result.exception)
     assert not (data_root / "rounds" / "audit-big.json").exists()
+
+
+@pytest.mark.parametrize("aggregation", [None, "majority"], ids=["default", "majority"])
+def test_two_annotators_who_split_are_no_agreement_whatever_the_aggregation(data_root, aggregation):
+    """One annotator gives the automatic label everywhere, the other flips 4 of 12: the 4 items are the
+    people's ties. The default aggregation's model gives them a label, marked as the model's; the audit
+    page counts them apart and agreement is 8 of 8 under every aggregation, as people answered."""
+    from support.cli import run
+
+    from segbench.flows.rounds import files_dir
+
+    project, key = data_root.parent, f"audit-split-{aggregation or 'default'}"
+    run(project, "rounds", "create", "coco_cd_context_audit", key, "--per-group", "3", "--seed", "4",
+        "--backend", "files", "--overlap", "2")
+    run(project, "rounds", "launch", key)
+    launched = read_json(data_root / "rounds" / f"{key}.json")
+    val = read_json(data_root / "coco_cd" / "splits" / "rho_0.5" / "val.json")
+    auto = {str(i["id"]): i["context"] for i in val["images"]}
+    items = [item["item_id"] for item in launched["items"]]
+    flipped = {item: "outdoor" if auto[item] == "indoor" else "indoor" for item in items[:4]}
+    folder = files_dir(data_root, key)
+    write_results_csv([{"WorkerId": "WA", "AssignmentId": f"WA-{i}", "Input.item_id": i, "Answer.context": auto[i]}
+                       for i in items], folder / "results" / "a.csv")
+    write_results_csv([{"WorkerId": "WB", "AssignmentId": f"WB-{i}", "Input.item_id": i,
+                        "Answer.context": flipped.get(i, auto[i])} for i in items], folder / "results" / "b.csv")
+    run(project, "rounds", "ingest", key, *(["--aggregation", aggregation] if aggregation else []))
+
+    table = read_json(data_root / "coco_cd_audit" / f"{key}.json")["overall"]
+    assert (table["no_majority"], table["judged"], table["agree"], table["agreement"]) == (4, 8, 8, 1.0)
+    answers = {i["item_id"]: i for i in read_json(data_root / "rounds" / f"{key}.answers.json")["items"]}
+    settled = {item for item, answer in answers.items() if answer["model_settled"]}
+    assert table["settled_by_model"] == len(settled)
+    if aggregation == "majority":
+        assert not settled and all(answers[i]["majority"]["context"] is None for i in flipped)
+    else:  # the model chose a label on each tie, with its confidence, and says so
+        assert settled == set(flipped) and all(0.5 <= answers[i]["model_settled"]["context"] <= 1 for i in flipped)
+    page = (data_root / "coco_cd_audit" / f"{key}.md").read_text()
+    assert "settled by model" in page and "| overall | 12 | 12 | 0 | 0.0000 | 4 |" in page

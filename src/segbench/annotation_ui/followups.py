@@ -36,7 +36,8 @@ CONDITION_FORMS: dict[str, str] = {
     "agreement:CONTROL<X": "the same, on the choice control CONTROL only",
     "votes<N": "fewer than N annotators answered the item (N >= 1; unanswered items too)",
     "suspicious": "a worker the round's worker report lists as suspicious answered the item",
-    "tie": "no majority (two labels share the most votes) on some choice control",
+    "tie": "no majority of the people (two labels share the most votes, even where a model chose one) on some "
+           "choice control",
 }
 _DONE = (RoundStatus.INGESTED, RoundStatus.CLOSED)
 
@@ -248,7 +249,7 @@ def _matches(condition: Condition, result: ItemAnswer | None, flagged: bool) -> 
     if result is None:
         return False
     if condition.kind == "tie":
-        return any(label is None for label in result.majority.values())
+        return any(result.people_label(control) is None for control in result.majority)
     shares = result.agreement if condition.control is None else {
         k: v for k, v in result.agreement.items() if k == condition.control}
     return any(share < condition.below for share in shares.values())

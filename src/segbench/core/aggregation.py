@@ -58,6 +58,12 @@ def model_labels(votes: Mapping[str, Mapping[str, str]], method: str,
     Raises:
         ValueError: an unknown method.
     """
+    return {item: top_label(posterior) for item, posterior in model_posteriors(votes, method, known).items()}
+
+
+def model_posteriors(votes: Mapping[str, Mapping[str, str]], method: str,
+                     known: Mapping[str, str] | None = None) -> dict[str, dict[str, float]]:
+    """Item id → label → the model's posterior probability (see :func:`model_labels`)."""
     if method not in (DAWID_SKENE, GLAD):
         raise ValueError(f"unknown model {method!r}; choose one of {DAWID_SKENE}, {GLAD}")
     if known and method != DAWID_SKENE:
@@ -67,11 +73,11 @@ def model_labels(votes: Mapping[str, Mapping[str, str]], method: str,
         return {}
     labels = sorted({label for _, _, label in rows})
     if len(labels) == 1:  # nothing to tell apart; the models' formulas divide by (labels − 1)
-        return {item: labels[0] for item in votes if votes[item]}
+        return {item: {labels[0]: 1.0} for item in sorted(votes) if votes[item]}
     # A known label nobody gave is still a label the model must have a column for.
     anchors = {item: label for item, label in sorted((known or {}).items()) if item in votes and label in labels}
     posteriors = _fit_posteriors(rows, method, anchors)
-    return {item: _top(posteriors[item]) for item in sorted(posteriors)}
+    return {item: posteriors[item] for item in sorted(posteriors)}
 
 
 def _fit_posteriors(rows: list[tuple[str, str, str]], method: str,
@@ -92,7 +98,8 @@ def _fit_posteriors(rows: list[tuple[str, str, str]], method: str,
     return {str(task): {str(label): float(p) for label, p in row.items()} for task, row in probas.iterrows()}
 
 
-def _top(posterior: Mapping[str, float]) -> str | None:
+def top_label(posterior: Mapping[str, float]) -> str | None:
+    """The label with the highest posterior, or None when two labels share it."""
     ranked = sorted(posterior.items(), key=lambda kv: (-kv[1], kv[0]))
     if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < _TIE:
         return None

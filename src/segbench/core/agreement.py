@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from segbench.core import clock
-from segbench.core.aggregation import DAWID_SKENE, MAJORITY, PLAIN_METHODS, check_method, model_labels
+from segbench.core.aggregation import (
+    DAWID_SKENE,
+    MAJORITY,
+    PLAIN_METHODS,
+    check_method,
+    model_posteriors,
+    top_label,
+)
 from segbench.schemas.rounds import Agreement, Answer, ItemAnswer, Polygon
 
 # Chance agreement this close to 1 makes kappa 0/0: every rating used the same category.
@@ -47,7 +54,9 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
     or more labels share the highest number of votes, there is no majority (``None``); the agreement
     is still the top share. ``dawid-skene`` and ``glad`` instead take, per control, the label with the
     highest posterior of that model fitted on the whole round (:func:`~segbench.core.aggregation.model_labels`;
-    a tie of posteriors is ``None`` too). The result is stored in ``majority`` either way. A control
+    a tie of posteriors is ``None`` too). The result is stored in ``majority`` either way; where the
+    people tied and the model chose, ``model_settled`` says so with the model's posterior, so reports
+    never count the model's choice as the people's agreement. A control
     nobody answered on an item is absent from that item's ``majority`` and ``agreement``.
 
     Agreement is the share of the item's annotators (everyone who answered the item, on any
@@ -79,8 +88,8 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
     if method not in (MAJORITY, DAWID_SKENE):  # only Dawid–Skene takes anchors: gold is not fitted
         by_item = {item: by_annotator for item, by_annotator in by_item.items() if item not in gold}
     modelled = {} if method == MAJORITY else {
-        control: model_labels(_choice_votes(by_item, control), method,
-                              _known(gold, control) if method == DAWID_SKENE else None)
+        control: model_posteriors(_choice_votes(by_item, control), method,
+                                  _known(gold, control) if method == DAWID_SKENE else None)
         for control in controls}
     out = []
     for item_id, by_annotator in sorted(by_item.items()):
@@ -89,14 +98,19 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
         annotators = sorted(by_annotator)
         majority: dict[str, str | None] = {}
         agreement: dict[str, float] = {}
+        settled: dict[str, float] = {}
         for control in controls:
             labels = [_category(a.choices[control]) for a in by_annotator.values() if a.choices.get(control)]
             if not labels:
                 continue
             label, top = _majority(labels)
-            if control in modelled:
-                label = modelled[control].get(item_id)
+            people_tied = label is None
+            if control in modelled and item_id in modelled[control]:
+                posterior = modelled[control][item_id]
+                label = top_label(posterior)
                 top = labels.count(label) if label is not None else top
+                if people_tied and label is not None:  # the model, not the people, chose this label
+                    settled[control] = round(posterior[label], 4)
             majority[control] = label
             agreement[control] = top / len(annotators)
         polygons: dict[str, dict[str, list[Polygon]]] = {}
@@ -104,7 +118,7 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
             for control, shapes in by_annotator[annotator].polygons.items():
                 polygons.setdefault(control, {})[annotator] = list(shapes)
         out.append(ItemAnswer(item_id=item_id, annotators=annotators, majority=majority, agreement=agreement,
-                              polygons=dict(sorted(polygons.items()))))
+                              polygons=dict(sorted(polygons.items())), model_settled=settled))
     return out
 
 

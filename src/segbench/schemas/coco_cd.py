@@ -140,8 +140,10 @@ class AuditRow(BaseModel):
     items: int = 0
     answered: int = 0
     ambiguous: int = 0
-    no_majority: int = Field(0, description="answered, but the answers tied")
-    judged: int = Field(0, description="answered, not ambiguous, with a majority")
+    no_majority: int = Field(0, description="answered, but the people's answers tied")
+    settled_by_model: int = Field(0, description="of the ties, those the aggregation model gave a label "
+                                                 "(never counted as the people's agreement)")
+    judged: int = Field(0, description="answered, not ambiguous, with a majority of the people")
     agree: int = 0
     ambiguous_share: float | None = Field(None, description="ambiguous / answered")
     agreement: float | None = Field(None, description="agree / judged; None when nothing was judged")

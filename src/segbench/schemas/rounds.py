@@ -195,6 +195,13 @@ class ItemAnswer(BaseModel):
     )
     decided_by: str | None = Field(None, description="key of the round whose answers last decided the item "
                                                      "(a follow-up's, or the round's own)")
+    model_settled: dict[str, float] = Field(
+        default_factory=dict, description="control → the aggregation model's posterior for the label it chose "
+                                          "where the people's votes tied (their majority is no majority)")
+
+    def people_label(self, control: str) -> str | None:
+        """The label the people's votes chose on ``control``: None on their tie, even one a model settled."""
+        return None if control in self.model_settled else self.majority.get(control)
 
 
 def slugify(label: str) -> str:

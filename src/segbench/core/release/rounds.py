@@ -37,7 +37,10 @@ def rounds_of(source: DatasetSource, datasets: set[str]) -> list[AnnotationRound
         decided: dict[str, Counter[str]] = {}
         for item in answers.items:
             for control, choice in item.majority.items():
-                decided.setdefault(control, Counter())[str(choice) if choice is not None else "no majority"] += 1
+                shown = ("no majority" if choice is None else
+                         f"{choice} (people tied; settled by the aggregation model)" if control in item.model_settled
+                         else str(choice))
+                decided.setdefault(control, Counter())[shown] += 1
         threshold, counts = record.pass_threshold, record.counts
         rounds.append(AnnotationRound(
             key=record.key, kind=record.kind, platform=_platform(record.backend), created=record.created_at,

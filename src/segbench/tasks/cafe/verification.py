@@ -66,12 +66,13 @@ def verdict(answer: ItemAnswer | None) -> tuple[bool, list[str]]:
         return False, ["unanswered"]
     reasons = []
     for control in CONTROLS:
+        people = answer.people_label(control)  # a tie a model settled is still the people's tie
         if control not in answer.majority:
             reasons.append(f"{control}: unanswered")
-        elif answer.majority[control] is None:
+        elif people is None:
             reasons.append(f"{control}: tie")
-        elif answer.majority[control] != "yes":
-            reasons.append(f"{control}: {answer.majority[control]}")
+        elif people != "yes":
+            reasons.append(f"{control}: {people}")
     return not reasons, reasons
 
 

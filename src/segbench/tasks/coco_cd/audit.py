@@ -130,9 +130,10 @@ def _count(row: AuditRow, auto_label: str, answer: ItemAnswer | None) -> None:
     if answer is None or CONTROL not in answer.majority:  # nobody answered this image's context
         return
     row.answered += 1
-    human = answer.majority.get(CONTROL)
+    human = answer.people_label(CONTROL)
     if human is None:
         row.no_majority += 1
+        row.settled_by_model += int(CONTROL in answer.model_settled)
     elif human == "ambiguous":
         row.ambiguous += 1
     else:
@@ -142,10 +143,12 @@ def _count(row: AuditRow, auto_label: str, answer: ItemAnswer | None) -> None:
 
 def audit_markdown(table: AuditTable, *, round_key: str, dataset_version: str) -> str:
     """The audit table as Markdown (seed 002, Table 5 layout)."""
-    rows = [[name, r.items, r.answered, r.ambiguous, r.ambiguous_share, r.no_majority, r.judged, r.agree, r.agreement]
+    rows = [[name, r.items, r.answered, r.ambiguous, r.ambiguous_share, r.no_majority, r.settled_by_model, r.judged,
+             r.agree, r.agreement]
             for name, r in [*table.groups.items(), ("overall", table.overall)]]
     return (f"# COCO-CD context audit — round `{round_key}`\n\n"
             f"Automatic indoor/outdoor labels against the people's majority label on the validation images "
-            f"of dataset version `{dataset_version[:12]}`. Agreement excludes ambiguous images and ties.\n\n"
-            + markdown_table(["group", "items", "answered", "ambiguous", "ambiguous share", "no majority", "judged",
-                              "agree", "agreement"], rows))
+            f"of dataset version `{dataset_version[:12]}`. Agreement excludes ambiguous images and ties "
+            f"of the people's answers, also the ties the aggregation model gave a label (settled by model).\n\n"
+            + markdown_table(["group", "items", "answered", "ambiguous", "ambiguous share", "no majority",
+                              "settled by model", "judged", "agree", "agreement"], rows))

@@ -163,7 +163,9 @@ def _audit_findings(source: DatasetSource, data_root: str, rounds: list) -> list
         findings.append(f"Context audit `{round_.key}`: people's majority label agreed with the automatic context "
                         f"on {overall.agree} of {overall.judged} judged validation images ({agreement}); "
                         f"{overall.ambiguous} of {overall.answered} answered images were called ambiguous "
-                        f"({ambiguous}); {overall.no_majority} had no majority.")
+                        f"({ambiguous}); {overall.no_majority} had no majority of the people"
+                        + (f" ({overall.settled_by_model} given a label by the aggregation model)."
+                           if overall.settled_by_model else "."))
     return findings
 
 
