@@ -3,10 +3,11 @@
 Prefect's client retries every call with back-off and its log and event workers keep retrying their
 queues, so a command whose server was killed (or stopped by hand) would spend many minutes printing
 connection errors. A daemon thread asks the API's ``/health`` every :data:`EVERY` seconds once the
-command has imported Prefect (it is about to run a flow: a command that never does is never watched). When nothing has answered for :data:`LOST_AFTER`
-seconds it says so, interrupts the command the way SIGTERM does (locks released, temporary files
-removed, a build keeps the units it finished), and ends the process :data:`GRACE` seconds later if
-Prefect is still trying to report to the server that is gone. What a build finished is on disk unit
+command has imported Prefect (it is about to run a flow; a command that never does is never
+watched). When nothing has answered for :data:`LOST_AFTER` seconds it says so, interrupts the
+command the way SIGTERM does (locks released, temporary files removed, a build keeps the units it
+finished), and ends the process :data:`GRACE` seconds later if Prefect is still trying to report to
+the server that is gone. What a build finished is on disk unit
 by unit, so the next run resumes it as after any kill.
 
 Nothing here imports Prefect.
@@ -38,7 +39,6 @@ def lost() -> bool:
 
 def watch(healthy: Callable[[str], bool], say: Callable[[str], None]) -> threading.Thread:
     """Start watching the API ``PREFECT_API_URL`` names, from when Prefect is imported; ``healthy(url)`` asks it."""
-
     armed = [True]
     atexit.register(armed.clear)  # a server stopped as the command exits is not lost (atexit runs last-in first)
 

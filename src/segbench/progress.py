@@ -18,6 +18,7 @@ all, so what a stopped shard leaves is redone by the next run.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import threading
@@ -40,6 +41,7 @@ _listener: Listener | None = None
 _channels: dict[str, Sharded] = {}
 _early: dict[str, int] = {}
 _stopped: set[str] = set()
+STOP_WAIT = 10.0  # seconds an interrupted stage waits for its running shards to reach their next item
 
 
 class StageStopped(Exception):
@@ -178,14 +180,26 @@ def gather(futures: Iterable[Any], description: str, total: int, units: Callable
 
 
 def _stop(futures: list[Any], channel: str | None) -> None:
-    """Cancel the shards not started yet; running ones stop at their next item on ``channel``."""
+    """Cancel the shards not started yet; running ones stop at their next item on ``channel``.
+
+    Waits (at most :data:`STOP_WAIT` seconds) for the running ones to stop, then lifts the stop, so a
+    later stage on the same channel in this process (a notebook, a served flow) runs normally.
+    """
     if channel:
         with _lock:
             _stopped.add(channel)
+    running = []
     for future in futures:
         wrapped = getattr(future, "wrapped_future", None)  # a Prefect future around a concurrent.futures one
-        if wrapped is not None and hasattr(wrapped, "cancel"):
-            wrapped.cancel()
+        if wrapped is not None and hasattr(wrapped, "cancel") and not wrapped.cancel() \
+                and isinstance(wrapped, concurrent.futures.Future):
+            running.append(wrapped)  # (a Dask future runs in another process: cancelled, not waited for)
+    try:
+        concurrent.futures.wait(running, timeout=STOP_WAIT)
+    finally:
+        if channel:
+            with _lock:
+                _stopped.discard(channel)
 
 
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:

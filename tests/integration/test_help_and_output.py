@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -210,38 +211,40 @@ class _Future:
 
 
 def test_an_interrupted_gather_stops_its_shards_and_says_where_it_stopped():
-    """Ctrl-C while gathering: shards not started are cancelled, a running one stops at its next item,
-    and the progress line says where the step stopped instead of "done"."""
+    """Ctrl-C while gathering: shards not started are cancelled, a running one stops at its next item, the
+    progress line says where the step stopped instead of "done", and a later stage on the channel runs."""
     stream = io.StringIO()
-    started, release = threading.Event(), threading.Event()
+    started, interrupted = threading.Event(), threading.Event()
     items_done = []
 
     def shard() -> int:
         for item in range(1000):
             started.set()
-            release.wait(5)
+            interrupted.wait(5)
             items_done.append(item)
+            time.sleep(0.05)  # the stop is raised in the gathering thread meanwhile
             progress.item_done("test.stopping")
         return 1000
 
+    class _Interrupting:
+        def result(self) -> int:
+            started.wait(5)
+            interrupted.set()
+            raise KeyboardInterrupt
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         running, waiting = _Future(pool.submit(shard)), _Future(pool.submit(shard))
-
-        class _Interrupting:
-            def result(self) -> int:
-                started.wait(5)
-                raise KeyboardInterrupt
-
         with progress.listening(console.LineListener(stream, every=0.0)), pytest.raises(KeyboardInterrupt):
             progress.gather([_Interrupting(), running, waiting], "Rendering", 2000, units=int,
                             channel="test.stopping")
-        release.set()
+        assert running.wrapped_future.done()  # stopped before gather returned, not after its thousand items
         with pytest.raises(progress.StageStopped):
             running.result()
         assert waiting.wrapped_future.cancelled()
-    assert len(items_done) == 1  # the running shard stopped at its next item, not after its thousand
+    assert len(items_done) == 1
     last = stream.getvalue().splitlines()[-1][9:]
     assert last.startswith("Rendering: stopped at 0/2000 after "), last
+    progress.item_done("test.stopping")  # the next stage on the channel is not stopped
 
 
 def test_json_prints_only_the_summary_on_stdout(tmp_path):
