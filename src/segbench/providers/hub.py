@@ -5,8 +5,8 @@ it); ``endpoint`` points it at another Hub (a mirror, or a local server in tests
 segbench's limits (:mod:`segbench.core.http_limits`): a read timeout, bounded redirects and a
 deadline per call; and the whole push, its retries included, runs on a daemon thread the command
 waits for at most :func:`push_deadline`, because ``huggingface_hub`` honours any ``Retry-After`` in
-full (an hour, if a server asks) and does not stop for Ctrl-C while it sleeps. The token arrives as a ``SecretStr``
-(a flow parameter Prefect records masked) and never reaches a message.
+full (an hour, if a server asks) and does not stop for Ctrl-C while it sleeps. The token arrives as
+a ``SecretStr`` (a flow parameter Prefect records masked) and never reaches a message.
 """
 
 from __future__ import annotations

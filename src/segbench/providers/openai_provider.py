@@ -47,6 +47,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx: the statuses OpenAI documents as transient
 NOTICEABLE_WAIT = 3.0  # seconds; a longer wait before a retry is shown as a progress step
 STALLED_AFTER = 2  # requests in a row (any caller) without a complete answer in time: the server is stalled
+STALLED_HINT = "check the server; for a slow local model raise openai_timeout and lower openai_concurrency"
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail at once instead of hanging
 REASK = (
     "Your previous answer could not be used: {problem}\n"
@@ -217,8 +218,7 @@ class OpenAIBackend:
                 if stalled:
                     raise self._error(subject, f"{self._describe(exc)}, {stalled} requests in a row: the server "
                                       "hangs or sends too slowly",
-                                      hint="check the server; for a slow local model raise openai_timeout and lower "
-                                           "openai_concurrency") from None
+                                      hint=STALLED_HINT) from None
                 if not _is_transient(exc):
                     raise self._error(subject, self._describe(exc), hint=self._hint(exc)) from None  # unchained: its text can carry a secret
                 if attempt == self.max_retries:
@@ -250,8 +250,7 @@ class OpenAIBackend:
         if stalled >= STALLED_AFTER:  # found by another question: asking again would only wait as long
             raise self._error(subject, f"not asked: {stalled} requests in a row got no complete answer within "
                               f"{self.timeout:g} s (the server hangs or sends too slowly)",
-                              hint="check the server; for a slow local model raise openai_timeout and lower "
-                                   "openai_concurrency")
+                              hint=STALLED_HINT)
 
     def _timed_out(self, timed_out: bool) -> int:
         """Count a request that timed out (or reset the count on any other outcome); the count once it
