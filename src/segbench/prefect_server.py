@@ -433,9 +433,22 @@ class _BeforeImport(importlib.abc.MetaPathFinder):
         return None  # the normal finders import it
 
 
-def healthy(api_url: str) -> bool:
-    """Whether the Prefect API at ``api_url`` answers ``GET /health``."""
-    return _healthy(api_url, timeout=5.0)
+def probe(api_url: str) -> bool | None:
+    """Whether the Prefect API at ``api_url`` answers ``GET /health``: True, False when nothing listens
+    there (connection refused or reset), None when it did not answer in time (a busy server)."""
+    import urllib.error
+    import urllib.request
+
+    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with local.open(f"{api_url}/health", timeout=5.0) as response:
+            return response.status == 200
+    except urllib.error.URLError as exc:
+        return False if isinstance(exc.reason, ConnectionError) else None
+    except ConnectionError:
+        return False
+    except OSError:  # a timeout, or a read cut short: it may answer again
+        return None
 
 
 def private_server_on_demand(prefect_home: Path, *, hint: Callable[[str], None]) -> None:

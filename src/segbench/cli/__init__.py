@@ -103,7 +103,7 @@ def _root(
         process.mark_one_command()
     _choose_prefect_api(settings, private_allowed=ctx.invoked_subcommand not in OWN_SERVER_COMMANDS)
     if _watch_prefect and ctx.invoked_subcommand not in OWN_SERVER_COMMANDS and "prefect" not in sys.modules:
-        prefect_watch.watch(prefect_server.healthy,
+        prefect_watch.watch(prefect_server.probe,
                             lambda text: console.err.print(text, markup=False, highlight=False, soft_wrap=True))
     ctx.obj = {"settings": settings, "wait": wait, "runner": runner_spec}
 
