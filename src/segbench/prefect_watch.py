@@ -16,7 +16,6 @@ Nothing here imports Prefect.
 
 from __future__ import annotations
 
-import _thread
 import atexit
 import os
 import signal
@@ -75,7 +74,8 @@ def _give_up(url: str, silent: float, say: Callable[[str], None]) -> None:
         f"{silent:.0f} s: it was stopped, killed or hangs)\n"
         "  fix: run the command again: it starts a server if none runs, and a build resumes from the units it "
         "finished")
-    _thread.interrupt_main(signal.SIGTERM)  # unwinds as SIGTERM does
+    # SIGTERM to the main thread itself: it wakes from a blocking wait and unwinds as SIGTERM does.
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
     time.sleep(GRACE)
     sys.stderr.flush()
     os._exit(EXIT_CODE)  # Prefect is still retrying calls to the server that is gone
