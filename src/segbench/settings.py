@@ -73,6 +73,12 @@ class Settings(BaseSettings):
                                     "or dall-e-2")
     openai_image_timeout: float = Field(300, gt=0, description="seconds per image edit; they take far longer "
                                         "than chat answers")
+    editor: Literal["provider", "pillow", "openai"] = Field(
+        "provider", description="the CAFE image editor: provider (the Pillow compositor when provider is offline, "
+                                "OpenAI image edits when it is openai), pillow, or openai (e.g. a local model plans "
+                                "and the compositor edits: provider = openai, editor = pillow)")
+    openai_image_base_url: str | None = Field(None, description="an OpenAI-compatible images endpoint for edits "
+                                              "(default: openai_base_url)")
     replay_only: bool = Field(False, description="answer language questions from the cache only; a miss is an "
                               "error")
     spacy_model: str = Field("en_core_web_sm", description="the spaCy pipeline the noun miner uses")

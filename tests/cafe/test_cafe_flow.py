@@ -138,6 +138,26 @@ def test_openai_plans_and_edits_then_a_rebuild_replays_them(tmp_path, openai_ser
     assert _files(tmp_path / "a" / "images") == _files(tmp_path / "b" / "images")
 
 
+def test_a_local_chat_server_plans_and_the_compositor_edits_through_the_command_line(tmp_path, openai_server,
+                                                                                     monkeypatch):
+    """provider = openai on a chat-only local server, editor = pillow: the plans come from the model, no
+    request goes to /v1/images/edits, and the manifest records which editor made the edits."""
+    from support.cli import run
+
+    openai_server.handler = _plan
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name, value in {"PROVIDER": "openai", "OPENAI_BASE_URL": openai_server.base_url,
+                        "OPENAI_MODEL": "test-model", "EDITOR": "pillow"}.items():
+        monkeypatch.setenv(f"SEGBENCH_{name}", value)
+    sources = generate_demo_cafe(tmp_path / "src", seed=1, sizes=SMALL)
+    options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
+    run(tmp_path, "build", "cafe-candidates", *options)
+    manifest = read_json(tmp_path / "data" / "cafe_candidates" / "manifest.json")
+    assert manifest["params"]["provider"] == "openai" and manifest["params"]["editor"] == "pillow"
+    assert openai_server.count > 0 and openai_server.image_edit_count == 0
+    assert manifest["counts"]["candidates"] > 0
+
+
 def test_bad_inputs_are_named_errors(tmp_path):
     from segbench.annotation_ui.rounds import RoundStore
     from segbench.flows.cafe.candidates import build_cafe_candidates

@@ -189,6 +189,22 @@ def test_make_image_editor_offline(tmp_path, scene):
     assert len(list((tmp_path / "cache" / "image_edits").glob("*/*.png"))) == 1
 
 
+def test_the_editor_is_chosen_apart_from_the_language_provider(tmp_path, monkeypatch):
+    """A local chat server plans (provider = openai) while the compositor edits (editor = pillow): no key and no
+    images endpoint are needed. Edits can go to an images endpoint of their own (openai_image_base_url)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    local_chat = Settings(data_root=tmp_path, provider="openai", openai_base_url="http://127.0.0.1:9/v1",
+                          editor="pillow")
+    assert make_image_editor(local_chat).name == "pillow"
+    follows = make_image_editor(local_chat.model_copy(update={"editor": "provider"}))
+    assert follows.name == "openai" and follows.inner.base_url == "http://127.0.0.1:9/v1"
+    own = make_image_editor(Settings(data_root=tmp_path, provider="offline", editor="openai",
+                                     openai_image_base_url="http://127.0.0.1:10/v1"))
+    assert own.name == "openai" and own.inner.base_url == "http://127.0.0.1:10/v1"
+    with pytest.raises(ProviderError, match="to edit images"):  # openai edits with no key and no server named
+        make_image_editor(Settings(data_root=tmp_path, provider="offline", editor="openai"))
+
+
 def test_offline_factories_import_no_openai(tmp_path):
     # A fresh interpreter: this one has imported the OpenAI backends for the tests below.
     code = (

@@ -53,8 +53,10 @@ def unknown_provider(settings: Settings) -> ProviderError:
     return ProviderError(f"unknown provider {settings.provider!r}; choose 'offline' or 'openai'", item="provider")
 
 
-def openai_api_key(settings: Settings, *, replay_only: bool, purpose: str = "") -> str | None:
-    """The OpenAI key from the settings or ``OPENAI_API_KEY``, or ``None`` when none is needed.
+def openai_api_key(settings: Settings, *, replay_only: bool, purpose: str = "",
+                   base_url: str | None = None) -> str | None:
+    """The OpenAI key from the settings or ``OPENAI_API_KEY``, or ``None`` when none is needed
+    (``base_url``: the server asked, when not ``openai_base_url``).
 
     Raises:
         ProviderError: no key, no base URL, and not a replay (a replay needs no model, so no key;
@@ -62,7 +64,7 @@ def openai_api_key(settings: Settings, *, replay_only: bool, purpose: str = "") 
     """
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     key = key or os.environ.get("OPENAI_API_KEY") or None
-    if key is None and settings.openai_base_url is None and not replay_only:
+    if key is None and (base_url or settings.openai_base_url) is None and not replay_only:
         raise ProviderError(
             f"provider 'openai' needs an API key or an OpenAI-compatible base URL{purpose}",
             item="provider",

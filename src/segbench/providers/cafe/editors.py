@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 def make_image_editor(settings: Settings, *, replay_only: bool | None = None) -> CachedImageEditor:
     """The image editor ``settings`` ask for, wrapped in the edit cache.
 
-    ``provider = "offline"`` gives the Pillow compositor; ``"openai"`` gives OpenAI image edits with
-    the model ``openai_image_model`` (default ``gpt-image-1``), ``openai_base_url`` and the key from
-    ``openai_api_key`` or ``OPENAI_API_KEY``. Edits are cached in ``settings.cache_dir /
+    ``editor = "pillow"`` gives the Pillow compositor; ``"openai"`` gives OpenAI image edits with the
+    model ``openai_image_model`` (default ``gpt-image-1``), ``openai_image_base_url`` (else
+    ``openai_base_url``) and the key from ``openai_api_key`` or ``OPENAI_API_KEY``; ``"provider"`` (the
+    default) follows ``provider``: the compositor offline, OpenAI edits with ``openai``. A chat-only
+    local server plans with ``provider = "openai"`` and edits with ``editor = "pillow"``. Edits are cached in ``settings.cache_dir /
     "image_edits"``. ``replay_only`` defaults to ``settings.replay_only``. No network call is made.
 
     Optional settings read when present: ``openai_image_model``, ``openai_max_retries`` (4),
@@ -33,20 +35,24 @@ def make_image_editor(settings: Settings, *, replay_only: bool | None = None) ->
     """
     replay = settings.replay_only if replay_only is None else replay_only
     inner: ImageEditor
-    if settings.provider == "offline":
+    editor = settings.editor
+    if editor == "provider":
+        if settings.provider not in ("offline", "openai"):
+            raise unknown_provider(settings)
+        editor = "pillow" if settings.provider == "offline" else "openai"
+    if editor == "pillow":
         inner = PillowCompositor()
-    elif settings.provider == "openai":
+    else:
         # Imported here, not above, so an offline run never imports ``openai``.
         from segbench.providers.cafe.openai_image import OpenAIImageEditor
 
-        key = openai_api_key(settings, replay_only=replay, purpose=" to edit images")
+        key = openai_api_key(settings, replay_only=replay, purpose=" to edit images",
+                             base_url=settings.openai_image_base_url)
         inner = OpenAIImageEditor(
             settings.openai_image_model,
-            base_url=settings.openai_base_url,
+            base_url=settings.openai_image_base_url or settings.openai_base_url,
             api_key=key,
             max_retries=settings.openai_max_retries,
             timeout=settings.openai_image_timeout,
         )
-    else:
-        raise unknown_provider(settings)
     return CachedImageEditor(inner, settings.cache_dir / "image_edits", replay_only=replay)
