@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -48,10 +49,18 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _api(url: str, path: str, body: dict | None = None) -> object:
+    """One call to the Prefect API; a 503 (the server busy, as on a loaded machine) is asked again."""
     request = urllib.request.Request(url + path, data=json.dumps(body).encode() if body is not None else None,
                                      headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
+    for attempt in range(10):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503 or attempt == 9:
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
 
 
 def _wait_for(condition, timeout: float, what: str, *processes: tuple[str, subprocess.Popen],
