@@ -135,15 +135,7 @@ def _spawn(args: Sequence[str], env: dict[str, str], log: Path, *, tied: bool) -
 
 
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
-    import urllib.error
-    import urllib.request  # here: the command line imports this module, and most commands never ask
-
-    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never goes through a proxy
-    try:
-        with local.open(f"{api_url}/health", timeout=timeout) as response:
-            return response.status == 200
-    except (OSError, urllib.error.URLError):
-        return False
+    return probe(api_url, timeout) is True
 
 
 def _wait_healthy(process: subprocess.Popen[bytes], api_url: str, log: Path, timeout: float) -> None:
@@ -433,15 +425,15 @@ class _BeforeImport(importlib.abc.MetaPathFinder):
         return None  # the normal finders import it
 
 
-def probe(api_url: str) -> bool | None:
+def probe(api_url: str, timeout: float = 5.0) -> bool | None:
     """Whether the Prefect API at ``api_url`` answers ``GET /health``: True, False when nothing listens
     there (connection refused or reset), None when it did not answer in time (a busy server)."""
     import urllib.error
-    import urllib.request
+    import urllib.request  # here: the command line imports this module, and most commands never ask
 
-    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never goes through a proxy
     try:
-        with local.open(f"{api_url}/health", timeout=5.0) as response:
+        with local.open(f"{api_url}/health", timeout=timeout) as response:
             return response.status == 200
     except urllib.error.URLError as exc:
         return False if isinstance(exc.reason, ConnectionError) else None

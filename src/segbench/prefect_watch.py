@@ -30,6 +30,9 @@ SILENT_AFTER = 120.0  # seconds without any answer (a busy server answers slowly
 GRACE = 5.0  # seconds the interrupted command has to end by itself
 EXIT_CODE = 2
 
+LOST_HINT = ("run the command again: it starts a server if none runs, and a build resumes from the units it "
+             "finished")
+
 _lost: list[str] = []  # the API that went away, once it has
 
 
@@ -71,9 +74,7 @@ def watch(probe: Callable[[str], bool | None], say: Callable[[str], None]) -> th
 def _give_up(url: str, silent: float, say: Callable[[str], None]) -> None:
     _lost.append(url)
     say(f"error: lost the Prefect server this command runs its flow on ({url} has not answered for "
-        f"{silent:.0f} s: it was stopped, killed or hangs)\n"
-        "  fix: run the command again: it starts a server if none runs, and a build resumes from the units it "
-        "finished")
+        f"{silent:.0f} s: it was stopped, killed or hangs)\n  fix: {LOST_HINT}")
     # SIGTERM to the main thread itself: it wakes from a blocking wait and unwinds as SIGTERM does.
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
     time.sleep(GRACE)

@@ -15,7 +15,6 @@ would misrepresent what the annotator said, so nothing is dropped from inside an
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import math
@@ -391,12 +390,8 @@ def _submit_time(row: Mapping[str, Any], fail: Callable[..., AnnotationError]) -
 
 def _older(candidate: Answer, current: Answer) -> bool:
     """True when ``candidate`` is strictly older than ``current`` by comparable timestamps."""
-    a, b = _timestamp(candidate.updated_at), _timestamp(current.updated_at)
+    a, b = (clock.parse_time(t) if t else None for t in (candidate.updated_at, current.updated_at))
     return a is not None and b is not None and a < b
-
-
-def _timestamp(value: str | None) -> dt.datetime | None:
-    return clock.parse_time(value) if value else None
 
 
 def _order(answer: Answer) -> tuple[str, str, str]:

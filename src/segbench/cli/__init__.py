@@ -31,8 +31,9 @@ from segbench.settings import Settings, configure_runtime, load_settings
 OWN_SERVER_COMMANDS = frozenset({"serve"})
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 TERMINATED = 143  # 128 + SIGTERM
-INTERRUPTED_HINT = ("interrupted; a build keeps the units it finished: run the same command again to resume "
-                    "(it redoes only the rest)")
+_RESUME = "a build keeps the units it finished: run the same command again to resume (it redoes only the rest)"
+INTERRUPTED_HINT = f"interrupted; {_RESUME}"
+TERMINATED_HINT = f"terminated (SIGTERM); {_RESUME}"
 
 # A process of its own (the console entry point) ends when its Prefect API is lost; a program calling
 # app() does not have its process ended under it.
@@ -199,7 +200,7 @@ def main() -> None:
     except Terminated:
         if prefect_watch.lost():  # it has said so
             sys.exit(prefect_watch.EXIT_CODE)
-        console.error(INTERRUPTED_HINT.replace("interrupted", "terminated (SIGTERM)", 1))
+        console.error(TERMINATED_HINT)
         sys.exit(TERMINATED)
     except Exception as exc:
         # Every server segbench talks to has a module that turns its failures into ServiceError; an
@@ -209,6 +210,5 @@ def main() -> None:
         if prefect_watch.lost():
             sys.exit(prefect_watch.EXIT_CODE)
         console.error(f"lost the Prefect server this command runs its flow on ({type(exc).__name__}: {exc})\n"
-                      "  fix: if it was stopped (segbench server stop) or killed, run the command again: it "
-                      "starts one if needed, and a build resumes from the units it finished", exc)
+                      f"  fix: {prefect_watch.LOST_HINT}", exc)
         sys.exit(2)

@@ -86,13 +86,12 @@ def push_folder(folder: Path, repo_id: str, *, tag: str, endpoint: str | None = 
                 with deadline(end - time.monotonic()):
                     outcome["url"] = _push(folder, repo_id, tag, endpoint, secret)
                 return
-            except BaseException as exc:  # handed to the command below
-                outcome["error"] = exc
-                typed = _typed(exc, folder, where, secret)
-                if pause is None or getattr(typed, "permanent", True) or time.monotonic() + pause >= end:
+            except BaseException as exc:
+                permanent = getattr(_typed(exc, folder, where, secret), "permanent", True)
+                if pause is None or permanent or time.monotonic() + pause >= end:
+                    outcome["error"] = exc  # handed to the command below
                     return
                 time.sleep(pause)
-                outcome.pop("error")
 
     worker = threading.Thread(target=work, daemon=True, name="segbench-hub-push")
     worker.start()
