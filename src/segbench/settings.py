@@ -11,12 +11,14 @@ import time. It must run before ``prefect`` is imported, which is why the CLI im
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
@@ -32,6 +34,23 @@ from segbench.schemas.rounds import LabelStudioConnection
 
 DEFAULT_CONFIG_NAME = "segbench.toml"
 LABEL_STUDIO_CONNECTION = "connection.json"
+
+
+# What a model server on this machine gets unless set: one request at a time, a long deadline, one retry.
+LOCAL_SERVER: dict[str, int | float] = {"openai_concurrency": 1, "openai_timeout": 300, "openai_max_retries": 1}
+
+
+def is_loopback(url: str | None) -> bool:
+    """Whether ``url`` names a server on this machine (localhost, 127.0.0.0/8, ::1)."""
+    if not url:
+        return False
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _derived(field: str, name: str) -> Callable[[dict[str, Any]], Path]:
@@ -64,9 +83,15 @@ class Settings(BaseSettings):
                                         "default: OpenAI's")
     openai_model: str = Field("gpt-4o-mini", description="the chat model language questions go to")
     openai_api_key: SecretStr | None = Field(None, description="the key (default: OPENAI_API_KEY)")
-    openai_concurrency: int = Field(4, ge=1, description="chat requests in flight at once")
-    openai_max_retries: int = Field(4, ge=0, description="retries of a failed request, with backoff")
-    openai_timeout: float = Field(60, gt=0, description="seconds per chat request")
+    # The next three default to a hosted API's values; a server on this machine gets LOCAL_SERVER's.
+    openai_concurrency: int = Field(4, ge=1, description="chat requests in flight at once (default: 4; 1 for a "
+                                    "server on this machine)")
+    openai_max_retries: int = Field(4, ge=0, description="retries of a failed request, with backoff (default: 4; "
+                                    "1 for a server on this machine)")
+    openai_timeout: float = Field(60, gt=0, description="seconds per chat request (default: 60; 300 for a server "
+                                  "on this machine)")
+    openai_token_margin: float = Field(1.5, ge=0, allow_inf_nan=False, description="each request's max_tokens is "
+                                       "the tokens its answer schema needs times this; 0 sends no cap")
     openai_price_per_1k: tuple[float, float] | None = Field(
         None, description="USD per 1,000 input and output tokens, for the cost a run reports")
     openai_image_model: str = Field("gpt-image-1", description="the image-edit model (CAFE): a gpt-image model "
@@ -104,6 +129,18 @@ class Settings(BaseSettings):
     server_idle_minutes: float = Field(30.0, ge=0, allow_inf_nan=False, description="a command that runs a flow "
                                        "with no Prefect server up starts one that stops after this long unused; "
                                        "0: a private server for each command instead, stopped with it")
+
+    @model_validator(mode="after")
+    def _size_for_a_local_model_server(self) -> Settings:
+        """A model server on this machine (llama.cpp, Ollama, vLLM on 127.0.0.1) answers one request
+        at a time and slowly: requests queued on it would time out, and retrying a local failure
+        rarely helps. Explicit settings still win."""
+        if not is_loopback(self.openai_base_url):
+            return self
+        for field, value in LOCAL_SERVER.items():
+            if field not in self.model_fields_set:
+                setattr(self, field, value)
+        return self
 
     @model_validator(mode="after")
     def _connect_to_local_label_studio(self) -> Settings:

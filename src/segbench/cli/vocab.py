@@ -53,12 +53,17 @@ def build_command(
     min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
     top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
+    compare_with: Path = typer.Option(None, "--compare-with", callback=existing,
+                                      help="A published vocabulary (the open-ended benchmark's JSON) to compare a "
+                                           "language model's judgements with."),
     force: bool = FORCE_BUILD,
 ) -> None:
     """Build a valid vocabulary: mine nouns from captions, judge their relation to each category.
 
-    Does nothing when the output was built from the same inputs and options; a killed build resumes
-    without mining the finished shards again."""
+    A language model's judgements are checked for sense (another category's name, an exact name
+    WordNet does not know) and compared with WordNet's in judge_quality.json. Does nothing when the
+    output was built from the same inputs and options; a killed build resumes without mining the
+    finished shards again."""
     from segbench.providers import make_provider
     from segbench.schemas.vocab import VocabParams
     from segbench.tasks.vocab.vocabulary import load_categories
@@ -71,7 +76,7 @@ def build_command(
     from segbench.flows.vocab.build import build_vocab
 
     summary = run_flow(ctx, build_vocab, captions, categories, out or settings.data_root / "vocab" / dataset, provider, params,
-                   nltk_data=settings.work_dir / "nltk_data", force=force)
+                   nltk_data=settings.work_dir / "nltk_data", force=force, published=compare_with)
     print_build(summary, provider)
 
 
@@ -87,8 +92,36 @@ def print_build(summary: VocabBuildSummary, provider: Any) -> None:
         "calls / cache hits": f"{usage.calls} / {usage.cache_hits}",
         "tokens in / out": f"{usage.prompt_tokens} / {usage.completion_tokens}",
     }))
+    print_judge_quality(summary.out)
     console.out.print(f"Vocabulary: [bold]{display_path(summary.out)}[/]")
     console.out.print(build_status(summary))
+
+
+def print_judge_quality(out: Path) -> None:
+    """What the sense checks skipped and how the model judge agreed with WordNet (and a published vocabulary)."""
+    from segbench.tasks.vocab.judge_quality import JUDGE_QUALITY_FILE, Agreement, JudgeQuality
+
+    path = out / JUDGE_QUALITY_FILE
+    if not path.is_file():
+        return  # WordNet judged: nothing to compare
+    quality = JudgeQuality.model_validate_json(path.read_text(encoding="utf-8"))
+
+    def agreed(agreement: Agreement) -> str:
+        if agreement.rate is None:
+            return "no candidate in common"
+        return f"{agreement.agreed} of {agreement.compared} ({agreement.rate:.0%})"
+
+    rows: dict[str, Any] = {"agrees with WordNet": agreed(quality.wordnet)}
+    if quality.published is not None:
+        rows["agrees with the published vocabulary"] = agreed(quality.published)
+    rows["skipped by the sense checks"] = len(quality.skipped)
+    for skip in quality.skipped[:5]:
+        rows[f"  {skip.category}: {skip.noun} ({skip.relation})"] = skip.reason
+    if len(quality.skipped) > 5:
+        rows[f"  … {len(quality.skipped) - 5} more"] = f"see {display_path(path)}"
+    console.out.print(console.key_values("Judge quality", rows))
+    for reason in quality.suspect:
+        console.err.print(f"[yellow]warning:[/] the judge looks wrong: {reason}; try a larger model")
 
 
 def evaluate_command(

@@ -87,4 +87,5 @@ def _openai_provider(settings: Settings, *, replay_only: bool) -> LanguageProvid
         max_retries=settings.openai_max_retries,
         timeout=settings.openai_timeout,
         price_per_1k=settings.openai_price_per_1k,
+        token_margin=settings.openai_token_margin,
     )

@@ -42,6 +42,8 @@ class Question(BaseModel):
     inputs: dict[str, Any] = Field(description="structured inputs; what an offline backend reads")
     system: str = Field(description="instructions for a language model")
     user: str = Field(description="the rendered request for a language model")
+    max_items: int | None = Field(None, ge=1, description="the most items each list of the answer holds (one "
+                                  "judgement per candidate asked about): bounds a model's answer, not its key")
 
 
 def describe_usage(usage: Usage | Mapping[str, Any]) -> str:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from segbench import progress
 from segbench.core.errors import ProviderError
 from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines, map_requests
+from segbench.providers import answer_limits
 from segbench.providers.base import Question, Usage
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ NOTICEABLE_WAIT = 3.0  # seconds; a longer wait before a retry is shown as a pro
 STALLED_AFTER = 2  # requests in a row (any caller) without a complete answer in time: the server is stalled
 STALLED_HINT = "check the server; for a slow local model raise openai_timeout and lower openai_concurrency"
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After means "not today", so fail at once instead of hanging
+CUT_OFF = "the reply was cut off at the token limit"
+CUT_OFF_HINT = ("the model ran past the tokens its answer needs (small models loop under a JSON grammar): try a "
+                "larger model, or raise openai_token_margin")
 REASK = (
     "Your previous answer could not be used: {problem}\n"
     "Answer the same request again with JSON that matches the schema exactly."
@@ -56,16 +60,15 @@ REASK = (
 
 
 @functools.lru_cache(maxsize=64)
-def response_format(schema: type[BaseModel]) -> ResponseFormatJSONSchema:
-    """The ``response_format`` for ``schema``: the same strict JSON schema ``chat.completions.parse`` sends.
+def response_format(schema: type[BaseModel], max_items: int | None = None) -> ResponseFormatJSONSchema:
+    """The ``response_format`` for ``schema``: the same strict JSON schema ``chat.completions.parse`` sends,
+    with its lists bounded by ``max_items``.
 
     Sent as a plain dict (rather than through ``parse``) so that a reply that does not validate
     reaches us as text, which the re-ask shows back to the model.
     """
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "strict": True, "schema": to_strict_json_schema(schema)},
-    }
+    strict = answer_limits.with_max_items(to_strict_json_schema(schema), max_items)
+    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "strict": True, "schema": strict}}
 
 
 def display_url(base_url: str | None) -> str:
@@ -303,6 +306,9 @@ class OpenAIProvider(OpenAIBackend):
         timeout: seconds per request.
         price_per_1k: ``(input, output)`` USD per 1,000 tokens, to estimate ``usage.cost_usd``.
         temperature: sent when given; ``None`` leaves the model's default (some models accept no other).
+        token_margin: each request's token cap is the tokens its answer schema needs times this
+            (:mod:`~segbench.providers.answer_limits`); 0 sends no cap (a reasoning model's hidden
+            tokens count against it).
         backoff_base: first backoff in seconds; doubled per retry, capped at ``backoff_max``.
 
     The constructor makes no network call.
@@ -321,11 +327,13 @@ class OpenAIProvider(OpenAIBackend):
         timeout: float = 60,
         price_per_1k: tuple[float, float] | None = None,
         temperature: float | None = None,
+        token_margin: float = 1.5,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        self.token_margin = token_margin
         self._connect(model, base_url, api_key, max_retries=max_retries, timeout=timeout,
                       backoff_base=backoff_base, backoff_max=backoff_max)
         self.concurrency = concurrency
@@ -340,7 +348,7 @@ class OpenAIProvider(OpenAIBackend):
             ProviderError: the API failed after retries, refused the request, or the reply did not
                 validate twice (names the model, the base URL and the question kind).
         """
-        fmt = response_format(schema)
+        fmt = response_format(schema, question.max_items)
         messages: list[dict[str, str]] = [
             {"role": "system", "content": question.system},
             {"role": "user", "content": question.user},
@@ -364,7 +372,8 @@ class OpenAIProvider(OpenAIBackend):
         raise self._error(
             question,
             f"no valid {schema.__name__} after one re-ask: {second}",
-            hint="check that the model supports strict JSON-schema output (structured outputs)",
+            hint=CUT_OFF_HINT if second == CUT_OFF else "check that the model supports strict JSON-schema output "
+            "(structured outputs)",
         )
 
     def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
@@ -417,16 +426,22 @@ class OpenAIProvider(OpenAIBackend):
         if not text:
             return "", "the reply was empty"
         if choice.finish_reason == "length":
-            return text, "the reply was cut off at the token limit"
+            return text, CUT_OFF
         return text, None
 
     def _complete(self, question: Question, messages: list[dict[str, str]], fmt: ResponseFormatJSONSchema) -> Any:
         """One chat completion, retrying transient failures with backoff."""
 
+        cap = answer_limits.token_cap(fmt["json_schema"].get("schema", {}), question.max_items, self.token_margin)
+        # OpenAI's own API wants max_completion_tokens (its reasoning models refuse max_tokens); the servers
+        # that copy its API (llama.cpp, Ollama, vLLM) all read max_tokens.
+        limit = {} if cap is None else {"max_tokens" if self.base_url else "max_completion_tokens": cap}
+
         def call() -> Any:
             # Any: the SDK's overloads want its TypedDict messages; these are the same plain dicts.
             completions: Any = self._conn.client.chat.completions
-            return completions.create(model=self.model, messages=messages, response_format=fmt, **self.params)
+            return completions.create(model=self.model, messages=messages, response_format=fmt, **limit,
+                                      **self.params)
 
         completion = self._retrying(question, question.kind, call,
                                     looks_right=lambda answer: isinstance(getattr(answer, "choices", None), list))

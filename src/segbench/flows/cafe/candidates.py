@@ -61,7 +61,7 @@ def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[
     return targets, policy.report.skipped
 
 
-@task(**task_name("ask-edit-plans"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("ask-edit-plans"), cache_policy=NO_CACHE)  # the provider retries what is transient
 def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
     return provider.answer_many(questions, PlanAnswer)
 

@@ -39,13 +39,13 @@ MANIFEST_FILE = "taxonomy.manifest.json"
 _FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "manifest": MANIFEST_FILE}
 
 
-@task(**task_name("ask-subparts"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("ask-subparts"), cache_policy=NO_CACHE)  # the provider retries what is transient
 def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartProposal]:
     """One batch through ``answer_many`` (the provider's cache replays answers on a rebuild)."""
     return provider.answer_many(questions, SubpartProposal)
 
 
-@task(**task_name("ask-visibility"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("ask-visibility"), cache_policy=NO_CACHE)  # the provider retries what is transient
 def ask_visibility(provider: Any, questions: list[Question]) -> list[SubpartVisibility]:
     """Is each proposal a visible part? One question per proposal (cached like every answer)."""
     return provider.answer_many(questions, SubpartVisibility)

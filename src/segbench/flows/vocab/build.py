@@ -31,9 +31,11 @@ from segbench.flows.units import UNIT, count_units
 from segbench.providers import make_provider
 from segbench.providers.base import LanguageProvider, Question, Usage, describe_usage
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabBuildSummary, VocabParams, VocabStep
+from segbench.tasks.vocab import judge_quality as jq
 from segbench.tasks.vocab import nouns as mining
 from segbench.tasks.vocab import versions
 from segbench.tasks.vocab import vocabulary as vb
+from segbench.tasks.vocab.judge_quality import JudgeQuality
 
 if TYPE_CHECKING:
     from segbench.flows.rebuild import RebuildRun
@@ -78,7 +80,7 @@ def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top
     return vb.select_candidates(categories, nouns, vb.WordNetIndex(load_wordnet(nltk_data)), top_k=top_k)
 
 
-@task(**task_name("judge-relations"), cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(**task_name("judge-relations"), cache_policy=NO_CACHE)  # the provider retries what is transient
 def judge(provider: LanguageProvider, questions: list[Question]) -> list[RelationAnswer]:
     return provider.answer_many(questions, RelationAnswer)
 
@@ -123,17 +125,21 @@ def _mine(stage: Stage, caption_counts: Counter[str], params: VocabParams
     return mining.finalize(total, min_count=params.min_count), model, count_units(finished)
 
 
-def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
-               candidates: dict[int, list[vb.CandidateRow]], params: VocabParams
-               ) -> tuple[dict[int, dict[str, str]], dict[str, int], int]:
-    """Ask every question; return relations per category id, answer problems and the question count."""
+def _questions(categories: list[CategorySpec], candidates: dict[int, list[vb.CandidateRow]], params: VocabParams
+               ) -> list[tuple[int, Question]]:
     asked: list[tuple[int, Question]] = []
     for category in categories:
         nouns = [row["noun"] for row in candidates[category.id]]
         asked += [(category.id, q) for q in vb.relation_questions(category, nouns, batch=params.question_batch)]
+    return asked
+
+
+def _judge_all(provider: LanguageProvider, asked: list[tuple[int, Question]], params: VocabParams
+               ) -> tuple[dict[int, dict[str, str]], Counter[str]]:
+    """Ask every question; return relations per category id and answer problems."""
     groups = [asked[i : i + params.questions_per_task] for i in range(0, len(asked), params.questions_per_task)]
     futures = [judge.submit(provider, [q for _, q in group]) for group in groups]
-    relations: dict[int, dict[str, str]] = {c.id: {} for c in categories}
+    relations: dict[int, dict[str, str]] = {category_id: {} for category_id, _ in asked}
     problems: Counter[str] = Counter()
     for group, future in zip(groups, futures, strict=True):
         answers = future.result()
@@ -141,7 +147,27 @@ def _judge_all(provider: LanguageProvider, categories: list[CategorySpec],
             found, wrong = vb.answered_relations(question, answer)
             relations[category_id].update(found)
             problems.update(wrong)
-    return relations, {k: problems[k] for k in sorted(problems)}, len(asked)
+    return relations, problems
+
+
+@task(**task_name("check-judge"), cache_policy=NO_CACHE)
+def check_judge(categories: list[CategorySpec], asked: list[tuple[int, Question]],
+                relations: dict[int, dict[str, str]], nltk_data: Path, published: Path | None
+                ) -> tuple[dict[int, dict[str, str]], JudgeQuality]:
+    """A language model's judgements after the sense checks, and the judge-quality report: the same
+    questions answered by WordNet (in-process, uncached) and, when given, a published vocabulary."""
+    from segbench.providers.wordnet_provider import WordNetProvider
+
+    wordnet = WordNetProvider(nltk_data)
+    by_wordnet: dict[int, dict[str, str]] = {category_id: {} for category_id, _ in asked}
+    for category_id, question in asked:
+        by_wordnet[category_id].update(vb.answered_relations(question, wordnet.answer(question, RelationAnswer))[0])
+    kept, skipped = jq.sense_check(categories, relations, by_wordnet)
+    theirs = None
+    if published is not None:
+        nouns = {category_id: list(judged) for category_id, judged in relations.items()}
+        theirs = jq.published_relations(categories, vb.read_public(published), nouns)
+    return kept, jq.judge_quality(relations, skipped, by_wordnet, theirs)
 
 
 def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[vb.CandidateRow]],
@@ -156,8 +182,8 @@ def _candidate_rows(categories: list[CategorySpec], candidates: dict[int, list[v
 
 @flow(name="build-vocab", flow_run_name=run_name("build-vocab", ("categories",)))
 def build_vocab(captions: list[Path], categories: Path | str, out: Path, provider: Any,
-                params: VocabParams | None = None, nltk_data: Path | None = None, force: bool = False
-                ) -> VocabBuildSummary:
+                params: VocabParams | None = None, nltk_data: Path | None = None, force: bool = False,
+                published: Path | None = None) -> VocabBuildSummary:
     """Build the valid vocabulary of a category set from caption files into ``out``.
 
     Args:
@@ -170,6 +196,8 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
         nltk_data: where the WordNet data for the candidate pre-filter is prepared
             (default ``.segbench/nltk_data``).
         force: rebuild even when ``out`` was built with the same build key.
+        published: a published vocabulary (the open-ended benchmark's JSON) a language model's
+            judgements are compared with in ``judge_quality.json``.
 
     Returns:
         A summary: output path, ``up_to_date``, counts (answer problems among them), ``units``
@@ -186,6 +214,8 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     # Labels name files by position and name, never by absolute path: the manifest is versioned data,
     # the same on every machine.
     inputs = {f"captions:{i}:{p.name}": p for i, p in enumerate(captions)} | {f"categories:{dataset}": categories_file}
+    if published is not None:
+        inputs[f"published:{Path(published).name}"] = Path(published)
     hashes = hash_inputs(inputs, hint="--captions must name existing caption files")
     provenance = {"provider": provider.name, "provider_model": provider.model,
                   "question_kind": vb.QUESTION_KIND, "prompt_version": vb.PROMPT_VERSION, "categories": dataset}
@@ -193,7 +223,7 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
     build = Build(out=out, dataset="vocab", logic_version=versions.BUILD,
                   params={**params.model_dump(mode="json", exclude={"workers"}), **provenance}, input_hashes=hashes)
     summary = run_build(build, lambda stage: _build(stage, captions, cats, dataset, provider, params, nltk_data,
-                                                    provenance),
+                                                    provenance, published),
                         VocabBuildSummary, force=force, logger=get_run_logger(),
                         finished=lambda _manifest: {"dataset": dataset,
                                                     "usage": Usage()})  # no question asked
@@ -202,7 +232,7 @@ def build_vocab(captions: list[Path], categories: Path | str, out: Path, provide
 
 
 def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset: str, provider: Any,
-           params: VocabParams, nltk_data: Path | None, provenance: dict[str, Any]) -> Built:
+           params: VocabParams, nltk_data: Path | None, provenance: dict[str, Any], published: Path | None) -> Built:
     """Mine, select, judge and write the vocabulary into ``stage``; the counts, units and provider usage."""
     logger = get_run_logger()
     caption_counts = read_captions(captions, params.caption_field)
@@ -211,17 +241,25 @@ def _build(stage: Stage, captions: list[Path], cats: list[CategorySpec], dataset
     candidates = select_candidates(cats, nouns, params.top_k, Path(nltk_data or DEFAULT_NLTK_DATA))
 
     before = provider.usage
-    relations, problems, n_questions = _judge_all(provider, cats, candidates, params)
+    asked = _questions(cats, candidates, params)
+    relations, problems = _judge_all(provider, asked, params)
     usage = provider.usage.since(before)
+    if provider.name != "wordnet":  # a language model: its answers are checked for sense, and compared
+        relations, quality = check_judge(cats, asked, relations, Path(nltk_data or DEFAULT_NLTK_DATA), published)
+        write_json(stage.path / jq.JUDGE_QUALITY_FILE, quality.model_dump(mode="json"), indent=1)
+        problems["sense_skipped"] += len(quality.skipped)
+        for reason in quality.suspect:
+            logger.warning("the judge looks wrong: %s", reason)
+    problems = Counter({k: problems[k] for k in sorted(problems)})
     if any(problems.values()):
-        logger.warning("answer problems (kept as 'none' or ignored): %s", plain(problems))
+        logger.warning("answer problems (kept as 'none' or ignored): %s", plain(dict(problems)))
 
     vocab = vb.assemble_vocabulary(cats, relations)
     rows = _candidate_rows(cats, candidates, relations)
     levels = {level: sum(len(e[level]) for e in vocab.values()) for level in vb.LEVELS}
     counts = {"captions": sum(caption_counts.values()), "distinct_captions": len(caption_counts),
-              "nouns": len(nouns), "categories": len(cats), "candidates": len(rows), "questions": n_questions,
-              "levels": levels, "answer_problems": problems}
+              "nouns": len(nouns), "categories": len(cats), "candidates": len(rows), "questions": len(asked),
+              "levels": levels, "answer_problems": dict(problems)}
     write_outputs(stage.path, dataset, vocab, rows)
     # Usage (calls, cache hits, tokens, cost) belongs to this run, not to the dataset: it is logged and
     # returned, and kept out of the manifest so a rebuild from the cache has the same manifest.

@@ -36,6 +36,7 @@ from segbench.schemas.spin import (
 
 QUESTION_KIND = "spin.subparts"
 QUESTION_VERSION = "1"
+MAX_SUBPARTS = 25  # the most subparts one part may be given (§8.2's largest part has 23)
 VISIBILITY_KIND = "spin.visibility"
 VISIBILITY_VERSION = "1"
 VISIBILITY_RULE = "not-visible"  # the ``by`` of a proposal the visibility check dropped
@@ -123,7 +124,7 @@ def subpart_questions(catalog: Catalog) -> list[Question]:
         inputs = {"object": part.object, "part": part.spin_name, "partimagenet_id": part.id,
                   "animal": part.object in ANIMALS, "wnids": catalog.wnids(part.object), "other_parts": others}
         questions.append(Question(
-            kind=QUESTION_KIND, version=QUESTION_VERSION, inputs=inputs, system=SYSTEM,
+            kind=QUESTION_KIND, version=QUESTION_VERSION, inputs=inputs, system=SYSTEM, max_items=MAX_SUBPARTS,
             user=USER.format(object=part.object, part=part.spin_name, examples=", ".join(examples[:6]),
                              others=", ".join(others) or "none")))
     return questions

@@ -244,7 +244,7 @@ def relation_questions(category: CategorySpec, candidates: Sequence[str], *, bat
                 '\nAnswer with {"category": ..., "judgements": [{"noun": ..., "relation": ...}, ...]}.')
         questions.append(Question(kind=QUESTION_KIND, version=PROMPT_VERSION,
                                   inputs={"category": category.name, "candidates": chunk},
-                                  system=SYSTEM_PROMPT, user=user))
+                                  system=SYSTEM_PROMPT, user=user, max_items=len(chunk)))
     return questions
 
 
