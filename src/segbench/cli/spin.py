@@ -105,8 +105,12 @@ def print_taxonomy(result: TaxonomySummary, provider: Any, *, diff: bool = True)
             "proposer recall before the visibility check":
             _share(counts.proposer_matched_reference_before_visibility or 0, counts.reference_subparts)}
            if counts.reference_subparts is not None else {}),
+        **({"questions without a usable answer (skipped)": counts.rejected_answers}
+           if counts.rejected_answers is not None else {}),
         "rules that changed nothing": ", ".join(result.unused_rules) or "none",
         "taxonomy": str(result.paths["taxonomy"]), "diff": str(result.paths["diff"])}))
+    for reason in counts.suspect or []:
+        console.err.print(f"[yellow]warning:[/] the model's proposals look wrong: {reason}; try a larger model")
     console.out.print(build_status(result))
 
 
@@ -341,7 +345,7 @@ def print_summary(result: EvaluationResult[SpinMetrics]) -> None:
 
 
 def _share(part: int, whole: int) -> str:
-    return f"{_pct(part / whole if whole else None)}%"
+    return f"{_pct(part / whole)}%" if whole else "n/a"
 
 
 def _pct(value: float | None) -> str:

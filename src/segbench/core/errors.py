@@ -119,6 +119,11 @@ class ProviderError(SegbenchError):
     """A language or image-editing provider failed or answered outside its contract."""
 
 
+class AnswerRejected(ProviderError):
+    """The model answered, but gave no usable answer even when asked again (cut off at its token
+    cap, off the schema): the question, not the server, failed, so a build may skip it."""
+
+
 class ServiceError(SegbenchError):
     """An external service (the Label Studio server, ...) is unreachable or refused the request."""
 

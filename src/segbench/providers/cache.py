@@ -22,7 +22,7 @@ from typing import Any, TypedDict, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from segbench.core.errors import ProviderError
+from segbench.core.errors import AnswerRejected, ProviderError
 from segbench.core.http_limits import map_requests
 from segbench.core.io import canonical_json, fingerprint, write_json
 from segbench.providers.base import LanguageProvider, Question, Usage
@@ -71,6 +71,34 @@ def _params(provider: LanguageProvider, kind: str) -> dict[str, str | int | floa
 def cache_key(provider: LanguageProvider, question: Question, schema: type[BaseModel]) -> str:
     """The sha256 cache key of ``question`` asked of ``provider`` with answer ``schema``."""
     return fingerprint(key_material(provider, question, schema))
+
+
+def questions_failed(failures: Sequence[ProviderError], asked: int) -> ProviderError:
+    """One error for the questions that failed (the others are cached), naming the first."""
+    first = failures[0]
+    return ProviderError(f"{len(failures)} of {asked} questions failed (answers to the others are cached); "
+                         f"first: {first.message}", item=first.item, hint=first.hint)
+
+
+def answers_or_rejections(provider: LanguageProvider, questions: Sequence[Question], schema: type[T]
+                          ) -> list[T | AnswerRejected]:
+    """Answers in the order of ``questions``; a question the model answered but never usably (cut
+    off at its token cap, off the schema: :class:`AnswerRejected`) is that error in its place, for
+    the build to skip with its reason. Any other failure (a server down, a stall) raises.
+    """
+    if isinstance(provider, CachedProvider):
+        outcomes = provider.answer_each(questions, schema)
+    else:
+        outcomes = []
+        for question in questions:
+            try:
+                outcomes.append(provider.answer(question, schema))
+            except ProviderError as exc:
+                outcomes.append(exc)
+    failures = [o for o in outcomes if isinstance(o, ProviderError) and not isinstance(o, AnswerRejected)]
+    if failures:
+        raise questions_failed(failures, len(outcomes)) from failures[0]
+    return outcomes  # type: ignore[return-value]  # every failure left is a rejection
 
 
 class CacheFront:
@@ -158,8 +186,20 @@ class CachedProvider(CacheFront):
             ProviderError: a miss in replay-only mode (before anything is asked), or some questions
                 failed (the others are cached; the first failure in input order is named).
         """
+        outcomes = self.answer_each(questions, schema)
+        failures = [outcome for outcome in outcomes if isinstance(outcome, ProviderError)]
+        if failures:
+            raise questions_failed(failures, len(outcomes)) from failures[0]
+        return outcomes  # type: ignore[return-value]  # no failures: every outcome is an answer
+
+    def answer_each(self, questions: Sequence[Question], schema: type[T]) -> list[T | ProviderError]:
+        """Like :meth:`answer_many`, but a question that failed is its error, in its place.
+
+        Raises:
+            ProviderError: a miss in replay-only mode (before anything is asked).
+        """
         keys = [cache_key(self.inner, q, schema) for q in questions]
-        answers: dict[str, T] = {}
+        answers: dict[str, T | ProviderError] = {}
         todo: dict[str, Question] = {}
         for key, question in zip(keys, questions, strict=True):
             if key in answers or key in todo:
@@ -176,7 +216,7 @@ class CachedProvider(CacheFront):
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _ask_all(self, todo: dict[str, Question], schema: type[T]) -> dict[str, T]:
+    def _ask_all(self, todo: dict[str, Question], schema: type[T]) -> dict[str, T | ProviderError]:
         def ask(item: tuple[str, Question]) -> tuple[str, T | ProviderError]:
             key, question = item
             try:
@@ -190,16 +230,7 @@ class CachedProvider(CacheFront):
             outcomes = [ask(item) for item in todo.items()]
         else:  # daemon threads: Ctrl-C does not wait for the requests in flight
             outcomes = map_requests(ask, list(todo.items()), workers)
-        failures = [outcome for _, outcome in outcomes if isinstance(outcome, ProviderError)]
-        if failures:
-            first = failures[0]
-            raise ProviderError(
-                f"{len(failures)} of {len(todo)} questions failed (answers to the others are cached); "
-                f"first: {first.message}",
-                item=first.item,
-                hint=first.hint,
-            ) from first
-        return dict(outcomes)  # type: ignore[arg-type]  # no failures: every outcome is an answer
+        return dict(outcomes)
 
     def _check_may_ask(self, question: Question, key: str) -> None:
         if self.replay_only:

@@ -35,7 +35,7 @@ from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from segbench import progress
-from segbench.core.errors import ProviderError
+from segbench.core.errors import AnswerRejected, ProviderError
 from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines, map_requests
 from segbench.providers import answer_limits
 from segbench.providers.base import Question, Usage
@@ -369,12 +369,13 @@ class OpenAIProvider(OpenAIBackend):
             parsed, second = self._parse(text, schema)
             if parsed is not None:
                 return parsed
-        raise self._error(
+        rejected = self._error(
             question,
             f"no valid {schema.__name__} after one re-ask: {second}",
             hint=CUT_OFF_HINT if second == CUT_OFF else "check that the model supports strict JSON-schema output "
             "(structured outputs)",
         )
+        raise AnswerRejected(rejected.message, item=rejected.item, hint=rejected.hint)
 
     def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
         """Answers in the order of ``questions``, at most ``concurrency`` requests at a time.

@@ -27,6 +27,9 @@ class TaxonomyCounts(Counts):
     proposer_matched_reference: int | None = None
     proposer_matched_proposals: int | None = None
     proposer_matched_reference_before_visibility: int | None = None
+    rejected_answers: int | None = Field(None, description="questions a language model never answered usably "
+                                         "(skipped); None for WordNet")
+    suspect: list[str] | None = Field(None, description="why a language model's proposals look wrong as a whole")
 
 
 class TaxonomySummary(BuildSummary):

@@ -21,11 +21,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from segbench.core.build import Build, Built
+from segbench.core.errors import AnswerRejected
 from segbench.core.io import atomic_write_text, sha256_bytes, sha256_file
 from segbench.core.manifest import read_manifest, write_manifest
 from segbench.core.reports import plain
 from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.providers.base import Question
+from segbench.providers.cache import answers_or_rejections
 from segbench.schemas.spin import SubpartProposal, SubpartVisibility, Taxonomy, TaxonomyEdits, load_taxonomy
 from segbench.schemas.spin_results import TaxonomySummary
 from segbench.tasks.spin import taxonomy as spin_taxonomy
@@ -40,15 +42,16 @@ _FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "manifest": MANIFEST_FIL
 
 
 @task(**task_name("ask-subparts"), cache_policy=NO_CACHE)  # the provider retries what is transient
-def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartProposal]:
-    """One batch through ``answer_many`` (the provider's cache replays answers on a rebuild)."""
-    return provider.answer_many(questions, SubpartProposal)
+def ask_subparts(provider: Any, questions: list[Question]) -> list[SubpartProposal | AnswerRejected]:
+    """One batch (the provider's cache replays answers on a rebuild); a question the model never
+    answered usably is its rejection, in its place."""
+    return answers_or_rejections(provider, questions, SubpartProposal)
 
 
 @task(**task_name("ask-visibility"), cache_policy=NO_CACHE)  # the provider retries what is transient
-def ask_visibility(provider: Any, questions: list[Question]) -> list[SubpartVisibility]:
+def ask_visibility(provider: Any, questions: list[Question]) -> list[SubpartVisibility | AnswerRejected]:
     """Is each proposal a visible part? One question per proposal (cached like every answer)."""
-    return provider.answer_many(questions, SubpartVisibility)
+    return answers_or_rejections(provider, questions, SubpartVisibility)
 
 
 @task(**task_name("write-taxonomy"), cache_policy=NO_CACHE)
@@ -143,8 +146,15 @@ def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, ed
     reference, when it has one). Also returns the proposals dropped as not visible, per part."""
     questions = spin_taxonomy.subpart_questions(catalog)
     answers = ask_subparts(provider, questions)
-    proposals = spin_taxonomy.proposals_from_answers(catalog, answers)
-    visibility = ask_visibility(provider, spin_taxonomy.visibility_questions(catalog, proposals))
+    # A part the model never answered usably gets no proposals; a proposal whose visibility it never
+    # answered usably did not pass the check. Both are counted, and logged with the model's error.
+    rejected = [a for a in answers if isinstance(a, AnswerRejected)]
+    proposals = spin_taxonomy.proposals_from_answers(catalog, [
+        SubpartProposal(object=q.inputs["object"], part=q.inputs["part"], subparts=[])
+        if isinstance(a, AnswerRejected) else a for q, a in zip(questions, answers, strict=True)])
+    checks = ask_visibility(provider, spin_taxonomy.visibility_questions(catalog, proposals))
+    rejected += [a for a in checks if isinstance(a, AnswerRejected)]
+    visibility = [SubpartVisibility(subpart="", visible=False) if isinstance(a, AnswerRejected) else a for a in checks]
     visible, not_visible = spin_taxonomy.split_visible(catalog, proposals, visibility)
     outcome = se.apply_edits(catalog, visible, f"{provider.name}:{provider.model}", rules, not_visible)
     taxonomy = spin_taxonomy.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
@@ -156,6 +166,15 @@ def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, ed
               "removed": sum(len(p.removed) for p in taxonomy.parts),
               "object_specific": sum(1 for p in taxonomy.parts for s in p.subparts if s.objects is not None),
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
+    if provider.name != "wordnet":  # a language model: what it could not answer, and whether it looks wrong
+        suspect = spin_taxonomy.proposal_suspicions(proposals, [a.visible for a in checks
+                                                                 if not isinstance(a, AnswerRejected)])
+        counts |= {"rejected_answers": len(rejected), "suspect": suspect}
+        logger = get_run_logger()
+        for error in rejected:
+            logger.warning("no usable answer, skipped: %s", error.message)
+        for reason in suspect:
+            logger.warning("the model's proposals look wrong: %s", reason)
     if outcome.scores is not None:
         total = se.total_score(outcome.scores)
         before = se.total_score(se.proposer_scores(catalog, proposals, rules.reference or {}))

@@ -212,6 +212,30 @@ def proposals_from_answers(catalog: Catalog, answers: Sequence[SubpartProposal])
     return out
 
 
+PROMPT_EXAMPLE = frozenset({"Eye", "Ear"})  # USER's example: a model that echoes it answers no question
+
+
+SAME_ANSWER_MIN = 10  # visibility answers before "one answer for all" means something
+
+
+def proposal_suspicions(proposals: Mapping[str, Sequence[str]], visible: Sequence[bool]) -> list[str]:
+    """What makes a model's answers as a whole look wrong: one list for every part, the prompt's
+    example given for parts that are no head (where eyes and ears do not belong), one visibility
+    answer for every proposal."""
+    answered = {key: frozenset(names) for key, names in proposals.items() if names}
+    out = []
+    if len(answered) >= 3 and len(set(answered.values())) == 1:
+        out.append(f"every one of the {len(answered)} parts got the same subparts "
+                   f"({', '.join(sorted(next(iter(answered.values()))))})")
+    echoed = [key for key, names in answered.items() if PROMPT_EXAMPLE <= names and not key.endswith("-Head")]
+    if len(echoed) >= max(2, len(answered) // 2):
+        out.append(f"the prompt's example ({', '.join(sorted(PROMPT_EXAMPLE))}) was given for {len(echoed)} of "
+                   f"{len(answered)} parts that are no head")
+    if len(visible) >= SAME_ANSWER_MIN and len(set(visible)) == 1:
+        out.append(f"every one of the {len(visible)} proposals was judged {'' if visible[0] else 'not '}visible")
+    return out
+
+
 def build_taxonomy(parts: list[TaxonomyPart], *, provider: str, model: str, edits_file: str,
                    edits_sha256: str) -> Taxonomy:
     return Taxonomy(provider=TaxonomyProvider(name=provider, model=model, question_version=QUESTION_VERSION),
