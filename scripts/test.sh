@@ -10,7 +10,8 @@
 # values of scripts/label-studio.test.env (its own port and folder, so a user's server is left
 # alone) on a fresh database, and stopped again however pytest ends. pytest's exit code is kept;
 # exit 5 (no tests collected) is reported, not hidden. SEGBENCH_TEST_LABEL_STUDIO=0 runs without
-# the server (its tests then skip, or fail when CI is set).
+# the server (its tests then skip, or fail when CI is set). The small local language model of
+# scripts/local-llm.sh is installed and served the same way (SEGBENCH_TEST_LOCAL_MODEL=0: without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,14 +32,31 @@ pytest_run() {
 # The layer contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run.
 .venv/bin/lint-imports || exit 1
 
+stop_servers() {
+  if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
+    test_server stop >/dev/null || echo "warning: could not stop the Label Studio test server" >&2
+  fi
+  if [ "${SEGBENCH_TEST_LOCAL_MODEL:-1}" != "0" ]; then
+    bash scripts/local-llm.sh stop >/dev/null || echo "warning: could not stop the local model server" >&2
+  fi
+}
+trap stop_servers EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
-  trap 'test_server stop >/dev/null || echo "warning: could not stop the Label Studio test server" >&2' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
   test_server install || exit 1
   test_server start --fresh || exit 1
   # SEGBENCH_LABEL_STUDIO_URL, _TOKEN and _FILES for the tests' label_studio fixture.
   eval "$(test_server env)" || exit 1
+fi
+
+# The real small model the localmodel tests run the language stages on (one thread, port 8093).
+if [ "${SEGBENCH_TEST_LOCAL_MODEL:-1}" != "0" ]; then
+  bash scripts/local-llm.sh install || exit 1
+  bash scripts/local-llm.sh start || exit 1
+  # The server's URL and request log for the tests' local_model fixture.
+  eval "$(bash scripts/local-llm.sh env --test)" || exit 1
 fi
 
 # The tests' folders peak near 1.5 GB (a passing test's folder is removed when it ends): say so

@@ -44,10 +44,10 @@ os.environ.update(
 for _var in ("SEGBENCH_CONFIG", "PREFECT_API_URL"):
     os.environ.pop(_var, None)
 
-SUITES = ("integration", "labelstudio", "browser")
+SUITES = ("integration", "labelstudio", "browser", "localmodel")
 # Nothing listens on the discard port: a Prefect client pointed here fails on its first request.
 NO_PREFECT_API = "http://127.0.0.1:9/api"
-FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio"}
+FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio", "local_model": "localmodel"}
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -173,6 +173,24 @@ def label_studio():
     connection = LabelStudioConnection(url=url, token=token, files=Path(files))
     yield SimpleNamespace(url=url, token=token, files=Path(files), client=client, connection=connection)
     client.close()
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The real small model scripts/test.sh serves (scripts/local-llm.sh): its base URL and the file
+    the server logs each request to. Fails under CI and is skipped elsewhere when it is not running."""
+    import httpx
+
+    start = "start it with: scripts/local-llm.sh install && scripts/local-llm.sh start (or run bash scripts/test.sh)"
+    give_up = pytest.fail if os.environ.get("CI") else pytest.skip
+    url, requests = os.environ.get("SEGBENCH_TEST_LOCAL_LLM"), os.environ.get("SEGBENCH_TEST_LOCAL_LLM_REQUESTS")
+    if not url or not requests:
+        give_up(f"local model server not configured (SEGBENCH_TEST_LOCAL_LLM unset); {start}")
+    try:
+        httpx.get(f"{url.removesuffix('/v1')}/health", timeout=5).raise_for_status()
+    except httpx.HTTPError as exc:
+        give_up(f"local model server at {url} not answering ({type(exc).__name__}); {start}")
+    return SimpleNamespace(url=url, requests=Path(requests))
 
 
 @pytest.fixture

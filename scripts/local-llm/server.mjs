@@ -7,7 +7,11 @@
 // runtime's JSON-schema grammar (pydantic's anyOf becomes the grammar's oneOf; keywords the grammar
 // does not know are dropped), and `max_tokens` caps the answer (finish_reason "length" when it does).
 //
-// usage: node server.mjs --model FILE.gguf [--port 8093] [--threads 1] [--context 2048]
+// With --log FILE it appends one JSON line per request (max_tokens asked, tokens produced, the finish
+// reason, whether lists were bounded), so a test can check what a client sent and got.
+//
+// usage: node server.mjs --model FILE.gguf [--port 8093] [--threads 1] [--context 2048] [--log FILE]
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import {getLlama, LlamaChatSession} from "node-llama-cpp";
@@ -23,6 +27,7 @@ const port = Number(args.port ?? 8093);
 const threads = Number(args.threads ?? 1);
 const contextSize = Number(args.context ?? 2048);
 const modelId = path.basename(modelPath, ".gguf");
+const requestLog = args.log;
 const DEFAULT_MAX_TOKENS = 512; // a cap even for a client that sends none: a looping model ends
 
 const llama = await getLlama({gpu: false, build: "never", progressLogs: false});
@@ -84,13 +89,23 @@ async function complete(body) {
             grammar, maxTokens, temperature: Number(body.temperature ?? 0), seed: Number(body.seed ?? 0),
         });
         const text = result.responseText;
+        const completionTokens = model.tokenize(text).length;
+        if (requestLog) {
+            const schema = JSON.stringify(body.response_format?.json_schema?.schema ?? {});
+            fs.appendFileSync(requestLog, JSON.stringify({
+                schema: body.response_format?.json_schema?.name ?? null, max_tokens: body.max_tokens ?? null,
+                completion_tokens: completionTokens, finish_reason: result.stopReason,
+                arrays: (schema.match(/"type":"array"/g) ?? []).length,
+                bounded_arrays: (schema.match(/"maxItems":/g) ?? []).length,
+            }) + "\n");
+        }
         return {
             id: `chatcmpl-${Date.now()}`, object: "chat.completion", created: Math.floor(Date.now() / 1000),
             model: modelId,
             choices: [{index: 0, message: {role: "assistant", content: text},
                 finish_reason: result.stopReason === "maxTokens" ? "length" : "stop"}],
-            usage: {prompt_tokens: promptTokens, completion_tokens: model.tokenize(text).length,
-                total_tokens: promptTokens + model.tokenize(text).length},
+            usage: {prompt_tokens: promptTokens, completion_tokens: completionTokens,
+                total_tokens: promptTokens + completionTokens},
         };
     } finally {
         session.dispose({disposeSequence: false});

@@ -98,3 +98,18 @@ def test_plan_from_answer_normalises_the_prompts():
     plan = plans.plan_from_answer(_target("vase"), EditType.SM, answer)
     assert (plan.q_pos, plan.q_neg, plan.pattern, plan.instruction) == ("vase", "watermelon", "Watermelon", "Paint it.")
     assert plan.scene is None and plan.material is None
+
+
+def test_an_instruction_that_echoes_the_system_prompt_or_is_empty_is_refused(provider):
+    def plan(instruction: str):
+        answer = PlanAnswer(detail="watermelon", q_pos="vase", q_neg="watermelon", instruction=instruction)
+        return plans.plan_from_answer(_target("vase"), EditType.SM, answer)
+
+    echoed = plan("You design counterfactual image edits for CAFE, a benchmark that tests whether models cope")
+    assert plans.instruction_problem(echoed) == (
+        "instruction", "the edit instruction repeats the system prompt ('you design counterfactual image edits for')")
+    assert plans.instruction_problem(plan("   ")) == ("instruction", "the edit instruction is empty")
+    assert plans.instruction_problem(plan("Paint the vase with a watermelon's stripes and colours.")) is None
+    for edit_type in EditType:  # the offline plans' own instructions pass
+        for name in ("vase", "dog", "skateboarder"):
+            assert plans.instruction_problem(_plan(provider, name, edit_type)) is None

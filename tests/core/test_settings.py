@@ -92,3 +92,18 @@ def test_an_unreadable_label_studio_connection_file_is_named(tmp_path):
 def test_reports_go_beside_the_data_root():
     assert str(load_settings().reports_dir) == "reports"
     assert str(load_settings(data_root="/srv/project/data").reports_dir) == "/srv/project/reports"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://[::1]:8000/v1"])
+def test_a_model_server_on_this_machine_gets_one_request_at_a_time_and_long_deadlines(url, monkeypatch):
+    local = load_settings(openai_base_url=url)
+    assert (local.openai_concurrency, local.openai_timeout, local.openai_max_retries) == (1, 300, 1)
+    monkeypatch.setenv("SEGBENCH_OPENAI_CONCURRENCY", "3")  # what is set still wins
+    assert load_settings(openai_base_url=url).openai_concurrency == 3
+    assert load_settings(openai_base_url=url, openai_timeout=20).openai_timeout == 20
+
+
+@pytest.mark.parametrize("url", [None, "https://api.example.org/v1", "http://10.0.0.5:8000/v1"])
+def test_a_hosted_or_remote_server_keeps_the_hosted_defaults(url):
+    hosted = load_settings(openai_base_url=url)
+    assert (hosted.openai_concurrency, hosted.openai_timeout, hosted.openai_max_retries) == (4, 60, 4)

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from support.openai_server import last_user_message, response_schema
 
-from segbench.core.errors import ProviderError
-from segbench.providers import make_provider
+from segbench.core.errors import AnswerRejected, ProviderError
+from segbench.providers import answer_limits, make_provider
 from segbench.providers.base import Question
-from segbench.providers.cache import CachedProvider
+from segbench.providers.cache import CachedProvider, answers_or_rejections
 from segbench.providers.openai_provider import OpenAIProvider
 from segbench.schemas.vocab import RelationAnswer
 from segbench.settings import Settings
@@ -156,6 +156,42 @@ def test_invalid_answer_is_reasked_once(server):
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert second[2]["content"] == '{"category": "dog", "judgements": ['  # the model sees its answer
     assert "could not be used" in last_user_message(server.requests[1].body)  # and what was wrong
+
+
+def test_each_request_carries_a_token_cap_read_from_its_schema_and_bounds_its_lists(server):
+    provider = provider_for(server)
+    question = ask("dog").model_copy(update={"max_items": 2})
+    assert provider.answer(question, RelationAnswer).category == "dog"
+    sent = server.requests[0].body
+    schema = response_schema(sent)
+    assert schema["properties"]["judgements"]["maxItems"] == 2
+    assert sent["max_tokens"] == answer_limits.token_cap(schema, 2, 1.5)  # a compatible server reads max_tokens
+    assert "max_completion_tokens" not in sent
+    provider_for(server, token_margin=0).answer(ask("dog"), RelationAnswer)  # 0: no cap at all
+    assert "max_tokens" not in server.requests[1].body
+    assert "maxItems" not in json.dumps(response_schema(server.requests[1].body))  # no bound asked, none sent
+
+
+def test_an_answer_cut_off_at_its_cap_is_rejected_at_once(server, tmp_path):
+    server.invalid_next(1, '{"category": "dog", "judgements": [{"noun": "dog", "relation": "exact"}, {"noun": "d',
+                        finish_reason="length")
+    cached = CachedProvider(provider_for(server), tmp_path / "llm")
+    with pytest.raises(AnswerRejected, match="cut off at the token limit") as info:
+        cached.answer(ask("dog"), RelationAnswer)
+    assert server.count == 1  # a looping model is not asked again under the same cap
+    assert "openai_token_margin" in (info.value.hint or "")
+
+
+def test_a_build_skips_the_questions_a_model_never_answers_usably_and_fails_on_a_broken_server(server, tmp_path):
+    cached = CachedProvider(provider_for(server, concurrency=1), tmp_path / "llm")  # one at a time
+    server.invalid_next(2, '{"category": "dog", "judgements": [{"noun": "dog", "relation": "same"}]}')
+    outcomes = answers_or_rejections(cached, [ask("dog"), ask("cat")], RelationAnswer)
+    assert isinstance(outcomes[0], AnswerRejected) and "after one re-ask" in outcomes[0].message
+    assert isinstance(outcomes[1], RelationAnswer) and outcomes[1].category == "cat"
+    server.fail_next(1, status=400)  # the request itself refused: no skip, the build stops
+    with pytest.raises(ProviderError, match="1 of 1 questions failed") as info:
+        answers_or_rejections(cached, [ask("fish")], RelationAnswer)
+    assert not isinstance(info.value, AnswerRejected)
 
 
 def test_invalid_twice_fails_and_is_not_cached(server, tmp_path):

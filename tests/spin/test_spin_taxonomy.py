@@ -224,3 +224,15 @@ def test_a_malformed_taxonomy_is_an_input_error(tmp_path):
         load_taxonomy(path)
     with pytest.raises(InputError, match="not found"):
         load_taxonomy(tmp_path / "missing.yaml")
+
+
+def test_a_models_proposals_that_look_wrong_as_a_whole_are_named():
+    same = {"Car-Body": ["Door", "Wheel"], "Car-Tire": ["Wheel", "Door"], "Bird-Head": ["Door", "Wheel"]}
+    assert st.proposal_suspicions(same, []) == ["every one of the 3 parts got the same subparts (Door, Wheel)"]
+    echoed = {"Car-Body": ["Eye", "Ear"], "Car-Tire": ["Ear", "Eye", "Hub"], "Bird-Head": ["Eye", "Ear"],
+              "Bird-Wing": ["Feather"]}
+    assert st.proposal_suspicions(echoed, [True, False]) == [
+        "the prompt's example (Ear, Eye) was given for 2 of 4 parts that are no head"]  # a head may have them
+    assert st.proposal_suspicions({"Car-Body": ["Door"]}, [False] * 10) == [
+        "every one of the 10 proposals was judged not visible"]
+    assert st.proposal_suspicions({"Car-Body": ["Door"], "Bird-Head": ["Beak"]}, [True, False] * 5) == []

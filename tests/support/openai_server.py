@@ -127,10 +127,12 @@ class OpenAICompatServer:
         with self._lock:
             self._faults += [{"status": status, "retry_after": retry_after}] * n
 
-    def invalid_next(self, n: int, content: str = '{"category": "dog", "judgements": [') -> None:
-        """Answer the next ``n`` requests with 200 and ``content`` (by default truncated JSON)."""
+    def invalid_next(self, n: int, content: str = '{"category": "dog", "judgements": [', *,
+                     finish_reason: str = "stop") -> None:
+        """Answer the next ``n`` requests with 200 and ``content`` (by default truncated JSON);
+        ``finish_reason="length"`` as a server whose token cap cut the answer off."""
         with self._lock:
-            self._faults += [{"content": content}] * n
+            self._faults += [{"content": content, "finish_reason": finish_reason}] * n
 
     @property
     def count(self) -> int:
@@ -211,7 +213,7 @@ class OpenAICompatServer:
                 error = {"message": f"injected HTTP {fault['status']}", "type": "test", "code": None}
                 self._send(http, fault["status"], {"error": error}, headers)
             elif fault is not None:
-                self._send(http, 200, self._completion(body, fault["content"]))
+                self._send(http, 200, self._completion(body, fault["content"], fault["finish_reason"]))
             else:
                 try:
                     answer = self.handler(body)
@@ -290,7 +292,7 @@ class OpenAICompatServer:
             raise ValueError(f"size {size!r} does not match the image {image.size[0]}x{image.size[1]}")
         return image.convert("RGB"), mask.convert("RGBA")
 
-    def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def _completion(self, body: dict[str, Any], content: str, finish_reason: str = "stop") -> dict[str, Any]:
         with self._lock:
             number = len(self.requests)
         return {
@@ -302,7 +304,7 @@ class OpenAICompatServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": None},
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                     "logprobs": None,
                 }
             ],

@@ -358,6 +358,11 @@ class OpenAIProvider(OpenAIBackend):
             parsed, problem = self._parse(text, schema)
             if parsed is not None:
                 return parsed
+        if problem == CUT_OFF and self.token_margin > 0:
+            # The cap is what the answer needs, with room to spare: a model that ran past it loops, and
+            # asking again (a longer prompt, the same cap) only repeats the loop.
+            raise AnswerRejected(self._error(question, f"no valid {schema.__name__}: {CUT_OFF}").message,
+                                 item=question.kind, hint=CUT_OFF_HINT)
         log.info("re-asking %s for %s: %s", self.model, question.kind, problem)
         self._count(reasks=1)
         messages += [

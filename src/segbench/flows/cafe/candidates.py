@@ -25,7 +25,14 @@ from prefect.cache_policies import NO_CACHE
 from segbench import progress
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.coco import load_coco
-from segbench.core.errors import AnnotationError, ImportPolicy, ProviderError, SkipRecord, SkipReport
+from segbench.core.errors import (
+    AnnotationError,
+    AnswerRejected,
+    ImportPolicy,
+    ProviderError,
+    SkipRecord,
+    SkipReport,
+)
 from segbench.core.io import (
     atomic_write_bytes,
     atomic_write_text,
@@ -40,6 +47,7 @@ from segbench.core.resume import hash_inputs
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage, describe_usage
+from segbench.providers.cache import answers_or_rejections
 from segbench.schemas.cafe import CafeParams, Candidate, CandidatesSummary, PlanAnswer, SourceSpec, Target
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
@@ -62,8 +70,8 @@ def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[
 
 
 @task(**task_name("ask-edit-plans"), cache_policy=NO_CACHE)  # the provider retries what is transient
-def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer]:
-    return provider.answer_many(questions, PlanAnswer)
+def ask_plans(provider: Any, questions: list[Question]) -> list[PlanAnswer | AnswerRejected]:
+    return answers_or_rejections(provider, questions, PlanAnswer)
 
 
 @task(**task_name("edit-cafe-shard"), **UNIT)
@@ -118,15 +126,23 @@ def _write_jpeg(path: Path, image: Image.Image, quality: int) -> None:
     atomic_write_bytes(path, buffer.getvalue(), durable=False)
 
 
-def _plans(provider: Any, assigned: list[tuple[Target, EditType]], params: CafeParams
+def _plans(provider: Any, assigned: list[tuple[Target, EditType]], params: CafeParams, skips: SkipReport
            ) -> list[tuple[Target, EditPlan]]:
+    """The plans of every (target, edit type); a question the model never answered usably goes into ``skips``."""
     questions = [cafe_plans.plan_question(t, e, seed=params.seed) for t, e in assigned]
     batches = [list(range(i, min(i + params.plan_batch, len(questions))))
                for i in range(0, len(questions), params.plan_batch)]
     futures = [ask_plans.submit(provider, [questions[i] for i in batch]) for batch in batches]
     answers = progress.gather(futures, "edit plans", len(questions), len)
     flat = [a for batch in answers for a in batch]
-    return [(t, cafe_plans.plan_from_answer(t, e, a)) for (t, e), a in zip(assigned, flat, strict=True)]
+    plans = []
+    for (target, edit_type), answer in zip(assigned, flat, strict=True):
+        if isinstance(answer, AnswerRejected):
+            skips.skipped.append({"error": "AnswerRejected", "item": f"{target.key}:{edit_type.abbr}", "path": None,
+                                  "message": answer.message})
+        else:
+            plans.append((target, cafe_plans.plan_from_answer(target, edit_type, answer)))
+    return plans
 
 
 def _validated(plans: list[tuple[Target, EditPlan]], wn: Any, skips: SkipReport) -> list[tuple[Target, EditPlan]]:
@@ -139,7 +155,7 @@ def _validated(plans: list[tuple[Target, EditPlan]], wn: Any, skips: SkipReport)
     out = []
     for position in kept:
         target, plan = plans[position]
-        problem = cafe_pairs.pair_problem(wn, plan.q_pos, plan.q_neg)
+        problem = cafe_pairs.pair_problem(wn, plan.q_pos, plan.q_neg) or cafe_plans.instruction_problem(plan)
         if problem:
             skips.skipped.append({"error": "PromptPairRejected", "rule": problem[0], "item": keys[position],
                                   "path": None, "message": problem[1], "q_pos": plan.q_pos, "q_neg": plan.q_neg})
@@ -235,7 +251,7 @@ def _plan_all(sources: list[SourceSpec], params: CafeParams, skips: SkipReport, 
         skips.skipped += skipped
     assigned = cafe_targets.assign_edit_types(targets, params.edit_mix, seed=params.seed)
     before = provider.usage
-    plans = _plans(provider, assigned, params)
+    plans = _plans(provider, assigned, params, skips)
     usage = {k: getattr(provider.usage, k) - getattr(before, k) for k in Usage.model_fields}
     wn = load_wordnet(Path(nltk_data or DEFAULT_NLTK_DATA))
     return _candidates(_validated(plans, wn, skips), params.seed), usage

@@ -22,6 +22,7 @@ What does not belong here: validating the pair (``pairs.py``), calling an image 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -127,6 +128,23 @@ def plan_from_answer(target: Target, edit_type: EditType, answer: PlanAnswer) ->
     return EditPlan(target_key=target.key, edit_type=edit_type, object_name=target.object_name,
                     q_pos=clean_phrase(answer.q_pos) or "-", q_neg=clean_phrase(answer.q_neg) or "-",
                     instruction=" ".join(answer.instruction.split()) or "-", **{field: detail or None})
+
+
+ECHO_WORDS = 6  # this many words in a row taken from the instructions: the model echoed them
+
+
+def instruction_problem(plan: EditPlan) -> tuple[str, str] | None:
+    """``("instruction", message)`` when the edit instruction is no instruction: empty, or a run of
+    :data:`ECHO_WORDS` words copied from the system prompt (a weak model echoes what it was told)."""
+    if plan.instruction == "-":
+        return "instruction", "the edit instruction is empty"
+    told = " ".join(re.findall(r"[a-z0-9+-]+", SYSTEM_PROMPT.lower()))
+    words = re.findall(r"[a-z0-9+-]+", plan.instruction.lower())
+    for start in range(len(words) - ECHO_WORDS + 1):
+        run = " ".join(words[start : start + ECHO_WORDS])
+        if f" {run} " in f" {told} ":
+            return "instruction", f"the edit instruction repeats the system prompt ({run!r})"
+    return None
 
 
 # --- the offline answer ------------------------------------------------------------------------------
