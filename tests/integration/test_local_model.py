@@ -49,7 +49,7 @@ def test_the_language_stages_run_on_a_real_small_model(local_model, tmp_path, mo
     assert "dog" not in vocabulary["cat"]["exact"] + vocabulary["cat"]["synonyms"]
 
     # Smaller caps keep the taxonomy's 40 questions (and one per proposal) short on one thread.
-    monkeypatch.setenv("SEGBENCH_OPENAI_TOKEN_MARGIN", "0.5")
+    monkeypatch.setenv("SEGBENCH_OPENAI_TOKEN_MARGIN", "0.25")
     taxonomy = run(tmp_path, "build", "spin-taxonomy")
     assert "questions without a usable answer (skipped)" in taxonomy.output
     counts = read_json(tmp_path / "data" / "spin" / "taxonomy.manifest.json")["counts"]
