@@ -61,7 +61,9 @@ model_installed() { [ -f "$MODEL" ] && [ "$(sha256sum "$MODEL" | cut -d' ' -f1)"
 
 cmd_install() {
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
-    || die "node and npm are needed (apt-get install nodejs npm)"
+    || die "node (20 or later) and npm are needed"
+  [ "$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ] \
+    || die "node $(node --version) is too old: node-llama-cpp needs node 20 or later"
   mkdir -p "$DIR"
   if runtime_installed; then
     echo "runtime already installed in $DIR"
@@ -69,10 +71,10 @@ cmd_install() {
     echo "Installing node-llama-cpp into $DIR (~85 MB)"
     cp "$ROOT/scripts/local-llm/package.json" "$DIR/"
     # Exact versions of the two packages; the binaries of this platform are one of them, so the other
-    # platforms' optional ones (not all served for this version) are left out. Nothing is downloaded or
-    # compiled after the install.
-    (cd "$DIR" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --omit=optional --no-package-lock --no-audit \
-       --no-fund --loglevel=error) || die "npm install failed in $DIR"
+    # platforms' optional ones (not all served for this version) are left out, and no install script
+    # runs (node-llama-cpp's would look for binaries to download or build).
+    (cd "$DIR" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --omit=optional --ignore-scripts \
+       --no-package-lock --no-audit --no-fund --loglevel=error) || die "npm install failed in $DIR"
   fi
   if [ -n "${SEGBENCH_LOCAL_LLM_MODEL:-}" ]; then
     [ -f "$MODEL" ] || die "SEGBENCH_LOCAL_LLM_MODEL names no file: $MODEL"
