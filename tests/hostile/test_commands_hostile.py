@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -146,6 +148,37 @@ def test_build_vocab_with_a_model_server_that_drips_ends_after_two_timeouts(tmp_
     assert_clean_failure(outcome, "requests in a row", "hangs or sends too slowly")
     # two requests timed out (one in flight at a time), and none was sent after them
     assert asked == 2 and time.monotonic() - start < 60 and KEY not in outcome.stdout + outcome.stderr
+
+
+def test_build_vocab_against_a_model_server_that_drops_every_connection(tmp_path, monkeypatch):
+    """A local server that accepts and closes: one typed message per command, after the local profile's
+    one retry per question, and no traceback."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def drop() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(connection.recv(60))  # the request line, then nothing
+            connection.close()
+
+    threading.Thread(target=drop, daemon=True).start()
+    captions = tmp_path / "captions.txt"
+    captions.write_text("a cat on the sofa\na cat by the window\na dog in the park\na dog on the grass\n")
+    monkeypatch.setenv("SEGBENCH_PROVIDER", "openai")
+    monkeypatch.setenv("SEGBENCH_OPENAI_BASE_URL", f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
+    monkeypatch.setenv("SEGBENCH_EDITOR", "pillow")
+    try:
+        outcome = run_main(tmp_path, "build", "vocab", "--captions", str(captions), "--min-count", "1",
+                           "--categories", "coco_cd")
+        assert_clean_failure(outcome, "vocab.relations: 2 of 2 questions failed", "gave up after 2 attempts: "
+                             "connection failed")
+        assert len(accepted) == 2 * 2  # one question per category, one retry each on a server on this machine
+    finally:
+        listener.close()
 
 
 @pytest.fixture

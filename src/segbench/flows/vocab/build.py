@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 
 from segbench.core.build import Build, Built, Stage, run_build
+from segbench.core.errors import AnswerRejected
 from segbench.core.io import write_json, write_jsonl
 from segbench.core.reports import plain
 from segbench.core.resume import hash_inputs
@@ -30,6 +31,7 @@ from segbench.flows.prefect_ui import publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers import make_provider
 from segbench.providers.base import LanguageProvider, Question, Usage, describe_usage
+from segbench.providers.cache import answers_or_rejections
 from segbench.schemas.vocab import CategorySpec, RelationAnswer, VocabBuildSummary, VocabParams, VocabStep
 from segbench.tasks.vocab import judge_quality as jq
 from segbench.tasks.vocab import nouns as mining
@@ -81,8 +83,8 @@ def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top
 
 
 @task(**task_name("judge-relations"), cache_policy=NO_CACHE)  # the provider retries what is transient
-def judge(provider: LanguageProvider, questions: list[Question]) -> list[RelationAnswer]:
-    return provider.answer_many(questions, RelationAnswer)
+def judge(provider: LanguageProvider, questions: list[Question]) -> list[RelationAnswer | AnswerRejected]:
+    return answers_or_rejections(provider, questions, RelationAnswer)
 
 
 @task(**task_name("write-vocabulary"), cache_policy=NO_CACHE)
@@ -144,6 +146,10 @@ def _judge_all(provider: LanguageProvider, asked: list[tuple[int, Question]], pa
     for group, future in zip(groups, futures, strict=True):
         answers = future.result()
         for (category_id, question), answer in zip(group, answers, strict=True):
+            if isinstance(answer, AnswerRejected):  # never answered usably: its candidates stay "none"
+                get_run_logger().warning("no usable answer, skipped: %s", answer.message)
+                problems["rejected_answers"] += 1
+                continue
             found, wrong = vb.answered_relations(question, answer)
             relations[category_id].update(found)
             problems.update(wrong)
