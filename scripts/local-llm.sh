@@ -118,6 +118,8 @@ running_pid() {
 cmd_start() {
   { runtime_installed && [ -f "$MODEL" ]; } || die "not installed; run: scripts/local-llm.sh install"
   if healthy; then
+    # Another folder's server (or another program) on the port would log elsewhere and serve another model.
+    running_pid >/dev/null || die "port $PORT is taken by a server this folder did not start (set SEGBENCH_LOCAL_LLM_PORT)"
     echo "local model server already running at $URL/v1"
     return 0
   fi
