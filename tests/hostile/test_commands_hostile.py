@@ -20,6 +20,7 @@ from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
 from support.hostile import assert_clean_failure, run_main
 
 from segbench.annotation_ui.backends.files import files_dir
+from segbench.demo.cafe.sources import generate_demo_cafe
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
 
@@ -150,7 +151,7 @@ def test_build_vocab_with_a_model_server_that_drips_ends_after_two_timeouts(tmp_
     assert asked == 2 and time.monotonic() - start < 60 and KEY not in outcome.stdout + outcome.stderr
 
 
-def test_build_vocab_against_a_model_server_that_drops_every_connection(tmp_path, monkeypatch):
+def test_the_language_stages_against_a_model_server_that_drops_every_connection(tmp_path, monkeypatch):
     """A local server that accepts and closes: one typed message per command, after the local profile's
     one retry per question, and no traceback."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -177,6 +178,13 @@ def test_build_vocab_against_a_model_server_that_drops_every_connection(tmp_path
         assert_clean_failure(outcome, "vocab.relations: 2 of 2 questions failed", "gave up after 2 attempts: "
                              "connection failed")
         assert len(accepted) == 2 * 2  # one question per category, one retry each on a server on this machine
+        monkeypatch.setenv("SEGBENCH_OPENAI_MAX_RETRIES", "0")  # the other two ask more: keep them short
+        outcome = run_main(tmp_path, "build", "spin-taxonomy")
+        assert_clean_failure(outcome, "spin.subparts: 40 of 40 questions failed", "connection failed")
+        sources = generate_demo_cafe(tmp_path / "sources", seed=0, sizes={"coco": 2, "lvis": 1})
+        outcome = run_main(tmp_path, "build", "cafe-candidates", *[
+            arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")])
+        assert_clean_failure(outcome, "cafe.edit_plan", "questions failed", "connection failed")
     finally:
         listener.close()
 
