@@ -284,6 +284,24 @@ def _check_folder(path: Path, name: str) -> None:
                          hint=f"make the folder readable by this user (chmod u+rwx {path}), or choose another {flag}")
 
 
+def ensure_prefect_home() -> None:
+    """Create ``PREFECT_HOME`` (as :func:`configure_runtime` exported it) with every level above it:
+    Prefect creates only the last level when it is imported. Called just before a flow module
+    imports Prefect, so a command that runs no flow, or is refused first, leaves no folder behind.
+
+    Raises:
+        InputError: the folder cannot be created (names it).
+    """
+    home = os.environ.get("PREFECT_HOME")
+    if not home:
+        return
+    try:
+        Path(home).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the Prefect state folder ({exc.strerror})", path=home,
+                         hint="choose a --work-dir this user can write to") from exc
+
+
 def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
     """Export the environment Prefect, DVC and matplotlib read when they are imported.
 
@@ -300,11 +318,6 @@ def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
         "HF_HOME": str(work / "huggingface"),  # the Sentence-BERT baseline loads offline, but may cache
     }
     os.environ.update(env)
-    try:
-        settings.prefect_home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level
-    except OSError as exc:
-        raise InputError(f"cannot create the Prefect state folder ({exc.strerror})", path=settings.prefect_home,
-                         hint="choose a --work-dir this user can write to") from exc
     # A cold ephemeral Prefect API takes 8-17 s to start here; the 20 s default is too tight.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose:

@@ -139,7 +139,9 @@ def test_an_evaluation_runs_beside_another_and_a_refused_one_leaves_no_lock(tmp_
     finally:
         other.kill()
         other.wait()
-    lock_path(tmp_path / "data").unlink()  # what the killed holder left
-    refused = _evaluate_cgf1(tmp_path, tmp_path / "missing.json", "nothing")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    refused = subprocess.run([sys.executable, "-m", "segbench", "evaluate", "cgf1", "--gt", "missing.json",
+                              "--predictions", str(tmp_path / "preds.json")], capture_output=True, text=True, cwd=fresh)
     assert refused.returncode == 2 and "missing.json" in refused.stderr
-    assert not lock_path(tmp_path / "data").exists() and not lock_path(tmp_path / "data").with_suffix(".lock.json").exists()
+    assert list(fresh.iterdir()) == []  # no lock, no work dir

@@ -48,8 +48,10 @@ def flow_command_lock(ctx: typer.Context, *, reads_only: bool = False) -> Iterat
     answer (a dead one is one message, not Prefect's traceback from inside the first flow)."""
     from segbench import prefect_server
     from segbench.locking import command_lock
+    from segbench.settings import ensure_prefect_home
 
     with command_lock(ctx, reads_only=reads_only):
+        ensure_prefect_home()  # this command's work dir (an earlier command in this process may have had another)
         prefect_server.ensure_api_answers()
         yield
 
