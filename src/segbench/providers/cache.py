@@ -86,10 +86,14 @@ def answers_or_rejections(provider: LanguageProvider, questions: Sequence[Questi
     off at its token cap, off the schema: :class:`AnswerRejected`) is that error in its place, for
     the build to skip with its reason. Any other failure (a server down, a stall) raises.
     """
+    outcomes: list[T | ProviderError]
     if isinstance(provider, CachedProvider):
         outcomes = provider.answer_each(questions, schema)
-    else:
-        outcomes = []
+    else:  # a provider without the cache (a test's): all at once, then one by one to learn which failed
+        try:
+            return list(provider.answer_many(questions, schema))
+        except ProviderError:
+            outcomes = []
         for question in questions:
             try:
                 outcomes.append(provider.answer(question, schema))
