@@ -20,8 +20,8 @@ from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
 from support.hostile import assert_clean_failure, run_main
 
 from segbench.annotation_ui.backends.files import files_dir
-from segbench.demo.cafe.sources import generate_demo_cafe
 from segbench.annotation_ui.rounds import RoundStore
+from segbench.demo.cafe.sources import generate_demo_cafe
 from segbench.schemas.rounds import Round, RoundConfig, RoundItem, RoundStatus
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]  # in-process commands share one API
