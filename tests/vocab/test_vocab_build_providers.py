@@ -88,3 +88,28 @@ def test_openai_backend_gives_the_same_format_and_replays(captions, tmp_path, op
                           openai_base_url=openai_server.base_url, openai_model="test-model")
     with pytest.raises(ProviderError, match="vocab.relations"):  # replay-only with an empty cache
         build(captions, tmp_path / "c", make_provider(other, replay_only=True), nltk_data)
+
+
+def test_a_models_nonsense_is_skipped_with_its_reason_and_the_judge_compared(captions, tmp_path, openai_server):
+    """A stand-in model that calls every candidate an exact name of the category: another category's name
+    and names WordNet does not know are skipped, the report says so, and nothing of it reaches the vocabulary."""
+    def everything_exact(body: dict) -> dict:
+        text = body["messages"][-1]["content"]
+        category = re.search(r"Category: (.+)", text).group(1).strip()
+        return {"category": category, "judgements": [{"noun": n, "relation": "exact"}
+                                                     for n in re.findall(r"^- (.+)$", text, flags=re.MULTILINE)]}
+
+    openai_server.handler = everything_exact
+    settings = load_settings(data_root=tmp_path / "data", work_dir=tmp_path / "wd", provider="openai",
+                             openai_base_url=openai_server.base_url, openai_model="test-model")
+    build(captions, tmp_path / "a", make_provider(settings), tmp_path / "nltk")
+    quality = read_json(tmp_path / "a" / "judge_quality.json")
+    reasons = {(s["category"], s["noun"]): s["reason"] for s in quality["skipped"]}
+    assert reasons[("cat", "dog")] == "'dog' is the name of another category (dog)"
+    assert quality["suspect"] == [f"every one of the {quality['judged']} candidates was judged 'exact'"]
+    assert quality["wordnet"]["compared"] == quality["judged"] and quality["wordnet"]["rate"] < 0.5
+    vocab = read_json(tmp_path / "a" / "coco_cd.json")
+    assert "dog" not in vocab["cat"]["exact"] and "cat" not in vocab["dog"]["exact"]
+    # The exact names kept beside the categories' own are those WordNet calls exact or a synonym too.
+    agreed_names = sum(quality["wordnet"]["confusion"]["exact"].get(r, 0) for r in ("exact", "synonym"))
+    assert len(vocab["cat"]["exact"]) + len(vocab["dog"]["exact"]) - 2 == agreed_names
