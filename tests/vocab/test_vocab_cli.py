@@ -190,3 +190,15 @@ def test_evaluate_vocab_needs_exactly_one_ground_truth(tmp_path):
     for extra in ([], ["--gt", "gt", "--panoptic", "panoptic"]):
         result = _evaluate(root, base + extra)
         assert isinstance(result.exception, InputError) and "exactly one" in str(result.exception)
+
+
+@pytest.mark.parametrize("content, said", [("[1, 2]", "a vocabulary file is a JSON object of classes"),
+                                           ('{"cat": {"exact": ["cat"]}}', "needs an integer 'id'")])
+def test_build_vocab_refuses_an_unreadable_published_vocabulary_before_asking(tmp_path, content, said):
+    (tmp_path / "published.json").write_text(content)
+    (tmp_path / "captions.txt").write_text("a cat on a sofa\n")
+    result = CliRunner().invoke(app, ["--data-root", str(tmp_path / "data"), "build", "vocab", "--captions",
+                                      str(tmp_path / "captions.txt"), "--compare-with", str(tmp_path / "published.json")])
+    assert isinstance(result.exception, InputError), result.output
+    assert said in str(result.exception) and "published.json" in str(result.exception)
+    assert not (tmp_path / "data").exists()  # refused before anything ran

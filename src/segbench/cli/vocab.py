@@ -70,6 +70,10 @@ def build_command(
 
     settings = settings_of(ctx)
     dataset, _, _ = load_categories(categories)  # a bad name or file fails before Prefect starts
+    if compare_with is not None:
+        from segbench.tasks.vocab.vocabulary import read_public
+
+        read_public(compare_with)  # so does a published vocabulary that cannot be read, before any question
     params = VocabParams(spacy_model=settings.spacy_model,
                          **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None})
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
