@@ -137,8 +137,9 @@ def demo_project(prefect_harness, tmp_path_factory, worker_id):
 def demo_copy(demo_project, tmp_path) -> Path:
     """A copy of the demo project for a test that changes it, without its releases, Prefect state or caches."""
     copy = tmp_path / "project"
+    # The data root's lock file comes and goes with the commands other tests run in the demo project.
     shutil.copytree(demo_project[0], copy, symlinks=True,
-                    ignore=shutil.ignore_patterns("releases", "prefect", "huggingface"))
+                    ignore=shutil.ignore_patterns("releases", "prefect", "huggingface", ".data.lock*"))
     return copy
 
 
