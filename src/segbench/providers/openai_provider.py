@@ -361,8 +361,7 @@ class OpenAIProvider(OpenAIBackend):
         if problem == CUT_OFF and self.token_margin > 0:
             # The cap is what the answer needs, with room to spare: a model that ran past it loops, and
             # asking again (a longer prompt, the same cap) only repeats the loop.
-            raise AnswerRejected(self._error(question, f"no valid {schema.__name__}: {CUT_OFF}").message,
-                                 item=question.kind, hint=CUT_OFF_HINT)
+            raise self._rejected(question, f"no valid {schema.__name__}: {CUT_OFF}", CUT_OFF)
         log.info("re-asking %s for %s: %s", self.model, question.kind, problem)
         self._count(reasks=1)
         messages += [
@@ -374,13 +373,7 @@ class OpenAIProvider(OpenAIBackend):
             parsed, second = self._parse(text, schema)
             if parsed is not None:
                 return parsed
-        rejected = self._error(
-            question,
-            f"no valid {schema.__name__} after one re-ask: {second}",
-            hint=CUT_OFF_HINT if second == CUT_OFF else "check that the model supports strict JSON-schema output "
-            "(structured outputs)",
-        )
-        raise AnswerRejected(rejected.message, item=rejected.item, hint=rejected.hint)
+        raise self._rejected(question, f"no valid {schema.__name__} after one re-ask: {second}", second)
 
     def answer_many(self, questions: Sequence[Question], schema: type[T]) -> list[T]:
         """Answers in the order of ``questions``, at most ``concurrency`` requests at a time.
@@ -463,8 +456,17 @@ class OpenAIProvider(OpenAIBackend):
             cost = prompt / 1000 * self.price_per_1k[0] + output / 1000 * self.price_per_1k[1]
         self._count(calls=1, prompt_tokens=prompt, completion_tokens=output, cost_usd=cost)
 
-    def _error(self, question: Question, detail: str, *, hint: str | None = None) -> ProviderError:
-        return ProviderError(
+    def _rejected(self, question: Question, detail: str, problem: str | None) -> AnswerRejected:
+        """The error of a question the model answered but never usably (``problem``: the last one's)."""
+        hint = CUT_OFF_HINT if problem == CUT_OFF else "check that the model supports strict JSON-schema output " \
+            "(structured outputs)"
+        rejected = self._error(question, detail, hint=hint, kind=AnswerRejected)
+        assert isinstance(rejected, AnswerRejected)
+        return rejected
+
+    def _error(self, question: Question, detail: str, *, hint: str | None = None,
+               kind: type[ProviderError] = ProviderError) -> ProviderError:
+        return kind(
             f"model {self.model} at {display_url(self.base_url)}: {self._scrub(detail)}",
             item=question.kind,
             hint=hint,

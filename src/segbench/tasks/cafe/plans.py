@@ -133,16 +133,22 @@ def plan_from_answer(target: Target, edit_type: EditType, answer: PlanAnswer) ->
 ECHO_WORDS = 6  # this many words in a row taken from the instructions: the model echoed them
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9+-]+", text.lower())
+
+
+_TOLD = f" {' '.join(_words(SYSTEM_PROMPT))} "  # the system prompt's words, padded for whole-word search
+
+
 def instruction_problem(plan: EditPlan) -> tuple[str, str] | None:
     """``("instruction", message)`` when the edit instruction is no instruction: empty, or a run of
     :data:`ECHO_WORDS` words copied from the system prompt (a weak model echoes what it was told)."""
     if plan.instruction == "-":
         return "instruction", "the edit instruction is empty"
-    told = " ".join(re.findall(r"[a-z0-9+-]+", SYSTEM_PROMPT.lower()))
-    words = re.findall(r"[a-z0-9+-]+", plan.instruction.lower())
+    words = _words(plan.instruction)
     for start in range(len(words) - ECHO_WORDS + 1):
         run = " ".join(words[start : start + ECHO_WORDS])
-        if f" {run} " in f" {told} ":
+        if f" {run} " in _TOLD:
             return "instruction", f"the edit instruction repeats the system prompt ({run!r})"
     return None
 
