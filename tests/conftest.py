@@ -47,6 +47,7 @@ for _var in ("SEGBENCH_CONFIG", "PREFECT_API_URL"):
 SUITES = ("integration", "labelstudio", "browser", "localmodel")
 # Nothing listens on the discard port: a Prefect client pointed here fails on its first request.
 NO_PREFECT_API = "http://127.0.0.1:9/api"
+DEMO_SERVER_IDLE_MINUTES = 1  # the demo project's own Prefect server outlives the demo this long
 FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio", "local_model": "localmodel"}
 
 
@@ -113,12 +114,19 @@ def prefect_server_home(prefect_harness) -> Path:
 def demo_project(prefect_harness, tmp_path_factory, worker_id):
     """``segbench --json demo --seed 0`` run once per test run, as a user runs it: ``(project, result)``.
 
-    ``result.stdout`` is the JSON summary and ``result.output`` everything the command printed. Under
-    pytest-xdist the first worker to ask runs it and the others wait for it and read what it left.
-    Read-only: a test that changes what the demo built works on a copy.
+    A process in the project folder, with no Prefect API configured: the demo starts the work dir's
+    own server, as it does for a user, and that server stops after a minute without use (its runs
+    stay in its database: ``segbench server start`` shows them again). ``result.stdout`` is the JSON
+    summary and ``result.output`` everything meant for people (stderr). Under pytest-xdist the first
+    worker to ask runs it and the others wait for it and read what it left. Read-only: a test that
+    changes what the demo built works on a copy.
     """
+    import subprocess
+    import sys
+
     from filelock import FileLock
-    from support.cli import run
+    from support.commands import check_fix_lines
+    from support.hostile_builds import child_env
 
     # Every worker's base folder sits in the one folder of this test run.
     root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
@@ -126,10 +134,15 @@ def demo_project(prefect_harness, tmp_path_factory, worker_id):
     with FileLock(str(root / "demo.lock")):
         if not record.is_file():
             project.mkdir()
-            with pytest.MonkeyPatch.context() as patch:
-                patch.chdir(project)  # the demo versions the data root in the current folder's repository
-                result = run(project, "--json", "demo", "--seed", "0")
-            record.write_text(json.dumps({"stdout": result.stdout, "output": result.output}))
+            env = {key: value for key, value in child_env().items() if not key.startswith("PREFECT_")
+                   or key in ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")}
+            env["SEGBENCH_SERVER_IDLE_MINUTES"] = str(DEMO_SERVER_IDLE_MINUTES)
+            done = subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(project / "data"),
+                                   "--work-dir", str(project / "work"), "--json", "demo", "--seed", "0"],
+                                  cwd=project, env=env, capture_output=True, text=True, timeout=1800)
+            assert done.returncode == 0, done.stderr[-5000:]
+            check_fix_lines(done.stderr)
+            record.write_text(json.dumps({"stdout": done.stdout, "output": done.stderr}))
     return project, SimpleNamespace(**json.loads(record.read_text()))
 
 
@@ -139,7 +152,8 @@ def demo_copy(demo_project, tmp_path) -> Path:
     copy = tmp_path / "project"
     # The data root's lock file comes and goes with the commands other tests run in the demo project.
     shutil.copytree(demo_project[0], copy, symlinks=True,
-                    ignore=shutil.ignore_patterns("releases", "prefect", "huggingface", ".data.lock*"))
+                    ignore=shutil.ignore_patterns("releases", "prefect", "prefect-server", "huggingface",
+                                                  ".data.lock*"))
     return copy
 
 

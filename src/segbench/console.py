@@ -38,12 +38,28 @@ _secrets: set[str] = set()
 _summary: Any = None
 
 
+class _LinesTrimmed:
+    """A text stream that drops the spaces rich pads a line's last cell with: a table written to a
+    pipe is as wide as its content, and no line of a log ends in blanks."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(re.sub(r"[ \t]+(?=\n)", "", text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding: the stream's own
+        return getattr(self._stream, name)
+
+
 def _make(stderr: bool) -> Console:
     probe = Console(stderr=stderr)
     if probe.is_terminal:
         return probe
     # Not a terminal: no 80-column cut, no soft wrapping of long lines, no colour codes.
-    return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True, no_color=True, highlight=False)
+    stream = _LinesTrimmed(sys.stderr if stderr else sys.stdout)
+    return Console(file=stream, width=PIPE_WIDTH, soft_wrap=True, no_color=True, highlight=False)  # type: ignore[arg-type]
 
 
 HEADING_WIDTH = 80  # a rule under a heading, in a pipe: the console's own width there is PIPE_WIDTH

@@ -198,9 +198,10 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
                  idle_minutes: float | None = None) -> tuple[ServerState, bool]:
     """Start the persistent server of ``work_dir`` and wait until it answers; ``(state, started)``.
 
-    Returns the running one (``started`` False) when it is already up. ``tied`` makes it end with
-    this process (``segbench demo`` and the tests use one only for their own duration);
-    ``idle_minutes`` starts a watcher that stops it after that long without use.
+    Returns the running one (``started`` False) when it is already up; asked for one without
+    ``idle_minutes``, a running one started on demand then runs until stopped too (its watcher lets
+    it be). ``tied`` makes it end with this process; ``idle_minutes`` starts a watcher that stops it
+    after that long without use.
 
     Raises:
         ServiceError: the server exited or did not answer within ``timeout`` (names its log).
@@ -208,6 +209,9 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
     folder = server_dir(work_dir)
     with _server_lock(work_dir):
         running = read_state(work_dir)
+        if running is not None and running.idle_minutes is not None and idle_minutes is None:
+            running = dataclasses.replace(running, idle_minutes=None)
+            _write_state(folder, running)
         if running is not None:
             return running, False
         port, log = free_port(), folder / LOG_NAME
@@ -222,9 +226,7 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
         state = ServerState(pid=process.pid, started=_start_time(process.pid) or 0, port=port,
                             idle_minutes=idle_minutes, folder=str(folder))
         _wait_healthy(process, state.api_url, log, timeout)
-        tmp = folder / f".{STATE_NAME}.tmp"
-        tmp.write_text(json.dumps(dataclasses.asdict(state), sort_keys=True))
-        tmp.replace(folder / STATE_NAME)
+        _write_state(folder, state)
         if idle_minutes is not None:
             (folder / LAST_USED_NAME).touch()
             _spawn([sys.executable, "-m", "segbench.prefect_server", "watch", str(folder)], _server_env({}),
@@ -232,10 +234,22 @@ def start_server(work_dir: Path, *, timeout: float = START_TIMEOUT, tied: bool =
         return state, True
 
 
-def stop_server(work_dir: Path, *, timeout: float = STOP_TIMEOUT) -> ServerState | None:
-    """Stop the persistent server of ``work_dir`` (SIGTERM, SIGKILL after ``timeout``); the one stopped, or None."""
+def _write_state(folder: Path, state: ServerState) -> None:
+    tmp = folder / f".{STATE_NAME}.tmp"
+    tmp.write_text(json.dumps(dataclasses.asdict(state), sort_keys=True))
+    tmp.replace(folder / STATE_NAME)
+
+
+def stop_server(work_dir: Path, *, timeout: float = STOP_TIMEOUT,
+                only: ServerState | None = None) -> ServerState | None:
+    """Stop the persistent server of ``work_dir`` (SIGTERM, SIGKILL after ``timeout``); the one stopped, or None.
+
+    With ``only``, nothing happens unless that is still its state (the idle watcher's stop, which a
+    ``server start`` asking to keep the server may have overtaken)."""
     with _server_lock(work_dir):
         state = read_state(work_dir)
+        if only is not None and state != only:
+            return None
         if state is not None:
             _terminate(state.pid, timeout)
         (server_dir(work_dir) / STATE_NAME).unlink(missing_ok=True)
@@ -246,28 +260,6 @@ def server_status(work_dir: Path) -> tuple[ServerState | None, bool]:
     """``(state, healthy)``: the running server of ``work_dir`` (or None) and whether it answers."""
     state = read_state(work_dir)
     return state, state is not None and _healthy(state.api_url)
-
-
-@contextlib.contextmanager
-def server_for_duration(work_dir: Path, prefect_home: Path) -> Iterator[str | None]:
-    """A Prefect API for the block: the configured one, the running persistent one, else a private
-    server started now and stopped when the block ends. Enter it before Prefect is imported (once
-    it is, its API is settled: the block then changes nothing and yields None)."""
-    running = read_state(work_dir)
-    configured = os.environ.get("PREFECT_API_URL") or (running.api_url if running else None)
-    if configured or "prefect" in sys.modules:
-        if configured:
-            os.environ["PREFECT_API_URL"] = configured
-        yield configured
-        return
-    process, api_url = start_private_server(Path(prefect_home) / "temporary-server.log", timeout=START_TIMEOUT)
-    os.environ["PREFECT_API_URL"] = api_url
-    try:
-        yield api_url
-    finally:
-        os.environ.pop("PREFECT_API_URL", None)
-        drain_prefect_workers()  # before the server stops: no connection errors when the process exits
-        stop_private_server(process)
 
 
 def drain_prefect_workers() -> None:
@@ -366,11 +358,14 @@ def server_on_demand(work_dir: Path, idle_minutes: float, *, hint: Callable[[str
 
 def watch_idle(folder: Path) -> None:
     """Stop the server recorded in ``folder`` once it has gone ``idle_minutes`` without use; return
-    when it is stopped, by this or by ``segbench server stop``."""
+    when it is stopped, by this or by ``segbench server stop``, or is to run until stopped
+    (``segbench server start`` asked for it while it ran)."""
     state = ServerState(**json.loads((folder / STATE_NAME).read_text()))
     idle = float(state.idle_minutes or 0) * 60
     while _is_alive(state):
         time.sleep(min(30.0, max(idle / 4, 0.2)))
+        if read_state(folder.parent) != state:
+            return
         with (folder / IN_USE_NAME).open("a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -380,8 +375,8 @@ def watch_idle(folder: Path) -> None:
                 unused = time.time() - (folder / LAST_USED_NAME).stat().st_mtime
             except OSError:
                 unused = idle
-            if unused >= idle and read_state(folder.parent) == state:
-                stop_server(folder.parent)
+            if unused >= idle:
+                stop_server(folder.parent, only=state)
                 return
 
 

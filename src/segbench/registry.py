@@ -62,7 +62,8 @@ class DatasetSpec:
         offline_answers: the questions the offline language provider answers for it
             (:class:`segbench.providers.base.OfflineAnswer`).
         demo_step: its part of ``segbench demo`` (:class:`segbench.flows.demo.DemoStep`).
-        demo_printer: ``(results, provider) -> None``: prints what its demo step returned.
+        demo_printer: ``(results, provider, *, evaluation_only) -> None``: prints what its demo step
+            returned once built, and only the evaluation (``evaluation_only``) once evaluated.
         release_plan: ``(source, data_dir, image_policy) -> ReleasePlan``: what ``segbench release``
             writes of it (:mod:`segbench.core.release.plan`).
     """
@@ -80,7 +81,7 @@ class DatasetSpec:
     round_kinds: tuple[Ref[RoundKind], ...] = field(default_factory=tuple)
     offline_answers: tuple[Ref[OfflineAnswer], ...] = field(default_factory=tuple)
     demo_step: Ref[DemoStep] | None = None
-    demo_printer: Ref[Callable[[Any, Any], None]] | None = None
+    demo_printer: Ref[Callable[..., None]] | None = None
     release_plan: Ref[Callable[..., ReleasePlan]] | None = None
 
     def need(self, ref: Ref[T] | None, what: str) -> T:

@@ -53,8 +53,32 @@ def test_each_summary_is_headed_by_its_dataset_in_the_order_they_ran(demo):
     _, result = demo
     lines = [line for line in result.output.splitlines() if re.fullmatch(r"(\w.*?) ─{3,}", line)]
     titles = [spec.title for spec in registry.DATASETS if spec.demo_printer]
-    assert [line.split(" ─")[0] for line in lines] == [*titles, "Published version"]
+    built = [f"{title} ({number} of {len(titles)})" for number, title in enumerate(titles, start=1)]
+    evaluated = [f"{title}: evaluation of the published version" for title in ("COCO-CD", "CAFE")]
+    assert [line.split(" ─")[0] for line in lines] == [*built, *evaluated, "Published version"]
     assert all(len(line) == 80 for line in lines), "a heading's rule is 80 characters in a pipe, not the pipe's width"
+
+
+def test_each_summary_is_printed_as_soon_as_its_dataset_is_built(demo):
+    _, output = demo[0], demo[1].output
+    # COCO-CD's summary comes before SPIN's crowd rounds start, and SPIN's before CAFE's edits are planned.
+    assert output.index("COCO-CD (1 of 5)") < output.index("Round demo-context-audit ingested") \
+        < output.index("SPIN crowd rounds (simulated workers): started")
+    assert output.index("SPIN (4 of 5)") < output.index("edit plans: started") < output.index("CAFE (5 of 5)")
+
+
+def test_the_demo_in_a_pipe_has_short_lines_without_trailing_blanks(demo):
+    _, result = demo
+    lines = result.output.splitlines()
+    assert max(map(len, lines)) <= 200
+    assert [line for line in lines if line != line.rstrip()] == []
+
+
+def test_the_demo_ends_with_the_prefect_ui_of_its_runs_and_a_rebuild_plan(demo):
+    project, result = demo
+    tail = result.output[result.output.index("Demo finished."):]
+    assert re.search(r"Prefect UI \(the demo's runs\)\s+http://127\.0\.0\.1:\d+", tail), tail
+    assert re.search(r"rebuild plan \(segbench serve --plan \.\.\.\)\s+work/rebuild.toml", tail), tail
 
 
 def test_the_publish_summary_lists_every_dataset_built(demo):

@@ -172,6 +172,25 @@ def test_the_first_flow_starts_a_background_server_that_later_commands_use_and_i
         segbench(project, "server", "stop")
 
 
+def test_server_start_keeps_a_server_a_command_started_until_server_stop(tmp_path):
+    project = tmp_path / "project"
+    folder = (project / "work" / "prefect-server").resolve()
+    first = segbench(project, *_cgf1_inputs(tmp_path / "inputs"), "--out", str(tmp_path / "a"),
+                     SEGBENCH_SERVER_IDLE_MINUTES="0.05")
+    assert first.returncode == 0, first.stderr
+    state = json.loads((folder / "server.json").read_text())
+    try:
+        kept = segbench(project, "server", "start")
+        assert kept.returncode == 0 and "already running" in kept.stdout and "runs until segbench server stop" in kept.stdout
+        assert json.loads((folder / "server.json").read_text())["idle_minutes"] is None
+        assert _survivors(_watchers(folder)) == [], "its idle watcher lets it be"
+        time.sleep(6)  # past the 3 s it was to stop after
+        assert psutil.pid_exists(state["pid"]) and psutil.Process(state["pid"]).status() != psutil.STATUS_ZOMBIE
+        assert "runs until segbench server stop" in segbench(project, "server", "status").stdout
+    finally:
+        segbench(project, "server", "stop")
+
+
 # --- a private server per command -----------------------------------------------------------------------------------------------------------------------------------------------
 
 def _descendants_while_running(process: subprocess.Popen[str], until: float) -> set[psutil.Process]:
@@ -338,26 +357,3 @@ def test_a_build_whose_server_is_killed_ends_with_one_message_and_the_rerun_resu
         segbench(project, "server", "stop")
 
 
-# --- a server for the duration of a command (segbench demo) ----------------------------------------------
-
-DURATION_SCRIPT = """
-import json, os, sys, urllib.request
-from pathlib import Path
-from segbench.prefect_server import server_for_duration
-with server_for_duration(Path(sys.argv[1]), Path(sys.argv[1]) / "prefect") as url:
-    with urllib.request.urlopen(url + "/health", timeout=10) as response:
-        print(json.dumps({"url": url, "env": os.environ["PREFECT_API_URL"], "health": response.status}))
-print(json.dumps({"after": os.environ.get("PREFECT_API_URL")}))
-"""
-
-
-def test_a_server_for_the_duration_of_a_command_is_stopped_afterwards(tmp_path):
-    process = subprocess.Popen([sys.executable, "-c", DURATION_SCRIPT, str(tmp_path / "work")], env=_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    children = _descendants_while_running(process, time.monotonic() + 120)
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
-    during, after = (json.loads(line) for line in stdout.splitlines())
-    assert during["health"] == 200 and during["env"] == during["url"]
-    assert after == {"after": None}
-    assert children and _survivors(children, grace=0.5) == [], "stopped when the block ended, not later"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -152,6 +153,10 @@ def test_serve_runs_the_plan_on_its_schedule(prefect_server, tmp_path):
         log.close()
     output = (tmp_path / "serve.log").read_text()
     assert "rebuild/every-minute" in output and f"{prefect_server.removesuffix('/api')}/runs" in output
+    run = runs[0]["id"]
+    # A line per run as it ends (and one as it starts, unless it ended within one poll of the API).
+    assert re.search(rf"\d\d:\d\d:\d\d rebuild/every-minute: completed after [\d.]+ s  \S+/runs/flow-run/{run}", output), output
+    assert "Stopped serving" in output
 
 
 def test_serve_without_a_server_says_how_to_start_one(tmp_path):

@@ -203,7 +203,7 @@ def print_export(summary: ExportSummary) -> None:
         "not verified": f"{counts.not_verified} ({counts.rejected} rejected, {counts.tied} tied, "
                         f"{counts.unanswered} unanswered)", "prompt pairs": counts.prompt_pairs,
         "unique q+ / q-": f"{counts.unique_positive} / {counts.unique_negative}"}))
-    console.out.print(f"Dataset: [bold]{summary.out}[/]")
+    console.out.print(f"Dataset: [bold]{display_path(summary.out)}[/]")
     console.out.print(build_status(summary))
 
 
@@ -329,8 +329,9 @@ def print_cgf1_each(files: list[CgF1FileSummary]) -> None:
         print_ignored(ignored, label=f"{name}: ")
 
 
-def print_demo(results: CafeDemo, provider: Any) -> None:
-    """CAFE's part of the demo: the export of the verified pairs and the prompt-blind baseline's evaluation."""
-    print_export(results.export)
+def print_demo(results: CafeDemo, provider: Any, *, evaluation_only: bool = False) -> None:
+    """CAFE's part of the demo: the export of the verified pairs, then the prompt-blind baseline's evaluation."""
+    if not evaluation_only:
+        print_export(results.export)
     if results.evaluation is not None:
         print_cafe_evaluation(results.evaluation)

@@ -152,9 +152,10 @@ def create_audit_command(
     console.out.print(f"Next: segbench rounds launch {key}")
 
 
-def print_demo(results: CocoCdDemo, provider: Any) -> None:
-    """COCO-CD's part of the demo: the build, the context audit and the baseline's evaluation."""
-    print_build(results.build)
-    print_ingest(results.audit)
+def print_demo(results: CocoCdDemo, provider: Any, *, evaluation_only: bool = False) -> None:
+    """COCO-CD's part of the demo: the build and the context audit, then the baseline's evaluation."""
+    if not evaluation_only:
+        print_build(results.build)
+        print_ingest(results.audit)
     if results.evaluation is not None:
         flip.print_evaluation(results.evaluation)

@@ -129,7 +129,8 @@ def serve_command(
                                      for s in loaded.schedule]))
     console.out.print(f"Watch the runs at [bold]{ui}/runs[/] (flow runs) and [bold]{ui}/deployments[/]; "
                       "stop with Ctrl-C (runs in flight are cancelled and the schedules paused).")
-    serve_until_stopped(deployments)
+    serve_until_stopped(deployments, lambda line: console.out.print(line, markup=False, highlight=False,
+                                                                    soft_wrap=True), ui)
     console.out.print("Stopped serving; the schedules are paused until the next segbench serve.")
 
 

@@ -240,7 +240,7 @@ def print_ingest(result: RoundIngest) -> None:
     console.out.print(console.key_values(f"Round {result.round.key} ingested", {
         "answers": counts.answers, "items answered": f"{counts.items_answered} / {counts.items}",
         "annotators": counts.annotators, "skipped": counts.skipped,
-        "aggregation": result.round.aggregation, "answers file": str(result.answers),
+        "aggregation": result.round.aggregation, "answers file": display_path(result.answers),
     }))
     if not counts.answers:
         console.err.print(f"[yellow]No answers yet[/] for round {result.round.key}: ingest again once "
@@ -252,14 +252,15 @@ def print_ingest(result: RoundIngest) -> None:
             "Krippendorff's α": summary.alpha if summary.alpha is not None else "n/a",
         }))
     for name, path in result.reports.items():
-        console.out.print(f"{name.replace('_', ' ')}: [bold]{path}[/]")
+        console.out.print(f"{name.replace('_', ' ')}: [bold]{display_path(Path(path))}[/]")
     workers = result.workers
-    console.out.print(f"worker report: [bold]{workers.paths['workers_markdown']}[/] ({workers.suspicious} suspicious"
+    report = display_path(Path(workers.paths["workers_markdown"]))
+    console.out.print(f"worker report: [bold]{report}[/] ({workers.suspicious} suspicious"
                       + (f", {counts.workers_left_out} left out of the aggregation"
                          if counts.workers_left_out is not None else "") + ")")
     if workers.passed is not None:
-        console.out.print(f"pass list: [bold]{workers.paths['pass_list']}[/] ({workers.passed} passed)"
-                          + (f"; MTurk qualification upload: {workers.paths['qualification_csv']}"
+        console.out.print(f"pass list: [bold]{display_path(Path(workers.paths['pass_list']))}[/] ({workers.passed} passed)"
+                          + (f"; MTurk qualification upload: {display_path(Path(workers.paths['qualification_csv']))}"
                              if "qualification_csv" in workers.paths else ""))
 
 

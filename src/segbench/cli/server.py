@@ -40,7 +40,8 @@ def start(
         console.out.print(f"Prefect server started at [bold]{state.url}[/] (pid {state.pid}); every segbench command "
                           f"with work dir {display_path(work_dir)} uses it. Stop it with: segbench server stop")
     else:
-        console.out.print(f"Prefect server already running at [bold]{state.url}[/] (pid {state.pid}).")
+        console.out.print(f"Prefect server already running at [bold]{state.url}[/] (pid {state.pid}); it runs "
+                          "until segbench server stop.")
 
 
 @app.command("stop")

@@ -108,7 +108,7 @@ def print_taxonomy(result: TaxonomySummary, provider: Any, *, diff: bool = True)
         **({"questions without a usable answer (skipped)": counts.rejected_answers}
            if counts.rejected_answers is not None else {}),
         "rules that changed nothing": ", ".join(result.unused_rules) or "none",
-        "taxonomy": str(result.paths["taxonomy"]), "diff": str(result.paths["diff"])}))
+        "taxonomy": display_path(result.paths["taxonomy"]), "diff": display_path(result.paths["diff"])}))
     for reason in counts.suspect or []:
         console.err.print(f"[yellow]warning:[/] the model's proposals look wrong: {reason}; try a larger model")
     console.out.print(build_status(result))
@@ -246,7 +246,7 @@ def build_spin_command(
 
 def print_build(summary: SpinBuildSummary) -> None:
     overall = summary.counts.composition.overall
-    console.out.print(console.key_values(f"SPIN → {summary.out}", {
+    console.out.print(console.key_values(f"SPIN → {display_path(summary.out)}", {
         "images": overall.images,
         **{f"{level} (categories / annotations)": f"{o.categories_used} / {o.annotations}"
            for level, o in (("wholes", overall.wholes), ("parts", overall.parts), ("subparts", overall.subparts))},
@@ -352,7 +352,7 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}"
 
 
-def print_demo(results: SpinDemo, provider: Any) -> None:
+def print_demo(results: SpinDemo, provider: Any, *, evaluation_only: bool = False) -> None:
     """SPIN's part of the demo: taxonomy, crowd rounds, dataset and the parent-mask baseline's evaluation."""
     print_taxonomy(results.taxonomy, provider, diff=False)
     console.out.print(console.key_values("SPIN crowd rounds", {"rounds": len(results.rounds), **results.crowd}))

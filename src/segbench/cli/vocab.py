@@ -218,6 +218,6 @@ def map_command(
     }))
 
 
-def print_demo(results: VocabDemo, provider: Any) -> None:
+def print_demo(results: VocabDemo, provider: Any, *, evaluation_only: bool = False) -> None:
     """The vocabulary's part of the demo: its build."""
     print_build(results.build, provider)

@@ -115,6 +115,6 @@ def print_build(summary: WaterbirdsBuildSummary) -> None:
     console.out.print(build_status(summary))
 
 
-def print_demo(results: WaterbirdsDemo, provider: Any) -> None:
+def print_demo(results: WaterbirdsDemo, provider: Any, *, evaluation_only: bool = False) -> None:
     """Waterbirds-seg's part of the demo: its build."""
     print_build(results.build)

@@ -12,6 +12,7 @@ dataset's part is a :class:`DemoStep` in its own flows package.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench import registry
 from segbench.core import clock, versioning
+from segbench.core.io import atomic_write_text
 from segbench.demo.world import generate_demo_world
 from segbench.flows.prefect_ui import run_name, task_name
 from segbench.flows.publish import publish_data
@@ -63,6 +65,8 @@ class DemoStep:
 
     build: Callable[[DemoContext], DemoPart]
     evaluate: Callable[[DemoContext, Any], DemoPart] | None = None
+    # The dataset's table in the demo's rebuild plan: the inputs and parameters its build used.
+    plan: Callable[[DemoContext], dict[str, Any]] | None = None
 
 
 @task(**task_name("generate-demo-world"), cache_policy=NO_CACHE)
@@ -71,9 +75,15 @@ def generate_world(root: Path, seed: int) -> Path:
     return root
 
 
+# Told of each dataset's results as soon as they exist: ``(dataset name, results, evaluated)``, with
+# ``evaluated`` True for the second call of a dataset whose step evaluates after publishing.
+PartDone = Callable[[str, DemoPart, bool], None]
+
+
 @flow(name="demo", flow_run_name=run_name("demo", ("seed",)))
 def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, provider: Any, seed: int = 0,
-             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm", editor: Any = None) -> DemoResult:
+             dvc_remote: str | None = None, spacy_model: str = "en_core_web_sm", editor: Any = None,
+             on_part: PartDone | None = None) -> DemoResult:
     """Run build → publish → predict → evaluate on the demo worlds, for every registered dataset.
 
     Args:
@@ -83,6 +93,8 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
         editor: the image editor of the CAFE step (default: the one the settings ask for).
         dvc_remote: remote URL to push to; default: the repository's default remote, else
             ``<work_dir>/dvc-remote``.
+        on_part: called with each dataset's results once built, and again once evaluated (the
+            command line prints each summary as it comes, not all at the end).
 
     Returns:
         Each dataset's results, the published version and every path worth opening.
@@ -94,17 +106,59 @@ def run_demo(repo: Path, data_root: Path, work_dir: Path, reports_dir: Path, pro
         context = DemoContext(repo=repo, data_root=data_root, work_dir=work_dir, reports_dir=reports_dir,
                               provider=provider, editor=editor, seed=seed, spacy_model=spacy_model, world=world)
         steps = {spec.name: spec.demo_step.load() for spec in registry.DATASETS if spec.demo_step}
-        results = {name: step.build(context) for name, step in steps.items()}
+        results: dict[str, DemoPart] = {}
+        for name, step in steps.items():
+            results[name] = step.build(context)
+            if on_part is not None:
+                on_part(name, results[name], False)
         record = _publish(context, dvc_remote)
         for name, step in steps.items():
             if step.evaluate is not None:
                 results[name] = step.evaluate(context, results[name])
+                if on_part is not None:
+                    on_part(name, results[name], True)
         releases = _release_all(context, f"dvc md5 {record.md5}")
+        plan = write_rebuild_plan(context, steps)
     paths = {"demo world (inputs)": world}
     for result in results.values():
         paths |= result.paths
     return DemoResult(datasets=results, publish=record,
-                      paths=paths | {"DVC pointer": repo / f"{context.data_dir}.dvc", "releases": releases})
+                      paths=paths | {"DVC pointer": repo / f"{context.data_dir}.dvc", "releases": releases,
+                                     "rebuild plan (segbench serve --plan ...)": plan})
+
+
+DEMO_SCHEDULE = {"name": "demo-every-minute", "cron": "* * * * *"}
+
+
+def write_rebuild_plan(context: DemoContext, steps: dict[str, DemoStep]) -> Path:
+    """``<work dir>/rebuild.toml``: the demo's builds as a rebuild plan, with a schedule firing every
+    minute, so ``segbench rebuild`` and ``segbench serve`` can be tried on the demo world at once (each
+    run finds the demo's datasets up to date until an input or parameter changes)."""
+    import tomlkit
+
+    path = context.work_dir / "rebuild.toml"
+
+    def relative(value: Any) -> Any:  # paths from the plan's folder: the plan moves with the work dir
+        if isinstance(value, Path):
+            return os.path.relpath(value, path.parent)
+        if isinstance(value, dict):
+            return {key: relative(item) for key, item in value.items()}
+        return [relative(item) for item in value] if isinstance(value, list) else value
+
+    document = tomlkit.document()
+    document.add(tomlkit.comment("The demo's builds as a rebuild plan: written by `segbench demo`, rewritten by "
+                                 "the next one."))
+    document.add(tomlkit.comment("Try: segbench rebuild --plan PLAN, or segbench server start, then "
+                                 "segbench serve --plan PLAN (see docs/how-to/rebuild.md)."))
+    document["repo"] = relative(context.repo)
+    for name, step in steps.items():
+        if step.plan is not None:
+            document[name] = relative(step.plan(context))
+    schedules = tomlkit.aot()
+    schedules.append(tomlkit.item(DEMO_SCHEDULE))
+    document["schedule"] = schedules
+    atomic_write_text(path, tomlkit.dumps(document))
+    return path
 
 
 def _release_all(context: DemoContext, version: str) -> Path:

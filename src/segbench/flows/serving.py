@@ -16,7 +16,8 @@ from __future__ import annotations
 import datetime
 import os
 import signal
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,8 +87,13 @@ def _runner_gone_after() -> datetime.timedelta:
                               .deployment_last_polled_timeout_seconds)
 
 
-def serve_until_stopped(deployments: Sequence[RunnerDeployment]) -> None:
-    """Serve the deployments until Ctrl-C or SIGTERM; either stops the runs in flight and pauses the schedules."""
+def serve_until_stopped(deployments: Sequence[RunnerDeployment], say: Callable[[str], None],
+                        ui: str, flow_name: str = "rebuild") -> None:
+    """Serve the deployments until Ctrl-C or SIGTERM; either stops the runs in flight and pauses the schedules.
+
+    Meanwhile a line per scheduled run that starts or ends goes to ``say`` (the runs execute in
+    processes of their own, whose output is Prefect's, not the command's).
+    """
     from prefect import serve
 
     def graceful(signum: int, frame: object) -> None:
@@ -95,7 +101,45 @@ def serve_until_stopped(deployments: Sequence[RunnerDeployment]) -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # the runner's own graceful stop
 
     previous = signal.signal(signal.SIGINT, graceful)
+    stop = threading.Event()
+    watcher = threading.Thread(target=_report_runs, args=([d.name for d in deployments], flow_name, say, ui, stop),
+                               name="segbench-serve-runs", daemon=True)
+    watcher.start()
     try:
         serve(*deployments, print_starting_message=False)
     finally:
+        stop.set()
         signal.signal(signal.SIGINT, previous)
+
+
+RUN_POLL_SECONDS = 2.0
+_REPORTED = (StateType.RUNNING, StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
+
+
+def _report_runs(names: Sequence[str], flow_name: str, say: Callable[[str], None], ui: str,
+                 stop: threading.Event) -> None:
+    """Say when a run of these deployments starts and how it ends, from what the API records."""
+    since = datetime.datetime.now(datetime.timezone.utc)
+    said: dict[object, StateType] = {}
+    while not stop.wait(RUN_POLL_SECONDS):
+        try:
+            with get_client(sync_client=True) as client:
+                deployments = {d.id: d.name for d in client.read_deployments(
+                    deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=list(names))))
+                    if client.read_flow(d.flow_id).name == flow_name}
+                runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    deployment_id=FlowRunFilterDeploymentId(any_=list(deployments)),
+                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=list(_REPORTED))))) if deployments else []
+        except Exception:  # noqa: BLE001 - a report line is not worth stopping the schedules for
+            continue
+        for run in sorted(runs, key=lambda r: r.start_time or since):
+            state = run.state_type
+            if run.start_time is None or run.start_time < since or said.get(run.id) == state or state is None:
+                continue
+            said[run.id] = state
+            what = (f"started ({run.name})" if state is StateType.RUNNING
+                    else f"{run.state_name.lower() if run.state_name else state.value.lower()} after "
+                         f"{run.total_run_time.total_seconds():.1f} s")
+            stamp = datetime.datetime.now().strftime("%H:%M:%S")
+            deployment = deployments.get(run.deployment_id, "?") if run.deployment_id is not None else "?"
+            say(f"{stamp} {flow_name}/{deployment}: {what}  {ui}/runs/flow-run/{run.id}")

@@ -119,9 +119,12 @@ def generate_demo_captions(root: str | Path, *, seed: int = 0, scenes: Sequence[
         The written files, train first.
     """
     scenes = list(scenes) if scenes is not None else build_scenes(seed=seed)
-    out = []
-    for split in SPLITS:
-        path = Path(root) / "annotations" / f"captions_{split}.json"
+    out = caption_files(root)
+    for split, path in zip(SPLITS, out, strict=True):
         write_json(path, captions_document(scenes, split, seed=seed))
-        out.append(path)
     return out
+
+
+def caption_files(root: str | Path) -> list[Path]:
+    """Where :func:`generate_demo_captions` writes the captions of the world under ``root``, train first."""
+    return [Path(root) / "annotations" / f"captions_{split}.json" for split in SPLITS]

@@ -87,14 +87,18 @@ def draw_place(rng: np.random.Generator, water: bool) -> Image.Image:
     return Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
 
 
+def bird_roots(root: str | Path) -> tuple[Path, Path]:
+    """The CUB-like and Places-like folders :func:`generate_demo_birds` writes under ``root``."""
+    return Path(root) / "cub", Path(root) / "places"
+
+
 def generate_demo_birds(root: str | Path, *, seed: int = 0, birds_per_species: int = 30,
                         images_per_place: int = 8) -> tuple[Path, Path]:
     """Write ``root/cub`` and ``root/places``; returns their paths.
 
     Every fourth bird of a species is in CUB's test split (``train_test_split.txt`` value 0).
     """
-    root = Path(root)
-    cub, places = root / "cub", root / "places"
+    cub, places = bird_roots(root)
     classes, images, labels, split = [], [], [], []
     image_id = 0
     for class_id, (folder, colour) in enumerate(SPECIES, start=1):

@@ -4,6 +4,7 @@ workers, and a context-biased baseline evaluated on the published version."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import flow
 
@@ -57,4 +58,9 @@ def evaluate(context: DemoContext, results: CocoCdDemo) -> CocoCdDemo:
     return results.model_copy(update={"evaluation": evaluation, "paths": results.paths | paths})
 
 
-DEMO = DemoStep(build=build, evaluate=evaluate)
+def plan(context: DemoContext) -> dict[str, Any]:
+    """The build's ``[coco_cd]`` table of the demo's rebuild plan."""
+    return {"coco_root": context.world, "stuff_root": context.world, "params": DEMO_COCO_CD}
+
+
+DEMO = DemoStep(build=build, evaluate=evaluate, plan=plan)

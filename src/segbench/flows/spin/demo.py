@@ -12,6 +12,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from segbench import progress
 from segbench.core.io import read_json, write_json
 from segbench.demo.spin.baseline import write_parent_mask_predictions
 from segbench.demo.spin.crowd import simulate_crowd_rows
@@ -75,7 +76,7 @@ def run_spin_demo(data_root: Path, work_dir: Path, reports_dir: Path, provider: 
     rounds = create_spin_rounds(data_root, items, key_prefix=KEY_PREFIX, backend="files", overlap=WORKERS,
                                 dataset_version=source_version(world.root, paths["taxonomy"]), overwrite=True)
     crowd: Counter = Counter()
-    for round_ in rounds:
+    for round_ in progress.track(rounds, "SPIN crowd rounds (simulated workers)"):
         launched = launch_round(data_root, round_.key)
         write_simulated_answers(data_root, launched, world.truth_path, paths["taxonomy"], seed)
         ingested = ingest_round(data_root, round_.key)

@@ -3,7 +3,9 @@ demo world's captions."""
 
 from __future__ import annotations
 
-from segbench.demo.vocab.captions import generate_demo_captions
+from typing import Any
+
+from segbench.demo.vocab.captions import caption_files, generate_demo_captions
 from segbench.flows.demo import DemoContext, DemoStep
 from segbench.flows.vocab.build import build_vocab
 from segbench.schemas.vocab import VocabDemo, VocabParams
@@ -20,4 +22,10 @@ def build(context: DemoContext) -> VocabDemo:
     return VocabDemo(build=summary, paths={"vocabulary": out / f"{CATEGORIES}.json"})
 
 
-DEMO = DemoStep(build=build)
+def plan(context: DemoContext) -> dict[str, Any]:
+    """The build's ``[vocab]`` table of the demo's rebuild plan."""
+    return {"captions": caption_files(context.world), "categories": CATEGORIES,
+            "params": {"spacy_model": context.spacy_model}}
+
+
+DEMO = DemoStep(build=build, plan=plan)
