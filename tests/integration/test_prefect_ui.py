@@ -4,6 +4,7 @@ build's and evaluation's summary as an artifact, read back through the Prefect c
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 
@@ -84,8 +85,14 @@ def test_an_evaluation_run_is_named_by_its_inputs_and_publishes_its_report(tmp_p
 
     [artifact] = [a for a in artifacts if a.key == "evaluation-coco-cd"]
     assert artifact.type == "markdown"
-    assert artifact.data == (tmp_path / "report" / "report.md").read_text()
+    report = (tmp_path / "report" / "report.md").read_text()
     assert "## Overlap" in artifact.data and "| 0.5000 | 0.5000 | 0.0000 |" in artifact.data
+    # The report's plots are in the page itself: the UI cannot open files beside report.md.
+    linked = re.findall(r"!\[[^\]]*\]\(([\w.]+\.png)\)", report)
+    shown = re.findall(r"!\[[^\]]*\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)", artifact.data)
+    assert linked and [base64.b64decode(data) for data in shown] == \
+        [(tmp_path / "report" / name).read_bytes() for name in linked]
+    assert re.sub(r"\(data:image/png;base64,[^)]+\)", "", artifact.data) == re.sub(r"\([\w.]+\.png\)", "", report)
 
 
 def test_run_names_show_lists_numbers_and_paths_plainly():

@@ -54,3 +54,37 @@ def test_the_ui_at_the_printed_address_lists_a_build_run_and_its_artifact(tmp_pa
             browser.close()
     finally:
         _segbench(project, "server", "stop")
+
+
+def test_after_the_demo_the_ui_lists_its_runs_and_artifacts_with_plots(demo_project, tmp_path):
+    """The demo ran on its work dir's server, which may since have stopped for being idle: `server
+    start` brings the UI back with the demo's runs, its rounds' reports and its evaluations' plots."""
+    chromium = browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    project, result = demo_project
+    assert re.search(r"Prefect UI \(the demo's runs\)\s+http://127\.0\.0\.1:\d+", result.output)
+    started = _segbench(project, "server", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        url = re.search(r"(?:started|running) at (http://\S+)", started.stdout)[1].rstrip("/")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{url}/runs", wait_until="domcontentloaded")
+            page.get_by_role("searchbox", name="Search by flow run name").fill("demo seed=0")
+            page.get_by_text("demo seed=0", exact=True).first.wait_for(timeout=60_000)
+            page.goto(f"{url}/artifacts", wait_until="domcontentloaded")
+            for key in ("round-demo-context-audit", "round-demo-cafe-verification", "evaluation-coco-cd"):
+                page.get_by_text(key, exact=True).first.wait_for(timeout=60_000)
+            page.goto(f"{url}/artifacts/key/evaluation-coco-cd", wait_until="domcontentloaded")
+            page.get_by_text("Flow run", exact=False).first.wait_for(timeout=60_000)
+            page.locator("a[href*='/artifacts/artifact/']").first.click()
+            page.locator("img[src^='data:image/png']").first.wait_for(timeout=60_000)
+            drawn = page.evaluate("Array.from(document.images).filter(i => i.src.startsWith('data:image/png'))"
+                                  ".map(i => i.naturalWidth)")
+            page.screenshot(path=str(tmp_path / "evaluation.png"))
+            browser.close()
+        assert len(drawn) == 2 and all(width > 100 for width in drawn), drawn  # per-group IoU, flips by risk decile
+    finally:
+        _segbench(project, "server", "stop")

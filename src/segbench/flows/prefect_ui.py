@@ -4,7 +4,8 @@ Prefect names flow runs at random (``ultramarine-clam``) and task runs ``<task>-
 or evaluation leaves nothing in the UI but its state. Flows here name their runs from their
 parameters (``build-coco-cd rho=0.5,0.95 seed=13``) with :func:`run_name`, tasks keep their own name
 (:func:`task_name`, or :func:`shard_name` for a shard: its first and last item), and every build
-and evaluation publishes its summary with :func:`publish_build` / :func:`publish_evaluation`.
+and evaluation publishes its summary with :func:`publish_build` / :func:`publish_evaluation`, and every
+ingested round its reports with :func:`publish_round`.
 
     @flow(name="build-coco-cd", flow_run_name=run_name("build-coco-cd", lambda p: {"seed": p["seed"]}))
 """
@@ -132,8 +133,36 @@ def publish_build(dataset: str, summary: BuildSummary) -> None:
 
 
 def publish_evaluation(dataset: str, result: EvaluationResult) -> None:
-    """The evaluation's report (its tables, as ``report.md`` has them) as a Markdown artifact
-    ``evaluation-<dataset>``."""
+    """The evaluation's report as a Markdown artifact ``evaluation-<dataset>``: its tables as
+    ``report.md`` has them, and its plots drawn in the page."""
     report = Path(result.paths["report"])
-    create_markdown_artifact(report.read_text(encoding="utf-8"), key=artifact_key("evaluation", dataset),
+    create_markdown_artifact(with_plots(report), key=artifact_key("evaluation", dataset),
                              description=f"{dataset} evaluation report ({report.parent.name})")
+
+
+def publish_round(key: str, reports: Mapping[str, Path], worker_report: Path) -> None:
+    """An ingested round's Markdown reports (the kind's, e.g. the audit or verification table, then the
+    worker report) as one Markdown artifact ``round-<key>``."""
+    pages = [path for path in (*reports.values(), worker_report) if Path(path).suffix == ".md"]
+    create_markdown_artifact("\n\n".join(with_plots(Path(page)) for page in pages), key=artifact_key("round", key),
+                             description=f"round {key}: what its answers say, and the worker report")
+
+
+PLOT_BYTES_SHOWN = 2 << 20  # a larger image stays a link: the artifact is stored in the server's database
+_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<name>[^)\s]+\.png)\)")
+
+
+def with_plots(page: Path) -> str:
+    """A Markdown page with the PNG files it links beside it put in as data URIs: the UI cannot open
+    files on the machine that ran the flow, so a relative link would show a broken image."""
+    import base64
+
+    def inline(match: re.Match[str]) -> str:
+        image = (page.parent / match["name"]).resolve()
+        if (not image.is_relative_to(page.parent.resolve()) or not image.is_file()
+                or image.stat().st_size > PLOT_BYTES_SHOWN):
+            return match[0]
+        data = base64.b64encode(image.read_bytes()).decode("ascii")
+        return f"![{match['alt']}](data:image/png;base64,{data})"
+
+    return _IMAGE.sub(inline, page.read_text(encoding="utf-8"))

@@ -33,7 +33,7 @@ from segbench.core.errors import ImportPolicy, OnError, RoundStateError
 from segbench.core.io import write_json
 from segbench.core.reports import plain
 from segbench.core.screening import aggregate_round
-from segbench.flows.prefect_ui import run_name, task_name
+from segbench.flows.prefect_ui import publish_round, run_name, task_name
 from segbench.schemas.rounds import Answer, IngestCounts, LabelStudioConnection, Round, RoundIngest
 
 __all__ = ["close_round", "files_dir", "ingest_round", "launch_round", "list_rounds", "round_progress"]
@@ -148,6 +148,7 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     report = {**result.report, **({"left_out_capped": result.capped} if method == SCREENED else {})}
     names = _as_task("read-worker-names", _backend(round_, Path(data_root), label_studio).worker_names, round_)
     workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key), names)
+    publish_round(key, reports, Path(workers.paths["workers_markdown"]))
     get_run_logger().info("round %s ingested: %s", key, plain(counts.model_dump()))
     return RoundIngest(round=ingested, counts=counts, agreement=agreement, answers=store.answers_path(key),
                        reports=reports, workers=workers)
