@@ -11,7 +11,8 @@
 # alone) on a fresh database, and stopped again however pytest ends. pytest's exit code is kept;
 # exit 5 (no tests collected) is reported, not hidden. SEGBENCH_TEST_LABEL_STUDIO=0 runs without
 # the server (its tests then skip, or fail when CI is set). The small local language model of
-# scripts/local-llm.sh is installed and served the same way (SEGBENCH_TEST_LOCAL_MODEL=0: without it).
+# scripts/local-llm.sh is installed and served the same way (SEGBENCH_TEST_LOCAL_MODEL=0: without it),
+# and FiftyOne for `segbench view` is installed in its own environment (SEGBENCH_TEST_FIFTYONE=0: without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,6 +58,12 @@ if [ "${SEGBENCH_TEST_LOCAL_MODEL:-1}" != "0" ]; then
   bash scripts/local-llm.sh start || exit 1
   # The server's URL and request log for the tests' local_model fixture.
   eval "$(bash scripts/local-llm.sh env --test)" || exit 1
+fi
+
+# FiftyOne in its own environment, for the tests of `segbench view` (their fiftyone_dir fixture).
+if [ "${SEGBENCH_TEST_FIFTYONE:-1}" != "0" ]; then
+  bash scripts/fiftyone.sh install || exit 1
+  export SEGBENCH_TEST_FIFTYONE_DIR="${SEGBENCH_FIFTYONE_DIR:-${SEGBENCH_WORK_DIR:-.segbench}/fiftyone}"
 fi
 
 # The tests' folders peak near 1.5 GB (a passing test's folder is removed when it ends): say so

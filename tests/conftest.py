@@ -44,11 +44,12 @@ os.environ.update(
 for _var in ("SEGBENCH_CONFIG", "PREFECT_API_URL"):
     os.environ.pop(_var, None)
 
-SUITES = ("integration", "labelstudio", "browser", "localmodel")
+SUITES = ("integration", "labelstudio", "browser", "localmodel", "fiftyone")
 # Nothing listens on the discard port: a Prefect client pointed here fails on its first request.
 NO_PREFECT_API = "http://127.0.0.1:9/api"
 DEMO_SERVER_IDLE_MINUTES = 1  # the demo project's own Prefect server outlives the demo this long
-FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio", "local_model": "localmodel"}
+FIXTURE_MARKS = {"prefect_harness": "integration", "label_studio": "labelstudio", "local_model": "localmodel",
+                 "fiftyone_dir": "fiftyone"}
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -206,6 +207,19 @@ def local_model():
     except httpx.HTTPError as exc:
         give_up(f"local model server at {url} not answering ({type(exc).__name__}); {start}")
     return SimpleNamespace(url=url, requests=Path(requests))
+
+
+@pytest.fixture(scope="session")
+def fiftyone_dir() -> Path:
+    """FiftyOne's folder as scripts/test.sh installs it (scripts/fiftyone.sh): a test gives it to
+    segbench as SEGBENCH_FIFTYONE_DIR. Fails under CI and is skipped elsewhere when it is missing."""
+    give_up = pytest.fail if os.environ.get("CI") else pytest.skip
+    folder = os.environ.get("SEGBENCH_TEST_FIFTYONE_DIR")
+    if not folder or not (Path(folder) / "venv" / "bin" / "python").is_file():
+        give_up("FiftyOne not installed (SEGBENCH_TEST_FIFTYONE_DIR unset or empty); install it with: "
+                "scripts/fiftyone.sh install, then export SEGBENCH_TEST_FIFTYONE_DIR=.segbench/fiftyone "
+                "(or run bash scripts/test.sh)")
+    return Path(folder).resolve()
 
 
 @pytest.fixture

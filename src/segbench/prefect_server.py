@@ -24,7 +24,6 @@ Nothing here imports Prefect: commands that only read local state must not pay f
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import fcntl
 import importlib.abc
@@ -42,13 +41,13 @@ from pathlib import Path
 from types import ModuleType
 
 from segbench.core.errors import ServiceError
+from segbench.core.process import tie_to_parent
 
 STATE_NAME = "server.json"
 LOG_NAME = "server.log"
 IN_USE_NAME, LAST_USED_NAME = "in-use", "last-used"
 STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
 START_TIMEOUT = 120.0  # a first start on a new database takes 10-20 s here, more on a loaded machine
-_PR_SET_PDEATHSIG = 1
 # Telemetry and update checks off: segbench makes no network calls of its own accord.
 QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
 HINT = ("note: no Prefect server is running, so this command starts a temporary one (10-20 s); "
@@ -99,22 +98,6 @@ def _is_alive(state: ServerState) -> bool:
     return _start_time(state.pid) == state.started
 
 
-def _tie_to_parent() -> Callable[[], None]:
-    """What a child runs before exec to get SIGKILL when the thread that started it ends (its command).
-
-    libc is looked up here, in the parent: a child forked from a threaded process must not load anything.
-    """
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def die_with_parent() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl: nobody will send the signal
-            os._exit(1)
-
-    return die_with_parent
-
-
 def free_port() -> int:
     """A TCP port nothing listens on at 127.0.0.1 now (the server binds it a moment later)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -131,7 +114,7 @@ def _spawn(args: Sequence[str], env: dict[str, str], log: Path, *, tied: bool) -
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(list(args), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=_tie_to_parent() if tied else None)
+                                start_new_session=True, preexec_fn=tie_to_parent() if tied else None)
 
 
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:

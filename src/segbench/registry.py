@@ -66,6 +66,8 @@ class DatasetSpec:
             returned once built, and only the evaluation (``evaluation_only``) once evaluated.
         release_plan: ``(source, data_dir, image_policy) -> ReleasePlan``: what ``segbench release``
             writes of it (:mod:`segbench.core.release.plan`).
+        view_files: ``(dataset_dir, rho) -> list[ViewFile]``: its COCO-format files as ``segbench
+            view`` shows them in FiftyOne, if it has images.
     """
 
     name: str
@@ -83,6 +85,7 @@ class DatasetSpec:
     demo_step: Ref[DemoStep] | None = None
     demo_printer: Ref[Callable[..., None]] | None = None
     release_plan: Ref[Callable[..., ReleasePlan]] | None = None
+    view_files: Ref[Callable[..., list[Any]]] | None = None
 
     def need(self, ref: Ref[T] | None, what: str) -> T:
         """What ``ref`` names (``spec.need(spec.plan_step, "plan step")``); InputError when this dataset has none."""
@@ -118,6 +121,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_printer=Ref("segbench.cli.coco_cd:print_demo"),
         round_kinds=(Ref("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT"),),
         release_plan=Ref("segbench.tasks.coco_cd.release:plan"),
+        view_files=Ref("segbench.tasks.flip.view:view_files"),
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",
@@ -132,6 +136,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_step=Ref("segbench.flows.waterbirds.demo:DEMO"),
         demo_printer=Ref("segbench.cli.waterbirds:print_demo"),
         release_plan=Ref("segbench.tasks.waterbirds.release:plan"),
+        view_files=Ref("segbench.tasks.flip.view:view_files"),
     ),
     DatasetSpec(
         name="vocab", title="Valid vocabulary",
@@ -160,6 +165,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         offline_answers=(Ref("segbench.tasks.spin.wordnet:SUBPARTS_ANSWER"), Ref("segbench.tasks.spin.wordnet:VISIBILITY_ANSWER")),
         round_kinds=(Ref("segbench.flows.spin.rounds:SUBPARTS"),),
         release_plan=Ref("segbench.tasks.spin.release:plan"),
+        view_files=Ref("segbench.tasks.spin.view:view_files"),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -176,6 +182,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         offline_answers=(Ref("segbench.tasks.cafe.plans:EDIT_PLAN_ANSWER"),),
         round_kinds=(Ref("segbench.flows.cafe.rounds:VERIFICATION"),),
         release_plan=Ref("segbench.tasks.cafe.release:plan"),
+        view_files=Ref("segbench.tasks.cafe.view:view_files"),
     ),
 )
 

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
                                description="Prefect's home (default: <work_dir>/prefect)")
     prefect_result_storage: Path = Field(default_factory=_derived("prefect_home", "results"),
                                          description="Prefect's result storage (default: <prefect_home>/results)")
+    fiftyone_dir: Path = Field(default_factory=_derived("work_dir", "fiftyone"),
+                               description="FiftyOne's environment, database and view files for segbench view "
+                                           "(default: <work_dir>/fiftyone; scripts/fiftyone.sh install fills it)")
     cache_dir: Path = Field(default_factory=_derived("data_root", "cache"),
                             description="content-addressed LLM and edit answers (default: <data_root>/cache)")
     reports_dir: Path = Field(default_factory=lambda validated: Path(validated.get("data_root", ".")).parent / "reports",

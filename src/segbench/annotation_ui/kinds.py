@@ -34,6 +34,8 @@ class RoundKind:
             not refuse a whole answer for one bad polygon.
         create: the Typer command ``segbench rounds create <name>`` runs: it
             selects the kind's items and writes the round record. ``None``: no command creates it.
+        automatic_labels: ``(round, data_root) -> {item id: {control: label}}``: the labels a rule
+            gave the items before people answered (``segbench view`` shows where they disagree).
     """
 
     name: str
@@ -41,6 +43,7 @@ class RoundKind:
     report: registry.Ref[Callable[[Round, list[ItemAnswer], Path], dict[str, Path]]] | None = None
     flags_own_polygons: bool = False
     create: registry.Ref[Callable[..., None]] | None = None
+    automatic_labels: registry.Ref[Callable[[Round, Path], dict[str, dict[str, str]]]] | None = None
 
     def write_reports(self, round_: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
         """Run the ingest hook (nothing without one)."""

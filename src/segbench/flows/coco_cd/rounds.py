@@ -17,4 +17,5 @@ CONTEXT_AUDIT = RoundKind(
     label_config=LabelConfig("coco_cd_context"),
     report=Ref("segbench.flows.coco_cd.audit:write_audit_report"),
     create=Ref("segbench.cli.coco_cd:create_audit_command"),
+    automatic_labels=Ref("segbench.tasks.coco_cd.audit:automatic_contexts"),
 )

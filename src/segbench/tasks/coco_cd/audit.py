@@ -19,7 +19,7 @@ from segbench.core.versioning import DatasetSource
 from segbench.schemas.coco_cd import AuditRow, AuditTable
 from segbench.schemas.flip import FlipImage
 from segbench.schemas.manifest import Manifest
-from segbench.schemas.rounds import ItemAnswer, RoundItem
+from segbench.schemas.rounds import ItemAnswer, Round, RoundItem
 from segbench.tasks.flip.inputs import read_images
 
 KIND = "coco_cd_context_audit"
@@ -152,3 +152,9 @@ def audit_markdown(table: AuditTable, *, round_key: str, dataset_version: str) -
             f"of the people's answers, also the ties the aggregation model gave a label (settled by model).\n\n"
             + markdown_table(["group", "items", "answered", "ambiguous", "ambiguous share", "no majority",
                               "settled by model", "judged", "agree", "agreement"], rows))
+
+
+def automatic_contexts(round_: Round, data_root: Path) -> dict[str, dict[str, str]]:
+    """The context the COCO-Stuff rule gave each audited image: ``{item id: {"context": label}}``."""
+    images = {str(image.id): image for image in read_val_split(Path(data_root) / round_.dataset)}
+    return {item.item_id: {CONTROL: images[item.item_id].context} for item in round_.items if item.item_id in images}
