@@ -72,6 +72,16 @@ def test_every_help_renders_without_markup_loss_or_bool_types(path):
         assert Text.from_markup(text).plain == text.replace("\\[", "["), text
 
 
+@pytest.mark.parametrize("path", [path for path, _ in COMMANDS], ids=lambda p: " ".join(p) or "segbench")
+def test_every_help_at_80_columns_cuts_nothing_and_breaks_no_summary(path):
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert result.exit_code == 0, result.output
+    assert not re.search(r"…\s*│", result.output), result.output  # a word too long for its column ends in …
+    command = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]
+    for sub in getattr(command, "commands", {}).values():  # a command list shows each summary as one paragraph
+        assert "\n" not in (sub.help or "").split("\n\n")[0].strip(), sub.name
+
+
 def test_spin_import_help_shows_the_polygon_format():
     result = CliRunner().invoke(app, ["spin", "import", "--help"], env=WIDE)
     assert '"points": [[x, y], …]' in result.output or "points: [[x, y], …]" in result.output

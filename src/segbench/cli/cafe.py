@@ -221,7 +221,7 @@ def evaluate_cafe_command(
     calibrate: bool = typer.Option(False, "--calibrate", help="Choose t maximising overall cgF1 on a calibration "
                                                               "split (for models without a presence head)."),
     calibration_gt: Path = typer.Option(None, "--calibration-gt", help="Calibration ground truth (with "
-                                                                       "--calibration-predictions)."),
+                                                                       "the calibration predictions)."),
     calibration_predictions: Path = typer.Option(None, "--calibration-predictions", help="Calibration results."),
     calibration_fraction: float = typer.Option(0.2, "--calibration-fraction", help="Without a calibration set: "
                                                                                    "this seeded fraction of the "

@@ -49,9 +49,10 @@ def _params(**values: Any):
 
 def build_command(
     ctx: typer.Context,
-    coco_root: Path = typer.Option(..., "--coco-root", help="COCO 2017 root: annotations/instances_{train,val}"
-                                                           "2017.json and the train2017/, val2017/ image folders."),
-    stuff_root: Path = typer.Option(..., "--stuff-root", help="Folder with stuff_{train,val}2017.json (COCO-Stuff)."),
+    coco_root: Path = typer.Option(..., "--coco-root", help="The COCO 2017 folder: the instances files in "
+                                                           "annotations/, and the train2017/ and val2017/ images."),
+    stuff_root: Path = typer.Option(..., "--stuff-root", help="The COCO-Stuff folder, with the stuff "
+                                                             "annotations of train2017 and val2017 (stuff_*.json)."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/coco_cd).",
                              callback=check_output_folder),
     rho: list[float] = typer.Option(None, "--rho", help="Train correlation ρ; repeat for several (default: 0.5, 0.95)."),

@@ -58,8 +58,10 @@ def release_command(
     push: str = typer.Option(None, "--push", help="Upload the folder to the Hub dataset repository ORG/NAME."),
     tag: str = typer.Option(None, "--tag", help="The tag of the pushed commit (default: --rev, else build-<build key>)."),
 ) -> None:
-    """Write a release of a built dataset: parquet with the images and masks embedded, a dataset card,
-    Croissant with Responsible-AI fields, a datasheet, licences, a gallery and the native files."""
+    """Write a release of a built dataset that loads without segbench.
+
+    Parquet with the images and masks embedded, a dataset card, Croissant with Responsible-AI fields, a
+    datasheet, licences, a gallery and the native files."""
     from segbench.schemas.release import load_release_info
 
     settings = settings_of(ctx)

@@ -71,8 +71,9 @@ def build_taxonomy_command(
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the taxonomy is up to date."),
 ) -> None:
-    """Build the SPIN subpart taxonomy: ask for the subparts of every PartImageNet part, apply the edits,
-    write taxonomy.yaml and print what changed since the previous build.
+    """Build the SPIN subpart taxonomy: ask for the subparts of every PartImageNet part and apply the edits.
+
+    Writes taxonomy.yaml and prints what changed since the previous build.
 
     Does nothing when the taxonomy was built from the same edits, provider and versions."""
     from segbench.providers import make_provider
@@ -118,8 +119,9 @@ def create_rounds_command(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="Prefix of the round keys: KEY-<super-category>-<part>.",
                               callback=rounds.round_key),
-    partimagenet: Path = typer.Option(..., "--partimagenet", callback=existing, help="PartImageNet root: annotations/{train,val,test}"
-                                                                  ".json and images/<split>/."),
+    partimagenet: Path = typer.Option(..., "--partimagenet", callback=existing, help="The PartImageNet folder: the split files "
+                                                                  "(train.json, val.json, test.json) in annotations/, "
+                                                                  "and images/<split>/."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
@@ -186,7 +188,7 @@ def import_command(
                                  r"\[{label, points: \[\[x, y], …]}] in pixels."),
     parts: Path = typer.Option(None, "--parts", callback=existing, help="COCO parts file (PartImageNet) for the part masks, when the "
                                                      "round items carry none."),
-    taxonomy: Path = typer.Option(None, "--taxonomy", help="Taxonomy YAML (default: <data root>/spin/taxonomy.yaml)."),
+    taxonomy: Path = typer.Option(None, "--taxonomy", help="Taxonomy YAML (default: taxonomy.yaml in <data root>/spin)."),
     containment: float = typer.Option(0.8, "--containment", min=0.0, max=1.0,
                                       help="Share of a subpart mask that must lie inside its part."),
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad results row, or skip and "
@@ -194,8 +196,8 @@ def import_command(
     mask_aggregation: MaskAggregation = typer.Option(
         MaskAggregation.stated, "--mask-aggregation",
         help="How a present subpart's mask is resolved: stated (the yes-mask with the highest mean IoU with the "
-             "others), or crowd-kit's aggregate of the yes-masks: em (SegmentationEM), majority "
-             "(SegmentationMajorityVote), rasa (SegmentationRASA)."),
+             "others), or crowd-kit's aggregate of the yes-masks: em (its SegmentationEM), majority (its "
+             "pixel majority vote), rasa (its SegmentationRASA)."),
 ) -> None:
     """Validate and resolve a SPIN round's answers into data/spin/crowd/ (raw, report, resolved.json)."""
     from segbench.flows.spin.crowd import import_spin_round
@@ -221,7 +223,8 @@ def build_spin_command(
     ctx: typer.Context,
     partimagenet_root: Path = typer.Option(
         ..., "--partimagenet", callback=existing,
-        help="PartImageNet root: annotations/{train,val,test}.json and images/<split>/"),
+        help="The PartImageNet folder: the split files (train.json, val.json, test.json) in annotations/, and "
+             "images/<split>/."),
     cap: int = typer.Option(1200, "--cap", min=1, help="images kept per super-category"),
     seed: int = seed_option(0, "seeds the choice among equally good images under the cap"),
     on_error: OnError = typer.Option(
@@ -268,8 +271,9 @@ def _filter_rows(filters: SpinFilters) -> dict[str, str | int]:
 
 def evaluate_spin_command(
     ctx: typer.Context,
-    predictions: Path = typer.Option(None, "--predictions", help="Folder holding spin_<split>_{wholes,parts,"
-                                                                "subparts}_results.json (any of them)."),
+    predictions: Path = typer.Option(None, "--predictions", help="Folder holding the results files "
+                                                                "spin_<split>_<level>_results.json, level wholes, "
+                                                                "parts or subparts (any of them)."),
     wholes: Path = typer.Option(None, "--wholes", help=LEVEL_OPTION.format(level="Objects")),
     parts: Path = typer.Option(None, "--parts", callback=existing, help=LEVEL_OPTION.format(level="Parts")),
     subparts: Path = typer.Option(None, "--subparts", help=LEVEL_OPTION.format(level="Subparts")),
@@ -291,8 +295,9 @@ def evaluate_spin_command(
     force: bool = FORCE_EVALUATION,
     track: bool = TRACK,
 ) -> None:
-    """Evaluate SPIN predictions: mIoU per level and abstention, SpCS-S2P/P2O, SeCS, and mACC of answers,
-    each for general and specific prompts.
+    """Evaluate SPIN predictions: mIoU per level, abstention, SpCS-S2P/P2O, SeCS and mACC of answers.
+
+    Each is reported for general and for specific prompts.
 
     Does nothing when the report is up to date with the ground truth, results and answers files.
 

@@ -28,9 +28,10 @@ def view_command(
     no_app: bool = typer.Option(False, "--no-app", help="Load the FiftyOne dataset and print what it holds, without "
                                                         "serving the App."),
 ) -> None:
-    """Open a build or a round in the FiftyOne App on 127.0.0.1: images, masks as segmentations,
-    splits as tags, groups, answers per annotator, the decision, and saved views (ties, disagreements
-    with the automatic label, items answered by flagged workers). Runs until Ctrl-C.
+    """Open a build or a round in the FiftyOne App on 127.0.0.1, until Ctrl-C.
+
+    Images, masks as segmentations, splits as tags, groups, answers per annotator, the decision, and
+    saved views (ties, disagreements with the automatic label, items answered by flagged workers).
 
     Needs FiftyOne in its own environment: scripts/fiftyone.sh install.
     """

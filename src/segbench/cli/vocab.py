@@ -149,8 +149,10 @@ def evaluate_command(
     force: bool = FORCE_EVALUATION,
     track: bool = TRACK,
 ) -> None:
-    """Map descriptions per lexical level, score mIoU / mACC / pACC (and PQ with --panoptic), draw the LAC,
-    compare with Sentence-BERT.
+    """Score descriptions at each lexical level: mIoU / mACC / pACC (and PQ), the LAC, Sentence-BERT.
+
+    Maps the descriptions per lexical level, scores mIoU / mACC / pACC (and PQ with --panoptic), draws
+    the LAC and compares with Sentence-BERT.
 
     Does nothing when the report is up to date with the vocabulary, ground truth and descriptions."""
     if (gt is None) == (panoptic is None):
