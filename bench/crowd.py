@@ -16,7 +16,7 @@ items are gold (their answer is known), used only to score workers, never in the
   knows who spams and each honest worker's accuracy (maximum likelihood): no aggregation can beat it.
 * Polygons (SPIN-like): each item has a true mask (a random star-shaped polygon); an honest worker
   traces it with Gaussian noise on every vertex (σ drawn from ``HONEST_SIGMA`` pixels), a spammer
-  draws a random polygon anywhere. Reported: mean IoU with the true mask for the SPIN stated rule
+  draws a random polygon anywhere. Reported: mean IoU with the true mask for segbench's SPIN medoid rule
   (the medoid mask, the one with the highest mean IoU with the others), the medoid among workers
   whose mean gold IoU is at least ``GOLD_IOU``, and crowd-kit's SegmentationMajorityVote,
   SegmentationEM and SegmentationRASA (:func:`segbench.core.aggregation.aggregate_masks`).
@@ -62,7 +62,7 @@ ADVERSARIAL = {"screened (default)": "screened", "majority": "majority", "dawid-
                "glad": "glad", "oracle": "oracle", "spammers flagged": "spammers_flagged",
                "honest flagged": "honest_flagged", "gold among a spotter's picks": "spotted_share_gold"}
 CATEGORICAL = ("majority", "gold-filtered majority", "dawid-skene", "gold-filtered dawid-skene", "glad", "oracle")
-POLYGON = ("stated rule (medoid)", "gold-filtered medoid", "pixel majority", "segmentation EM", "RASA")
+POLYGON = ("medoid rule", "gold-filtered medoid", "pixel majority", "segmentation EM", "RASA")
 
 
 def _crowd(rng: np.random.Generator, spam: float) -> tuple[list[str], set[str]]:
@@ -145,7 +145,7 @@ def _raster(points: np.ndarray) -> np.ndarray:
 
 
 def _medoid(masks: dict[str, np.ndarray]) -> np.ndarray:
-    """The SPIN stated rule's mask choice: the highest mean IoU with the others, smallest id on ties."""
+    """The SPIN medoid rule's mask choice: the highest mean IoU with the others, smallest id on ties."""
     names = sorted(masks)
     if len(names) == 1:
         return masks[names[0]]
@@ -177,7 +177,7 @@ def polygon_round(items: int, spam: float, seed: int) -> dict[str, float]:
             gold_iou.setdefault(worker, []).append(mask_iou(mask, truth))
     drop = set(workers_below({w: float(np.mean(v)) for w, v in gold_iou.items()}, GOLD_IOU))
     methods = {
-        "stated rule (medoid)": _medoid,
+        "medoid rule": _medoid,
         "gold-filtered medoid": lambda m: _medoid({w: x for w, x in m.items() if w not in drop} or m),
         "pixel majority": lambda m: aggregate_masks(m, "majority"),
         "segmentation EM": lambda m: aggregate_masks(m, "em"),

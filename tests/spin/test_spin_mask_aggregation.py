@@ -76,12 +76,12 @@ def _shell(crowd):
     return shell, rle_to_bitmap(shell["segmentation"])
 
 
-def test_em_aggregates_the_agreeing_workers_where_the_stated_rule_picks_one_of_them(tmp_path):
+def test_em_aggregates_the_agreeing_workers_where_the_medoid_rule_picks_one_of_them(tmp_path):
     key, results, crowd = _project(tmp_path)
 
     _import(tmp_path, key, results)
     shell, mask = _shell(crowd)
-    # Stated rule: W1 and W2 tie on mean IoU (W3 overlaps neither), so W1's own square is chosen.
+    # The medoid rule: W1 and W2 tie on mean IoU (W3 overlaps neither), so W1's own square is chosen.
     assert (shell["area"], shell["polygons"], shell["rule"]) == (100, 1, "majority-yes-of-visible/medoid-mask/v1")
     assert mask[:10, :10].all() and not mask[:, 10:].any()
     report = read_json(crowd / f"{key}.report.json")
@@ -120,7 +120,18 @@ def test_an_unknown_method_is_refused_before_any_work(tmp_path):
     refused = _import(tmp_path, key, results, "--mask-aggregation", "median", code=2)
     assert "median" in refused.output and not crowd.exists()
     help_text = run(tmp_path, "spin", "import", "--help").output
-    assert all(choice in help_text for choice in ("stated", "em", "majority", "rasa"))
+    assert all(choice in help_text for choice in ("medoid", "em", "majority", "rasa"))
+
+
+def test_stated_the_medoid_rules_former_name_still_works_and_says_its_new_name(tmp_path):
+    key, results, crowd = _project(tmp_path)
+    _import(tmp_path, key, results)
+    by_default = {p.name: p.read_bytes() for p in sorted(crowd.iterdir())}
+    old = _import(tmp_path, key, results, "--mask-aggregation", "stated")
+    assert "--mask-aggregation stated is now called medoid" in old.output
+    assert {p.name: p.read_bytes() for p in sorted(crowd.iterdir())} == by_default
+    _import(tmp_path, key, results, "--mask-aggregation", "medoid")
+    assert {p.name: p.read_bytes() for p in sorted(crowd.iterdir())} == by_default
 
 
 @pytest.mark.integration

@@ -231,8 +231,24 @@ def test_a_models_proposals_that_look_wrong_as_a_whole_are_named():
     assert st.proposal_suspicions(same, []) == ["every one of the 3 parts got the same subparts (Door, Wheel)"]
     echoed = {"Car-Body": ["Eye", "Ear"], "Car-Tire": ["Ear", "Eye", "Hub"], "Bird-Head": ["Eye", "Ear"],
               "Bird-Wing": ["Feather"]}
-    assert st.proposal_suspicions(echoed, [True, False]) == [
+    assert st.proposal_suspicions(echoed, [True, False], st.PROMPTS["segbench"].example) == [
         "the prompt's example (Ear, Eye) was given for 2 of 4 parts that are no head"]  # a head may have them
+    assert st.proposal_suspicions(echoed, [True, False], st.PROMPTS["paper"].example) == [], \
+        "§8.1's question gives no example to echo"
     assert st.proposal_suspicions({"Car-Body": ["Door"]}, [False] * 10) == [
         "every one of the 10 proposals was judged not visible"]
     assert st.proposal_suspicions({"Car-Body": ["Door"], "Bird-Head": ["Beak"]}, [True, False] * 5) == []
+
+
+def test_the_default_question_is_section_8_1s_word_for_word_and_its_version_is_recorded():
+    catalog = st.load_catalog()
+    paper = {q.inputs["partimagenet_id"]: q for q in st.subpart_questions(catalog)}
+    own = {q.inputs["partimagenet_id"]: q for q in st.subpart_questions(catalog, "segbench")}
+    head = next(part for part in catalog.parts if (part.object, part.spin_name) == ("Quadruped", "Head"))
+    assert paper[head.id].user == ("Please list the canonical subparts of a Quadruped-Head. Only include subparts "
+                                   "that are clearly visible and recognizable to a layperson.")
+    assert paper[head.id].version == "paper-8.1" and own[head.id].version == "1"
+    # Each question has its own cache key, so answers to one are never replayed for the other.
+    assert (paper[head.id].version, paper[head.id].user) != (own[head.id].version, own[head.id].user)
+    assert st.build_taxonomy([], provider="p", model="m", edits_file="e", edits_sha256="0" * 64
+                             ).provider.question_version == "paper-8.1"

@@ -59,8 +59,7 @@ def _answer(body: dict) -> dict:
     if "visible" in response_schema(body)["properties"]:
         subpart = re.search(r"Proposed subpart of the .+?: (.+)\.\n", text).group(1)
         return {"subpart": subpart, "visible": "Gear" not in subpart}
-    obj = re.search(r"^Object category: (\w+)", text).group(1)
-    part = re.search(r"^Part: the (.+) of the", text, flags=re.MULTILINE).group(1)
+    obj, part = re.search(r"canonical subparts of a (\w+)-(.+?)\. Only include", text).groups()  # §8.1's question
     subparts = ["Door", "First Gear"] if (obj, part) == ("Car", "Body") else []
     return {"object": obj, "part": part, "subparts": subparts}
 

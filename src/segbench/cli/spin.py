@@ -27,6 +27,7 @@ from segbench.cli.common import (
 from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
 from segbench.core.paths import check_output_folder
+from segbench.schemas.spin import SubpartPromptName
 
 if TYPE_CHECKING:
     from segbench.schemas.results import EvaluationResult
@@ -44,10 +45,11 @@ class MaskAggregation(str, Enum):
     """The choices of ``spin import --mask-aggregation`` (segbench.tasks.spin.crowd.MASK_AGGREGATIONS, not
     imported here: the command line stays light)."""
 
-    stated = "stated"
+    medoid = "medoid"
     em = "em"
     majority = "majority"
     rasa = "rasa"
+    stated = "stated"  # medoid's former name, still accepted
 
 
 spin_app = typer.Typer(help="SPIN crowd annotation: import a crowd's answers into resolved subpart masks.",
@@ -70,6 +72,10 @@ def build_taxonomy_command(
                              callback=check_output_folder),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the taxonomy is up to date."),
+    prompt: SubpartPromptName = typer.Option(
+        SubpartPromptName.paper, "--prompt",
+        help="How subparts are asked for: paper (SPIN §8.1's question, word for word) or segbench (segbench's "
+             "own: example classes, the other parts, no internal anatomy). Recorded in the taxonomy."),
 ) -> None:
     """Build the SPIN subpart taxonomy: ask for the subparts of every PartImageNet part and apply the edits.
 
@@ -86,7 +92,8 @@ def build_taxonomy_command(
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.spin.taxonomy import build_spin_taxonomy
 
-    result = run_flow(ctx, build_spin_taxonomy, out or settings.data_root / "spin", provider, edits, force=force)
+    result = run_flow(ctx, build_spin_taxonomy, out or settings.data_root / "spin", provider, edits, force=force,
+                      prompt=prompt.value)
     print_taxonomy(result, provider)
 
 
@@ -194,16 +201,21 @@ def import_command(
     on_error: OnError = typer.Option(OnError.FAIL, "--on-error", help="fail on a bad results row, or skip and "
                                                                       "report it."),
     mask_aggregation: MaskAggregation = typer.Option(
-        MaskAggregation.stated, "--mask-aggregation",
-        help="How a present subpart's mask is resolved: stated (the yes-mask with the highest mean IoU with the "
-             "others), or crowd-kit's aggregate of the yes-masks: em (its SegmentationEM), majority (its "
-             "pixel majority vote), rasa (its SegmentationRASA)."),
+        MaskAggregation.medoid, "--mask-aggregation",
+        help="How a present subpart's mask is resolved: medoid (segbench's rule: the yes-mask with the highest "
+             "mean IoU with the others; the SPIN paper states none), or crowd-kit's aggregate of the yes-masks: "
+             "em (its SegmentationEM), majority (its pixel majority vote), rasa (its SegmentationRASA). stated "
+             "is medoid's former name."),
 ) -> None:
     """Validate and resolve a SPIN round's answers into data/spin/crowd/ (raw, report, resolved.json)."""
     from segbench.flows.spin.crowd import import_spin_round
     from segbench.locking import command_lock
 
     settings = settings_of(ctx)
+    if mask_aggregation is MaskAggregation.stated:
+        console.err.print("note: --mask-aggregation stated is now called medoid (it is segbench's rule, not one "
+                          "the SPIN paper states); stated still works and means the same", markup=False,
+                          highlight=False, soft_wrap=True)
     with command_lock(ctx):
         result = import_spin_round(settings.data_root, round_key, results=results, parts=parts, taxonomy=taxonomy,
                                    containment=containment, on_error=on_error,

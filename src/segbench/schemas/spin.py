@@ -9,6 +9,7 @@ that names the file and the field.
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -23,6 +24,13 @@ TAXONOMY_VERSION = 1
 # Shown in label configs and used in category names '<Super>-<Part>-<Subpart>': no hyphen, so the
 # name splits back; "/" joins alternatives kept as one category (Toes/Hoof).
 SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/]*$"
+
+
+class SubpartPromptName(str, Enum):
+    """How a part's subparts are asked for: §8.1's question word for word, or segbench's own."""
+
+    paper = "paper"
+    segbench = "segbench"
 
 
 # --- the language answer ---------------------------------------------------------------------------
@@ -298,7 +306,7 @@ class ResolvedSubpart(BaseModel):
     category: str = Field(description="'<Super>-<Part>-<Subpart>'")
     segmentation: Rle
     area: int = Field(gt=0)
-    polygons: int = Field(ge=1, description="polygons the chosen annotator drew for this subpart (stated rule), or "
+    polygons: int = Field(ge=1, description="polygons the chosen annotator drew for this subpart (medoid rule), or "
                                             "the separate regions of the crowd-kit aggregate mask")
     workers: list[str] = Field(description="annotators who said the part is visible (the voters)")
     agreement: float = Field(ge=0, le=1, description="share of voters who said the subpart is there")

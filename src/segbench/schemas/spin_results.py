@@ -128,7 +128,7 @@ class SpinImportReport(WithoutNone):
     rule: str = Field(description="how a present subpart's mask is chosen")
     containment: float = Field(description="the share of a subpart mask that must lie inside its part")
     skipped: SkippedRows
-    mask_aggregation: str | None = Field(None, description="a crowd-kit method, when not the stated rule")
+    mask_aggregation: str | None = Field(None, description="a crowd-kit method, when not the medoid rule")
     empty_aggregate: list[dict[str, Any]] | None = None
     workers_left_out: list[str] | None = Field(None, description="workers the round's screened ingest left out")
 

@@ -130,7 +130,7 @@ def answers_from_results(round_: Round, results: Path, policy: ImportPolicy) -> 
 
 def import_spin_round(data_root: Path, key: str, *, results: Path | None = None, parts: Path | None = None,
                       taxonomy: Path | None = None, containment: float = sc.DEFAULT_CONTAINMENT,
-                      on_error: OnError = OnError.FAIL, mask_aggregation: str = sc.STATED) -> SpinImport:
+                      on_error: OnError = OnError.FAIL, mask_aggregation: str = sc.MEDOID) -> SpinImport:
     """Validate and resolve the answers of SPIN round ``key``; write the crowd files.
 
     The answers of workers the round's screened ingest left out (its answers file's ``left_out``)
@@ -140,15 +140,18 @@ def import_spin_round(data_root: Path, key: str, *, results: Path | None = None,
         results: read answers from this AMT-style results file instead of the round's ingested answers.
         parts: COCO parts file for the part masks (needed when the items carry no ``part_rle``).
         containment: share of a subpart mask that must lie inside its part (else flagged).
-        mask_aggregation: one of ``sc.MASK_AGGREGATIONS``: the stated medoid rule or a crowd-kit model.
+        mask_aggregation: one of ``sc.MASK_AGGREGATIONS``: segbench's medoid rule or a crowd-kit model
+            (``stated``, the medoid rule's former name, is taken as ``medoid``).
 
     Raises:
         InputError: an unknown mask aggregation, not a SPIN round, no answers, no part masks, bad results
             rows (under a fail policy).
     """
-    if mask_aggregation not in sc.MASK_AGGREGATIONS:
+    try:
+        mask_aggregation = sc.mask_aggregation_name(mask_aggregation)
+    except ValueError as exc:
         raise InputError(f"unknown mask aggregation {mask_aggregation!r}", item=key,
-                         hint=f"choose one of {', '.join(sc.MASK_AGGREGATIONS)}")
+                         hint=f"choose one of {', '.join(sc.MASK_AGGREGATIONS)}") from exc
     data_root = Path(data_root)
     store = RoundStore(data_root / "rounds")
     round_ = store.load(key)
@@ -219,10 +222,13 @@ def ingest_report(round_: Round, items: list, data_root: Path) -> dict[str, Path
 
 
 def last_mask_aggregation(data_root: Path, key: str) -> str:
-    """The mask aggregation of round ``key``'s last import (its report), ``stated`` if none: an ingest
-    re-imports with the method the user chose rather than silently going back to the stated rule."""
+    """The mask aggregation of round ``key``'s last import (its report), ``medoid`` if none: an ingest
+    re-imports with the method the user chose rather than silently going back to the medoid rule."""
     from segbench.core.io import read_json
 
     path = Path(data_root) / CROWD_DIR / f"{key}.report.json"
-    method = read_json(path).get("mask_aggregation", sc.STATED) if path.is_file() else sc.STATED
-    return method if method in sc.MASK_AGGREGATIONS else sc.STATED
+    method = read_json(path).get("mask_aggregation", sc.MEDOID) if path.is_file() else sc.MEDOID
+    try:
+        return sc.mask_aggregation_name(method)
+    except ValueError:
+        return sc.MEDOID

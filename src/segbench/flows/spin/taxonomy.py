@@ -77,8 +77,8 @@ def _catalog_sha256() -> str:
 
 
 @flow(name="build-spin-taxonomy", flow_run_name=run_name("build-spin-taxonomy", ("edits",)))
-def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None, force: bool = False
-                        ) -> TaxonomySummary:
+def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None, force: bool = False,
+                        prompt: str = spin_taxonomy.DEFAULT_PROMPT) -> TaxonomySummary:
     """Build ``out_dir/taxonomy.yaml`` and report what changed against the taxonomy already there.
 
     Args:
@@ -88,6 +88,8 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
             parameter schema from a ``Protocol``.
         edits: the edit file (default: the shipped ``taxonomy_edits.yaml``).
         force: rebuild even when the taxonomy was built with the same build key.
+        prompt: how the subparts are asked for (:data:`segbench.tasks.spin.taxonomy.PROMPTS`): ``paper``,
+            §8.1's question word for word, or ``segbench``, segbench's own.
 
     Returns:
         A summary: ``out`` (the folder), ``up_to_date``, counts, ``units`` (none: the build is not cut
@@ -105,7 +107,7 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     rules, edits_sha = se.load_edits(edits_path, catalog)  # bad edits fail before any question is asked
     edits_label = edits_path.name if edits is None else str(edits_path)
     params = {"provider": provider.name, "model": provider.model, "question_kind": spin_taxonomy.QUESTION_KIND,
-              "question_version": spin_taxonomy.QUESTION_VERSION,
+              "question_version": spin_taxonomy.PROMPTS[prompt].version,
               "visibility_question_version": spin_taxonomy.VISIBILITY_VERSION, "edits": edits_label}
     hashes = {f"edits:{edits_label}": edits_sha, "catalog:partimagenet.json": _catalog_sha256()}
     build = Build(out=out_dir, dataset="spin-taxonomy", logic_version=versions.TAXONOMY, params=params,
@@ -123,7 +125,7 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
         publish_build("spin-taxonomy", summary)
         return summary
 
-    taxonomy, counts, scores, not_visible = _ask(catalog, rules, provider, edits_label, edits_sha)
+    taxonomy, counts, scores, not_visible = _ask(catalog, rules, provider, edits_label, edits_sha, prompt)
     previous_path = out_dir / TAXONOMY_FILE
     diff = taxonomy_diff(load_taxonomy(previous_path) if previous_path.is_file() else None, taxonomy)
     diff.proposer, diff.not_visible = scores, not_visible
@@ -139,12 +141,13 @@ def build_spin_taxonomy(out_dir: Path, provider: Any, edits: Path | None = None,
     return summary
 
 
-def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str
-         ) -> tuple[Taxonomy, dict[str, Any], list[se.ProposerScore] | None, dict[str, list[str]]]:
+def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, edits_label: str, edits_sha: str,
+         prompt: str) -> tuple[Taxonomy, dict[str, Any], list[se.ProposerScore] | None, dict[str, list[str]]]:
     """Ask the provider for subparts and whether each is visible, apply the edit rules to the visible
     ones, and count what came of it (with the proposer's recall and precision against the edit file's
     reference, when it has one). Also returns the proposals dropped as not visible, per part."""
-    questions = spin_taxonomy.subpart_questions(catalog)
+    asked = spin_taxonomy.PROMPTS[prompt]
+    questions = spin_taxonomy.subpart_questions(catalog, prompt)
     answers = ask_subparts(provider, questions)
     # A part the model never answered usably gets no proposals; a proposal whose visibility it never
     # answered usably did not pass the check. Both are counted, and logged with the model's error.
@@ -158,7 +161,8 @@ def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, ed
     visible, not_visible = spin_taxonomy.split_visible(catalog, proposals, visibility)
     outcome = se.apply_edits(catalog, visible, f"{provider.name}:{provider.model}", rules, not_visible)
     taxonomy = spin_taxonomy.build_taxonomy(outcome.parts, provider=provider.name, model=provider.model,
-                                 edits_file=edits_label, edits_sha256=edits_sha)
+                                            edits_file=edits_label, edits_sha256=edits_sha,
+                                            question_version=asked.version)
     counts = {"parts": len(taxonomy.parts), "questions": len(questions),
               "proposed": sum(len(v) for v in proposals.values()),
               "not_visible": sum(len(v) for v in not_visible.values()),
@@ -168,7 +172,7 @@ def _ask(catalog: spin_taxonomy.Catalog, rules: TaxonomyEdits, provider: Any, ed
               "unused_rules": len(outcome.unused_rules), "unused_rule_names": outcome.unused_rules}
     if provider.name != "wordnet":  # a language model: what it could not answer, and whether it looks wrong
         suspect = spin_taxonomy.proposal_suspicions(proposals, [a.visible for a in checks
-                                                                 if not isinstance(a, AnswerRejected)])
+                                                                 if not isinstance(a, AnswerRejected)], asked.example)
         counts |= {"rejected_answers": len(rejected), "suspect": suspect}
         logger = get_run_logger()
         for error in rejected:

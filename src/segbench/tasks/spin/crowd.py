@@ -25,7 +25,9 @@ the voters said yes. Its mask is the valid mask of the "yes" annotator with the 
 the other "yes" masks (a single one is chosen as is), ties broken by the smaller annotator id.
 ``agreement`` = yes voters / voters. Pure functions: no files, no Prefect.
 
-Mask aggregation (``ResolvePolicy.mask_aggregation``): ``stated`` is the rule above. ``em``,
+Mask aggregation (``ResolvePolicy.mask_aggregation``): ``medoid`` is the rule above, segbench's own
+(the SPIN paper states no aggregation rule: one vetted worker per task, then two authors inspected
+and corrected every annotation); ``stated`` is its former name, still accepted. ``em``,
 ``majority`` and ``rasa`` replace the medoid by crowd-kit's segmentation aggregate
 (:func:`segbench.core.aggregation.aggregate_masks`) of the valid masks of the "yes" voters, the same
 annotators the medoid is chosen among (a "no" voter drew nothing to aggregate); presence and
@@ -56,9 +58,22 @@ KIND = "spin_subparts"
 LABEL_CONFIG = "spin_subparts"
 DATASET = "spin"
 RESOLUTION_RULE = "majority-yes-of-visible/medoid-mask/v1"
-STATED = "stated"
-MASK_AGGREGATIONS = (STATED, "em", "majority", "rasa")
-"""How a present subpart's mask is resolved: the stated medoid rule, or a crowd-kit segmentation model."""
+MEDOID = "medoid"
+MASK_AGGREGATIONS = (MEDOID, "em", "majority", "rasa")
+"""How a present subpart's mask is resolved: segbench's medoid rule, or a crowd-kit segmentation model."""
+RENAMED = {"stated": MEDOID}  # former names, still accepted
+
+
+def mask_aggregation_name(value: str) -> str:
+    """``value``, or the current name of a former one (``stated`` → ``medoid``).
+
+    Raises:
+        ValueError: not a mask aggregation.
+    """
+    name = RENAMED.get(value, value)
+    if name not in MASK_AGGREGATIONS:
+        raise ValueError(f"unknown mask aggregation {value!r}; choose one of {', '.join(MASK_AGGREGATIONS)}")
+    return name
 DEFAULT_CONTAINMENT = 0.8
 PIXEL_TOLERANCE = 0.5
 ITEM_FIELDS = ("image_id", "part_ann_id", "object", "object_class", "part")
@@ -162,11 +177,9 @@ def subpart_answer(answer: Answer, subpart: str, ctx: PartContext, part_bitmap: 
 
 # --- resolution ----------------------------------------------------------------------------------------
 
-def resolution_rule(mask_aggregation: str = STATED) -> str:
-    """The rule string recorded for a mask aggregation (the stated rule's is ``RESOLUTION_RULE``)."""
-    if mask_aggregation not in MASK_AGGREGATIONS:
-        raise ValueError(f"unknown mask aggregation {mask_aggregation!r}; choose one of {', '.join(MASK_AGGREGATIONS)}")
-    if mask_aggregation == STATED:
+def resolution_rule(mask_aggregation: str = MEDOID) -> str:
+    """The rule string recorded for a mask aggregation (the medoid rule's is ``RESOLUTION_RULE``)."""
+    if mask_aggregation_name(mask_aggregation) == MEDOID:
         return RESOLUTION_RULE
     return f"majority-yes-of-visible/crowdkit-segmentation-{mask_aggregation}/v1"
 
@@ -225,7 +238,7 @@ class ResolveReportJson(TypedDict):
 @dataclass(frozen=True)
 class ResolvePolicy:
     containment: float = DEFAULT_CONTAINMENT  # share of a subpart mask that must lie inside its part
-    mask_aggregation: str = STATED  # one of MASK_AGGREGATIONS
+    mask_aggregation: str = MEDOID  # one of MASK_AGGREGATIONS
 
 
 @dataclass
@@ -236,14 +249,14 @@ class ResolveReport:
     resolved: int = 0
     absent: int = 0  # (item, subpart) pairs voted absent or without a majority
     no_voters: int = 0
-    mask_aggregation: str = STATED
+    mask_aggregation: str = MEDOID
     empty_aggregate: list[EmptyAggregate] = field(default_factory=list)  # present subparts whose aggregate is empty
 
     def to_json(self) -> ResolveReportJson:
         out: ResolveReportJson = {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
                "absent": self.absent, "no_voters": self.no_voters, "flags": dict(sorted(self.flags.items())),
                "rule": resolution_rule(self.mask_aggregation)}
-        if self.mask_aggregation != STATED:  # keys of a crowd-kit method only: the stated rule's report is unchanged
+        if self.mask_aggregation != MEDOID:  # keys of a crowd-kit method only: the medoid rule's report is unchanged
             out["mask_aggregation"] = self.mask_aggregation
             out["empty_aggregate"] = sorted(self.empty_aggregate,
                                             key=lambda e: (e["image_id"], e["part_ann_id"], e["subpart"]))
@@ -340,7 +353,7 @@ def _resolve_one(ctx: PartContext, name: str, records: list[RawRecord],
     if 2 * len(yes) <= len(voters):
         report.absent += 1
         return None
-    chosen = (_medoid(yes, name) if report.mask_aggregation == STATED
+    chosen = (_medoid(yes, name) if report.mask_aggregation == MEDOID
               else _aggregate(yes, name, report.mask_aggregation))
     if chosen is None:
         report.empty_aggregate.append({"image_id": ctx.image_id, "part_ann_id": ctx.part_ann_id, "subpart": name,

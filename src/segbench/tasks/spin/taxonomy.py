@@ -26,6 +26,7 @@ import yaml
 from segbench.providers.base import Question
 from segbench.schemas.spin import (
     SUBPART_NAME,
+    SubpartPromptName,
     SubpartProposal,
     SubpartVisibility,
     Taxonomy,
@@ -35,7 +36,6 @@ from segbench.schemas.spin import (
 )
 
 QUESTION_KIND = "spin.subparts"
-QUESTION_VERSION = "1"
 MAX_SUBPARTS = 25  # the most subparts one part may be given (§8.2's largest part has 23)
 VISIBILITY_KIND = "spin.visibility"
 VISIBILITY_VERSION = "1"
@@ -55,6 +55,31 @@ USER = (
     "(e.g. Eye, Ear). Only include subparts visible from outside; leave out internal anatomy and "
     "components hidden inside. Do not list the other parts of the {object} ({others})."
 )
+# §8.1's question, word for word: the default. The paper gives no system prompt; this one only says
+# what the answer is for, and the answer's schema asks for a list of names.
+PAPER_SYSTEM = "You list the subparts of an object's part for a segmentation dataset."
+PAPER_USER = ("Please list the canonical subparts of a {object}-{part}. Only include subparts that are clearly "
+              "visible and recognizable to a layperson.")
+
+
+@dataclass(frozen=True)
+class SubpartPrompt:
+    """One way of asking for a part's subparts; its ``version`` is recorded in the taxonomy and keys the cache."""
+
+    version: str
+    system: str
+    user: str
+    example: frozenset[str] = frozenset()  # names the user text gives as an example of an answer
+
+
+PROMPTS: dict[str, SubpartPrompt] = {
+    SubpartPromptName.paper.value: SubpartPrompt(version="paper-8.1", system=PAPER_SYSTEM, user=PAPER_USER),
+    # segbench's own: example classes of the object, its other parts, singular Title Case names, no
+    # internal anatomy (the question of taxonomies built before the paper's became the default).
+    SubpartPromptName.segbench.value: SubpartPrompt(version="1", system=SYSTEM, user=USER, example=frozenset({"Eye", "Ear"})),
+}
+DEFAULT_PROMPT = SubpartPromptName.paper.value
+
 VISIBILITY_USER = (
     "Object category: {object} (for example: {examples}).\n"
     "Part: the {part} of the {object}.\n"
@@ -115,8 +140,9 @@ def load_catalog() -> Catalog:
 
 # --- questions ------------------------------------------------------------------------------------------
 
-def subpart_questions(catalog: Catalog) -> list[Question]:
-    """One ``spin.subparts`` question per PartImageNet part, in part-id order."""
+def subpart_questions(catalog: Catalog, prompt: str = DEFAULT_PROMPT) -> list[Question]:
+    """One ``spin.subparts`` question per PartImageNet part, in part-id order, asked with ``PROMPTS[prompt]``."""
+    asked = PROMPTS[prompt]
     questions = []
     for part in catalog.parts:
         others = [p.spin_name for p in catalog.parts if p.object == part.object and p.id != part.id]
@@ -124,9 +150,9 @@ def subpart_questions(catalog: Catalog) -> list[Question]:
         inputs = {"object": part.object, "part": part.spin_name, "partimagenet_id": part.id,
                   "animal": part.object in ANIMALS, "wnids": catalog.wnids(part.object), "other_parts": others}
         questions.append(Question(
-            kind=QUESTION_KIND, version=QUESTION_VERSION, inputs=inputs, system=SYSTEM, max_items=MAX_SUBPARTS,
-            user=USER.format(object=part.object, part=part.spin_name, examples=", ".join(examples[:6]),
-                             others=", ".join(others) or "none")))
+            kind=QUESTION_KIND, version=asked.version, inputs=inputs, system=asked.system, max_items=MAX_SUBPARTS,
+            user=asked.user.format(object=part.object, part=part.spin_name, examples=", ".join(examples[:6]),
+                                   others=", ".join(others) or "none")))
     return questions
 
 
@@ -212,24 +238,22 @@ def proposals_from_answers(catalog: Catalog, answers: Sequence[SubpartProposal])
     return out
 
 
-PROMPT_EXAMPLE = frozenset({"Eye", "Ear"})  # USER's example: a model that echoes it answers no question
-
-
 SAME_ANSWER_MIN = 10  # visibility answers before "one answer for all" means something
 
 
-def proposal_suspicions(proposals: Mapping[str, Sequence[str]], visible: Sequence[bool]) -> list[str]:
+def proposal_suspicions(proposals: Mapping[str, Sequence[str]], visible: Sequence[bool],
+                        example: frozenset[str] = frozenset()) -> list[str]:
     """What makes a model's answers as a whole look wrong: one list for every part, the prompt's
-    example given for parts that are no head (where eyes and ears do not belong), one visibility
-    answer for every proposal."""
+    ``example`` (Eye, Ear) given for parts that are no head, where it does not belong (a model that
+    echoes it answers no question), one visibility answer for every proposal."""
     answered = {key: frozenset(names) for key, names in proposals.items() if names}
     out = []
     if len(answered) >= 3 and len(set(answered.values())) == 1:
         out.append(f"every one of the {len(answered)} parts got the same subparts "
                    f"({', '.join(sorted(next(iter(answered.values()))))})")
-    echoed = [key for key, names in answered.items() if PROMPT_EXAMPLE <= names and not key.endswith("-Head")]
+    echoed = [key for key, names in answered.items() if example and example <= names and not key.endswith("-Head")]
     if len(echoed) >= max(2, len(answered) // 2):
-        out.append(f"the prompt's example ({', '.join(sorted(PROMPT_EXAMPLE))}) was given for {len(echoed)} of "
+        out.append(f"the prompt's example ({', '.join(sorted(example))}) was given for {len(echoed)} of "
                    f"{len(answered)} parts that are no head")
     if len(visible) >= SAME_ANSWER_MIN and len(set(visible)) == 1:
         out.append(f"every one of the {len(visible)} proposals was judged {'' if visible[0] else 'not '}visible")
@@ -237,8 +261,8 @@ def proposal_suspicions(proposals: Mapping[str, Sequence[str]], visible: Sequenc
 
 
 def build_taxonomy(parts: list[TaxonomyPart], *, provider: str, model: str, edits_file: str,
-                   edits_sha256: str) -> Taxonomy:
-    return Taxonomy(provider=TaxonomyProvider(name=provider, model=model, question_version=QUESTION_VERSION),
+                   edits_sha256: str, question_version: str = PROMPTS[DEFAULT_PROMPT].version) -> Taxonomy:
+    return Taxonomy(provider=TaxonomyProvider(name=provider, model=model, question_version=question_version),
                     edits=TaxonomyEditsRef(file=edits_file, sha256=edits_sha256), parts=parts)
 
 
