@@ -252,3 +252,11 @@ def test_the_default_question_is_section_8_1s_word_for_word_and_its_version_is_r
     assert (paper[head.id].version, paper[head.id].user) != (own[head.id].version, own[head.id].user)
     assert st.build_taxonomy([], provider="p", model="m", edits_file="e", edits_sha256="0" * 64
                              ).provider.question_version == "paper-8.1"
+
+
+def test_the_command_lines_choices_are_the_questions_and_mask_rules_there_are():
+    from segbench.cli.spin import MaskAggregation, SubpartPromptName
+    from segbench.tasks.spin import crowd
+
+    assert [choice.value for choice in SubpartPromptName] == list(st.PROMPTS)
+    assert [choice.value for choice in MaskAggregation] == [*crowd.MASK_AGGREGATIONS, *crowd.RENAMED]

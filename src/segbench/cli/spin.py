@@ -27,7 +27,6 @@ from segbench.cli.common import (
 from segbench.cli.rounds import Backend
 from segbench.core.errors import InputError, OnError
 from segbench.core.paths import check_output_folder
-from segbench.schemas.spin import SubpartPromptName
 
 if TYPE_CHECKING:
     from segbench.schemas.results import EvaluationResult
@@ -39,6 +38,14 @@ LEVEL_OPTION = "{level} results file (instead of --predictions, or overriding it
 class YesRule(str, Enum):
     SUBSTRING = "substring"
     WORD = "word"
+
+
+class SubpartPromptName(str, Enum):
+    """The choices of ``build spin-taxonomy --prompt`` (segbench.tasks.spin.taxonomy.PROMPTS, not imported
+    here: the command line stays light)."""
+
+    paper = "paper"
+    segbench = "segbench"
 
 
 class MaskAggregation(str, Enum):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from segbench import console, fiftyone_app, registry
+from segbench import console, registry
 from segbench.cli.common import display_path, settings_of
 from segbench.core.errors import InputError
 from segbench.schemas.views import ViewDocument, ViewLoaded
@@ -35,6 +35,8 @@ def view_command(
 
     Needs FiftyOne in its own environment: scripts/fiftyone.sh install.
     """
+    from segbench import fiftyone_app
+
     settings = settings_of(ctx)
     fiftyone_app.python(settings.fiftyone_dir)  # not installed: said before anything is read
     document = _document(target, settings.data_root, settings.fiftyone_dir, rho)

@@ -19,19 +19,15 @@ from typing import Any
 
 import numpy as np
 
-MAJORITY = "majority"
-DAWID_SKENE = "dawid-skene"
-GLAD = "glad"
-SCREENED = "screened"
-PLAIN_METHODS = (MAJORITY, DAWID_SKENE, GLAD)
-METHODS = (SCREENED, *PLAIN_METHODS)
-"""The categorical aggregation methods a round can use. ``screened`` (the default of new rounds) is
-Dawid–Skene anchored on the gold answers and fitted again without the workers the worker report
-flags (:mod:`segbench.core.screening`); the other three are the plain methods, fitted on every
-counted worker without gold."""
-
-MASK_METHODS = ("em", "majority", "rasa")
-"""crowd-kit's segmentation aggregation: ``SegmentationEM``, ``SegmentationMajorityVote``, ``SegmentationRASA``."""
+from segbench.core.aggregation_methods import (  # noqa: F401 - the names' home; re-exported here
+    DAWID_SKENE,
+    GLAD,
+    MAJORITY,
+    MASK_METHODS,
+    METHODS,
+    PLAIN_METHODS,
+    SCREENED,
+)
 
 EM_ITERATIONS = 100
 EM_TOLERANCE = 1e-5

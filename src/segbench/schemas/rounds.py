@@ -24,7 +24,7 @@ from pydantic import (
     model_serializer,
 )
 
-from segbench.core.aggregation import METHODS
+from segbench.core.aggregation_methods import METHODS
 from segbench.schemas.results import WithoutNone
 
 
@@ -121,7 +121,7 @@ class Round(BaseModel):
         None, description="batches whose tasks are out after batch launches; None: every item (or none yet)")
     aggregation: str = Field("screened", description="how ingest aggregates choices: screened (gold-anchored "
                                                      "Dawid-Skene without the flagged workers), majority, dawid-skene "
-                                                     "or glad (segbench.core.aggregation.METHODS)")
+                                                     "or glad (segbench.core.aggregation_methods.METHODS)")
 
     @field_validator("aggregation")
     @classmethod

@@ -9,7 +9,6 @@ that names the file and the field.
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -25,12 +24,6 @@ TAXONOMY_VERSION = 1
 # name splits back; "/" joins alternatives kept as one category (Toes/Hoof).
 SUBPART_NAME = r"^[A-Za-z0-9][A-Za-z0-9 '&/]*$"
 
-
-class SubpartPromptName(str, Enum):
-    """How a part's subparts are asked for: §8.1's question word for word, or segbench's own."""
-
-    paper = "paper"
-    segbench = "segbench"
 
 
 # --- the language answer ---------------------------------------------------------------------------

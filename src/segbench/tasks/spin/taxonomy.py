@@ -26,7 +26,6 @@ import yaml
 from segbench.providers.base import Question
 from segbench.schemas.spin import (
     SUBPART_NAME,
-    SubpartPromptName,
     SubpartProposal,
     SubpartVisibility,
     Taxonomy,
@@ -73,12 +72,12 @@ class SubpartPrompt:
 
 
 PROMPTS: dict[str, SubpartPrompt] = {
-    SubpartPromptName.paper.value: SubpartPrompt(version="paper-8.1", system=PAPER_SYSTEM, user=PAPER_USER),
+    "paper": SubpartPrompt(version="paper-8.1", system=PAPER_SYSTEM, user=PAPER_USER),
     # segbench's own: example classes of the object, its other parts, singular Title Case names, no
     # internal anatomy (the question of taxonomies built before the paper's became the default).
-    SubpartPromptName.segbench.value: SubpartPrompt(version="1", system=SYSTEM, user=USER, example=frozenset({"Eye", "Ear"})),
+    "segbench": SubpartPrompt(version="1", system=SYSTEM, user=USER, example=frozenset({"Eye", "Ear"})),
 }
-DEFAULT_PROMPT = SubpartPromptName.paper.value
+DEFAULT_PROMPT = "paper"
 
 VISIBILITY_USER = (
     "Object category: {object} (for example: {examples}).\n"
