@@ -11,6 +11,7 @@ from segbench.core.masks import bitmap_to_rle
 from segbench.tasks.spin.stats import (
     composition,
     contour_perimeter_area,
+    hole_count,
     isoperimetric_quotient,
     polygon_shapes,
     size_bucket,
@@ -127,3 +128,38 @@ def test_subparts_per_part_counts_zero_for_a_part_without_subparts_and_compositi
     assert summary["sizes"] == {"Car": {"small": 2, "medium": 0, "large": 0},
                                 "Overall": {"small": 2, "medium": 0, "large": 0}}
     assert summary["measures"]["part_coverage"]["Overall"]["median"] == 1.0
+
+
+def test_holes_are_enclosed_background_and_a_gap_open_to_the_border_is_none():
+    ring = np.zeros((7, 7), dtype=bool)
+    ring[1:6, 1:6] = True
+    ring[3, 3] = False  # one enclosed pixel
+    assert hole_count(ring) == 1
+    two = np.zeros((5, 9), dtype=bool)
+    two[0:5, 0:9] = True
+    two[2, 2] = two[2, 6] = False  # two holes, and the frame touches the border: still holes
+    assert hole_count(two) == 2
+    cup = np.zeros((5, 5), dtype=bool)
+    cup[1:5, 1:4] = True
+    cup[1:4, 2] = False  # a U: its gap opens onto the background along the top border
+    assert hole_count(cup) == 0
+    diagonal = np.array([[1, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 1], [0, 0, 1, 1]], dtype=bool)
+    # (1, 1) and (2, 2) touch the outside only diagonally: the background is 4-connected, so both are holes.
+    assert hole_count(diagonal) == 2
+    assert hole_count(np.zeros((3, 3), dtype=bool)) == 0
+
+
+def test_the_summary_gives_the_share_of_subparts_with_holes_and_counts_per_part_category():
+    rows = [{"object": "Car", "part": "Body", "polygons": 1, "holes": 2, "size": "small"},
+            {"object": "Car", "part": "Body", "polygons": 3, "holes": 0, "size": "small"},
+            {"object": "Car", "part": "Tier", "polygons": 1, "holes": 1, "size": "small"},
+            {"object": "Fish", "part": "Fin", "polygons": 2, "holes": 0, "size": "large"}]
+    rows = [{**row, **{measure: 0.5 for measure in ("area", "boundary_complexity", "extent", "image_coverage",
+                                                   "part_coverage", "object_coverage")}} for row in rows]
+    summary = summarize(rows, [])
+    assert summary["holes"]["Car"] == {"subparts": 3, "with_holes": 2, "share": 2 / 3, "mean_holes": 1.5}
+    assert summary["holes"]["Fish"] == {"subparts": 1, "with_holes": 0, "share": 0.0, "mean_holes": None}
+    assert summary["holes"]["Overall"]["share"] == 0.5
+    assert summary["part_categories"] == {"Car-Body": {"subparts": 2, "multi_polygon": 1},
+                                          "Car-Tier": {"subparts": 1, "multi_polygon": 0},
+                                          "Fish-Fin": {"subparts": 1, "multi_polygon": 1}}

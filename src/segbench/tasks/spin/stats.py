@@ -19,6 +19,11 @@ Definitions (seed Sec. 3.2 and supplementary 10.3), per subpart annotation:
 - **Size** follows COCO on the annotation area: small < 32², medium < 96², large otherwise.
 - **Subparts per part** counts the subpart annotations of every part whose category has subpart
   categories (parts where the crowd found none count as 0).
+- **Holes** (supplementary 10.2: "a polygon embedded within another") are the 4-connected pieces of
+  background a subpart's mask encloses, i.e. that do not reach the image border (4-connected, the
+  complement of the 8-connected polygons). Reported per super-category: the share of subparts with
+  at least one hole, and the mean number of holes of those.
+- **Per part category** (Fig. 5 and 6): subpart annotations, and those with more than one polygon.
 
 Only computation lives here; tables and plots are written by ``spin_stats_report.py``.
 """
@@ -127,6 +132,13 @@ def polygon_shapes(mask: np.ndarray) -> list[tuple[float, float]]:
     return out
 
 
+def hole_count(mask: np.ndarray) -> int:
+    """The holes of a mask: 4-connected background regions that do not touch the image border."""
+    background, count = ndimage.label(~np.asarray(mask, dtype=bool))  # 4-connected by default
+    reach_border = set(np.unique(np.concatenate([background[0], background[-1], background[:, 0], background[:, -1]])))
+    return sum(1 for label in range(1, count + 1) if label not in reach_border)
+
+
 def _bitmaps(coco: Mapping[str, Any]) -> dict[int, np.ndarray]:
     return {ann["id"]: rle_to_bitmap(ann["segmentation"]).astype(bool) for ann in coco["annotations"]}
 
@@ -134,7 +146,7 @@ def _bitmaps(coco: Mapping[str, Any]) -> dict[int, np.ndarray]:
 def subpart_measures(levels: Mapping[str, Mapping[str, Any]], split: str = "") -> list[dict[str, Any]]:
     """One row per subpart annotation of one split's three COCO dicts (``{"wholes", "parts", "subparts"}``).
 
-    Row keys: ``split, image_id, object, part, category, area, size, polygons, boundary_complexity,
+    Row keys: ``split, image_id, object, part, category, area, size, polygons, holes, boundary_complexity,
     extent, image_coverage, part_coverage, object_coverage``.
     """
     wholes, parts, subparts = levels["wholes"], levels["parts"], levels["subparts"]
@@ -152,6 +164,7 @@ def subpart_measures(levels: Mapping[str, Mapping[str, Any]], split: str = "") -
         rows.append({
             "split": split, "image_id": ann["image_id"], "object": obj, "part": part_name,
             "category": category["name"], "area": area, "size": size_bucket(area), "polygons": len(shapes),
+            "holes": hole_count(mask),
             "boundary_complexity": float(np.mean([s[0] for s in shapes])),
             "extent": float(np.mean([s[1] for s in shapes])),
             "image_coverage": area / mask.size,
@@ -202,13 +215,32 @@ class Quartiles(TypedDict):
     q75: float | None
 
 
+class Holes(TypedDict):
+    """Supplementary 10.2 for one group: subparts, those with holes, their share, their mean holes."""
+
+    subparts: int
+    with_holes: int
+    share: float | None
+    mean_holes: float | None
+
+
+class PartCategoryCounts(TypedDict):
+    """Fig. 5 and 6 for one part category: its subpart annotations, and those of several polygons."""
+
+    subparts: int
+    multi_polygon: int
+
+
 class SubpartStatistics(TypedDict):
     """``subparts.json``: quartiles of every measure per super-category (and ``Overall``), COCO
-    size buckets, multi-polygon subparts and the number of subpart annotations."""
+    size buckets, multi-polygon subparts, holes, counts per part category and the number of
+    subpart annotations."""
 
     measures: dict[str, dict[str, Quartiles]]
     sizes: dict[str, dict[str, int]]
     multi_polygon: dict[str, int]
+    holes: dict[str, Holes]
+    part_categories: dict[str, PartCategoryCounts]
     subparts: int
 
 
@@ -246,5 +278,16 @@ def summarize(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str,
         "measures": {m: {g: _quartiles(v) for g, v in by_group.items()} for m, by_group in groups.items()},
         "sizes": sizes,
         "multi_polygon": multi,
+        "holes": {group: _holes([r for r in rows if group in (r["object"], "Overall")]) for group in sizes},
+        "part_categories": {
+            name: {"subparts": sum(1 for r in rows if f"{r['object']}-{r['part']}" == name),
+                   "multi_polygon": sum(1 for r in rows if f"{r['object']}-{r['part']}" == name and r["polygons"] > 1)}
+            for name in sorted({f"{r['object']}-{r['part']}" for r in rows})},
         "subparts": len(rows),
     }
+
+
+def _holes(rows: Sequence[Mapping[str, Any]]) -> Holes:
+    holed = [int(r["holes"]) for r in rows if r["holes"] > 0]
+    return {"subparts": len(rows), "with_holes": len(holed), "share": len(holed) / len(rows) if rows else None,
+            "mean_holes": float(np.mean(holed)) if holed else None}

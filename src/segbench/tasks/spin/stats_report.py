@@ -55,6 +55,13 @@ def measures_markdown(summary: SubpartStatistics) -> str:
                      summary["multi_polygon"][group]])
     lines += ["## Size (COCO: small < 32², medium < 96²) and multi-polygon subparts", "",
               markdown_table(["object", "small", "medium", "large", "multi-polygon"], rows)]
+    holes = [[group, h["subparts"], h["with_holes"], "n/a" if h["share"] is None else f"{100 * h['share']:.2f}%",
+              "n/a" if h["mean_holes"] is None else f"{h['mean_holes']:.2f}"] for group, h in summary["holes"].items()]
+    lines += ["", "## Holes (supplementary 10.2)", "",
+              markdown_table(["object", "subparts", "with holes", "share", "mean holes (of those)"], holes)]
+    per_part = [[name, c["subparts"], c["multi_polygon"]] for name, c in summary["part_categories"].items()]
+    lines += ["", "## Subpart annotations per part category (Fig. 5) and multi-polygon ones (Fig. 6)", "",
+              markdown_table(["part category", "subpart annotations", "multi-polygon"], per_part)]
     return "\n".join(lines)
 
 
