@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from segbench.core.errors import InsufficientDataError
 from segbench.core.io import sha256_tree
 from segbench.demo.waterbirds.birds import generate_demo_birds
 from segbench.schemas.waterbirds import LAND_PLACES, WATER_PLACES, WaterbirdsParams
@@ -56,20 +57,70 @@ def test_composite_threshold_labels_and_resize():
         wb.composite(bird, mask[:3], place, 0)
 
 
-def test_place_assignment_is_deterministic_and_fills_aligned_share():
-    types = {i: int(i > 30) for i in range(1, 61)}
-    first = wb.assign_contexts(types, seed=3)
-    assert first == wb.assign_contexts(dict(reversed(types.items())), seed=3)
-    assert first != wb.assign_contexts(types, seed=4)
-    for y in (0, 1):
-        contexts = [first[i] for i, t in types.items() if t == y]
-        assert contexts.count(y) == 20 and contexts.count(1 - y) == 10
+GROUPS = ["landbird on land", "landbird on water", "waterbird on land", "waterbird on water"]
+
+
+def _birds(test_per_type: int = 40, train_per_type: int = 100):
+    """Bird ids → type and CUB split: ids 1-80 test (40 of each type), then 200 train."""
+    types, split = {}, {}
+    for index in range(2 * test_per_type + 2 * train_per_type):
+        bird = index + 1
+        types[bird] = index % 2
+        split[bird] = "test" if index < 2 * test_per_type else "train"
+    return types, split
+
+
+def test_the_waterbirds_construction_on_a_hand_sized_pool():
+    types, split = _birds()
+    params = WaterbirdsParams(seed=3, rhos=(0.5, 0.95), val_per_group=4, test_per_group=15, val_fraction=0.2)
+    plan = wb.plan_splits(types, split, params, GROUPS)
+    assert plan == wb.plan_splits(dict(reversed(types.items())), split, params, GROUPS), "order-independent"
+    assert plan != wb.plan_splits(types, split, params.model_copy(update={"seed": 4}), GROUPS)
+    splits = plan.splits
+
+    def bird(i):
+        return plan.composites[i][0]
+
+    def group(i):
+        b, a = plan.composites[i]
+        return 2 * types[b] + a
+
+    # Every test image from CUB's test split, every val and train image from its train split.
+    assert {split[bird(i)] for i in splits.test} == {"test"}
+    assert {split[bird(i)] for i in (*splits.val, *(i for t in splits.train.values() for i in t))} == {"train"}
+    assert not {bird(i) for i in splits.val} & {bird(i) for t in splits.train.values() for i in t}
+    # Balanced val and test; ids are 2·bird + place type.
+    assert [sum(group(i) == g for i in splits.test) for g in range(4)] == [15] * 4
+    assert [sum(group(i) == g for i in splits.val) for g in range(4)] == [4] * 4
+    assert all(i == 2 * b + a for i, (b, a) in plan.composites.items())
+    # 200 train-side birds, 40 of them held out for val: each type keeps 60-100 for train, and every ρ
+    # takes T (the smaller type's count, rounded down to even) of each type, all of the smaller type's.
+    t = splits.per_class_total
+    used = {y: {bird(i) for ids in splits.train.values() for i in ids if types[bird(i)] == y} for y in (0, 1)}
+    assert t % 2 == 0 and 60 <= t <= 100 and min(len(used[0]), len(used[1])) in (t, t + 1)
+    assert all(len(ids) == 2 * t for ids in splits.train.values()), "the same train size at every ρ"
+    assert [sum(group(i) == g for i in splits.train[0.5]) for g in range(4)] == [t // 2] * 4
+    aligned = int(0.95 * t)
+    assert [sum(group(i) == g for i in splits.train[0.95]) for g in range(4)] == [aligned, t - aligned,
+                                                                                    t - aligned, aligned]
+
+
+def test_a_test_group_too_small_in_cubs_test_split_is_named():
+    types, split = _birds(test_per_type=10)
+    params = WaterbirdsParams(seed=3, val_per_group=2, test_per_group=6)
+    with pytest.raises(InsufficientDataError, match="test: group .* has 5 images from CUB's test split"):
+        wb.plan_splits(types, split, params, GROUPS)
+
+
+def test_place_images_come_from_the_place_type_and_do_not_depend_on_other_birds():
+    composites = {2 * b + a: (b, a) for b in range(1, 7) for a in (0, 1)}
     params = WaterbirdsParams(seed=3)
     places = {p: [f"{p}/{k}.jpg" for k in range(3)] for p in (*LAND_PLACES, *WATER_PLACES)}
-    chosen = wb.assign_places(first, places, params)
-    assert chosen == wb.assign_places(first, places, params)
+    chosen = wb.assign_places(composites, places, params)
+    assert chosen == wb.assign_places(dict(reversed(composites.items())), places, params)
+    assert {i: chosen[i] for i in (2, 3)} == wb.assign_places({2: (1, 0), 3: (1, 1)}, places, params)
     for image_id, place_file in chosen.items():
-        expected = LAND_PLACES if first[image_id] == 0 else WATER_PLACES
+        expected = LAND_PLACES if composites[image_id][1] == 0 else WATER_PLACES
         assert wb.place_name(place_file) in expected
 
 

@@ -24,7 +24,7 @@ def source(tmp_path_factory):
     return generate_demo_birds(tmp_path_factory.mktemp("birds"), seed=0)
 
 
-def test_build_is_byte_reproducible_and_follows_the_splitter(source, tmp_path):
+def test_build_is_byte_reproducible_and_follows_the_waterbirds_construction(source, tmp_path):
     cub, places = source
     params = WaterbirdsParams(**DEMO_SIZES)
     first = build_waterbirds(cub, places, tmp_path / "a" / "waterbirds_seg", params)
@@ -35,14 +35,20 @@ def test_build_is_byte_reproducible_and_follows_the_splitter(source, tmp_path):
     manifest_a.pop("created_at"), manifest_b.pop("created_at")
     assert manifest_a == manifest_b
 
-    # 90 birds per type, 2/3 on the aligned place: groups 60 / 30 / 30 / 60; val 5 + test 10 leave
-    # 45 / 15 / 15 / 45, so m = 15 and N = 30 per class.
+    # The Waterbirds construction: every test image from CUB's test split, every val and train image from
+    # its train split, at every ρ; balanced val and test; the same train size at every ρ. (The demo source
+    # puts 7 of the 30 birds of each of its 6 species in CUB's test split.)
     counts = first.counts
-    assert counts.per_group == {"landbird on land": 60, "landbird on water": 30,
-                                   "waterbird on land": 30, "waterbird on water": 60}
-    assert counts.splits["rho_0.5"]["train"] == [15, 15, 15, 15]
-    assert counts.splits["rho_0.95"]["train"] == [28, 2, 2, 28]
+    for rho in ("rho_0.5", "rho_0.95"):
+        for split, cub_splits in (("test", {"test"}), ("val", {"train"}), ("train", {"train"})):
+            images = json.loads((a / "splits" / rho / f"{split}.json").read_text())["images"]
+            assert {image["cub_split"] for image in images} == cub_splits, (rho, split)
+            assert all(image["id"] == 2 * image["cub_image_id"] + (image["context"] == "water") for image in images)
     assert counts.splits["rho_0.95"]["val"] == [5] * 4 and counts.splits["rho_0.95"]["test"] == [10] * 4
+    half, t = counts.train_per_class_total // 2, counts.train_per_class_total
+    assert counts.splits["rho_0.5"]["train"] == [half] * 4
+    assert counts.splits["rho_0.95"]["train"] == [int(0.95 * t), t - int(0.95 * t), t - int(0.95 * t), int(0.95 * t)]
+    assert counts.per_cub_split == {"train": 138, "test": 42} and counts.rendered == sum(counts.per_group.values())
     assert {m["species"] for m in first.mislabels} == {"194.Eastern_Towhee", "088.Western_Meadowlark"}
 
     test = json.loads((a / "splits" / "rho_0.95" / "test.json").read_text())

@@ -59,6 +59,9 @@ def build_command(
                                                                     "released)."),
     test_per_group: int = typer.Option(None, "--test-per-group", help="Test images per group (default: 642, as "
                                                                       "released)."),
+    val_fraction: float = typer.Option(None, "--val-fraction", min=0.01, max=0.99,
+                                       help="Share of CUB's train split held out for val (default: 0.2, "
+                                            "Waterbirds' val_frac)."),
     seed: int = seed_option(None, "Seed of every random draw (default: 13)."),
     species_match: SpeciesMatch = typer.Option(SpeciesMatch.tokens, "--species-match",
                                                help="Waterbird keywords match whole name tokens, or substrings as "
@@ -71,7 +74,7 @@ def build_command(
                                                                     "and of Dask tasks (does not change the output)."),
     force: bool = FORCE_BUILD,
 ) -> None:
-    """Build Waterbirds-seg: CUB birds composited on land/water places, ρ-controlled splits.
+    """Build Waterbirds-seg: CUB birds composited on land/water places, Waterbirds' splits at each ρ.
 
     Does nothing when the output was built from the same inputs and options; a killed build resumes."""
     from segbench.core.splits import check_rhos
@@ -81,7 +84,7 @@ def build_command(
     settings = settings_of(ctx)
     params = WaterbirdsParams(**{k: v for k, v in {
         "rhos": check_rhos(rho) if rho else None, "val_per_group": val_per_group, "test_per_group": test_per_group,
-        "seed": seed, "species_match": species_match.value, "on_error": on_error}.items() if v is not None})
+        "val_fraction": val_fraction, "seed": seed, "species_match": species_match.value, "on_error": on_error}.items() if v is not None})
     read_cub(cub_root)  # fail on a wrong path before starting Prefect
     from segbench.flows.waterbirds.build import build_waterbirds
 
@@ -105,7 +108,8 @@ def print_build(summary: WaterbirdsBuildSummary) -> None:
     counts = summary.counts
     console.out.print(console.key_values("Waterbirds-seg", {
         "birds": counts.birds, **{f"  {k}": v for k, v in counts.per_class.items()},
-        **{f"  {k}": v for k, v in counts.per_group.items()}, "rendered": counts.rendered,
+        **{f"  in CUB's {k} split": v for k, v in counts.per_cub_split.items()},
+        "images (bird on a place)": counts.rendered, **{f"  {k}": v for k, v in counts.per_group.items()},
         "substring-rule mislabels": ", ".join(m["species"] for m in summary.mislabels) or "none",
         "skipped (see skipped.json)": sum(summary.skipped.values()),
     }))

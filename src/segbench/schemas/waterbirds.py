@@ -31,7 +31,8 @@ class WaterbirdsParams(BaseModel):
     test_per_group: int = Field(642, ge=1)
     seed: int = 13
     species_match: SpeciesMatch = "tokens"
-    aligned_share: float = Field(2 / 3, gt=0, lt=1, description="share of each bird type on its aligned place")
+    val_fraction: float = Field(0.2, gt=0, lt=1, description="share of CUB's train split held out for val "
+                                                             "(Waterbirds' val_frac)")
     land_places: tuple[str, ...] = LAND_PLACES
     water_places: tuple[str, ...] = WATER_PLACES
     on_error: OnError = OnError.FAIL
@@ -56,11 +57,13 @@ class WaterbirdsStep(PlanTable):
 
 
 class WaterbirdsCounts(Counts):
-    """The birds of a Waterbirds-seg build per class and group, and the group counts of each split."""
+    """The birds of a Waterbirds-seg build per class and CUB split, the images per group, and the group
+    counts of each split."""
 
     birds: int
-    per_class: dict[str, int]
-    per_group: dict[str, int]
+    per_class: dict[str, int] = Field(description="usable birds per bird type")
+    per_cub_split: dict[str, int] = Field(description="usable birds per CUB split (train, test)")
+    per_group: dict[str, int] = Field(description="composited images per group, over every split and ρ")
     rendered: int
     train_per_class_total: int
     splits: dict[str, dict[str, list[int]]] = Field(description="{ρ: {split: images per group}}")

@@ -37,7 +37,7 @@ from segbench.core.io import (
 )
 from segbench.core.reports import write_skip_report
 from segbench.core.resume import hash_inputs
-from segbench.core.splits import SplitPlan, draw_splits
+from segbench.core.splits import SplitPlan
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.publish import publish_data
 from segbench.flows.units import UNIT, count_units
@@ -54,11 +54,11 @@ GROUP_NAMES = [f"{c} on {a}" for c in wb.CLASSES for a in wb.CONTEXTS]  # "landb
 
 
 @task(**task_name("load-waterbirds-sources"), cache_policy=NO_CACHE)
-def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, policy: ImportPolicy
-                 ) -> tuple[list[wb.Bird], dict[int, wb.Record]]:
-    """Read both trees, check every bird's image and segmentation, type the usable birds, assign
-    place types and place images. A bad bird fails the build, or is left out and recorded in
-    ``policy`` (``--on-error skip``) before any random draw, so the draws see only usable birds."""
+def load_birds(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, policy: ImportPolicy
+               ) -> tuple[list[wb.Bird], dict[int, tuple[int, int]], dict[str, list[str]]]:
+    """Read both trees and check every bird's image and segmentation: the usable birds, their sizes
+    and the place images. A bad bird fails the build, or is left out and recorded in ``policy``
+    (``--on-error skip``) before any random draw, so the draws see only usable birds."""
     sizes: dict[int, tuple[int, int]] = {}
     usable = []
     for bird in progress.track(wb.read_cub(cub_root), "Reading bird images"):
@@ -67,13 +67,7 @@ def load_records(cub_root: Path, places_root: Path, params: wb.WaterbirdsParams,
             usable.append(bird)
         except AnnotationError as error:
             policy.handle(error)
-    places = wb.read_places(places_root, (*params.land_places, *params.water_places))
-    types = wb.bird_types(usable, params.species_match)
-    contexts = wb.assign_contexts(types, seed=params.seed, aligned_share=params.aligned_share)
-    place_files = wb.assign_places(contexts, places, params)
-    records = {bird.image_id: wb.Record(bird, types[bird.image_id], contexts[bird.image_id],
-                                        place_files[bird.image_id], *sizes[bird.image_id]) for bird in usable}
-    return usable, records
+    return usable, sizes, wb.read_places(places_root, (*params.land_places, *params.water_places))
 
 
 def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
@@ -96,13 +90,17 @@ def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
 
 
 @task(**task_name("draw-splits"), cache_policy=NO_CACHE)
-def plan_splits(records: dict[int, wb.Record], params: wb.WaterbirdsParams) -> SplitPlan:
-    pools: dict[int, list[int]] = {}
-    for image_id, record in records.items():
-        pools.setdefault(record.group_id, []).append(image_id)
-    # Aligned pairings: landbird (y 0) with land (a 0), waterbird (y 1) with water (a 1).
-    return draw_splits(pools, majority=[0, 1], rhos=params.rhos, val_per_group=params.val_per_group,
-                       test_per_group=params.test_per_group, seed=params.seed, group_names=GROUP_NAMES)
+def plan_splits(birds: list[wb.Bird], sizes: dict[int, tuple[int, int]], places: dict[str, list[str]],
+                params: wb.WaterbirdsParams) -> tuple[dict[int, wb.Record], SplitPlan]:
+    """The Waterbirds construction (:func:`segbench.tasks.waterbirds.dataset.plan_splits`) and a
+    record, with its place image, for every composite a split holds."""
+    types = wb.bird_types(birds, params.species_match)
+    plan = wb.plan_splits(types, {b.image_id: b.cub_split for b in birds}, params, GROUP_NAMES)
+    place_files = wb.assign_places(plan.composites, places, params)
+    by_id = {b.image_id: b for b in birds}
+    records = {i: wb.Record(i, by_id[bird], types[bird], a, place_files[i], *sizes[bird])
+               for i, (bird, a) in plan.composites.items()}
+    return records, plan.splits
 
 
 class _Tables(TypedDict):
@@ -131,7 +129,7 @@ def render_shard(unit_key: str, stage: Path, cub_root: Path, places_root: Path, 
     """Composite one shard's birds into the stage (a unit: a rerun of the same stage skips it)."""
     for record in records:
         image, label = wb.render(cub_root, places_root, record.bird, record.place_file, record.y)
-        stem = f"{record.bird.image_id:012d}"
+        stem = f"{record.image_id:012d}"
         atomic_write_bytes(stage / "masks" / f"{stem}.png", png_bytes(Image.fromarray(label, mode="L")),
                            durable=False)
         # Level 1: photos encode several times faster for a little more space.
@@ -145,7 +143,7 @@ def _render_all(stage: Stage, cub_root: Path, places_root: Path, records: dict[i
     ids = sorted({*plan.val, *plan.test, *(i for train in plan.train.values() for i in train)})
     shards = [[records[i] for i in ids[k : k + shard_size]] for k in range(0, len(ids), shard_size)]
     # The key names the shard's first and last bird: a rerun with another shard size reuses nothing wrong.
-    futures = [render_shard.submit(stage.unit_key(f"render/{s[0].bird.image_id}-{s[-1].bird.image_id}"), stage.path,
+    futures = [render_shard.submit(stage.unit_key(f"render/{s[0].image_id}-{s[-1].image_id}"), stage.path,
                                    cub_root, places_root, s) for s in shards]
     progress.gather(futures, "Compositing birds on places", len(ids), units=int, channel=RENDER_CHANNEL)
     return len(ids), count_units(futures)
@@ -200,8 +198,8 @@ def build_waterbirds(
 
     def prepare() -> tuple[ImportPolicy, list[wb.Bird], dict[int, wb.Record], SplitPlan]:
         policy = ImportPolicy(on_error=params.on_error)
-        birds, records = load_records(cub_root, places_root, params, policy)
-        return policy, birds, records, plan_splits(records, params)
+        birds, sizes, places = load_birds(cub_root, places_root, params, policy)
+        return policy, birds, *plan_splits(birds, sizes, places, params)
 
     summary = run_build(build, lambda stage, loaded: _build(stage, cub_root, places_root, params, shard_size,
                                                             *loaded),
@@ -223,11 +221,13 @@ def _build(stage: Stage, cub_root: Path, places_root: Path, params: wb.Waterbird
            policy: ImportPolicy, birds: list[wb.Bird], records: dict[int, wb.Record], plan: SplitPlan) -> Built:
     """Write the tables, splits, skip report and composites into ``stage``; the counts, mislabels and units."""
     tables = write_records(stage.path, birds, records, plan, params)
+    types = wb.bird_types(birds, params.species_match)
     write_skip_report(stage.path, policy.report)
     rendered, units = _render_all(stage, cub_root, places_root, records, plan, shard_size)
     counts = {
         "birds": len(birds),
-        "per_class": {c: sum(r.y == y for r in records.values()) for y, c in enumerate(wb.CLASSES)},
+        "per_class": {c: sum(t == y for t in types.values()) for y, c in enumerate(wb.CLASSES)},
+        "per_cub_split": {split: sum(b.cub_split == split for b in birds) for split in ("train", "test")},
         "per_group": {n: sum(r.group_id == g for r in records.values()) for g, n in enumerate(GROUP_NAMES)},
         "rendered": rendered,
         "train_per_class_total": plan.per_class_total,

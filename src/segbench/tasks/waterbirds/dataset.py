@@ -8,12 +8,15 @@ in ``segbench.flows.waterbirds.build``; the generic splitter in :mod:`segbench.c
 Groups are ``g = 2·y + a`` with y: landbird 0, waterbird 1 and a: land 0, water 1; the aligned
 pairings are landbird·land (0) and waterbird·water (3).
 
-Pools (the place is assigned, not observed): every bird image is composited exactly once, so no
-bird appears in two splits. Within each bird type the images are shuffled with the seed and the
-first ``aligned_share`` of them (default 2/3) get the aligned place type, the rest the other one.
-Two thirds keep every ρ in [0.5, 1] feasible under the splitter's matched totals: the aligned group
-(≈ 2n/3) can always supply the ``ρ·2m`` items a class needs when the counterfactual group (≈ n/3)
-sets ``m``.
+Splits follow the Waterbirds construction (Sagawa et al. 2020, which seed 002 follows): test is CUB's
+official test split and val a seeded ``val_fraction`` (0.2) of CUB's train split, the rest of which is
+the train pool. In val and test half of each bird type goes on its aligned place type and half on the
+other, and ``val_per_group`` / ``test_per_group`` images are drawn from each group. Train is drawn per
+ρ: each bird type gives the same number of birds ``T`` (the train pool's smaller type, rounded down to
+even), of which ``floor(ρ·T)`` go on the aligned place type and the rest on the other, so every ρ
+trains on ``2T`` images, balanced over the four groups at ρ = 0.5. A bird can therefore be drawn on
+land for one ρ and on water for another: every composite is its own image, with id ``2·(CUB image id)
++ place type`` (``cub_image_id`` and ``cub_split`` say where it came from).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ import numpy as np
 from PIL import Image
 
 from segbench.core.coco_documents import CocoDocument
-from segbench.core.errors import InputError
+from segbench.core.errors import InputError, InsufficientDataError
 from segbench.core.io import open_image, read_text
-from segbench.core.splits import group_id
+from segbench.core.splits import SplitPlan, check_rhos, check_seed, group_id, train_sizes
 from segbench.schemas.waterbirds import SpeciesMatch, WaterbirdsParams
 from segbench.tasks.flip.outputs import FlipImageKeys
 from segbench.tasks.waterbirds import versions
@@ -154,32 +157,98 @@ def bird_types(birds: Iterable[Bird], match: SpeciesMatch) -> dict[int, int]:
     return {b.image_id: int(is_waterbird(b.species, match=match)) for b in birds}
 
 
-def assign_contexts(types: Mapping[int, int], *, seed: int, aligned_share: float = 2 / 3) -> dict[int, int]:
-    """image id → place type a (0 land, 1 water); see the module docstring.
+def composite_id(bird_id: int, a: int) -> int:
+    """The image id of a bird composited on place type ``a``: ``2·bird + a``."""
+    return 2 * bird_id + a
 
-    Per bird type the sorted ids are shuffled with ``Random(f"{seed}:context:{y}")`` and the first
-    ``round(aligned_share · n)`` get the aligned place type (land for landbirds, water for waterbirds).
+
+@dataclass(frozen=True)
+class WaterbirdsPlan:
+    """The splits (composite ids) and, for each composite, its bird and place type."""
+
+    splits: SplitPlan
+    composites: dict[int, tuple[int, int]]  # composite id → (bird id, place type a)
+
+
+def plan_splits(types: Mapping[int, int], cub_split: Mapping[int, str], params: WaterbirdsParams,
+                group_names: Sequence[str]) -> WaterbirdsPlan:
+    """The Waterbirds construction of the module docstring, seeded by ``params.seed``.
+
+    Args:
+        types: bird id → y (0 landbird, 1 waterbird), the usable birds only.
+        cub_split: bird id → ``train`` or ``test`` (CUB's train_test_split.txt).
+
+    Raises:
+        InputError: bad ρ values or seed.
+        InsufficientDataError: a group of val or test, or a bird type of the train pool, is too small
+            (names it, with what to change).
     """
-    out = {}
-    for y in (0, 1):
-        ids = sorted(i for i, t in types.items() if t == y)
-        random.Random(f"{seed}:context:{y}").shuffle(ids)
-        n_aligned = round(aligned_share * len(ids))
-        for rank, image_id in enumerate(ids):
-            out[image_id] = y if rank < n_aligned else 1 - y
-    return out
+    check_rhos(params.rhos, option="rho")
+    check_seed(params.seed, option="seed")
+    test_birds = sorted(b for b in types if cub_split[b] == "test")
+    train_side = sorted(b for b in types if cub_split[b] == "train")
+    val_birds = sorted(random.Random(f"{params.seed}:val").sample(train_side, round(params.val_fraction
+                                                                                     * len(train_side))))
+    held_out = set(val_birds)
+    train_birds = [b for b in train_side if b not in held_out]
+    composites: dict[int, tuple[int, int]] = {}
+
+    def balanced(split: str, birds: Sequence[int], per_group: int) -> tuple[int, ...]:
+        groups: dict[int, list[int]] = {g: [] for g in range(4)}
+        for y in (0, 1):
+            ids = [b for b in birds if types[b] == y]
+            random.Random(f"{params.seed}:{split}:place:{y}").shuffle(ids)
+            aligned = round(0.5 * len(ids))
+            for rank, bird in enumerate(ids):
+                a = y if rank < aligned else 1 - y
+                groups[group_id(y, a)].append(composite_id(bird, a))
+                composites[composite_id(bird, a)] = (bird, a)
+        drawn = []
+        for g, pool in groups.items():
+            if len(pool) < per_group:
+                source = "CUB's test split" if split == "test" else "the val share of CUB's train split"
+                raise InsufficientDataError(
+                    f"{split}: group {group_names[g]} has {len(pool)} images from {source} (half of each bird "
+                    f"type goes on each place type); {per_group} per group are asked for",
+                    hint=f"lower --{split}-per-group, or add source images")
+            drawn += random.Random(f"{params.seed}:{split}:{g}").sample(sorted(pool), per_group)
+        return tuple(sorted(drawn))
+
+    val = balanced("val", val_birds, params.val_per_group)
+    test = balanced("test", test_birds, params.test_per_group)
+    by_type = {y: [b for b in train_birds if types[b] == y] for y in (0, 1)}
+    per_class_total = 2 * (min(len(ids) for ids in by_type.values()) // 2)
+    if per_class_total == 0:
+        short = CLASSES[min(by_type, key=lambda y: len(by_type[y]))]
+        raise InsufficientDataError(f"the train pool (CUB's train split less val) has {len(by_type[0])} landbirds "
+                                    f"and {len(by_type[1])} waterbirds: too few {short}s for a train split",
+                                    hint="lower --val-fraction, or add source images")
+    train: dict[float, tuple[int, ...]] = {}
+    for rho in sorted(params.rhos):
+        n_aligned, _ = train_sizes(rho, per_class_total)
+        ids: list[int] = []
+        for y, birds in by_type.items():
+            drawn = random.Random(f"{params.seed}:train:{rho!r}:{y}").sample(birds, per_class_total)
+            for rank, bird in enumerate(drawn):
+                a = y if rank < n_aligned else 1 - y
+                ids.append(composite_id(bird, a))
+                composites[composite_id(bird, a)] = (bird, a)
+        train[rho] = tuple(sorted(ids))
+    plan = SplitPlan(val=val, test=test, train=train, remainder={}, per_class_total=per_class_total)
+    used = {*val, *test, *(i for ids in train.values() for i in ids)}
+    return WaterbirdsPlan(splits=plan, composites={i: composites[i] for i in sorted(used)})
 
 
-def assign_places(contexts: Mapping[int, int], places: Mapping[str, Sequence[str]], params: WaterbirdsParams
-                  ) -> dict[int, str]:
-    """image id → place image (relative path), drawn from the images of its place type.
+def assign_places(composites: Mapping[int, tuple[int, int]], places: Mapping[str, Sequence[str]],
+                  params: WaterbirdsParams) -> dict[int, str]:
+    """composite id → place image (relative path), drawn from the images of its place type.
 
-    Each bird draws with its own ``Random(f"{seed}:place:{id}")``, so the choice does not depend on
-    which other birds are present.
+    Each composite draws with its own ``Random(f"{seed}:place:{composite id}")``, so the choice does
+    not depend on which other birds are present.
     """
     pool = {a: sorted(f for p in names for f in places[p])
             for a, names in ((0, params.land_places), (1, params.water_places))}
-    return {i: random.Random(f"{params.seed}:place:{i}").choice(pool[a]) for i, a in sorted(contexts.items())}
+    return {i: random.Random(f"{params.seed}:place:{i}").choice(pool[a]) for i, (_, a) in sorted(composites.items())}
 
 
 def place_name(place_file: str) -> str:
@@ -248,8 +317,9 @@ def render(cub_root: Path, places_root: Path, bird: Bird, place_file: str, y: in
 
 @dataclass(frozen=True)
 class Record:
-    """One Waterbirds-seg item: the bird, its type, its assigned place type and place image."""
+    """One Waterbirds-seg image: its id, the bird, its type, its place type and place image."""
 
+    image_id: int
     bird: Bird
     y: int
     a: int
@@ -266,6 +336,7 @@ class WaterbirdsImage(FlipImageKeys):
     species: str
     place: str
     place_file: str
+    cub_image_id: int
     cub_split: str
 
 
@@ -279,7 +350,8 @@ def split_coco(records: Mapping[int, Record], ids: Iterable[int], description: s
             "id": image_id, "file_name": r.bird.path, "width": r.width, "height": r.height,
             "group_id": r.group_id, "class": CLASSES[r.y], "context": CONTEXTS[r.a],
             "species": r.bird.species, "place": place_name(r.place_file), "place_file": r.place_file,
-            "cub_split": r.bird.cub_split, "image_file": f"images/{stem}.png", "mask_file": f"masks/{stem}.png",
+            "cub_image_id": r.bird.image_id, "cub_split": r.bird.cub_split, "image_file": f"images/{stem}.png",
+            "mask_file": f"masks/{stem}.png",
         })
     return {
         "info": {"description": description, "version": versions.BUILD},

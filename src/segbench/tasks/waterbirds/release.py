@@ -65,13 +65,16 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
             "native/species.json": f"{data_dir}/species.json"},
         version=manifest["build_key"], created=manifest["created_at"], sources=dict(manifest["inputs"]),
         selection={"birds": counts["birds"], **{f"class {k}": v for k, v in counts["per_class"].items()},
-                   **{f"pool {k}": v for k, v in counts["per_group"].items()}},
+                   **{f"images {k}": v for k, v in counts["per_group"].items()}},
         seed=manifest.get("seed"), chosen_ids=chosen, rounds=rounds_of(source, {"waterbirds", "waterbirds_seg"}),
         machine_tools=[f"species → bird type by name ({params['species_match']} match on the waterbird keywords)"],
         collection="Bird images and masks are CUB-200-2011; backgrounds are Places365 images. No new images were "
                    "collected.",
-        preprocessing=(f"Each bird is cut out with its CUB mask and pasted onto one place image; "
-                       f"{params['aligned_share']:.0%} of each bird type get the aligned place type. Land places: "
+        preprocessing=(f"Each bird is cut out with its CUB mask and pasted onto a place image, following the "
+                       f"Waterbirds construction: test comes from CUB's test split and val from "
+                       f"{params['val_fraction']:.0%} of its train split, with half of each bird type on each "
+                       f"place type; each ρ's train split puts a share ρ of each bird type on its aligned place "
+                       f"type, with the same number of images at every ρ. Land places: "
                        f"{', '.join(params['land_places'])}; water places: {', '.join(params['water_places'])}. "
                        f"Splits are drawn with seed {manifest.get('seed')}: ρ ∈ {flip.rho_set(params['rhos'])}, "
                        f"{params['val_per_group']} val and {params['test_per_group']} test images per group."),

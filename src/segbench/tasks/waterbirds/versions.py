@@ -3,5 +3,6 @@
 """
 
 # The build of ``waterbirds_seg/``. Changes: 2: the manifest records the images, segmentations and places as
-# inputs, and the build key.
-BUILD = "2"
+# inputs, and the build key. 3: the Waterbirds construction (test from CUB's test split, val from its train
+# split, places drawn 50/50 in val and test and at ρ in train; image id 2·bird + place type).
+BUILD = "3"
