@@ -5,9 +5,16 @@ from __future__ import annotations
 import os
 
 import pytest
+from PIL import Image
 
 from segbench.providers.wordnet_data import DEBIAN_WORDNET_DIR, load_wordnet
-from segbench.tasks.cafe.pairs import deduplicate, pair_markdown, pair_problem, pair_statistics
+from segbench.tasks.cafe.pairs import (
+    deduplicate,
+    pair_markdown,
+    pair_problem,
+    pair_statistics,
+    write_pair_tables,
+)
 
 if not (DEBIAN_WORDNET_DIR / "index.noun").is_file():
     _msg = "WordNet not installed: apt-get install -y wordnet-base wordnet-sense-index (scripts/install.sh)"
@@ -74,4 +81,18 @@ def test_statistics_by_hand():
     assert stats["most_frequent_pairs"][0] == {"q_pos": "vase", "q_neg": "watermelon", "count": 2}
     text = pair_markdown(stats, title="t")
     assert "| total | 3 | 1 | 1 | 5 |" in text and "3 (75.0%)" in text
+    assert stats["pair_sizes"] == [2, 1, 1, 1]
     assert pair_statistics([])["pairs_once_share"] is None
+
+
+def test_the_tables_show_the_figure_they_link(tmp_path):
+    rows = [{"source": "coco", "edit_type": "SM", "q_pos": "vase", "q_neg": "watermelon"}] * 2 + [
+        {"source": "lvis", "edit_type": "OC", "q_pos": "gold figurine", "q_neg": "living dog"}]
+    written = write_pair_tables(tmp_path, pair_statistics(rows), title="t")
+    assert [p.name for p in written] == ["prompt_pairs.json", "prompt_pairs.md", "summary.png"]
+    assert "](summary.png)" in (tmp_path / "prompt_pairs.md").read_text()
+    with Image.open(tmp_path / "summary.png") as figure:
+        assert figure.format == "PNG" and figure.size == (1000, 400)
+    assert write_pair_tables(tmp_path / "again", pair_statistics(rows), title="t")[2].read_bytes() == \
+        (tmp_path / "summary.png").read_bytes(), "the same samples draw the same bytes"
+    assert pair_statistics([])["pair_sizes"] == []

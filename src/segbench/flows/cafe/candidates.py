@@ -35,7 +35,6 @@ from segbench.core.errors import (
 )
 from segbench.core.io import (
     atomic_write_bytes,
-    atomic_write_text,
     fingerprint,
     open_image,
     source_path,
@@ -306,9 +305,7 @@ def _provenance(sources: list[SourceSpec], provider: Any, editor: Any) -> _Prove
 def _write_candidates(stage: Stage, candidates: list[Candidate], params: CafeParams, skips: SkipReport) -> Built:
     write_jsonl(stage.path / "candidates.jsonl", [c.model_dump(mode="json") for c in candidates])
     stats = cafe_pairs.pair_statistics(sample_rows(candidates))
-    write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
-    atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
-                      cafe_pairs.pair_markdown(stats, title="CAFE candidates: prompt pairs"))
+    cafe_pairs.write_pair_tables(stage.path / "tables", stats, title="CAFE candidates: prompt pairs")
     skipped = SkipReport(list(skips.skipped))
     write_json(stage.path / "skipped.json", skipped.to_json(), indent=1)
     counts = {"candidates": len(candidates), "by_edit_type": stats["by_edit_type"],

@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
-from segbench.core.io import atomic_write_text, read_json, write_json
+from segbench.core.io import read_json, write_json
 from segbench.core.resume import hash_inputs
 from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates
 from segbench.flows.prefect_ui import publish_build, run_name
@@ -148,9 +148,7 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
     for stem, document in documents.items():
         write_json(stage.path / f"{stem}.json", document)
     stats = cafe_pairs.pair_statistics(sample_rows(verified))
-    write_json(stage.path / "tables" / "prompt_pairs.json", stats, indent=1)
-    atomic_write_text(stage.path / "tables" / "prompt_pairs.md",
-                      cafe_pairs.pair_markdown(stats, title="CAFE: prompt pairs"))
+    cafe_pairs.write_pair_tables(stage.path / "tables", stats, title="CAFE: prompt pairs")
     write_json(stage.path / "skipped.json", rejected.to_json(), indent=1)
     problems = [e for stem in cafe_export.SUBSETS for e in cafe_export.validate_saco(stage.path / f"{stem}.json")]
     if problems:

@@ -21,9 +21,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypedDict
 
-from segbench.core.reports import markdown_table
+from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
+from segbench.core.reports import figure_png, markdown_table
 from segbench.schemas.edits import EditType
 
 MAX_WORDS = 6
@@ -95,6 +97,7 @@ class PairStatistics(TypedDict):
     pairs_once: int
     pairs_once_share: float | None  # of the distinct pairs; None without any
     most_frequent_pairs: list[PairCount]  # the ten most frequent
+    pair_sizes: list[int]  # samples per distinct pair, largest first (the long tail of Fig. 2)
 
 
 def pair_statistics(rows: Iterable[Mapping[str, Any]]) -> PairStatistics:
@@ -123,7 +126,47 @@ def pair_statistics(rows: Iterable[Mapping[str, Any]]) -> PairStatistics:
         "pairs_once_share": once / len(pairs) if pairs else None,
         "most_frequent_pairs": [{"q_pos": p, "q_neg": n, "count": c}
                                 for (p, n), c in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[:10]],
+        "pair_sizes": sorted(pairs.values(), reverse=True),
     }
+
+
+FIGURE_NAME = "summary.png"
+
+
+def write_pair_tables(folder: Path, stats: PairStatistics, *, title: str) -> list[Path]:
+    """``prompt_pairs.{json,md}`` and the figure they show, in ``folder``."""
+    return [write_json(folder / "prompt_pairs.json", stats, indent=1),
+            atomic_write_text(folder / "prompt_pairs.md", pair_markdown(stats, title=title)),
+            atomic_write_bytes(folder / FIGURE_NAME, pair_figure(stats))]
+
+
+def pair_figure(stats: PairStatistics) -> bytes:
+    """The paper's Fig. 2 as a PNG: samples per source stacked by edit type, and how many samples each
+    distinct prompt pair has (the long tail: most pairs occur once)."""
+    from matplotlib.figure import Figure  # here: matplotlib is slow to import and only the figure needs it
+
+    abbrs = [t.name for t in EditType]
+    fig = Figure(figsize=(10, 4))
+    by_source, by_pair = fig.subplots(1, 2)
+    sources = list(stats["by_source"])
+    bottom = [0] * len(sources)
+    for abbr in abbrs:
+        heights = [stats["by_source"][s][abbr] for s in sources]
+        bars = by_source.bar(sources, heights, bottom=bottom, label=f"{abbr} ({stats['by_edit_type'][abbr]})")
+        by_source.bar_label(bars, labels=[str(h) if h else "" for h in heights], label_type="center", fontsize=8)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    by_source.set(title=f"{stats['samples']} samples per source and edit type", ylabel="samples")
+    by_source.legend(fontsize=8)
+    sizes = Counter(stats["pair_sizes"])
+    shown = sorted(sizes)
+    bars = by_pair.bar([str(n) for n in shown], [sizes[n] for n in shown], color="tab:gray")
+    by_pair.bar_label(bars, fontsize=8)
+    once = stats["pairs_once_share"]
+    by_pair.set(title=(f"{stats['prompt_pairs']} prompt pairs ({stats['unique_positive']} q+, "
+                       f"{stats['unique_negative']} q-)" + (f": {once:.1%} occur once" if once is not None else "")),
+                xlabel="samples with the pair", ylabel="prompt pairs")
+    fig.tight_layout()
+    return figure_png(fig)
 
 
 def pair_markdown(stats: PairStatistics, *, title: str) -> str:
@@ -137,7 +180,8 @@ def pair_markdown(stats: PairStatistics, *, title: str) -> str:
                ["prompt pairs (distinct)", stats["prompt_pairs"]],
                ["pairs that occur once", f"{stats['pairs_once']} ({share:.1%})" if share is not None else "0"]]
     frequent = [[p["q_pos"], p["q_neg"], p["count"]] for p in stats["most_frequent_pairs"]]
-    return (f"# {title}\n\n## Samples per source and edit type\n\n"
+    return (f"# {title}\n\n![Samples per source and edit type; samples per prompt pair]({FIGURE_NAME})\n\n"
+            "## Samples per source and edit type\n\n"
             + markdown_table(["source", *abbrs, "total"], source_rows)
             + "\n## Prompts\n\n" + markdown_table(["", "count"], summary)
             + "\n## Most frequent pairs\n\n" + markdown_table(["q+", "q-", "samples"], frequent))
