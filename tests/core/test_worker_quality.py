@@ -255,3 +255,19 @@ def test_times_are_read_in_every_form_the_backends_write(text, utc):
 
     parsed = parse_time(text)
     assert (parsed.isoformat() if parsed else None) == utc
+
+
+def test_a_label_right_far_above_its_base_rate_marks_a_specialist_not_a_guesser():
+    from segbench.core.worker_signals import informative_labels
+
+    rules = {"min_said": 5, "min_precision": 0.85, "max_p": 0.01}
+    indoor, outdoor = "context=indoor", "context=outdoor"
+    # Sure of outdoor scenes, guessing on indoor ones: every "indoor" they give is right.
+    specialist = [(outdoor, outdoor)] * 10 + [(indoor, indoor)] * 15 + [(outdoor, indoor)] * 15
+    assert informative_labels(specialist, **rules) == [indoor]
+    one_label = [(indoor, indoor)] * 30 + [(indoor, outdoor)] * 10
+    assert informative_labels(one_label, **rules) == []  # right at exactly its base rate
+    guesser = [(indoor, indoor)] * 15 + [(outdoor, indoor)] * 15 + [(indoor, outdoor)] * 5 + [(outdoor, outdoor)] * 5
+    assert informative_labels(guesser, **rules) == []
+    rare = [(outdoor, outdoor)] * 4 + [(indoor, indoor)] * 30
+    assert informative_labels(rare, **rules) == [indoor], "four answers are too few to count for outdoor"

@@ -33,6 +33,14 @@ on a gold item and the aggregated label on a work item (see :mod:`segbench.core.
   workers (0.6745 · (x − median) / MAD, Iglewicz and Hoaglin) beyond ±3.5; undefined (never raised)
   with fewer than 3 timed workers or a MAD of 0;
 * not qualified: the round is gated by a qualification round and the worker is not on its pass list.
+
+Specialists are kept: a worker with a label that carries evidence of its class (said at least 5
+times, right at least 85% of the time, and said where it is the reference far more than where it is
+not: one-sided Fisher p < 0.01; :func:`~segbench.core.worker_signals.informative_labels`) is
+informative on that class, so
+the four accuracy rules above (low gold accuracy, low agreement, chance agreement, one label for
+nearly everything) are not raised against them; the report lists the labels under
+``flags.informative_on``. The other rules still apply.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from segbench.core.worker_signals import (
     Drop,
     accuracy_drop,
     gold_interval,
+    informative_labels,
     kappa_with_reference,
     label_distance,
     pair_agreements,
@@ -83,6 +92,9 @@ class QualityRules:
     max_absent_rate: float = 0.75
     max_missing_rate: float = 0.5
     max_time_z: float = 3.5
+    specialist_min_said: int = 5
+    specialist_precision: float = 0.85
+    specialist_p: float = 0.01
 
     @classmethod
     def with_overrides(cls, overrides: Mapping[str, float] | None) -> QualityRules:
@@ -187,6 +199,7 @@ class WorkerFlags(TypedDict):
     time_z: float | None
     qualified: bool | None
     colluding_with: list[str]
+    informative_on: list[str]  # labels right far above their base rate: a specialist is not judged on accuracy
     raised: list[str]
 
 
@@ -291,7 +304,11 @@ def score_workers(
                "median_seconds": None if worker not in medians else round(medians[worker], 4),
                "flags": {"absent_rate": _share(absent, asked), "missing_segmentation_rate": _share(missing, said_yes),
                          "time_z": time_z.get(worker), "qualified": None if qualified is None else worker in qualified,
-                         "colluding_with": sorted(colluders.get(worker, [])), "raised": []}}
+                         "colluding_with": sorted(colluders.get(worker, [])),
+                         "informative_on": informative_labels(judged, min_said=rules.specialist_min_said,
+                                                              min_precision=rules.specialist_precision,
+                                                              max_p=rules.specialist_p),
+                         "raised": []}}
         reasons = _reasons(row, asked, said_yes, drop, rules)
         row["flags"]["raised"] = [name for name, _ in reasons]
         workers.append(row)
@@ -323,8 +340,21 @@ def _timeline(mine: Sequence[Answer], reference: Mapping[str, str]) -> list[tupl
             if labels and (key := f"{a.item_id}|{control}") in reference]
 
 
+# The rules about how often a worker is right: a specialist, right far above chance on one class and
+# guessing on the others, is useful to a per-class confusion model and is not judged by them.
+ACCURACY_RULES = frozenset({"low_gold_accuracy", "low_agreement", "chance_agreement", "one_sided_labels"})
+
+
 def _reasons(row: WorkerRow, asked: int, said_yes: int, drop: Drop | None,
              rules: QualityRules) -> list[tuple[str, str]]:
+    reasons = _all_reasons(row, asked, said_yes, drop, rules)
+    if row["flags"]["informative_on"]:
+        return [(name, text) for name, text in reasons if name not in ACCURACY_RULES]
+    return reasons
+
+
+def _all_reasons(row: WorkerRow, asked: int, said_yes: int, drop: Drop | None,
+                 rules: QualityRules) -> list[tuple[str, str]]:
     flags, out = row["flags"], []
     interval = row["gold_interval"]
     if interval is not None and row["gold_answers"] >= rules.min_gold_answers and interval[1] < rules.min_gold_accuracy:

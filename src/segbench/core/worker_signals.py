@@ -62,6 +62,33 @@ def label_distance(judgments: Sequence[Judgment]) -> float | None:
     return round(sum(abs(mine[k] - ref[k]) for k in mine.keys() | ref.keys()) / (2 * len(judgments)), 4)
 
 
+def informative_labels(judgments: Sequence[Judgment], *, min_said: int, min_precision: float,
+                       max_p: float) -> list[str]:
+    """The labels a worker gives that carry evidence of the class: said at least ``min_said`` times,
+    right (equal to the reference) at least ``min_precision`` of the time, and said far more often
+    where it is the reference than where it is not (one-sided Fisher exact p below ``max_p``).
+
+    A specialist (sure on one class, guessing on the others) has one: whatever they say of the class
+    they know, or against it, is reliable, which a per-class confusion model (Dawid–Skene) uses. A
+    random clicker, a one-label worker or a copied random sheet has none: each label they give is
+    right at about its base rate, whatever the reference.
+    """
+    from scipy.stats import fisher_exact
+
+    said = Counter(m for m, _ in judgments)
+    out = []
+    for label, n in sorted(said.items()):
+        right = sum(1 for m, r in judgments if m == label and r == label)
+        if n < min_said or right / n < min_precision:
+            continue
+        elsewhere = sum(1 for m, r in judgments if m != label and r == label)
+        wrong_elsewhere = len(judgments) - n - elsewhere
+        table = [[right, n - right], [elsewhere, wrong_elsewhere]]
+        if fisher_exact(table, alternative="greater").pvalue < max_p:
+            out.append(label)
+    return out
+
+
 def gold_interval(right: int, total: int, confidence: float) -> tuple[float, float] | None:
     """The Wilson interval of a gold accuracy of ``right`` / ``total`` at ``confidence`` (two-sided)."""
     if total == 0:

@@ -10,10 +10,12 @@ Spammers, cycled through :data:`SPAMMER_KINDS`:
 * ``spotter``: tries to spot the gold from the task order (rows that break an ascending run of task
   ids, which finds gold inserted into sorted work) and answers those with care, the rest at random.
 
-Honest workers, cycled through :data:`HONEST_KINDS`: ``plain`` (right with a probability drawn
-from ``accuracy``), ``biased`` (as plain on the majority label, less accurate on the others: they
-lean to the majority) and ``drifting`` (accuracy falling from the top of ``accuracy`` to
-``drift_floor`` over their tasks, in task order).
+Honest workers, cycled through ``CrowdMix.honest_kinds`` (default :data:`HONEST_KINDS`): ``plain``
+(right with a probability drawn from ``accuracy``), ``biased`` (as plain on the majority label, less
+accurate on the others: they lean to the majority), ``drifting`` (accuracy falling from the top of
+``accuracy`` to ``drift_floor`` over their tasks, in task order) and, when asked for, ``specialist``
+(as plain on the items of one true label, the true labels in turn from worker to worker, and
+guessing uniformly on the others).
 
 Every task gets ``overlap`` distinct workers; a worker does their tasks in the order of the task
 file, so ``SubmitTime`` grows along it. Work times are drawn alike for everyone (time gives nothing
@@ -41,6 +43,7 @@ class CrowdMix:
     accuracy: tuple[float, float] = (0.85, 0.97)
     biased_minority_accuracy: float = 0.75
     drift_floor: float = 0.7
+    honest_kinds: tuple[str, ...] = HONEST_KINDS
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Worker:
     name: str
     kind: str
     accuracy: float
+    speciality: int = 0  # a specialist knows the speciality-th true label (specialists take them in turn)
 
     @property
     def spammer(self) -> bool:
@@ -60,8 +64,10 @@ def crowd(mix: CrowdMix, seed: int) -> list[Worker]:
     spammers = round(mix.spammers * mix.workers)
     out = []
     for n in range(mix.workers):
-        kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else HONEST_KINDS[(n - spammers) % len(HONEST_KINDS)]
-        out.append(Worker(f"A{rng.getrandbits(40):010X}", kind, rng.uniform(*mix.accuracy)))
+        kinds = mix.honest_kinds
+        kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else kinds[(n - spammers) % len(kinds)]
+        out.append(Worker(f"A{rng.getrandbits(40):010X}", kind, rng.uniform(*mix.accuracy),
+                          sum(w.kind == "specialist" for w in out)))
     return out
 
 
@@ -81,6 +87,7 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
     workers = crowd(mix, seed)
     order = [str(t["item_id"]) for t in tasks]
     common = max(sorted(labels), key=lambda label: sum(v == label for v in truth.values()))
+    known = sorted(set(truth.values()))  # the labels that are ever true
     sheet = {task: rng.choice(labels) for task in order}
     suspected = suspected_gold(order)
     assigned = {task: rng.sample(workers, mix.overlap) for task in order}
@@ -89,7 +96,7 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
     rows = []
     for position, task in enumerate(order):
         for worker in sorted(assigned[task], key=lambda w: w.name):
-            label = _answer(worker, truth[task], labels, common, sheet[task], task in suspected,
+            label = _answer(worker, truth[task], labels, known, common, sheet[task], task in suspected,
                             done[worker.name] / max(loads[worker.name] - 1, 1), mix, rng)
             done[worker.name] += 1
             rows.append({"WorkerId": worker.name, "AssignmentId": f"{worker.name}-{position:05d}",
@@ -99,14 +106,16 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
     return rows, workers
 
 
-def _answer(worker: Worker, true: str, labels: Sequence[str], common: str, sheet: str, looks_gold: bool,
-            progress: float, mix: CrowdMix, rng: random.Random) -> str:
+def _answer(worker: Worker, true: str, labels: Sequence[str], known: Sequence[str], common: str, sheet: str,
+            looks_gold: bool, progress: float, mix: CrowdMix, rng: random.Random) -> str:
     if worker.kind == "ring":
         return sheet
     if worker.kind == "same":
         return common
     if worker.kind == "random" or (worker.kind == "spotter" and not looks_gold):
         return rng.choice(labels)
+    if worker.kind == "specialist" and true != known[worker.speciality % len(known)]:
+        return rng.choice(labels)  # outside their speciality they guess
     accuracy = worker.accuracy
     if worker.kind == "spotter":
         accuracy = 1.0
