@@ -62,7 +62,7 @@ def crowd(mix: CrowdMix, seed: int) -> list[Worker]:
     """The workers, spammers first within the seeded order of names."""
     rng = random.Random(f"crowd:{seed}")
     spammers = round(mix.spammers * mix.workers)
-    out = []
+    out: list[Worker] = []
     for n in range(mix.workers):
         kinds = mix.honest_kinds
         kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else kinds[(n - spammers) % len(kinds)]
