@@ -39,11 +39,16 @@ _summary: Any = None
 
 
 class _LinesTrimmed:
-    """A text stream that drops the spaces rich pads a line's last cell with: a table written to a
-    pipe is as wide as its content, and no line of a log ends in blanks."""
+    """Standard output or error, without the spaces rich pads a line's last cell with: a table written
+    to a pipe is as wide as its content, and no line of a log ends in blanks. The stream is looked up
+    at each write, as rich does for its own: a caller may replace ``sys.stdout`` (a test runner does)."""
 
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    @property
+    def _stream(self) -> Any:
+        return sys.stderr if self._stderr else sys.stdout
 
     def write(self, text: str) -> int:
         self._stream.write(re.sub(r"[ \t]+(?=\n)", "", text))
@@ -58,7 +63,7 @@ def _make(stderr: bool) -> Console:
     if probe.is_terminal:
         return probe
     # Not a terminal: no 80-column cut, no soft wrapping of long lines, no colour codes.
-    stream = _LinesTrimmed(sys.stderr if stderr else sys.stdout)
+    stream = _LinesTrimmed(stderr)
     return Console(file=stream, width=PIPE_WIDTH, soft_wrap=True, no_color=True, highlight=False)  # type: ignore[arg-type]
 
 

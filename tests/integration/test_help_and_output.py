@@ -159,6 +159,16 @@ def test_tables_in_a_pipe_take_the_width_of_their_content():
     assert name in text and "0.1235" in text and "…" not in text
 
 
+def test_in_a_pipe_lines_end_without_blanks_on_whatever_stdout_is_now(monkeypatch):
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    console.configure()
+    later = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", later)  # replaced after the console was made, as a test runner does
+    console.out.print(console.key_values("Counts", {"a": 1, "a longer name": 22}))
+    lines = later.getvalue().splitlines()
+    assert lines == ["Counts", " a              1", " a longer name  22"]
+
+
 def test_progress_in_a_pipe_is_timestamped_lines_written_in_order():
     stream = io.StringIO()
     with progress.listening(console.LineListener(stream, every=0.0)):
