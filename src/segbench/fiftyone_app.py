@@ -51,7 +51,7 @@ def show(document: ViewDocument, fiftyone_dir: Path, *, port: int | None,
 
     Raises:
         InputError: FiftyOne is not installed.
-        ServiceError: FiftyOne failed (its output is named) or did not answer in time.
+        ServiceError: FiftyOne failed (the file holding its output is named).
     """
     executable = python(fiftyone_dir)
     folder = Path(fiftyone_dir) / "views"
