@@ -271,3 +271,7 @@ def test_a_label_right_far_above_its_base_rate_marks_a_specialist_not_a_guesser(
     assert informative_labels(guesser, **rules) == []
     rare = [(outdoor, outdoor)] * 4 + [(indoor, indoor)] * 30
     assert informative_labels(rare, **rules) == [indoor], "four answers are too few to count for outdoor"
+    # A yes to every question is evidence of nothing, however many other questions there are.
+    yes_sayer = [("valid=yes", "valid=yes")] * 20 + [("valid=yes", "valid=no")] * 2 + [
+        ("clean=yes", "clean=yes")] * 20 + [("clean=yes", "clean=no")] * 2
+    assert informative_labels(yes_sayer, **rules) == []

@@ -34,6 +34,15 @@ from segbench.schemas.rounds import RoundConfig, RoundItem
 WIDE = {"COLUMNS": "250", "TERMINAL_WIDTH": "250"}
 
 
+@pytest.fixture(autouse=True)
+def _help_width(monkeypatch):
+    """typer reads TERMINAL_WIDTH once, when its help renderer is first imported, whatever test runs
+    then: every test here sets the width it renders help at (WIDE unless it says otherwise)."""
+    import typer.rich_utils
+
+    monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", int(WIDE["TERMINAL_WIDTH"]))
+
+
 def _commands() -> list[tuple[list[str], Any]]:
     found = []
 
@@ -73,8 +82,11 @@ def test_every_help_renders_without_markup_loss_or_bool_types(path):
 
 
 @pytest.mark.parametrize("path", [path for path, _ in COMMANDS], ids=lambda p: " ".join(p) or "segbench")
-def test_every_help_at_80_columns_cuts_nothing_and_breaks_no_summary(path):
-    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+def test_every_help_at_80_columns_cuts_nothing_and_breaks_no_summary(path, monkeypatch):
+    import typer.rich_utils
+
+    monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", 80)  # see _help_width
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert not re.search(r"…\s*│", result.output), result.output  # a word too long for its column ends in …
     command = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]

@@ -81,8 +81,10 @@ def informative_labels(judgments: Sequence[Judgment], *, min_said: int, min_prec
         right = sum(1 for m, r in judgments if m == label and r == label)
         if n < min_said or right / n < min_precision:
             continue
-        elsewhere = sum(1 for m, r in judgments if m != label and r == label)
-        wrong_elsewhere = len(judgments) - n - elsewhere
+        # Against the judgments of the same question only (labels are ``control=label``).
+        same = [(m, r) for m, r in judgments if r.split("=", 1)[0] == label.split("=", 1)[0]]
+        elsewhere = sum(1 for m, r in same if m != label and r == label)
+        wrong_elsewhere = len(same) - n - elsewhere
         table = [[right, n - right], [elsewhere, wrong_elsewhere]]
         if fisher_exact(table, alternative="greater").pvalue < max_p:
             out.append(label)
