@@ -127,7 +127,7 @@ def demo_project(prefect_harness, tmp_path_factory, worker_id):
 
     from filelock import FileLock
     from support.commands import check_fix_lines
-    from support.hostile_builds import child_env
+    from support.hostile_builds import own_server_env
 
     # Every worker's base folder sits in the one folder of this test run.
     root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
@@ -135,9 +135,7 @@ def demo_project(prefect_harness, tmp_path_factory, worker_id):
     with FileLock(str(root / "demo.lock")):
         if not record.is_file():
             project.mkdir()
-            env = {key: value for key, value in child_env().items() if not key.startswith("PREFECT_")
-                   or key in ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")}
-            env["SEGBENCH_SERVER_IDLE_MINUTES"] = str(DEMO_SERVER_IDLE_MINUTES)
+            env = own_server_env(DEMO_SERVER_IDLE_MINUTES)
             done = subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(project / "data"),
                                    "--work-dir", str(project / "work"), "--json", "demo", "--seed", "0"],
                                   cwd=project, env=env, capture_output=True, text=True, timeout=1800)

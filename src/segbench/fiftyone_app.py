@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -75,24 +76,47 @@ def show(document: ViewDocument, fiftyone_dir: Path, *, port: int | None,
                     process.wait()
 
 
+READY_SECONDS = 600.0  # loading and starting the App; a FiftyOne silent for longer is stopped
+
+
 def _follow(process: subprocess.Popen[str], log: Path, port: int | None,
             ready: Callable[[ViewLoaded], None]) -> ViewLoaded:
-    """Read the loader's lines: what it loaded, then (with a port) the App's address; then wait."""
+    """Read the loader's lines: what it loaded, then (with a port) the App's address; then wait.
+
+    A loader that is not ready within :data:`READY_SECONDS` is stopped, so a hung FiftyOne does not hang
+    the command.
+    """
     assert process.stdout is not None
+    hung = threading.Event()
+
+    def stop_hung() -> None:
+        hung.set()
+        process.terminate()
+
+    deadline = threading.Timer(READY_SECONDS, stop_hung)
+    deadline.start()
     loaded: ViewLoaded | None = None
-    for line in process.stdout:
-        if loaded is None and line.startswith("{"):
-            loaded = ViewLoaded.model_validate_json(line)
-            if port is None:
-                break
-        elif loaded is not None and line.startswith("app: "):
-            loaded = loaded.model_copy(update={"app": line.removeprefix("app: ").strip()})
+    try:
+        for line in process.stdout:
+            if loaded is None and line.startswith("{"):
+                loaded = ViewLoaded.model_validate_json(line)
+                if port is None:
+                    break
+            elif loaded is not None and line.startswith("app: "):
+                deadline.cancel()
+                loaded = loaded.model_copy(update={"app": line.removeprefix("app: ").strip()})
+                ready(loaded)
+                process.wait()  # the App is served until the command is interrupted
+                return loaded
+        if process.wait(timeout=120) == 0 and loaded is not None and port is None:
+            deadline.cancel()
             ready(loaded)
-            process.wait()  # the App is served until the command is interrupted
             return loaded
-    if process.wait(timeout=120) == 0 and loaded is not None and port is None:
-        ready(loaded)
-        return loaded
+    finally:
+        deadline.cancel()
+    if hung.is_set():
+        raise ServiceError(f"FiftyOne was not ready after {READY_SECONDS:g} s and was stopped", path=log,
+                           hint="its output so far is in the file named; " + INSTALL_HINT)
     tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.is_file() else []
     raise ServiceError("FiftyOne did not load the view" + (f": {tail[0]}" if tail else ""), path=log,
                        hint="its whole output is in the file named; " + INSTALL_HINT)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.browser import browser_or_skip
-from support.hostile_builds import COCO_CD_OPTIONS, WORLD_SIZES, child_env
+from support.hostile_builds import COCO_CD_OPTIONS, WORLD_SIZES, own_server_env
 
 from segbench.demo.world import generate_demo_world
 
@@ -19,8 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
 def _segbench(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}  # the server segbench starts
-    env.update({"COLUMNS": "200", "SEGBENCH_SERVER_IDLE_MINUTES": "30"})
+    env = {**own_server_env(idle_minutes=30), "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "segbench", "--data-root", str(project / "data"), "--work-dir",
                            str(project / "work"), *args], cwd=project, env=env, capture_output=True, text=True,
                           timeout=300)

@@ -89,3 +89,32 @@ def test_a_language_model_is_asked_once_per_proposal_and_its_answers_are_cached(
 
     build_spin_taxonomy(out, make_provider(settings), force=True)
     assert openai_server.count == parts + 2  # replayed from the answer cache
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("prefect_harness")
+def test_build_spin_taxonomy_asks_the_question_prompt_names(tmp_path, openai_server, monkeypatch):
+    from support.cli import run
+    from support.openai_server import last_user_message
+
+    from segbench.schemas.spin import load_taxonomy
+
+    def no_subparts(body: dict) -> dict:
+        text = last_user_message(body)
+        named = (re.search(r"subparts of a (\w+)-(.+?)\. Only", text)  # §8.1's question
+                 or re.search(r"Part: the (.+?) of the (\w+)\.", text))  # segbench's, part first
+        obj, part = named.groups() if "subparts of a" in text else named.groups()[::-1]
+        return {"object": obj, "part": part, "subparts": []}
+
+    openai_server.handler = no_subparts
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdefghijklmnop")
+    monkeypatch.setenv("SEGBENCH_PROVIDER", "openai")
+    monkeypatch.setenv("SEGBENCH_OPENAI_BASE_URL", openai_server.base_url)
+    taxonomy = tmp_path / "data" / "spin" / "taxonomy.yaml"
+    for option, version, asked in ((["--prompt", "segbench"], "1", "Object category: "),
+                                   ([], "paper-8.1", "Please list the canonical subparts of a ")):
+        seen = len(openai_server.requests)
+        run(tmp_path, "build", "spin-taxonomy", *option)
+        questions = [last_user_message(r.body) for r in openai_server.requests[seen:]]
+        assert questions and all(q.startswith(asked) for q in questions)
+        assert load_taxonomy(taxonomy).provider.question_version == version

@@ -89,6 +89,14 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)}
 
 
+def own_server_env(idle_minutes: int) -> dict[str, str]:
+    """A child's environment with no Prefect API or home of the session: segbench starts the work dir's
+    own server, as for a user, which stops after ``idle_minutes`` without use."""
+    kept = ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")
+    env = {key: value for key, value in child_env().items() if not key.startswith("PREFECT_") or key in kept}
+    return {**env, "SEGBENCH_SERVER_IDLE_MINUTES": str(idle_minutes)}
+
+
 def console_run(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python -m segbench --data-root … ARGS`` as a user types it (console entry point, its own Prefect
     home; the API is the session's server, which the test asks for with ``prefect_harness``)."""

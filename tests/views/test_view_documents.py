@@ -10,12 +10,13 @@ import pytest
 from PIL import Image
 from support.flip_eval_data import IMAGE_IDS, write_flip_dataset
 
+from segbench import fiftyone_app
 from segbench.annotation_ui.round_view import round_view
 from segbench.annotation_ui.rounds import RoundStore, mark_ingested, mark_launched, new_round
-from segbench.core.errors import InputError
+from segbench.core.errors import InputError, ServiceError
 from segbench.core.views import coco_view
 from segbench.schemas.rounds import Answer, ItemAnswer, RoundConfig, RoundItem
-from segbench.schemas.views import ViewFile
+from segbench.schemas.views import ViewDocument, ViewFile
 from segbench.tasks.flip.view import view_files
 
 T0 = "2026-01-01T00:00:00+00:00"
@@ -128,4 +129,16 @@ def test_a_damaged_answers_file_is_named_with_how_to_write_it_again(tmp_path):
     with pytest.raises(InputError, match="the answers file is damaged") as raised:
         round_view(data, "audit")
     assert raised.value.path == str(store.answers_path("audit"))
-    assert raised.value.hint == "ingest the round again: segbench rounds ingest audit"
+    assert "segbench rounds ingest audit" in raised.value.hint
+
+
+def test_a_fiftyone_that_hangs_before_it_is_ready_is_stopped_and_named(tmp_path, monkeypatch):
+    hung = tmp_path / "fiftyone" / "venv" / "bin" / "python"
+    hung.parent.mkdir(parents=True)
+    hung.write_text("#!/bin/sh\necho starting >&2\nexec sleep 60\n")
+    hung.chmod(0o755)
+    monkeypatch.setattr(fiftyone_app, "READY_SECONDS", 0.5)
+    told = []
+    with pytest.raises(ServiceError, match="not ready after 0.5 s and was stopped") as raised:
+        fiftyone_app.show(ViewDocument(name="v", samples=[]), tmp_path / "fiftyone", port=None, ready=told.append)
+    assert raised.value.path == str(tmp_path / "fiftyone" / "views" / "v.log") and not told

@@ -43,3 +43,15 @@ def test_build_then_publish_through_the_command_line(tmp_path, monkeypatch):
     assert "Published" in published.output and "waterbirds_seg" in published.output
     tags = subprocess.run(["git", "tag"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert tags.split() == ["v1"] and (tmp_path / "data.dvc").is_file()
+
+
+def test_val_fraction_sets_how_much_of_cubs_train_split_val_draws_from(tmp_path):
+    cub, places = generate_demo_birds(tmp_path / "birds", seed=0)
+    options = ["build", "waterbirds", "--cub-root", str(cub), "--places-root", str(places), "--val-per-group", "12",
+               "--test-per-group", "5"]
+    short = run(tmp_path, *options, code=1)  # 20% of CUB's train split is too few birds for 12 per group
+    assert "val: group" in str(short.exception) and "raise --val-fraction" in short.exception.hint
+    run(tmp_path, *options, "--val-fraction", "0.5")
+    manifest = json.loads((tmp_path / "data" / "waterbirds_seg" / "manifest.json").read_text())
+    assert manifest["params"]["val_fraction"] == 0.5
+    run(tmp_path, *options, "--val-fraction", "1.5", code=2)  # refused by the option's range

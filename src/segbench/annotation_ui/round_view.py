@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from segbench.annotation_ui.gold import saved_left_out
 from segbench.annotation_ui.kinds import round_kind
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.annotation_ui.worker_report import report_paths
-from segbench.core.errors import InputError
 from segbench.core.io import read_json
-from segbench.schemas.rounds import AnswersFile, ItemAnswer
+from segbench.schemas.rounds import ItemAnswer
 from segbench.schemas.views import SavedView, ViewDocument, ViewSample
 
 VIEWS = (
@@ -41,9 +38,8 @@ def round_view(data_root: Path, key: str) -> ViewDocument:
     """
     store = RoundStore(Path(data_root) / "rounds")
     round_ = store.load(key)
-    answers = store.load_answers(key)
-    path = store.answers_path(key)
-    decided = {item.item_id: item for item in _decided(path, key)}
+    answers, decisions = store.load_ingested(key)
+    decided = {item.item_id: item for item in decisions}
     kind = round_kind(round_.kind)
     automatic = kind.automatic_labels.load()(round_, Path(data_root)) if kind.automatic_labels else {}
     flagged = {entry["worker"] for entry in saved_left_out(store, key)} | _suspicious(store, key)
@@ -71,17 +67,6 @@ def round_view(data_root: Path, key: str) -> ViewDocument:
                                   fields=fields, labels=labels))
     views = [view for view in VIEWS if view.name != "disagree-with-automatic" or automatic]
     return ViewDocument(name=f"segbench-round-{key}", samples=samples, views=views)
-
-
-def _decided(path: Path, key: str) -> list[ItemAnswer]:
-    """What the last ingest decided per item (nothing before the first)."""
-    if not path.is_file():
-        return []
-    try:
-        return AnswersFile.model_validate(read_json(path)).items
-    except ValidationError as exc:
-        raise InputError(f"the answers file is damaged ({exc.errors()[0]['msg']})", path=path,
-                         hint=f"ingest the round again: segbench rounds ingest {key}") from exc
 
 
 def _tied(decision: ItemAnswer | None, control: str) -> bool:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from segbench.annotation_ui.backends import backend_type
 from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import read_json, write_json
-from segbench.schemas.rounds import Answer, Round, RoundConfig, RoundItem, RoundStatus
+from segbench.schemas.rounds import Answer, AnswersFile, ItemAnswer, Round, RoundConfig, RoundItem, RoundStatus
 
 __all__ = [
     "RoundStatus",
@@ -82,9 +82,17 @@ class RoundStore:
             InputError: the answers file is unreadable, not the answers format, or an answer in it is
                 malformed; the message names the file and the answer (index and source id) and the fix.
         """
+        return self.load_ingested(key)[0]
+
+    def load_ingested(self, key: str) -> tuple[list[Answer], list[ItemAnswer]]:
+        """The answers and the per-item decisions the last ingest of ``key`` saved (none before it).
+
+        Raises:
+            InputError: as :meth:`load_answers`, or a decision in the file is malformed.
+        """
         path = self.answers_path(key)
         if not path.exists():
-            return []
+            return [], []
         fix = (f"delete {path} and run `segbench rounds ingest {key}` again: every answer is fetched again from "
                "the backend (remove or correct the bad results row first)")
         saved = read_json(path)
@@ -99,7 +107,11 @@ class RoundStore:
                 source = record.get("source_id") if isinstance(record, dict) else None
                 raise InputError(f"saved answer is malformed ({_first_error(exc)})", path=path,
                                  item=f"answers[{index}]" + (f" ({source})" if source else ""), hint=fix) from exc
-        return answers
+        try:
+            decided = AnswersFile.model_validate(saved).items
+        except ValidationError as exc:
+            raise InputError(f"the answers file is damaged ({_first_error(exc)})", path=path, hint=fix) from exc
+        return answers, decided
 
     def keys(self) -> list[str]:
         """Keys of the saved rounds, sorted."""

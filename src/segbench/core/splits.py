@@ -41,7 +41,6 @@ class SplitPlan:
     val: tuple[int, ...]
     test: tuple[int, ...]
     train: dict[float, tuple[int, ...]]
-    remainder: dict[int, int]
     per_class_total: int
 
     def group_counts(self, group_of: Mapping[int, int]) -> dict[str, dict[str, list[int]]]:
@@ -194,6 +193,5 @@ def draw_splits(
         val=tuple(sorted(val)),
         test=tuple(sorted(test)),
         train=train,
-        remainder={g: len(items) for g, items in remainder.items()},
         per_class_total=per_class_total,
     )

@@ -25,9 +25,12 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     DeploymentFilter,
     DeploymentFilterName,
+    FlowFilter,
+    FlowFilterName,
     FlowRunFilter,
     FlowRunFilterDeploymentId,
     FlowRunFilterParentFlowRunId,
+    FlowRunFilterStartTime,
     FlowRunFilterState,
     FlowRunFilterStateName,
     FlowRunFilterStateType,
@@ -36,6 +39,8 @@ from prefect.client.schemas.objects import StateType
 from prefect.states import Cancelled, Crashed
 
 if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.responses import DeploymentResponse as Deployment
     from prefect.deployments.runner import RunnerDeployment
 
 _LATE = FlowRunFilterState(name=FlowRunFilterStateName(any_=["Late"]))
@@ -56,9 +61,7 @@ def settle_left_runs(deployment_names: Sequence[str], flow_name: str = "rebuild"
     late = crashed = 0
     now = datetime.datetime.now(datetime.timezone.utc)
     with get_client(sync_client=True) as client:
-        named = client.read_deployments(
-            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=list(deployment_names))))
-        for deployment in (d for d in named if client.read_flow(d.flow_id).name == flow_name):
+        for deployment in _plan_deployments(client, deployment_names, flow_name):
             of_deployment = FlowRunFilterDeploymentId(any_=[deployment.id])
             for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(deployment_id=of_deployment, state=_LATE)):
                 client.set_flow_run_state(run.id, Cancelled(message="missed: segbench serve was not running when "
@@ -77,6 +80,12 @@ def settle_left_runs(deployment_names: Sequence[str], flow_name: str = "rebuild"
                     parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id for run in orphans]),
                     state=_ACTIVE))
     return Settled(late, crashed)
+
+
+def _plan_deployments(client: SyncPrefectClient, names: Sequence[str], flow_name: str) -> list[Deployment]:
+    """The deployments of these names that run ``flow_name`` (another flow may use the same names)."""
+    return client.read_deployments(flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+                                   deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=list(names))))
 
 
 def _runner_gone_after() -> datetime.timedelta:
@@ -121,20 +130,20 @@ def _report_runs(names: Sequence[str], flow_name: str, say: Callable[[str], None
     """Say when a run of these deployments starts and how it ends, from what the API records."""
     since = datetime.datetime.now(datetime.timezone.utc)
     said: dict[object, StateType] = {}
+    deployments: dict[object, str] = {}  # looked up until serve has registered them; they do not change after
     while not stop.wait(RUN_POLL_SECONDS):
         try:
             with get_client(sync_client=True) as client:
-                deployments = {d.id: d.name for d in client.read_deployments(
-                    deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=list(names))))
-                    if client.read_flow(d.flow_id).name == flow_name}
+                deployments = deployments or {d.id: d.name for d in _plan_deployments(client, names, flow_name)}
                 runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
                     deployment_id=FlowRunFilterDeploymentId(any_=list(deployments)),
+                    start_time=FlowRunFilterStartTime(after_=since),
                     state=FlowRunFilterState(type=FlowRunFilterStateType(any_=list(_REPORTED))))) if deployments else []
         except Exception:  # noqa: BLE001 - a report line is not worth stopping the schedules for
             continue
         for run in sorted(runs, key=lambda r: r.start_time or since):
             state = run.state_type
-            if run.start_time is None or run.start_time < since or said.get(run.id) == state or state is None:
+            if run.start_time is None or said.get(run.id) == state or state is None:
                 continue
             said[run.id] = state
             what = (f"started ({run.name})" if state is StateType.RUNNING

@@ -90,11 +90,10 @@ def _bird_size(cub_root: Path, bird: wb.Bird) -> tuple[int, int]:
 
 
 @task(**task_name("draw-splits"), cache_policy=NO_CACHE)
-def plan_splits(birds: list[wb.Bird], sizes: dict[int, tuple[int, int]], places: dict[str, list[str]],
-                params: wb.WaterbirdsParams) -> tuple[dict[int, wb.Record], SplitPlan]:
-    """The Waterbirds construction (:func:`segbench.tasks.waterbirds.dataset.plan_splits`) and a
-    record, with its place image, for every composite a split holds."""
-    types = wb.bird_types(birds, params.species_match)
+def plan_splits(birds: list[wb.Bird], types: dict[int, int], sizes: dict[int, tuple[int, int]],
+                places: dict[str, list[str]], params: wb.WaterbirdsParams) -> tuple[dict[int, wb.Record], SplitPlan]:
+    """The Waterbirds construction (:func:`segbench.tasks.waterbirds.dataset.plan_splits`) of the birds
+    of these types, and a record, with its place image, for every composite a split holds."""
     plan = wb.plan_splits(types, {b.image_id: b.cub_split for b in birds}, params, GROUP_NAMES)
     place_files = wb.assign_places(plan.composites, places, params)
     by_id = {b.image_id: b for b in birds}
@@ -196,10 +195,11 @@ def build_waterbirds(
     build = Build(out=out, dataset="waterbirds_seg", logic_version=versions.BUILD,
                   params=params.model_dump(mode="json"), input_hashes=hashes)
 
-    def prepare() -> tuple[ImportPolicy, list[wb.Bird], dict[int, wb.Record], SplitPlan]:
+    def prepare() -> tuple[ImportPolicy, list[wb.Bird], dict[int, int], dict[int, wb.Record], SplitPlan]:
         policy = ImportPolicy(on_error=params.on_error)
         birds, sizes, places = load_birds(cub_root, places_root, params, policy)
-        return policy, birds, *plan_splits(birds, sizes, places, params)
+        types = wb.bird_types(birds, params.species_match)
+        return policy, birds, types, *plan_splits(birds, types, sizes, places, params)
 
     summary = run_build(build, lambda stage, loaded: _build(stage, cub_root, places_root, params, shard_size,
                                                             *loaded),
@@ -218,10 +218,10 @@ def build_waterbirds(
 
 
 def _build(stage: Stage, cub_root: Path, places_root: Path, params: wb.WaterbirdsParams, shard_size: int,
-           policy: ImportPolicy, birds: list[wb.Bird], records: dict[int, wb.Record], plan: SplitPlan) -> Built:
+           policy: ImportPolicy, birds: list[wb.Bird], types: dict[int, int], records: dict[int, wb.Record],
+           plan: SplitPlan) -> Built:
     """Write the tables, splits, skip report and composites into ``stage``; the counts, mislabels and units."""
     tables = write_records(stage.path, birds, records, plan, params)
-    types = wb.bird_types(birds, params.species_match)
     write_skip_report(stage.path, policy.report)
     rendered, units = _render_all(stage, cub_root, places_root, records, plan, shard_size)
     counts = {

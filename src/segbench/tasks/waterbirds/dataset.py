@@ -210,7 +210,8 @@ def plan_splits(types: Mapping[int, int], cub_split: Mapping[int, str], params: 
                 raise InsufficientDataError(
                     f"{split}: group {group_names[g]} has {len(pool)} images from {source} (half of each bird "
                     f"type goes on each place type); {per_group} per group are asked for",
-                    hint=f"lower --{split}-per-group, or add source images")
+                    hint=f"lower --{split}-per-group, " + ("raise --val-fraction, " if split == "val" else "")
+                         + "or add source images")
             drawn += random.Random(f"{params.seed}:{split}:{g}").sample(sorted(pool), per_group)
         return tuple(sorted(drawn))
 
@@ -234,7 +235,7 @@ def plan_splits(types: Mapping[int, int], cub_split: Mapping[int, str], params: 
                 ids.append(composite_id(bird, a))
                 composites[composite_id(bird, a)] = (bird, a)
         train[rho] = tuple(sorted(ids))
-    plan = SplitPlan(val=val, test=test, train=train, remainder={}, per_class_total=per_class_total)
+    plan = SplitPlan(val=val, test=test, train=train, per_class_total=per_class_total)
     used = {*val, *test, *(i for ids in train.values() for i in ids)}
     return WaterbirdsPlan(splits=plan, composites={i: composites[i] for i in sorted(used)})
 
