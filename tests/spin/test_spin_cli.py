@@ -44,3 +44,25 @@ def test_spin_from_taxonomy_to_dataset_through_the_command_line(tmp_path):
     built = run(tmp_path, "build", "spin", "--partimagenet", str(world.root))
     assert "SPIN →" in built.output and (data / "spin" / "dataset" / "manifest.json").is_file()
     assert "Up to date" in run(tmp_path, "build", "spin", "--partimagenet", str(world.root)).output
+
+
+def test_rounds_ask_a_restricted_subpart_only_of_its_classes(tmp_path):
+    world = generate_demo_spin(tmp_path / "source", seed=0)
+    for split in ("train", "val", "test"):  # every other car becomes an ambulance (its wnid names the class)
+        path = world.root / "annotations" / f"{split}.json"
+        coco = read_json(path)
+        cars = [image for image in coco["images"] if image["file_name"].startswith("n02930766_")]
+        for image in cars[::2]:
+            renamed = image["file_name"].replace("n02930766_", "n02701002_")
+            (world.root / "images" / split / image["file_name"]).rename(world.root / "images" / split / renamed)
+            image["file_name"] = renamed
+        write_json(path, coco)
+    run(tmp_path, "build", "spin-taxonomy")
+    run(tmp_path, "rounds", "create", "spin_subparts", "r", "--partimagenet", str(world.root), "--backend", "files",
+        "--supercategory", "Car")
+    asked: dict[str, set[str]] = {}
+    for path in (tmp_path / "data" / "rounds").glob("r-car-body-p*.json"):
+        for item in Round.model_validate(read_json(path)).items:
+            asked.setdefault(item.data["object_class"], set()).update(item.data["subparts"])
+    assert {"Siren", "Door"} <= asked["ambulance"]  # taxonomy_edits.yaml: a siren on ambulances and police vans
+    assert "Door" in asked["cab"] and asked["cab"].isdisjoint({"Siren", "Plow", "Hopper", "Roll Cage"})

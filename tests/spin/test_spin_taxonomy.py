@@ -98,7 +98,52 @@ def test_the_proposers_recall_and_precision_against_the_reference(wordnet):
     torso = next(p for p in outcome.parts if p.key == "Quadruped-Torso")
     shoulders = next(s for s in torso.subparts if s.name == "Shoulders")
     assert shoulders.provenance.model_dump() == {"proposed_by": PROPOSER, "edit": "renamed", "by": "reference",
-                                                 "renamed_from": "Shoulder"}
+                                                 "renamed_from": "Shoulder", "restricted_by": None}
+
+
+def test_the_shipped_restrictions_ask_a_shell_only_of_turtles_and_name_their_rule():
+    catalog = st.load_catalog()
+    edits, _ = se.load_edits(se.default_edits_path(), catalog)
+    outcome = se.apply_edits(catalog, {}, PROPOSER, edits)
+    restricted = {f"{p.key}-{s.name}": s for p in outcome.parts for s in p.subparts if s.objects is not None}
+    assert len(restricted) == 18 and outcome.unused_rules == []  # as docs/how-to/spin.md says
+    shell = restricted["Reptile-Torso-Shell"]
+    assert shell.objects == ["loggerhead", "leatherback turtle", "mud turtle", "terrapin", "box turtle"]
+    assert shell.provenance.restricted_by == "turtle-shell" and shell.provenance.edit == "added"
+    assert shell.applies_to("box turtle") and not shell.applies_to("bullfrog")
+    assert restricted["Snake-Torso-Rattler"].objects == ["diamondback", "sidewinder"]
+    assert restricted["Quadruped-Head-Horns"].objects == ["ox", "water buffalo", "ram", "bighorn", "ibex",
+                                                          "hartebeest", "impala", "gazelle"]
+    assert {"Reptile-Torso-Belly", "Quadruped-Head-Eyes"}.isdisjoint(restricted)  # the rest generalise
+    assert [s.name for s in outcome_part(outcome, "Reptile-Torso").subparts if s.applies_to("bullfrog")] == [
+        "Back", "Belly", "Dorsal Fin", "Neck", "Side"]
+
+
+def outcome_part(outcome, key: str):
+    return next(p for p in outcome.parts if p.key == key)
+
+
+def test_a_restriction_narrows_an_earlier_one_and_names_classes_by_synset_wnid_or_name():
+    catalog = st.load_catalog()
+    edits = TaxonomyEdits.model_validate({
+        "add": [{"id": "shell", "parts": ["Reptile-Torso"], "subparts": ["Shell"],
+                 "objects": ["box turtle", "mud turtle", "bullfrog"]}],
+        "restrict": [{"id": "turtles", "parts": ["Reptile-Torso"], "subparts": ["shell", "Scute"],
+                      "objects": ["turtle.n.02", "n01641577"]},
+                     {"id": "unused", "parts": ["Reptile-Head"], "subparts": ["Shell"], "objects": ["terrapin"]}]})
+    outcome = se.apply_edits(catalog, {}, PROPOSER, edits)
+    shell = outcome_part(outcome, "Reptile-Torso").subparts[0]
+    # turtle.n.02 and the bullfrog's wnid within the added three; catalogue order
+    assert shell.objects == ["bullfrog", "mud turtle", "box turtle"] and shell.provenance.restricted_by == "turtles"
+    assert outcome.unused_rules == ["unused"]  # no Shell on a reptile's head to restrict
+
+
+def test_the_shipped_classes_synsets_are_wordnets_hypernyms(wordnet):
+    catalog = st.load_catalog()
+    for wnid, name, _ in catalog.classes:
+        synset = wordnet.synset_from_pos_and_offset("n", int(wnid[1:]))
+        above = {h.name() for h in synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())}
+        assert catalog.synsets[wnid] == {synset.name(), *above}, name
 
 
 def test_reference_keeps_matches_under_its_names_removes_the_rest_and_adds_the_missing():
@@ -146,7 +191,7 @@ def test_exclusion_rename_and_restricted_addition_with_provenance():
     assert [s.name for s in head.subparts] == ["Ear", "Snout"]
     snout = head.subparts[1]
     assert snout.provenance.model_dump() == {"proposed_by": PROPOSER, "edit": "renamed", "by": "snout",
-                                             "renamed_from": "Muzzle"}
+                                             "renamed_from": "Muzzle", "restricted_by": None}
     assert snout.category == "Quadruped-Head-Snout"
     assert [r.model_dump() for r in head.removed] == [{"name": "Skull", "by": "hidden"}]
     torso = next(p for p in outcome.parts if p.key == "Reptile-Torso")
@@ -208,8 +253,14 @@ def test_yaml_round_trip(tmp_path):
     ("reference:\n  Snake-Wing: [Feather]\n", "'Snake-Wing' is not a PartImageNet part"),
     ("reference:\n  Car-Body: [Internal-combustion Engine]\n", "'Internal Combustion Engine'"),  # display form
     ("add:\n  - id: eye\n    parts: [Bird-Head]\n    subparts: [eye]\n", "'Eye'"),  # display form
+    ("restrict:\n  - {id: shell, parts: [Reptile-Torso], subparts: [Shell], objects: [turtle.n.02, tortoise.n.99]}\n",
+     "rule 'shell': 'tortoise.n.99' names no ImageNet class of Reptile"),
+    ("restrict:\n  - {id: shell, parts: [Reptile-Torso, Snake-Torso], subparts: [Shell], objects: [turtle.n.02]}\n",
+     "rule 'shell': its objects name no ImageNet class of Snake"),
+    ("restrict:\n  - {id: shell, parts: [Reptile-Torso], subparts: [Shell]}\n", "objects"),
 ], ids=["yaml-syntax", "unknown-part", "unknown-object-class", "unknown-field", "repeated-rule-id",
-        "reference-unknown-part", "reference-name-form", "subpart-name-form"])
+        "reference-unknown-part", "reference-name-form", "subpart-name-form", "restrict-unknown-synset",
+        "restrict-object-without-classes", "restrict-without-objects"])
 def test_bad_edits_name_the_rule(tmp_path, edits, match):
     path = tmp_path / "edits.yaml"
     path.write_text(edits)

@@ -73,6 +73,12 @@ class AddRule(_Rule):
                                       description="ImageNet class names or wnids; omitted = every class")
 
 
+class RestrictRule(_Rule):
+    subparts: list[str] = Field(min_length=1, description="subpart names of the final taxonomy (case-insensitive)")
+    objects: list[str] = Field(min_length=1, description="ImageNet class names or wnids, or WordNet 3.0 synsets "
+                                                         "(turtle.n.02) standing for every class under them")
+
+
 class RenameRule(_Rule):
     from_: str = Field(alias="from")
     to: str
@@ -88,8 +94,10 @@ class TaxonomyEdits(BaseModel):
     rename: list[RenameRule] = Field(default_factory=list)
     add: list[AddRule] = Field(default_factory=list)
     reference: dict[str, list[str]] | None = Field(
-        None, description="'<Super>-<Part>' → its final subparts, applied last; exhaustive (a part left out "
-                          "has none). Proposals matching a name are kept under it, the others removed")
+        None, description="'<Super>-<Part>' → its final subparts, applied after the rules; exhaustive (a part "
+                          "left out has none). Proposals matching a name are kept under it, the others removed")
+    restrict: list[RestrictRule] = Field(default_factory=list, description="applied last: subparts asked "
+                                         "only of some object classes")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TaxonomyEdits:
@@ -100,7 +108,7 @@ class TaxonomyEdits(BaseModel):
         return self
 
     def rules(self) -> list[_Rule]:
-        return [*self.exclude, *self.rename, *self.add]
+        return [*self.exclude, *self.rename, *self.add, *self.restrict]
 
 
 # --- the taxonomy ----------------------------------------------------------------------------------
@@ -112,6 +120,7 @@ class SubpartProvenance(BaseModel):
     edit: Literal["kept", "added", "renamed"]
     by: str | None = Field(description="id of the edit rule that added or renamed it; None when kept as proposed")
     renamed_from: str | None = None
+    restricted_by: str | None = Field(None, description="id of the rule that restricted it to some object classes")
 
 
 class Subpart(BaseModel):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -107,6 +107,7 @@ class Catalog:
     supercategories: tuple[str, ...]
     parts: tuple[CatalogPart, ...]
     classes: tuple[tuple[str, str, str], ...]  # (wnid, name, super-category)
+    synsets: Mapping[str, frozenset[str]] = field(default_factory=dict, hash=False)  # wnid → its synset, hypernyms
 
     def part_keys(self) -> list[str]:
         return [f"{p.object}-{p.spin_name}" for p in self.parts]
@@ -125,6 +126,13 @@ class Catalog:
                 return wnid, sup
         return None
 
+    def classes_under(self, value: str, objects: Collection[str]) -> list[str]:
+        """The names of the classes of these super-categories that ``value`` names: a class (name or
+        wnid), or a WordNet 3.0 synset (``turtle.n.02``) standing for every class under it."""
+        low = value.strip().lower()
+        return [name for wnid, name, sup in self.classes if sup in objects
+                and (low in (wnid.lower(), name.lower()) or low in self.synsets.get(wnid, frozenset()))]
+
 
 @cache
 def load_catalog() -> Catalog:
@@ -134,7 +142,8 @@ def load_catalog() -> Catalog:
     parts = tuple(CatalogPart(p["id"], p["supercategory"], p["name"], p["spin_name"])
                   for p in sorted(data["parts"], key=lambda p: p["id"]))
     classes = tuple((c["wnid"], c["name"], c["supercategory"]) for c in data["classes"])
-    return Catalog(tuple(data["supercategories"]), parts, classes)
+    synsets = {c["wnid"]: frozenset(c["synsets"]) for c in data["classes"]}
+    return Catalog(tuple(data["supercategories"]), parts, classes, synsets)
 
 
 # --- questions ------------------------------------------------------------------------------------------

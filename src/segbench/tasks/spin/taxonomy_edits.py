@@ -18,6 +18,7 @@ from segbench.schemas.spin import (
     AddRule,
     RemovedSubpart,
     RenameRule,
+    RestrictRule,
     Subpart,
     SubpartProvenance,
     TaxonomyEdits,
@@ -72,6 +73,20 @@ def load_edits(path: str | Path, catalog: Catalog) -> tuple[TaxonomyEdits, str]:
                 raise InputError(f"rule {rule.id!r}: object class {value!r} is not an ImageNet class of "
                                  f"{', '.join(sorted(objects))}", path=path, item=rule.id,
                                  hint="use a class name (box turtle) or wnid (n01669191) of those super-categories")
+    for restricting in edits.restrict:
+        objects = {p.split("-", 1)[0] for pattern in restricting.parts for p in matching_parts(catalog, pattern)}
+        for value in restricting.objects:
+            if not catalog.classes_under(value, objects):
+                raise InputError(f"rule {restricting.id!r}: {value!r} names no ImageNet class of "
+                                 f"{', '.join(sorted(objects))}", path=path, item=restricting.id,
+                                 hint="use a class name (box turtle), a wnid (n01669191) or a WordNet synset with "
+                                      "classes of those objects under it (turtle.n.02)")
+        for obj in sorted(objects):
+            if not any(catalog.classes_under(value, {obj}) for value in restricting.objects):
+                raise InputError(f"rule {restricting.id!r}: its objects name no ImageNet class of {obj}, one of "
+                                 "its parts' objects", path=path, item=restricting.id,
+                                 hint=f"name a class of {obj} (box turtle), its wnid (n01669191) or a WordNet "
+                                      "synset with classes under it (turtle.n.02), or narrow the rule's parts")
     return edits, sha256_bytes(read_bytes(path))
 
 
@@ -201,10 +216,13 @@ def apply_edits(catalog: Catalog, proposals: Mapping[str, Sequence[str]], propos
             for name in adding.subparts:
                 if name.lower() not in entries:
                     entries[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=adding.id),
-                                                   objects=list(adding.objects) if adding.objects else None)
+                                                   objects=_class_names(catalog, adding.objects, cpart.object))
                     used.add(adding.id)
         if edits.reference is not None:
             entries = _apply_reference(entries, edits.reference.get(key, []), removed)
+        for restricting in edits.restrict:
+            if _applies(catalog, restricting.parts, key):
+                used.update(_restrict(catalog, restricting, cpart.object, entries))
         subparts = [Subpart(name=e.name, category=f"{key}-{e.name}", objects=e.objects, provenance=e.provenance)
                     for e in sorted(entries.values(), key=lambda e: e.name.lower())]
         parts.append(TaxonomyPart(object=cpart.object, part=cpart.spin_name, partimagenet_id=cpart.id,
@@ -242,6 +260,25 @@ def _apply_reference(entries: dict[str, _Entry], reference: Sequence[str], remov
         if name.lower() not in out:
             out[name.lower()] = _Entry(name, SubpartProvenance(proposed_by=None, edit="added", by=REFERENCE_RULE))
     return out
+
+
+def _class_names(catalog: Catalog, values: Sequence[str] | None, obj: str) -> list[str] | None:
+    """The names, in catalogue order, of the classes of ``obj`` that ``values`` name (None: no restriction)."""
+    if values is None:
+        return None
+    named = {name for value in values for name in catalog.classes_under(value, {obj})}
+    return [name for name in catalog.class_names(obj) if name in named]
+
+
+def _restrict(catalog: Catalog, rule: RestrictRule, obj: str, entries: dict[str, _Entry]) -> list[str]:
+    """Restrict the named entries to the classes of ``obj`` the rule's objects name (within any earlier
+    restriction); ``[rule.id]`` if one was there to restrict."""
+    classes = _class_names(catalog, rule.objects, obj) or []
+    found = [entries[name.lower()] for name in rule.subparts if name.lower() in entries]
+    for entry in found:
+        entry.objects = [c for c in classes if entry.objects is None or c in entry.objects]
+        entry.provenance = entry.provenance.model_copy(update={"restricted_by": rule.id})
+    return [rule.id] if found else []
 
 
 def _applies(catalog: Catalog, patterns: Sequence[str], key: str) -> bool:
