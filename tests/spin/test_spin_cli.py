@@ -31,14 +31,21 @@ def test_spin_from_taxonomy_to_dataset_through_the_command_line(tmp_path):
     assert "unknown super-category 'Cars'" in str(run(tmp_path, "rounds", "create", "spin_subparts", "c",
                                                       "--partimagenet", str(world.root), "--supercategory", "Cars",
                                                       code=1).exception)
-    key = sorted(p.stem for p in (data / "rounds").glob("s-*.json"))[0]
+    key = "s-car-body-p1"  # doors and windows: masks large enough to be told copies
     assert "Round launched" in run(tmp_path, "rounds", "launch", key).output
 
     round_ = Round.model_validate(read_json(data / "rounds" / f"{key}.json"))
     rows = simulate_crowd_rows(round_.items, read_truth(world.truth_path), load_taxonomy(data / "spin" / "taxonomy.yaml"))
-    results = write_json(tmp_path / "results.json", rows)
+    first = rows[0]["WorkerId"]  # two more accounts paste the first worker's answers
+    copies = [{**row, "WorkerId": f"{first}-copy{k}", "AssignmentId": f"{row['AssignmentId']}-copy{k}"}
+              for k in (1, 2) for row in rows if row["WorkerId"] == first]
+    results = write_json(tmp_path / "results.json", rows + copies)
     imported = run(tmp_path, "spin", "import", "--round", key, "--results", str(results))
     assert f"SPIN round {key}" in imported.output and "subparts resolved" in imported.output
+    report = read_json(data / "spin" / "crowd" / f"{key}.report.json")
+    copied = [f"worker:{first}", f"worker:{first}-copy1", f"worker:{first}-copy2"]
+    assert report["copies"] and all(c["annotators"] == copied for c in report["copies"])
+    assert "copied masks (counted once)" in imported.output
     assert (data / "spin" / "crowd" / "resolved.json").is_file()
 
     built = run(tmp_path, "build", "spin", "--partimagenet", str(world.root))

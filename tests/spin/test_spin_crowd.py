@@ -110,6 +110,49 @@ def test_a_tie_in_mean_iou_goes_to_the_smaller_annotator_id():
     assert rle_to_bitmap(resolved[0].segmentation.model_dump())[11, 11] == 1  # m's mask
 
 
+def _iou(resolved, truth: np.ndarray) -> float:
+    mask = rle_to_bitmap(resolved.segmentation.model_dump()).astype(bool)
+    return float((mask & truth).sum() / (mask | truth).sum())
+
+
+def test_accounts_drawing_the_whole_part_count_once_and_lose_to_the_honest_workers():
+    truth = sc.merge_polygons([_square("Back", 2, 2, 12, 12)], H, W).astype(bool)
+    honest = [_answer(n, has={"Back": "yes", "Shell": "no"}, polygons=[_square("Back", 2, 2, 12 + d, 12)])
+              for n, d in (("h1", 0), ("h2", 1), ("h3", -1))]
+    whole = [_square("Back", 0, 0, 20, 20), _square("Shell", 0, 0, 20, 20)]  # the part, for every subpart
+    sybils = [_answer(f"s{k}", has={"Back": "yes", "Shell": "yes"}, polygons=whole) for k in range(4)]
+    _, resolved, report = _resolve([*honest, *sybils])
+    (back,) = resolved  # the shell: one copied "yes" against three "no"
+    assert back.subpart == "Back" and _iou(back, truth) >= 0.9 and back.agreement == pytest.approx(1.0)
+    assert back.workers == ["h1", "h2", "h3", "s0", "s1", "s2", "s3"]
+    assert [(c["subpart"], c["annotators"]) for c in report.to_json()["copies"]] == [
+        ("Back", ["s0", "s1", "s2", "s3"]), ("Shell", ["s0", "s1", "s2", "s3"])]
+    assert report.absent == 1
+
+
+def test_copies_of_one_workers_polygons_do_not_make_that_worker_the_medoid():
+    sloppy = [_square("Back", 0, 0, 14, 14)]
+    answers = [_answer("a", has={"Back": "yes"}, polygons=[_square("Back", 2, 2, 12, 12)]),
+               _answer("b", has={"Back": "yes"}, polygons=[_square("Back", 2, 2, 12, 13)]),
+               *(_answer(n, has={"Back": "yes"}, polygons=sloppy) for n in ("c", "c2", "c3"))]
+    _, resolved, report = _resolve(answers)
+    # Counted once, c's mean IoU (100/196 + 110/196) / 2 = 0.54 is below b's (100/110 + 110/196) / 2 = 0.74;
+    # counted three times it would be (100/196 + 110/196 + 1 + 1) / 4 = 0.77, the highest.
+    assert rle_to_bitmap(resolved[0].segmentation.model_dump()).sum() == 110  # b's mask
+    assert report.to_json()["copies"][0]["annotators"] == ["c", "c2", "c3"]
+    _, alone, _ = _resolve(answers[:3])
+    assert alone[0].segmentation == resolved[0].segmentation  # as if the copies were not there
+
+
+def test_identical_small_masks_are_two_people_agreeing_not_a_copy():
+    eye = [_square("Back", 3, 3, 6, 6)]  # 9 pixels: two honest outlines can coincide
+    answers = [_answer("a", has={"Back": "yes"}, polygons=eye), _answer("b", has={"Back": "yes"}, polygons=eye),
+               _answer("c", has={"Back": "no"})]
+    _, resolved, report = _resolve(answers)
+    assert len(resolved) == 1 and resolved[0].agreement == pytest.approx(2 / 3)
+    assert report.to_json()["copies"] == []
+
+
 def test_half_yes_is_no_majority():
     a = _answer("a", has={"Back": "yes"}, polygons=[_square("Back", 0, 0, 4, 4)])
     b = _answer("b", has={"Back": "no"})

@@ -82,7 +82,7 @@ def test_em_aggregates_the_agreeing_workers_where_the_medoid_rule_picks_one_of_t
     _import(tmp_path, key, results)
     shell, mask = _shell(crowd)
     # The medoid rule: W1 and W2 tie on mean IoU (W3 overlaps neither), so W1's own square is chosen.
-    assert (shell["area"], shell["polygons"], shell["rule"]) == (100, 1, "majority-yes-of-visible/medoid-mask/v1")
+    assert (shell["area"], shell["polygons"], shell["rule"]) == (100, 1, "majority-yes-of-visible/medoid-mask/v2")
     assert mask[:10, :10].all() and not mask[:, 10:].any()
     report = read_json(crowd / f"{key}.report.json")
     assert "mask_aggregation" not in report and "empty_aggregate" not in report

@@ -232,6 +232,8 @@ def import_command(
         "answers": report.answers, "items answered": report.items_answered,
         "subparts resolved": report.resolved, "absent / no voters": f"{report.absent} / {report.no_voters}",
         "mask rule": report.rule,
+        **({"copied masks (counted once)": sum(len(c["annotators"]) - 1 for c in report.copies)}
+           if report.copies else {}),
         **({"empty aggregate masks (not resolved)": len(report.empty_aggregate)}
            if report.empty_aggregate is not None else {}),
         **{f"flag {k}": v for k, v in report.flags.items()},

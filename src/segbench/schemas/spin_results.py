@@ -124,6 +124,9 @@ class SpinImportReport(WithoutNone):
     resolved: int = Field(description="(part, subpart) pairs resolved to a mask")
     absent: int = Field(description="pairs voted absent or without a majority")
     no_voters: int
+    copies: list[dict[str, Any]] = Field(default_factory=list, description=(
+        "answers on one subpart whose masks were copies of one another ({image_id, part_ann_id, subpart, "
+        "annotators}): counted as the first annotator's alone"))
     flags: dict[str, int] = Field(description="flag → answers or subparts it was raised on")
     rule: str = Field(description="how a present subpart's mask is chosen")
     containment: float = Field(description="the share of a subpart mask that must lie inside its part")

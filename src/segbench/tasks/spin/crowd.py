@@ -20,10 +20,12 @@ a polygon drawn inside another of the same subpart is a hole (the seed's coiled 
 polygons (two eyes, occluded pieces) are a union. Rasterised with pycocotools, like every COCO tool.
 
 Resolution (rule ``RESOLUTION_RULE``): the voters on a subpart are the annotators who said the part is
-visible and whose answer on that subpart is not flagged; the subpart is present when more than half of
-the voters said yes. Its mask is the valid mask of the "yes" annotator with the highest mean IoU with
-the other "yes" masks (a single one is chosen as is), ties broken by the smaller annotator id.
-``agreement`` = yes voters / voters. Pure functions: no files, no Prefect.
+visible and whose answer on that subpart is not flagged. "Yes" answers whose masks are copies of one
+another (:mod:`segbench.tasks.spin.copies`) count as one voter, the first annotator's, and are listed in
+the report's ``copies``. The subpart is present when more than half of the voters said yes. Its mask is
+the valid mask of the "yes" annotator with the highest mean IoU with the other "yes" masks (a single
+one is chosen as is), ties broken by the smaller annotator id. ``agreement`` = yes voters / voters
+(copies counted once). Pure functions: no files, no Prefect.
 
 Mask aggregation (``ResolvePolicy.mask_aggregation``): ``medoid`` is the rule above, segbench's own
 (the SPIN paper states no aggregation rule: one vetted worker per task, then two authors inspected
@@ -53,11 +55,13 @@ from segbench.core.errors import InputError
 from segbench.core.masks import CocoRle, bitmap_to_rle, rle_iou, rle_to_bitmap
 from segbench.schemas.rounds import Answer, Polygon, slugify
 from segbench.schemas.spin import PartContext, ResolvedSubpart, Taxonomy
+from segbench.tasks.spin.copies import CopiedMasks, copy_groups
 
 KIND = "spin_subparts"
 LABEL_CONFIG = "spin_subparts"
 DATASET = "spin"
-RESOLUTION_RULE = "majority-yes-of-visible/medoid-mask/v1"
+RESOLUTION_RULE = "majority-yes-of-visible/medoid-mask/v2"  # v2: a copied mask counts once
+
 MEDOID = "medoid"
 MASK_AGGREGATIONS = (MEDOID, "em", "majority", "rasa")
 """How a present subpart's mask is resolved: segbench's medoid rule, or a crowd-kit segmentation model."""
@@ -229,6 +233,7 @@ class ResolveReportJson(TypedDict):
     resolved: int
     absent: int
     no_voters: int
+    copies: list[CopiedMasks]
     flags: dict[str, int]
     rule: str
     mask_aggregation: NotRequired[str]
@@ -251,10 +256,13 @@ class ResolveReport:
     no_voters: int = 0
     mask_aggregation: str = MEDOID
     empty_aggregate: list[EmptyAggregate] = field(default_factory=list)  # present subparts whose aggregate is empty
+    copies: list[CopiedMasks] = field(default_factory=list)
 
     def to_json(self) -> ResolveReportJson:
         out: ResolveReportJson = {"answers": self.answers, "items_answered": self.items_answered, "resolved": self.resolved,
-               "absent": self.absent, "no_voters": self.no_voters, "flags": dict(sorted(self.flags.items())),
+               "absent": self.absent, "no_voters": self.no_voters,
+               "copies": sorted(self.copies, key=lambda c: (c["image_id"], c["part_ann_id"], c["subpart"])),
+               "flags": dict(sorted(self.flags.items())),
                "rule": resolution_rule(self.mask_aggregation)}
         if self.mask_aggregation != MEDOID:  # keys of a crowd-kit method only: the medoid rule's report is unchanged
             out["mask_aggregation"] = self.mask_aggregation
@@ -350,7 +358,14 @@ def _resolve_one(ctx: PartContext, name: str, records: list[RawRecord],
         report.no_voters += 1
         return None
     yes = sorted((r for r in voters if r["subparts"][name]["has"] == "yes"), key=lambda r: r["annotator"])
-    if 2 * len(yes) <= len(voters):
+    kept, copied = copy_groups([(r["annotator"], r["subparts"][name]["segmentation"], r["subparts"][name]["area"])
+                                for r in yes])
+    yes = [yes[i] for i in kept]
+    for group in copied:
+        report.copies.append({"image_id": ctx.image_id, "part_ann_id": ctx.part_ann_id, "subpart": name,
+                              "annotators": group})
+    votes = len(voters) - sum(len(group) - 1 for group in copied)
+    if 2 * len(yes) <= votes:
         report.absent += 1
         return None
     chosen = (_medoid(yes, name) if report.mask_aggregation == MEDOID
@@ -363,7 +378,7 @@ def _resolve_one(ctx: PartContext, name: str, records: list[RawRecord],
         image_id=ctx.image_id, part_ann_id=ctx.part_ann_id, object=ctx.object, object_class=ctx.object_class,
         part=ctx.part, subpart=name, category=f"{ctx.object}-{ctx.part}-{name}", segmentation=chosen["segmentation"],
         area=chosen["area"], polygons=chosen["polygons"], workers=sorted(r["annotator"] for r in voters),
-        agreement=len(yes) / len(voters), rule=resolution_rule(report.mask_aggregation))
+        agreement=len(yes) / votes, rule=resolution_rule(report.mask_aggregation))
 
 
 def _segmentation(record: RawRecord, name: str) -> CocoRle:
