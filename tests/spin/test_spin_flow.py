@@ -79,8 +79,12 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
             checked += 1
     assert checked == counts.composition.overall.subparts.annotations > 0
     assert counts.resolved_outside_selection == len(resolved) - checked
-    for name in ("composition.json", "composition.md", "subparts.json", "subparts.md", "subpart_boxplots.png"):
+    for name in ("composition.json", "composition.md", "subparts.json", "subparts.md", "subpart_boxplots.png",
+                 "subpart_shapes.png"):
         assert (a / "stats" / name).stat().st_size > 0
+    stats = json.loads((a / "stats" / "subparts.json").read_text())
+    assert stats["subparts_per_object"]["Overall"]["n"] == counts.composition.overall.wholes.annotations
+    assert {"Rigid", "Non-rigid"} <= set(stats["shapes"])  # the demo has cars and bottles, birds and quadrupeds
 
 
 def test_bad_record_fails_and_keeps_the_previous_build(world, tmp_path):

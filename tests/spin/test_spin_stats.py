@@ -14,8 +14,10 @@ from segbench.tasks.spin.stats import (
     hole_count,
     isoperimetric_quotient,
     polygon_shapes,
+    shape_values,
     size_bucket,
     subpart_measures,
+    subparts_per_object,
     subparts_per_part,
     summarize,
 )
@@ -84,7 +86,8 @@ def _levels(whole, part, subs):
                                    "area": int(m.sum()), **kw}
     image = {"id": 1, "file_name": "n02930766_1", "width": whole.shape[1], "height": whole.shape[0]}
     return {
-        "wholes": {"images": [image], "categories": [{"id": 6, "name": "Car"}], "annotations": [ann(1, 6, whole)]},
+        "wholes": {"images": [image], "categories": [{"id": 6, "name": "cab", "supercategory": "Car"}],
+                   "annotations": [ann(1, 6, whole)]},
         "parts": {"images": [image], "categories": [{"id": 24, "name": "Car-Body"}, {"id": 25, "name": "Car-Tire"}],
                   "annotations": [ann(7, 24, part, parent_id=1)]},
         "subparts": {"images": [image],
@@ -126,6 +129,7 @@ def test_subparts_per_part_counts_zero_for_a_part_without_subparts_and_compositi
     assert table.overall.parts.model_dump() == {"categories": 2, "categories_used": 1, "annotations": 2}
     summary = summarize(subpart_measures(levels), subparts_per_part(levels))
     assert summary["sizes"] == {"Car": {"small": 2, "medium": 0, "large": 0},
+                                "Rigid": {"small": 2, "medium": 0, "large": 0},
                                 "Overall": {"small": 2, "medium": 0, "large": 0}}
     assert summary["measures"]["part_coverage"]["Overall"]["median"] == 1.0
 
@@ -163,3 +167,36 @@ def test_the_summary_gives_the_share_of_subparts_with_holes_and_counts_per_part_
     assert summary["part_categories"] == {"Car-Body": {"subparts": 2, "multi_polygon": 1},
                                           "Car-Tier": {"subparts": 1, "multi_polygon": 0},
                                           "Fish-Fin": {"subparts": 1, "multi_polygon": 1}}
+
+
+def test_subparts_per_object_count_every_part_of_the_image_and_zero_for_none():
+    whole = np.ones((10, 10), dtype=bool)
+    levels = _levels(whole, whole, [whole, whole, whole])
+    bare = _levels(whole, whole, [])
+    bare["wholes"]["annotations"][0]["image_id"] = 2
+    per_object = subparts_per_object(levels, "train") + subparts_per_object(bare, "val")
+    assert per_object == [{"split": "train", "object": "Car", "subparts": 3},
+                          {"split": "val", "object": "Car", "subparts": 0}]
+    summary = summarize(subpart_measures(levels), subparts_per_part(levels), per_object)
+    assert summary["subparts_per_object"]["Car"] == {"n": 2, "mean": 1.5, "q25": 0.75, "median": 1.5, "q75": 2.25}
+    assert list(summary["subparts_per_object"]) == ["Car", "Rigid", "Overall"]
+
+
+def test_rigid_and_non_rigid_groups_and_the_shapes_of_single_and_multi_polygon_subparts():
+    base = {"part": "Body", "holes": 0, "size": "small", "area": 1, "image_coverage": 0.1, "part_coverage": 0.1,
+            "object_coverage": 0.1}
+    rows = [{**base, "object": "Car", "polygons": 1, "extent": 0.9, "boundary_complexity": 0.8},
+            {**base, "object": "Car", "polygons": 3, "extent": 0.5, "boundary_complexity": 0.4},
+            {**base, "object": "Fish", "polygons": 1, "extent": 0.7, "boundary_complexity": 0.6},
+            {**base, "object": "Quadruped", "polygons": 2, "extent": 0.3, "boundary_complexity": 0.2}]
+    summary = summarize(rows, [])
+    assert list(summary["sizes"]) == ["Car", "Fish", "Quadruped", "Rigid", "Non-rigid", "Overall"]
+    assert summary["measures"]["extent"]["Rigid"]["mean"] == pytest.approx(0.7)  # the two cars
+    assert summary["measures"]["extent"]["Non-rigid"]["mean"] == pytest.approx(0.5)  # the fish and the quadruped
+    assert summary["multi_polygon"] == {"Car": 1, "Fish": 0, "Quadruped": 1, "Rigid": 1, "Non-rigid": 1, "Overall": 2}
+    shapes = summary["shapes"]
+    assert shapes["Non-rigid"]["single"]["extent"]["median"] == 0.7
+    assert shapes["Non-rigid"]["multi"]["boundary_complexity"]["median"] == 0.2
+    assert shapes["Overall"]["multi"]["extent"] == {"n": 2, "mean": 0.4, "q25": 0.35, "median": 0.4, "q75": 0.45}
+    assert shapes["Fish"]["multi"]["extent"]["n"] == 0
+    assert shape_values(rows)["extent single"]["Overall"] == [0.9, 0.7]

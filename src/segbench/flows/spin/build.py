@@ -108,8 +108,10 @@ def write_files(stage: Path, images: dict[int, SourceImage], subparts: list[Coco
 def write_statistics(stage: Path, cocos: dict[str, dict[str, Any]]) -> SpinComposition:
     rows = [r for split, levels in cocos.items() for r in spin_stats.subpart_measures(levels, split)]
     per_part = [r for split, levels in cocos.items() for r in spin_stats.subparts_per_part(levels, split)]
-    table, summary = spin_stats.composition(cocos), spin_stats.summarize(rows, per_part)
-    write_stats(stage / "stats", table=table, summary=summary, groups=spin_stats.grouped_values(rows, per_part))
+    per_object = [r for split, levels in cocos.items() for r in spin_stats.subparts_per_object(levels, split)]
+    table, summary = spin_stats.composition(cocos), spin_stats.summarize(rows, per_part, per_object)
+    write_stats(stage / "stats", table=table, summary=summary, groups=spin_stats.grouped_values(rows, per_part),
+                shapes=spin_stats.shape_values(rows))
     return table
 
 

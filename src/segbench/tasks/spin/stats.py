@@ -31,7 +31,7 @@ Only computation lives here; tables and plots are written by ``spin_stats_report
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
 import contourpy
@@ -46,6 +46,9 @@ MEDIUM_MAX = 96 * 96
 MEASURES = ("subparts_per_part", "extent", "boundary_complexity", "image_coverage", "part_coverage",
             "object_coverage")
 SIMPLIFY_TOLERANCE = 1.0  # pixels
+# PartImageNet's rigid super-categories (human-made); the other six are animals. §4 compares the two.
+RIGID = frozenset({"Aeroplane", "Bicycle", "Boat", "Bottle", "Car"})
+SHAPES = ("extent", "boundary_complexity")  # Fig. 7: each for single- and multi-polygon subparts
 _EIGHT_CONNECTED = np.ones((3, 3), dtype=bool)
 
 
@@ -189,6 +192,16 @@ def subparts_per_part(levels: Mapping[str, Mapping[str, Any]], split: str = "") 
     return rows
 
 
+def subparts_per_object(levels: Mapping[str, Mapping[str, Any]], split: str = "") -> list[dict[str, Any]]:
+    """One row per object annotation: ``object, subparts`` (its image's subpart annotations, 0 if none)."""
+    counts: dict[int, int] = {}
+    for ann in levels["subparts"]["annotations"]:
+        counts[ann["image_id"]] = counts.get(ann["image_id"], 0) + 1
+    supers = {c["id"]: c["supercategory"] for c in levels["wholes"]["categories"]}  # categories are ImageNet classes
+    return [{"split": split, "object": supers[ann["category_id"]], "subparts": counts.get(ann["image_id"], 0)}
+            for ann in levels["wholes"]["annotations"]]
+
+
 def composition(cocos: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> SpinComposition:
     """Table 1: images and, per level, categories used (of those declared) and annotations; per split too."""
 
@@ -232,11 +245,13 @@ class PartCategoryCounts(TypedDict):
 
 
 class SubpartStatistics(TypedDict):
-    """``subparts.json``: quartiles of every measure per super-category (and ``Overall``), COCO
-    size buckets, multi-polygon subparts, holes, counts per part category and the number of
-    subpart annotations."""
+    """``subparts.json``: quartiles of every measure per group (each super-category, ``Rigid``,
+    ``Non-rigid``, ``Overall``), subparts per object, COCO size buckets, multi-polygon subparts and
+    their shapes (Fig. 7), holes, counts per part category and the number of subpart annotations."""
 
     measures: dict[str, dict[str, Quartiles]]
+    subparts_per_object: dict[str, Quartiles]
+    shapes: dict[str, dict[str, dict[str, Quartiles]]]  # group → single|multi → extent|boundary_complexity
     sizes: dict[str, dict[str, int]]
     multi_polygon: dict[str, int]
     holes: dict[str, Holes]
@@ -252,33 +267,59 @@ def _quartiles(values: Sequence[float]) -> Quartiles:
             "q75": float(q75)}
 
 
+def group_names(objects: Iterable[str]) -> list[str]:
+    """The groups of the summary: each super-category present, ``Rigid`` and ``Non-rigid`` when any is, ``Overall``."""
+    present = sorted(set(objects))
+    kinds = [name for name, rigid in (("Rigid", True), ("Non-rigid", False)) if any((o in RIGID) == rigid
+                                                                                  for o in present)]
+    return [*present, *kinds, "Overall"]
+
+
+def in_group(group: str, obj: str) -> bool:
+    return group in (obj, "Overall", "Rigid" if obj in RIGID else "Non-rigid")
+
+
 def grouped_values(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str, Any]]
                    ) -> dict[str, dict[str, list[float]]]:
-    """measure → group (each super-category present, then ``Overall``) → values."""
-    objects = sorted({r["object"] for r in rows} | {r["object"] for r in per_part})
+    """measure → group (:func:`group_names`) → values."""
+    groups = group_names([*(r["object"] for r in rows), *(r["object"] for r in per_part)])
     out: dict[str, dict[str, list[float]]] = {}
     for measure in MEASURES:
         source, key = (per_part, "subparts") if measure == "subparts_per_part" else (rows, measure)
-        groups = {obj: [float(r[key]) for r in source if r["object"] == obj] for obj in objects}
-        groups["Overall"] = [float(r[key]) for r in source]
-        out[measure] = groups
+        out[measure] = {group: [float(r[key]) for r in source if in_group(group, r["object"])] for group in groups}
     return out
 
 
-def summarize(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str, Any]]) -> SubpartStatistics:
-    """Quartiles and mean of every measure per super-category and overall, size buckets, multi-polygon share."""
+def shape_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Fig. 7's panels (``extent single``, ``extent multi``, ...) → group → values."""
+    groups = group_names(r["object"] for r in rows)
+    return {f"{measure} {kind}": {group: [float(r[measure]) for r in rows if in_group(group, r["object"])
+                                          and (r["polygons"] > 1) == (kind == "multi")] for group in groups}
+            for measure in SHAPES for kind in ("single", "multi")}
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str, Any]],
+              per_object: Sequence[Mapping[str, Any]] = ()) -> SubpartStatistics:
+    """Quartiles and mean of every measure per group, subparts per object, size buckets, multi-polygon
+    subparts and their shapes, holes and counts per part category."""
     groups = grouped_values(rows, per_part)
-    sizes = {group: {"small": 0, "medium": 0, "large": 0} for group in groups["extent"]}  # objects, then Overall
+    names = list(groups["extent"])
+    sizes = {group: {"small": 0, "medium": 0, "large": 0} for group in names}
     for row in rows:
-        for group in (row["object"], "Overall"):
-            sizes[group][row["size"]] += 1
-    multi = {group: sum(r["polygons"] > 1 for r in rows if group in (r["object"], "Overall"))
-             for group in sizes}
+        for group in names:
+            if in_group(group, row["object"]):
+                sizes[group][row["size"]] += 1
+    shapes = shape_values(rows)
     return {
         "measures": {m: {g: _quartiles(v) for g, v in by_group.items()} for m, by_group in groups.items()},
+        "subparts_per_object": {group: _quartiles([float(r["subparts"]) for r in per_object
+                                                   if in_group(group, r["object"])])
+                                for group in group_names(r["object"] for r in per_object)} if per_object else {},
+        "shapes": {group: {kind: {measure: _quartiles(shapes[f"{measure} {kind}"][group]) for measure in SHAPES}
+                           for kind in ("single", "multi")} for group in names},
         "sizes": sizes,
-        "multi_polygon": multi,
-        "holes": {group: _holes([r for r in rows if group in (r["object"], "Overall")]) for group in sizes},
+        "multi_polygon": {group: sum(r["polygons"] > 1 for r in rows if in_group(group, r["object"])) for group in names},
+        "holes": {group: _holes([r for r in rows if in_group(group, r["object"])]) for group in names},
         "part_categories": {
             name: {"subparts": sum(1 for r in rows if f"{r['object']}-{r['part']}" == name),
                    "multi_polygon": sum(1 for r in rows if f"{r['object']}-{r['part']}" == name and r["polygons"] > 1)}

@@ -1,4 +1,4 @@
-"""Writing the SPIN statistics: Table 1 and Fig. 3-style tables (JSON + Markdown) and boxplots.
+"""Writing the SPIN statistics: Table 1, Fig. 3- and Fig. 7-style tables (JSON + Markdown) and boxplots.
 
 Input is what ``stats.py`` computed; nothing here computes a measure. Plots are drawn on a
 private Agg canvas (:func:`segbench.core.reports.figure_png`) and every file is written atomically.
@@ -27,6 +27,10 @@ PANELS = {
 }
 SHORT = {"Aeroplane": "Aero", "Quadruped": "Quad"}
 PLOT_NAME = "subpart_boxplots.png"
+SHAPES_PLOT_NAME = "subpart_shapes.png"
+SHAPE_PANELS = {"extent single": "(a) extent, single polygon", "extent multi": "(b) extent, several polygons",
+                "boundary_complexity single": "(c) boundary complexity, single polygon",
+                "boundary_complexity multi": "(d) boundary complexity, several polygons"}
 
 
 def composition_markdown(table: SpinComposition) -> str:
@@ -48,6 +52,11 @@ def measures_markdown(summary: SubpartStatistics) -> str:
         rows = [[group, q["n"], q["mean"], q["q25"], q["median"], q["q75"]]
                 for group, q in summary["measures"][measure].items()]
         lines += [f"## {PANELS[measure]}", "", markdown_table(["object", "n", "mean", "q25", "median", "q75"], rows)]
+    per_object = [[group, q["n"], q["mean"], q["q25"], q["median"], q["q75"]]
+                  for group, q in summary["subparts_per_object"].items()]
+    if per_object:
+        lines += ["## Subparts per object (in all its parts)", "",
+                  markdown_table(["object", "n", "mean", "q25", "median", "q75"], per_object)]
     rows = []
     for group, buckets in summary["sizes"].items():
         total = sum(buckets.values()) or 1
@@ -59,6 +68,10 @@ def measures_markdown(summary: SubpartStatistics) -> str:
               "n/a" if h["mean_holes"] is None else f"{h['mean_holes']:.2f}"] for group, h in summary["holes"].items()]
     lines += ["", "## Holes (supplementary 10.2)", "",
               markdown_table(["object", "subparts", "with holes", "share", "mean holes (of those)"], holes)]
+    shapes = [[group, kind, q["extent"]["n"], q["extent"]["median"], q["boundary_complexity"]["median"]]
+              for group, by_kind in summary["shapes"].items() for kind, q in by_kind.items()]
+    lines += ["", "## Shape of single- and multi-polygon subparts (Fig. 7; medians)", "",
+              markdown_table(["object", "polygons", "subparts", "extent", "boundary complexity"], shapes)]
     per_part = [[name, c["subparts"], c["multi_polygon"]] for name, c in summary["part_categories"].items()]
     lines += ["", "## Subpart annotations per part category (Fig. 5) and multi-polygon ones (Fig. 6)", "",
               markdown_table(["part category", "subpart annotations", "multi-polygon"], per_part)]
@@ -85,7 +98,7 @@ def boxplots_figure(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> Figu
         if by_group:
             ax.boxplot(list(by_group.values()), tick_labels=[SHORT.get(g, g) for g in by_group])
         ax.set_title(PANELS[measure])
-        ax.set_xlabel("super-category")
+        ax.set_xlabel("super-category; rigid, non-rigid and all together")
         ax.set_ylabel(UNITS[measure])
         ax.tick_params(axis="x", labelrotation=45)
         ax.grid(axis="y", alpha=0.3)
@@ -98,9 +111,28 @@ def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
     return figure_png(boxplots_figure(groups))
 
 
+def shapes_png(panels: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
+    """PNG bytes of Fig. 7 as one 2x2 figure: extent and boundary complexity of single- and multi-polygon
+    subparts, one boxplot per group (``stats.shape_values``)."""
+    figure = Figure(figsize=(12, 8), dpi=100)
+    for ax, (panel, title) in zip(figure.subplots(2, 2).flat, SHAPE_PANELS.items(), strict=True):
+        by_group = {g: list(v) for g, v in panels[panel].items() if v}
+        if by_group:
+            ax.boxplot(list(by_group.values()), tick_labels=[SHORT.get(g, g) for g in by_group])
+        ax.set_title(title)
+        ax.set_xlabel("super-category; rigid, non-rigid and all together")
+        ax.set_ylabel(UNITS[panel.split()[0]])
+        ax.set_ylim(0, 1.05)
+        ax.tick_params(axis="x", labelrotation=45)
+        ax.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    return figure_png(figure)
+
+
 def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: SubpartStatistics,
-                groups: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Path]:
-    """Write ``composition.{json,md}``, ``subparts.{json,md}`` and the boxplot PNG into ``out_dir``."""
+                groups: Mapping[str, Mapping[str, Sequence[float]]],
+                shapes: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Path]:
+    """Write ``composition.{json,md}``, ``subparts.{json,md}`` and the two boxplot PNGs into ``out_dir``."""
     out_dir = Path(out_dir)
     return [
         write_json(out_dir / "composition.json", table.model_dump(mode="json"), indent=1),
@@ -108,4 +140,5 @@ def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: Subpart
         write_json(out_dir / "subparts.json", summary, indent=1),
         atomic_write_text(out_dir / "subparts.md", measures_markdown(summary)),
         atomic_write_bytes(out_dir / PLOT_NAME, boxplots_png(groups)),
+        atomic_write_bytes(out_dir / SHAPES_PLOT_NAME, shapes_png(shapes)),
     ]
