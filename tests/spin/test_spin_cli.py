@@ -65,11 +65,17 @@ def test_rounds_ask_a_restricted_subpart_only_of_its_classes(tmp_path):
             image["file_name"] = renamed
         write_json(path, coco)
     run(tmp_path, "build", "spin-taxonomy")
-    run(tmp_path, "rounds", "create", "spin_subparts", "r", "--partimagenet", str(world.root), "--backend", "files",
-        "--supercategory", "Car")
+    created = run(tmp_path, "rounds", "create", "spin_subparts", "r", "--partimagenet", str(world.root), "--backend",
+                  "files", "--supercategory", "Car", "--reward-per-subpart", "0.05", "--overlap", "2")
     asked: dict[str, set[str]] = {}
-    for path in (tmp_path / "data" / "rounds").glob("r-car-body-p*.json"):
+    cost = 0.0
+    for path in (tmp_path / "data" / "rounds").glob("r-car-*.json"):
         for item in Round.model_validate(read_json(path)).items:
-            asked.setdefault(item.data["object_class"], set()).update(item.data["subparts"])
+            if "body-p" in path.name:
+                asked.setdefault(item.data["object_class"], set()).update(item.data["subparts"])
+            round_ = Round.model_validate(read_json(path))
+            assert item.data["reward"] == round(0.05 * len(round_.config.params["subparts"]), 2)  # 5¢ per possible
+            cost += 2 * item.data["reward"]
+    assert f"Estimated cost: {cost:.2f} USD for 2 answers per task at 0.05 USD per possible subpart" in created.output
     assert {"Siren", "Door"} <= asked["ambulance"]  # taxonomy_edits.yaml: a siren on ambulances and police vans
     assert "Door" in asked["cab"] and asked["cab"].isdisjoint({"Siren", "Plow", "Hopper", "Roll Cage"})

@@ -222,6 +222,22 @@ def test_a_big_part_is_split_over_pages_of_at_most_eight_subparts():
         label_config.render(**round_.config.params)
 
 
+def test_a_task_pays_ten_cents_per_possible_subpart_so_an_image_pays_the_papers_reward():
+    taxonomy = _paper_taxonomy()
+
+    def paid(obj: str, object_class: str) -> float:
+        parts = [e.part for e in taxonomy.parts if e.object == obj and e.subparts]
+        items = [RoundItem(item_id=str(k), image=f"spin/tasks/{k}.png", width=W, height=H,
+                           data={"image_id": 1, "part_ann_id": k, "object": obj, "part": part,
+                                 "object_class": object_class}) for k, part in enumerate(parts)]
+        rounds = spin_rounds(items, taxonomy, key_prefix="s", dataset_version="v", backend="files", now="t")
+        return round(sum(item.data["reward"] for r in rounds for item in r.items), 2)
+
+    # The paper: $1.10 per Boat image (eleven possible subparts), $2.90 per Car image (29), whatever the
+    # class: a cab, never asked about a siren, pays the same as an ambulance.
+    assert paid("Boat", "schooner") == 1.10 and paid("Car", "cab") == paid("Car", "ambulance") == 2.90
+
+
 def test_unknown_part_in_items_is_an_input_error():
     item = _items()[0].model_copy(update={"data": {**_items()[0].data, "part": "Wing"}})
     with pytest.raises(InputError, match="no part Reptile-Wing"):

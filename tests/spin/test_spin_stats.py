@@ -189,11 +189,13 @@ def test_rigid_and_non_rigid_groups_and_the_shapes_of_single_and_multi_polygon_s
             {**base, "object": "Car", "polygons": 3, "extent": 0.5, "boundary_complexity": 0.4},
             {**base, "object": "Fish", "polygons": 1, "extent": 0.7, "boundary_complexity": 0.6},
             {**base, "object": "Quadruped", "polygons": 2, "extent": 0.3, "boundary_complexity": 0.2}]
-    summary = summarize(rows, [])
-    assert list(summary["sizes"]) == ["Car", "Fish", "Quadruped", "Rigid", "Non-rigid", "Overall"]
+    summary = summarize(rows, [{"object": "Bird", "subparts": 0}])  # a part without subparts: its group is empty
+    assert summary["shapes"]["Bird"]["single"]["extent"]["n"] == 0
+    assert list(summary["sizes"]) == ["Bird", "Car", "Fish", "Quadruped", "Rigid", "Non-rigid", "Overall"]
     assert summary["measures"]["extent"]["Rigid"]["mean"] == pytest.approx(0.7)  # the two cars
     assert summary["measures"]["extent"]["Non-rigid"]["mean"] == pytest.approx(0.5)  # the fish and the quadruped
-    assert summary["multi_polygon"] == {"Car": 1, "Fish": 0, "Quadruped": 1, "Rigid": 1, "Non-rigid": 1, "Overall": 2}
+    assert summary["multi_polygon"] == {"Bird": 0, "Car": 1, "Fish": 0, "Quadruped": 1, "Rigid": 1, "Non-rigid": 1,
+                                        "Overall": 2}
     shapes = summary["shapes"]
     assert shapes["Non-rigid"]["single"]["extent"]["median"] == 0.7
     assert shapes["Non-rigid"]["multi"]["boundary_complexity"]["median"] == 0.2

@@ -138,6 +138,9 @@ def create_rounds_command(
                                                                   "and images/<split>/."),
     backend: Backend = rounds.BACKEND,
     overlap: int = typer.Option(3, "--overlap", help="Annotators per task."),
+    reward_per_subpart: float = typer.Option(0.10, "--reward-per-subpart", min=0.0, metavar="USD",
+                                             help="What a task pays per subpart its page could ask about (the "
+                                                  "SPIN paper's 10 cents), recorded as each task's reward."),
     cap: int = typer.Option(None, "--cap", help="Images per super-category (default: 1200, as build spin)."),
     seed: int = seed_option(None, "Seed of the capped selection (default: 0, as build spin)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing rounds with these keys."),
@@ -172,13 +175,27 @@ def create_rounds_command(
         quality = QualityOptions(**rounds.quality_kwargs(0, gold_file, qualification, pass_threshold, requires,
                                                          overlap=overlap, rules=rule), seed=params.seed)
         created = create_spin_rounds(data_root, items, key_prefix=key, dataset_version=version, backend=backend.value,
-                                     overlap=overlap, overwrite=overwrite, quality=quality)
-    console.out.print(console.table("SPIN rounds", ["round", "object-part", "tasks", "subparts asked"], [
+                                     overlap=overlap, overwrite=overwrite, quality=quality,
+                                     reward_per_subpart=reward_per_subpart)
+    console.out.print(console.table("SPIN rounds", ["round", "object-part", "tasks", "subparts asked", "reward (USD)",
+                                                    "cost (USD)"], [
         [r.key, f"{r.config.params['object']}-{r.config.params['part']}", len(r.items),
-         len(r.config.params["subparts"])] for r in created]))
+         len(r.config.params["subparts"]), _reward_range(r), f"{_cost(r):.2f}"] for r in created]))
+    console.out.print(f"Estimated cost: {sum(_cost(r) for r in created):.2f} USD for {overlap} answers per task at "
+                      f"{reward_per_subpart:g} USD per possible subpart (tasks.csv's reward column), fees excluded.")
     console.out.print(f"Task overlays: {display_path(data_root / 'spin' / 'tasks')}")
     console.out.print("Next: segbench rounds launch KEY for each round, then segbench rounds ingest KEY "
                       "(ingest imports the subpart answers).")
+
+
+def _reward_range(round_: Any) -> str:
+    rewards = sorted({item.data["reward"] for item in round_.items})
+    return f"{rewards[0]:.2f}" if len(rewards) == 1 else f"{rewards[0]:.2f}–{rewards[-1]:.2f}"
+
+
+def _cost(round_: Any) -> float:
+    """What the round pays its crowd: every task's reward, once per answer asked."""
+    return round_.config.overlap * sum(item.data["reward"] for item in round_.items)
 
 
 def _supercategories(wanted: list[str] | None, present: set[str]) -> set[str]:

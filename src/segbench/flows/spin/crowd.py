@@ -12,7 +12,7 @@ the items' ``part_ann_id``). Outputs, each written atomically:
   its previous ones), sorted by (image_id, part_ann_id, subpart).
 
 Re-importing the same answers gives byte-identical files. ``mask_aggregation`` chooses how a present
-subpart's mask is resolved (``stated``, the default: the medoid mask; or crowd-kit's ``em``, ``majority``,
+subpart's mask is resolved (``medoid``, the default; or crowd-kit's ``em``, ``majority``,
 ``rasa``; see :mod:`segbench.tasks.spin.crowd`); the report and every resolved record name the rule, and a
 round's report keeps the method so that the ingest hook re-imports with it.
 """
@@ -64,7 +64,8 @@ def default_taxonomy(data_root: Path) -> Path:
 def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: str, dataset_version: str,
                        backend: Literal["labelstudio", "files"] = "labelstudio", overlap: int = 3,
                        taxonomy: Path | None = None, overwrite: bool = False,
-                       quality: QualityOptions = QualityOptions()) -> list[Round]:
+                       quality: QualityOptions = QualityOptions(),
+                       reward_per_subpart: float = sc.REWARD_PER_SUBPART) -> list[Round]:
     """Create and save one round per (super-category, part) among ``items`` (see ``spin_rounds``).
 
     ``overwrite`` replaces existing records of the same keys (their answers files are kept).
@@ -79,7 +80,7 @@ def create_spin_rounds(data_root: Path, items: list[RoundItem], *, key_prefix: s
     now = clock.timestamp()
     gold = read_gold_file(quality.gold_file) if quality.gold_file else []
     rounds = spin_rounds(shuffle([*items, *gold], quality.seed) if gold else items, tax, key_prefix=key_prefix, dataset_version=dataset_version,
-                         backend=backend, now=now, overlap=overlap)
+                         backend=backend, now=now, overlap=overlap, reward_per_subpart=reward_per_subpart)
     store = RoundStore(Path(data_root) / "rounds")
     rounds = [r.model_copy(update={"items": page_gold(r.items)}) for r in rounds]
     if quality.purpose == "qualification":  # a qualification asks only about parts it has references for

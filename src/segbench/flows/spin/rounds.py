@@ -82,7 +82,8 @@ SUBPARTS = RoundKind(
 
 
 def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: str, dataset_version: str,
-                backend: Literal["labelstudio", "files"], now: str, overlap: int = 3) -> list[Round]:
+                backend: Literal["labelstudio", "files"], now: str, overlap: int = 3,
+                reward_per_subpart: float = crowd.REWARD_PER_SUBPART) -> list[Round]:
     """``spin_subparts`` rounds per (super-category, part) among ``items``, sorted by key.
 
     A part's subparts are split over pages of at most ``crowd.SUBPARTS_PER_PAGE`` (one round each,
@@ -91,7 +92,9 @@ def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: s
     the next super-category's (the paper's phased rollout); each item's ``batch`` is its super-category. Each item's ``data`` (``image_id``,
     ``part_ann_id``, ``object``, ``object_class``, ``part``; an optional ``part_rle`` is kept) gains
     ``subparts``: the page's subparts asked for its object class (an item with none on a page is
-    not in that page's round).
+    not in that page's round), and ``reward``: what its task pays, ``reward_per_subpart`` (USD) per
+    subpart the page could ask about (the paper paid 10¢ per possible subpart of the super-category,
+    whatever the object's class: $1.10 per Boat image, $2.90 per Car image).
 
     Raises:
         InputError: an item lacks a data field, names a part the taxonomy does not have, or its part
@@ -118,7 +121,9 @@ def spin_rounds(items: Sequence[RoundItem], taxonomy: Taxonomy, *, key_prefix: s
             for item in members:
                 names = [s.name for s in entry.subparts if s.name in page and s.applies_to(item.data["object_class"])]
                 if names:
-                    ready.append(item.model_copy(update={"data": {**item.data, "subparts": names}, "batch": obj}))
+                    reward = round(reward_per_subpart * len(page), 2)
+                    ready.append(item.model_copy(update={"data": {**item.data, "subparts": names, "reward": reward},
+                                                         "batch": obj}))
             if not ready:
                 continue
             config = RoundConfig(label_config=crowd.LABEL_CONFIG, overlap=overlap,

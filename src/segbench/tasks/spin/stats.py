@@ -290,9 +290,10 @@ def grouped_values(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping
     return out
 
 
-def shape_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
-    """Fig. 7's panels (``extent single``, ``extent multi``, ...) → group → values."""
-    groups = group_names(r["object"] for r in rows)
+def shape_values(rows: Sequence[Mapping[str, Any]], groups: Sequence[str] | None = None
+                 ) -> dict[str, dict[str, list[float]]]:
+    """Fig. 7's panels (``extent single``, ``extent multi``, ...) → group (by default those of the rows) → values."""
+    groups = groups or group_names(r["object"] for r in rows)
     return {f"{measure} {kind}": {group: [float(r[measure]) for r in rows if in_group(group, r["object"])
                                           and (r["polygons"] > 1) == (kind == "multi")] for group in groups}
             for measure in SHAPES for kind in ("single", "multi")}
@@ -309,7 +310,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], per_part: Sequence[Mapping[str,
         for group in names:
             if in_group(group, row["object"]):
                 sizes[group][row["size"]] += 1
-    shapes = shape_values(rows)
+    shapes = shape_values(rows, names)
     return {
         "measures": {m: {g: _quartiles(v) for g, v in by_group.items()} for m, by_group in groups.items()},
         "subparts_per_object": {group: _quartiles([float(r["subparts"]) for r in per_object
