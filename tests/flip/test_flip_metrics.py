@@ -271,3 +271,20 @@ def test_read_prediction_checks_shape_and_labels(tmp_path):
     Image.fromarray(PRED).save(ok_png)
     pred, probs = read_prediction(ok_png, (4, 4))
     assert np.array_equal(pred, PRED) and probs is None
+
+
+def test_risk_over_ground_truth_foreground_ranks_by_the_entropy_where_the_object_is():
+    probs = np.array([[[0.2, 0.0, 1.0, 0.9]], [[0.4, 1.0, 0.0, 0.1]], [[0.4, 0.0, 0.0, 0.0]]])  # entropy ln2, 0, 0, 0
+    pred = labels_from_probs(probs)  # [[1, 1, 0, 0]]
+    acc = FlipAccumulator()
+    acc.update(np.array([[0, 1, 1, 0]], np.uint8), pred, probs, group_id=0, image_id=1)
+    acc.update(np.zeros((1, 4), np.uint8), pred, probs, group_id=0, image_id=2)  # no object in the ground truth
+    summary = acc.summarize().model_dump(mode="json")
+    deployable, by_gt = summary["flip_risk"], summary["flip_risk_gt_foreground"]
+    # Over the predicted foreground (pixels 0, 1): ln2 / 2; over the ground truth's (pixels 1, 2): 0.
+    assert [d["mean_risk"] for d in deployable["deciles"] if d["count"]] == [pytest.approx(math.log(2) / 2)]
+    assert [d["mean_risk"] for d in by_gt["deciles"] if d["count"]] == [0.0]
+    assert (by_gt["num_records"], by_gt["images_without_gt_fg"], by_gt["images_without_pred_fg"]) == (1, 1, 0)
+    without_probs = FlipAccumulator()
+    without_probs.update(np.array([[0, 1, 1, 0]], np.uint8), pred, group_id=0, image_id=1)
+    assert without_probs.summarize().flip_risk_gt_foreground is None

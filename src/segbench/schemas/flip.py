@@ -118,6 +118,9 @@ class FlipSummary(_Model):
     gaps: dict[str, Gap]
     flip_risk: FlipRisk | None
     flip_risk_unavailable: str | None = Field(description="why flip_risk is null, if it is")
+    flip_risk_gt_foreground: FlipRisk | None = Field(None, description=(
+        "App. G's analysis variant: the same entropy averaged over ground-truth foreground pixels (so it "
+        "needs ground truth, and ranks every image with foreground); null when flip_risk is"))
 
 
 @cache

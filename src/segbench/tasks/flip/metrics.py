@@ -115,10 +115,12 @@ def flip_risk(probs: np.ndarray, pred: np.ndarray) -> float | None:
     Args:
         probs: (3, H, W) probabilities. pred: (H, W) label map.
     """
-    fg = pred > 0
-    if not fg.any():
-        return None
-    return float(identity_entropy(probs)[fg].mean())
+    return _mean_over(identity_entropy(probs), pred > 0)
+
+
+def _mean_over(entropy: np.ndarray, where: np.ndarray) -> float | None:
+    """The mean entropy over the ``where`` pixels; ``None`` when there are none."""
+    return float(entropy[where].mean()) if where.any() else None
 
 
 def image_flip(gt: np.ndarray, pred: np.ndarray) -> float | None:
@@ -192,6 +194,7 @@ class ImageRecord:
     group_id: int
     flip: float | None  # None: no gt foreground
     risk: float | None  # None: no probabilities or no predicted foreground
+    risk_gt: float | None = None  # over ground-truth foreground (App. G's analysis variant); None: none there
 
 
 @dataclass
@@ -239,12 +242,13 @@ class FlipAccumulator:
         cm = _confusion(gt, pred)
         self.confusion += cm
         self.group_confusion[group_id] += cm
-        risk = None
+        risk = risk_gt = None
         if probs is None:
             self.images_without_probs += 1
         else:
-            risk = flip_risk(probs, pred)
-        self.images.append(ImageRecord(int(image_id), int(group_id), image_flip(gt, pred), risk))
+            entropy = identity_entropy(probs)
+            risk, risk_gt = _mean_over(entropy, pred > 0), _mean_over(entropy, gt > 0)
+        self.images.append(ImageRecord(int(image_id), int(group_id), image_flip(gt, pred), risk, risk_gt))
 
     def __iadd__(self, other: FlipAccumulator) -> FlipAccumulator:
         self.confusion += other.confusion
@@ -293,6 +297,9 @@ class FlipAccumulator:
             "gaps": self._gaps(names),
         }
         summary["flip_risk"], summary["flip_risk_unavailable"] = self._risk(images)
+        if summary["flip_risk"] is not None:
+            by_gt = [(r.risk_gt, r.image_id, r.flip) for r in images if r.risk_gt is not None and r.flip is not None]
+            summary["flip_risk_gt_foreground"] = risk_deciles(by_gt, without_gt_fg=len(images) - len(by_gt))
         return summary_model(names.classes).model_validate(summary)
 
     def _per_group(self, images: list[ImageRecord], names: FlipNames) -> list[dict[str, Any]]:

@@ -121,14 +121,22 @@ def _risk_section(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) 
             f"foreground, {risk['images_without_gt_fg']} without ground-truth foreground.",
             "",
         ]
-    lines += table_lines(
-        ["decile", "images", "mean risk", "mean flip"],
-        [
-            [str(d["decile"]), str(d["count"]), fmt(d["mean_risk"]), fmt(d["mean_flip"])]
-            for d in risk["deciles"]
-        ],
-    )
-    return lines + [f"Top-decile share of all flips: {fmt(risk['top_decile_share'])}", ""]
+    lines += _decile_table(risk)
+    lines += [f"Top-decile share of all flips: {fmt(risk['top_decile_share'])}", ""]
+    by_gt = summary.get("flip_risk_gt_foreground")
+    if by_gt is None:
+        return lines
+    lines += ["### Over ground-truth foreground (App. G, analysis)", "",
+              f"The same entropy averaged over ground-truth foreground pixels instead: it needs the ground truth, "
+              f"so it checks the deployable ranking above rather than replacing it; {by_gt['num_records']} images "
+              f"ranked ({by_gt['images_without_gt_fg']} without ground-truth foreground).", ""]
+    return lines + _decile_table(by_gt) + [f"Top-decile share of all flips: {fmt(by_gt['top_decile_share'])}", ""]
+
+
+def _decile_table(risk: Mapping[str, Any]) -> list[str]:
+    return table_lines(["decile", "images", "mean risk", "mean flip"],
+                       [[str(d["decile"]), str(d["count"]), fmt(d["mean_risk"]), fmt(d["mean_flip"])]
+                        for d in risk["deciles"]])
 
 
 def per_group_iou_figure(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> Figure:
@@ -161,7 +169,8 @@ def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NA
 
 def flip_by_risk_decile_figure(summary: Mapping[str, Any]) -> Figure:
     """Mean per-image flip per flip-risk decile (or a note, without axes, when risk is unavailable)."""
-    fig = Figure(figsize=(7, 4))
+    by_gt = summary.get("flip_risk_gt_foreground")
+    fig = Figure(figsize=(10 if by_gt else 7, 4))
     ax = fig.add_subplot()
     risk = summary["flip_risk"]
     if risk is None:
@@ -177,19 +186,31 @@ def flip_by_risk_decile_figure(summary: Mapping[str, Any]) -> Figure:
         )
     else:
         deciles = risk["deciles"]
-        bars = ax.bar(
-            [d["decile"] for d in deciles],
-            [d["mean_flip"] or 0.0 for d in deciles],
-            color="#c44e52",
-        )
-        ax.bar_label(bars, labels=[fmt(d["mean_flip"]) for d in deciles], fontsize=7, padding=2)
+        width = 0.4 if by_gt else 0.8
+        series = [("over predicted\nforeground\n(deployable)", risk, "#c44e52")]
+        series += [("over ground-truth\nforeground\n(App. G)", by_gt, "#8c8c8c")] if by_gt else []
+        for k, (label, ranked, color) in enumerate(series):
+            offset = (k - (len(series) - 1) / 2) * width
+            bars = ax.bar([d["decile"] + offset for d in ranked["deciles"]],
+                          [d["mean_flip"] or 0.0 for d in ranked["deciles"]], width, color=color, label=label)
+            ax.bar_label(bars, labels=[_short(d["mean_flip"]) if by_gt else fmt(d["mean_flip"])
+                                       for d in ranked["deciles"]], fontsize=6 if by_gt else 7, padding=2)
+        if by_gt:
+            legend_beside(ax, title="risk averaged")
         ax.set_xticks([d["decile"] for d in deciles])
         ax.set_xlabel("flip-risk decile (1 = lowest risk)")
         ax.set_ylabel("mean per-image flip")
         ax.set_ylim(0, 1.1)  # headroom for the value printed above a bar of 1
-        ax.set_title(f"Flip by risk decile (top-decile share {fmt(risk['top_decile_share'])})")
+        shares = f"top-decile share {fmt(risk['top_decile_share'])}" + (
+            f"; {fmt(by_gt['top_decile_share'])} over ground-truth foreground" if by_gt else "")
+        ax.set_title(f"Flip by risk decile ({shares})")
     fig.tight_layout()
     return fig
+
+
+def _short(value: float | None) -> str:
+    """A bar's value in two decimals, so two bars side by side keep their labels apart."""
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def plot_flip_by_risk_decile(summary: Mapping[str, Any]) -> bytes:

@@ -3,5 +3,5 @@
 """
 
 # Their evaluation reports. Changes: 2: plots label both axes, legends beside the data, colour bars; 3: report.md
-# shows its plots.
-EVALUATION = "3"
+# shows its plots; 4: flip-risk over ground-truth foreground beside the deployable one (App. G).
+EVALUATION = "4"
