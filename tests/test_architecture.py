@@ -43,6 +43,7 @@ def test_no_module_imports_itself_back():
 @pytest.mark.parametrize("spec", registry.DATASETS, ids=lambda spec: spec.name)
 def test_every_registered_hook_resolves_to_what_its_type_says(spec):
     from segbench.annotation_ui.kinds import RoundKind
+    from segbench.core.leaderboard import Board
     from segbench.flows.demo import DemoStep
     from segbench.providers.base import OfflineAnswer
     from segbench.schemas.rebuild import PlanEvaluation, PlanTable
@@ -63,6 +64,7 @@ def test_every_registered_hook_resolves_to_what_its_type_says(spec):
     assert callable(registry.load(f"{spec.cli}:register"))
     assert all(isinstance(ref.load(), RoundKind) for ref in spec.round_kinds)
     assert all(isinstance(ref.load(), OfflineAnswer) for ref in spec.offline_answers)
+    assert all(isinstance(ref.load(), Board) for ref in spec.leaderboards)
 
 
 def test_an_unknown_dataset_names_the_ones_there_are():

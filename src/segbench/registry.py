@@ -23,6 +23,7 @@ from segbench.core.errors import InputError
 
 if TYPE_CHECKING:
     from segbench.annotation_ui.kinds import RoundKind
+    from segbench.core.leaderboard import Board
     from segbench.core.release.plan import ReleasePlan
     from segbench.flows.demo import DemoStep
     from segbench.providers.base import OfflineAnswer
@@ -68,6 +69,8 @@ class DatasetSpec:
             writes of it (:mod:`segbench.core.release.plan`).
         view_files: ``(dataset_dir, rho) -> list[ViewFile]``: its COCO-format files as ``segbench
             view`` shows them in FiftyOne, if it has images.
+        leaderboards: a :class:`segbench.core.leaderboard.Board` per evaluation it writes (what
+            ``segbench leaderboard`` shows of its reports).
     """
 
     name: str
@@ -86,6 +89,7 @@ class DatasetSpec:
     demo_printer: Ref[Callable[..., None]] | None = None
     release_plan: Ref[Callable[..., ReleasePlan]] | None = None
     view_files: Ref[Callable[..., list[Any]]] | None = None
+    leaderboards: tuple[Ref[Board], ...] = field(default_factory=tuple)
 
     def need(self, ref: Ref[T] | None, what: str) -> T:
         """What ``ref`` names (``spec.need(spec.plan_step, "plan step")``); InputError when this dataset has none."""
@@ -122,6 +126,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         round_kinds=(Ref("segbench.flows.coco_cd.rounds:CONTEXT_AUDIT"),),
         release_plan=Ref("segbench.tasks.coco_cd.release:plan"),
         view_files=Ref("segbench.tasks.flip.view:view_files"),
+        leaderboards=(Ref("segbench.tasks.flip.leaderboard:COCO_CD"),),
     ),
     DatasetSpec(
         name="waterbirds", title="Waterbirds-seg",
@@ -137,6 +142,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_printer=Ref("segbench.cli.waterbirds:print_demo"),
         release_plan=Ref("segbench.tasks.waterbirds.release:plan"),
         view_files=Ref("segbench.tasks.flip.view:view_files"),
+        leaderboards=(Ref("segbench.tasks.flip.leaderboard:WATERBIRDS"),),
     ),
     DatasetSpec(
         name="vocab", title="Valid vocabulary",
@@ -149,6 +155,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         demo_step=Ref("segbench.flows.vocab.demo:DEMO"),
         demo_printer=Ref("segbench.cli.vocab:print_demo"),
         release_plan=Ref("segbench.tasks.vocab.release:plan"),
+        leaderboards=(Ref("segbench.tasks.vocab.leaderboard:VOCAB"),),
     ),
     DatasetSpec(
         name="spin", title="SPIN",
@@ -166,6 +173,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         round_kinds=(Ref("segbench.flows.spin.rounds:SUBPARTS"),),
         release_plan=Ref("segbench.tasks.spin.release:plan"),
         view_files=Ref("segbench.tasks.spin.view:view_files"),
+        leaderboards=(Ref("segbench.tasks.spin.leaderboard:SPIN"),),
     ),
     DatasetSpec(
         name="cafe", title="CAFE",
@@ -183,6 +191,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         round_kinds=(Ref("segbench.flows.cafe.rounds:VERIFICATION"),),
         release_plan=Ref("segbench.tasks.cafe.release:plan"),
         view_files=Ref("segbench.tasks.cafe.view:view_files"),
+        leaderboards=(Ref("segbench.tasks.cafe.leaderboard:CAFE"), Ref("segbench.tasks.cafe.leaderboard:CGF1"),),
     ),
 )
 
@@ -212,6 +221,11 @@ def round_kinds() -> dict[str, RoundKind]:
             kind = ref.load()
             kinds[kind.name] = kind
     return kinds
+
+
+def leaderboards() -> dict[str, Board]:
+    """Every evaluation's leaderboard by the evaluation its reports' manifests name (``eval/cafe``)."""
+    return {board.evaluation: board for spec in DATASETS for ref in spec.leaderboards for board in [ref.load()]}
 
 
 def offline_answers() -> dict[str, OfflineAnswer]:

@@ -107,3 +107,19 @@ def test_the_demo_rebuilds_the_committed_data_version_to_the_byte(demo):
     """
     project, _ = demo
     assert _data_version(project / "data.dvc") == _data_version(COMMITTED_DATA_VERSION)
+
+
+def test_the_demos_reports_rank_in_a_leaderboard_the_cafe_one_among_the_published_models(demo, tmp_path):
+    from support.hostile_builds import console_run
+
+    project, _ = demo
+    reports = sorted(str(path.parent) for path in (project / "reports").glob("*/*/metrics.json"))
+    out = tmp_path / "leaderboard.md"
+    done = console_run(project, "--json", "leaderboard", *reports, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    tables = {table["title"]: table for table in json.loads(done.stdout)}
+    assert {"CAFE", "COCO-CD", "SPIN"} <= set(tables)
+    cafe = tables["CAFE"]
+    assert len(cafe["rows"]) == 7 and sum(row["source"] == "evaluated" for row in cafe["rows"]) == 1
+    assert cafe["ranks"][:6] == [1, 2, 3, 4, 5, 6]  # the published models: 63.3 down to 9.9 cgF1
+    assert "## CAFE" in out.read_text() and "## SPIN" in out.read_text()
