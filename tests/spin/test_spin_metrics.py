@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 from support.spin_eval_data import RELEASE_STYLE, SIZE, box, gt_mask, perfect_predictions, rle, write_dataset
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError, OnError
+from segbench.core.masks import rle_to_bitmap
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.inputs import read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import (
@@ -127,7 +129,7 @@ def test_a_pixel_whose_subpart_is_not_entailed_by_its_part_counts_against_secs(t
 def test_secs_needs_both_entailments():
     from support.spin_eval_data import PARTS, SUBPARTS, WHOLES
 
-    from segbench.tasks.spin.inputs import build_hierarchy
+    from segbench.tasks.spin.hierarchy import build_hierarchy
 
     hierarchy = build_hierarchy({"wholes": WHOLES, "parts": PARTS, "subparts": SUBPARTS})
     shape = (1, 4)
@@ -281,3 +283,30 @@ def test_ground_truth_with_a_dangling_parent_is_refused(tmp_path):
     with DatasetSource(tmp_path, None) as source, pytest.raises(AnnotationError, match="parent_id 4242") as info:
         read_ground_truth(source, "data/spin", "test")
     assert info.value.path.endswith("spin_test_subparts.json") and info.value.item == "annotation 1000"
+
+
+def test_a_box_models_detections_of_a_category_become_one_mask_their_union(truth, tmp_path):
+    detections = [{**GOOD, "category_id": 1, "bbox": [0, 4, 6, 3], "score": 0.4},  # rows 4-6, cols 0-5
+                  {**GOOD, "category_id": 1, "bbox": [6, 7, 6, 3], "score": 0.9},  # rows 7-9, cols 6-11
+                  {"gt_id": 100, "bbox": [0, 0, 2, 2]}, {"gt_id": 100, "bbox": [2, 2, 2, 2]}]
+    by_image = read_predictions({"parts": _write(tmp_path, "parts.json", detections)}, truth, FAIL)
+    torso, head = sorted(by_image[10], key=lambda p: p.category_id, reverse=True)
+    assert (torso.category_id, torso.score, torso.gt_id) == (1, 0.9, None)
+    assert np.array_equal(rle_to_bitmap(torso.rle).astype(bool), box(4, 7, 0, 6) | box(7, 10, 6, 12))
+    assert (head.category_id, head.gt_id) == (0, 100)
+    assert np.array_equal(rle_to_bitmap(head.rle).astype(bool), box(0, 2, 0, 2) | box(2, 4, 2, 4))
+    levels = evaluate(truth, {10: [torso]})["prompts"]["general"]["levels"]["parts"]
+    assert next(c for c in levels["categories"] if c["id"] == 1)["iou"] == pytest.approx(36 / 72)
+
+
+@pytest.mark.parametrize(("entries", "message"), [
+    ([{**GOOD, "bbox": [0, 0, 2]}], "bbox [0, 0, 2] is not [x, y, width, height]"),
+    ([{**GOOD, "bbox": [0, 0, -1, 2]}], "non-negative size"),
+    ([{**GOOD, "bbox": [0, 0, 2, 2]}, {**GOOD, "segmentation": rle(box(0, 1, 0, 1))}], "beside its boxes"),
+    ([{**GOOD, "segmentation": rle(box(0, 1, 0, 1))}, {**GOOD, "bbox": [0, 0, 2, 2]}], "beside its mask"),
+], ids=["three-numbers", "negative-width", "mask-after-boxes", "box-after-mask"])
+def test_bad_boxes_are_named(truth, tmp_path, entries, message):
+    path = _write(tmp_path, "parts.json", entries)
+    with pytest.raises(AnnotationError, match=re.escape(message)) as info:
+        read_predictions({"parts": path}, truth, FAIL)
+    assert info.value.path == str(path)

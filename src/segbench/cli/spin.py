@@ -341,7 +341,9 @@ def evaluate_spin_command(
 
     A results file is COCO results, [{image_id, category_id | gt_id, segmentation (RLE), score?,
     prompt?: general|specific}]: one prediction per annotation (gt_id: scored instance by instance) or
-    per image and category (scored against the union of its annotations), per prompt.
+    per image and category (scored against the union of its annotations), per prompt. A box model's
+    detections give a bbox (x, y, w, h) instead of a segmentation, several per category: their union is its
+    mask.
     """
     from segbench.tasks.spin.inputs import prediction_files
 

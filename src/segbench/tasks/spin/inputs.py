@@ -5,7 +5,8 @@ annotation's ``parent_id`` is its whole's annotation id, every subpart's its par
 ``<dataset dir>/taxonomy.yaml`` (only used for the subparts it restricts to some object classes).
 
 Predictions: one COCO results file per level, a list of
-``{image_id, category_id, segmentation, score?, prompt?: "general"|"specific", gt_id?}``. ``gt_id`` (the
+``{image_id, category_id, segmentation, score?, prompt?: "general"|"specific", gt_id?}``, or a box model's
+detections with ``bbox`` instead of ``segmentation`` (several per category: their union is its mask). ``gt_id`` (the
 ground-truth annotation the prompt named) is preferred; without it the prediction answers the entity
 (image_id, category_id). ``prompt`` defaults to ``general``. Answers (recognition):
 ``[{image_id, category_id | gt_id, level, prompt?, answer: str, truth?: "yes"|"no"}]``.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,9 @@ import yaml
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import read_json
-from segbench.core.masks import CocoRle, segmentation_to_rle
+from segbench.core.masks import CocoRle, boxes_to_rle, segmentation_to_rle
 from segbench.core.versioning import DatasetSource
+from segbench.tasks.spin.hierarchy import build_hierarchy, parse_taxonomy
 from segbench.tasks.spin.metrics import (
     DEFAULT_SCORE,
     LEVELS,
@@ -82,75 +85,6 @@ def _coco_parts(data: Any, path: str) -> tuple[list[Any], dict[int, dict[str, An
             raise InputError(f"category {cat!r} needs a unique integer id >= 0 and a name", path=path)
         categories[cat["id"]] = cat
     return data["images"], categories, data["annotations"]
-
-
-def build_hierarchy(names: Mapping[str, Mapping[int, str]], restricted: Mapping[str, frozenset[str]] | None = None,
-                    path: str = "", *, categories: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
-                    links: Mapping[str, Mapping[int, set[int]]] | None = None) -> Hierarchy:
-    """The category hierarchy; names are for display, the links come first from the annotations.
-
-    The parent of a category is, in this order: the category of its annotations' ``parent_id``
-    (``links``: level → child category → parent categories seen); the category's own field
-    (a subpart's ``part_category_id``, a part's or whole's ``supercategory``); the name prefix
-    (``<Super>-<Part>`` / ``<Super>-<Part>-<Sub>``, or PartImageNet's ``Quadruped Head``). A category
-    with none of these is linked to nothing. ``restricted``: subpart name → allowed object classes.
-
-    Raises:
-        InputError: annotations of one category have parents of two categories (or super-categories).
-    """
-    cats = categories or {}
-    links = links or {}
-
-    def own(level: str, cid: int, key: str) -> Any:
-        return (cats.get(level, {}).get(cid) or {}).get(key)
-
-    def by_prefix(name: str, candidates: Mapping[int, str]) -> int | None:
-        ranked = sorted(candidates.items(), key=lambda c: -len(c[1]))
-        return next((cid for cid, cname in ranked if name.startswith((cname + "-", cname + " "))), None)
-
-    def single(level: str, cid: int, found: set[Any]) -> Any:
-        if len(found) > 1:
-            raise InputError(f"{level} category {names[level][cid]!r} (id {cid}) has annotations whose parents are "
-                             f"of several categories: {sorted(found)}", path=path,
-                             hint="every annotation of a category needs a parent of the same category")
-        return next(iter(found), None)
-
-    whole_super = {cid: str(own("wholes", cid, "supercategory") or name) for cid, name in names["wholes"].items()}
-    supers = {i: name for i, name in enumerate(sorted(set(whole_super.values())))}
-    part_super = {}
-    for cid, name in names["parts"].items():
-        found = single("parts", cid, {whole_super[w] for w in links.get("parts", {}).get(cid, ()) if w in whole_super})
-        field = own("parts", cid, "supercategory")
-        prefix = by_prefix(name, supers)
-        value = found or (field if field in supers.values() else None) or (supers[prefix] if prefix is not None
-                                                                           else None)
-        if value is not None:
-            part_super[cid] = value
-    part_of = {}
-    for cid, name in names["subparts"].items():
-        found = single("subparts", cid, set(links.get("subparts", {}).get(cid, ())))
-        field = own("subparts", cid, "part_category_id")
-        value = found if found is not None else field if field in names["parts"] else by_prefix(name, names["parts"])
-        if value is not None:
-            part_of[cid] = value
-    sub_ids = {name: cid for cid, name in names["subparts"].items()}
-    return Hierarchy(names={lv: dict(names[lv]) for lv in LEVELS}, part_of=part_of, part_super=part_super,
-                     whole_super=whole_super,
-                     restricted={sub_ids[n]: classes for n, classes in (restricted or {}).items() if n in sub_ids})
-
-
-def parse_taxonomy(data: Any, path: str) -> dict[str, frozenset[str]]:
-    """Subpart category name → object classes, for the subparts whose ``objects`` is a list."""
-    parts = data.get("parts") if isinstance(data, dict) else None
-    if not isinstance(parts, list):
-        raise InputError("taxonomy needs a 'parts' list", path=path)
-    out = {}
-    for part in parts:
-        for sub in part.get("subparts") or []:
-            name = sub.get("category") or f"{part.get('object')}-{part.get('part')}-{sub.get('name')}"
-            if sub.get("objects") is not None:
-                out[name] = frozenset(str(o) for o in sub["objects"])
-    return out
 
 
 def read_ground_truth(source: DatasetSource, dataset_dir: str, split: str) -> SpinTruth:
@@ -280,10 +214,17 @@ def _entries(path: Path) -> list[Any]:
 
 def parse_predictions(entries: list[Any], level: str, truth: SpinTruth, path: str,
                       policy: ImportPolicy) -> list[tuple[int, Prediction]]:
-    """Validated (image id, prediction) pairs of one level's results file."""
+    """Validated (image id, prediction) pairs of one level's results file.
+
+    A prediction with a ``bbox`` ``[x, y, w, h]`` and no ``segmentation`` is a box model's detection: the
+    boxes of one image, category and prompt (or of one ``gt_id``) are rasterised into one mask, their
+    union, scored with the highest of their scores (SPIN's supplementary: box models' detections per
+    category become one pixel-wise mask).
+    """
     out: list[tuple[int, Prediction]] = []
     seen: set[tuple[int, int, str] | tuple[int, str]] = set()
     by_instance: dict[tuple[int, int, str], bool] = {}  # (image, category, prompt) → answered by gt_id
+    boxes: dict[tuple[int, int, str] | tuple[int, str], _Detections] = {}  # a box model's, by prediction key
     for index, entry in enumerate(entries):
         item = f"prediction {index}"
         try:
@@ -296,15 +237,28 @@ def parse_predictions(entries: list[Any], level: str, truth: SpinTruth, path: st
                 raise AnnotationError(f"score {score!r} is not a finite number", path=path, item=item)
             gt_id = entry.get("gt_id")
             key = (gt_id, prompt) if gt_id is not None else (image_id, category_id, prompt)
-            if key in seen:
-                what = f"annotation {gt_id}" if gt_id is not None else f"image {image_id} / category {category_id}"
-                raise AnnotationError(f"a second {prompt} prediction for {what}", path=path, item=item,
-                                      hint="one mask per annotation (gt_id) or per image and category, and prompt")
+            what = f"annotation {gt_id}" if gt_id is not None else f"image {image_id} / category {category_id}"
+            is_box = "bbox" in entry and "segmentation" not in entry
+            if key in seen or (key in boxes and not is_box):
+                beside = " beside its boxes" if key in boxes else " beside its mask" if is_box else ""
+                raise AnnotationError(f"a second {prompt} prediction for {what}{beside}", path=path, item=item,
+                                      hint="one mask per annotation (gt_id) or per image and category, and prompt; "
+                                           "or boxes only")
             if by_instance.setdefault((image_id, category_id, prompt), gt_id is not None) != (gt_id is not None):
                 raise AnnotationError(f"{prompt} predictions for image {image_id} / category {category_id} mix "
                                       "gt_id and category unions", path=path, item=item,
                                       hint="give every prediction of the category a gt_id, or none")
             img = truth.images[image_id]
+            if is_box:
+                box = entry["bbox"]
+                if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)
+                        and box[2] >= 0 and box[3] >= 0):
+                    raise AnnotationError(f"bbox {box!r} is not [x, y, width, height] with a non-negative size",
+                                          path=path, item=f"image {image_id} / {item}")
+                found = boxes.setdefault(key, _Detections(image_id, category_id, prompt, gt_id))
+                found.boxes.append(box)
+                found.score = max(found.score, float(score))
+                continue
             rle = _rle(entry.get("segmentation"), {"id": image_id, "height": img.height, "width": img.width},
                        path, item)
         except AnnotationError as error:
@@ -312,7 +266,28 @@ def parse_predictions(entries: list[Any], level: str, truth: SpinTruth, path: st
             continue
         seen.add(key)
         out.append((image_id, Prediction(level, category_id, prompt, rle, float(score), gt_id)))
+    for found in boxes.values():  # the union of each key's boxes, rasterised once
+        img = truth.images[found.image_id]
+        out.append((found.image_id, Prediction(level, found.category_id, found.prompt,
+                                               boxes_to_rle(found.boxes, img.height, img.width), found.score,
+                                               found.gt_id)))
     return out
+
+
+@dataclass
+class _Detections:
+    """A box model's detections of one entity: its boxes and their best score."""
+
+    image_id: int
+    category_id: int
+    prompt: str
+    gt_id: int | None
+    boxes: list[Any] = field(default_factory=list)
+    score: float = -math.inf
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_predictions(paths: Mapping[str, str | Path], truth: SpinTruth,
