@@ -118,6 +118,7 @@ def serve_until_stopped(deployments: Sequence[RunnerDeployment], say: Callable[[
         serve(*deployments, print_starting_message=False)
     finally:
         stop.set()
+        watcher.join(timeout=2 * RUN_POLL_SECONDS)  # its last look: a run that ended meanwhile is reported
         signal.signal(signal.SIGINT, previous)
 
 
@@ -131,7 +132,9 @@ def _report_runs(names: Sequence[str], flow_name: str, say: Callable[[str], None
     since = datetime.datetime.now(datetime.timezone.utc)
     said: dict[object, StateType] = {}
     deployments: dict[object, str] = {}  # looked up until serve has registered them; they do not change after
-    while not stop.wait(RUN_POLL_SECONDS):
+    stopped = False
+    while not stopped:
+        stopped = stop.wait(RUN_POLL_SECONDS)
         try:
             with get_client(sync_client=True) as client:
                 deployments = deployments or {d.id: d.name for d in _plan_deployments(client, names, flow_name)}
