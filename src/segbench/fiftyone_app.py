@@ -109,7 +109,6 @@ def _follow(process: subprocess.Popen[str], log: Path, port: int | None,
                 process.wait()  # the App is served until the command is interrupted
                 return loaded
         if process.wait(timeout=120) == 0 and loaded is not None and port is None:
-            deadline.cancel()
             ready(loaded)
             return loaded
     finally:

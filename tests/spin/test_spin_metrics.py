@@ -301,7 +301,7 @@ def test_a_box_models_detections_of_a_category_become_one_mask_their_union(truth
 
 @pytest.mark.parametrize(("entries", "message"), [
     ([{**GOOD, "bbox": [0, 0, 2]}], "bbox [0, 0, 2] is not [x, y, width, height]"),
-    ([{**GOOD, "bbox": [0, 0, -1, 2]}], "non-negative size"),
+    ([{**GOOD, "bbox": [0, 0, -1, 2]}], "has a negative width or height"),
     ([{**GOOD, "bbox": [0, 0, 2, 2]}, {**GOOD, "segmentation": rle(box(0, 1, 0, 1))}], "beside its boxes"),
     ([{**GOOD, "segmentation": rle(box(0, 1, 0, 1))}, {**GOOD, "bbox": [0, 0, 2, 2]}], "beside its mask"),
 ], ids=["three-numbers", "negative-width", "mask-after-boxes", "box-after-mask"])

@@ -35,7 +35,7 @@ def leaderboard_command(
     from segbench import registry
     from segbench.core.errors import InputError
     from segbench.core.io import atomic_write_text
-    from segbench.core.leaderboard import entry, markdown, ranked, read_report, shown
+    from segbench.core.leaderboard import HEADERS, cells, entry, markdown, ranked, read_report
 
     boards = registry.leaderboards()
     found: dict[str, list[tuple[str, Metrics]]] = {}
@@ -47,17 +47,13 @@ def leaderboard_command(
                              hint=f"leaderboards: {', '.join(sorted(boards))}")
         found.setdefault(evaluation, []).append((name, metrics))
     chosen = [boards[evaluation] for evaluation in found]
-    if by is not None and not any(column.name.lower() == by.lower() for b in chosen for column in b.columns):
+    if by is not None and not any(board.has(by) for board in chosen):
         chosen[0].column(by)  # no benchmark has it: refused, naming the columns there are
     tables = [ranked(board, [entry(board, name, metrics) for name, metrics in found[board.evaluation]],
-                     by if any(column.name.lower() == (by or "").lower() for column in board.columns) else None)
-              for board in chosen]
+                     by if by is not None and board.has(by) else None) for board in chosen]
     for table in tables:
         console.out.print(console.table(f"{table.title}: ranked by {table.ranked_by}",
-                                        ["rank", "model", *table.columns, "source"],
-                                        [[rank if rank is not None else "–", row.name,
-                                          *(shown(table, c, row.values.get(c)) for c in table.columns), row.source]
-                                         for rank, row in zip(table.ranks, table.rows, strict=True)]))
+                                        [*HEADERS, *table.columns, "source"], cells(table)))
     if out is not None:
         atomic_write_text(out, markdown(tables))
         console.out.print(f"Leaderboard: {display_path(out)}")

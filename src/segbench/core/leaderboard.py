@@ -50,6 +50,9 @@ class Board:
     published: Callable[[], list[Entry]] = field(default=lambda: [])  # in the columns' display units
     sources: Callable[[], list[str]] = field(default=lambda: [])  # where the published rows come from
 
+    def has(self, name: str) -> bool:
+        return any(c.name.lower() == name.lower() for c in self.columns)
+
     def column(self, name: str | None) -> Column:
         """The column called ``name`` (the first, the board's headline, when None).
 
@@ -76,7 +79,8 @@ def read_report(folder: Path) -> tuple[str, Metrics]:
         if not path.is_file():
             raise InputError(f"not an evaluation report: no {path.name}", path=folder,
                              hint="pass the --out folders of segbench evaluate commands")
-    evaluation = read_json(manifest).get("dataset")
+    described = read_json(manifest)
+    evaluation = described.get("dataset") if isinstance(described, dict) else None
     data = read_json(metrics)
     if not isinstance(evaluation, str) or not evaluation.startswith("eval/") or not isinstance(data, dict) \
             or not isinstance(data.get("metrics"), dict):
@@ -135,11 +139,19 @@ def ranked(board: Board, entries: Sequence[Entry], by: str | None = None) -> Ran
                   sources=board.sources())
 
 
-def shown(table: Ranked, column: str, value: float | None) -> str:
-    """A value as the table shows it: one decimal for a percentage, three otherwise, ``–`` if undefined."""
-    if value is None:
-        return "–"
-    return f"{value:.1f}" if column in table.percent else f"{value:.3f}"
+HEADERS = ("rank", "model")
+
+
+def cells(table: Ranked) -> list[list[str]]:
+    """The table's rows as shown: rank, model, each column (one decimal for a percentage, three
+    otherwise, ``–`` if undefined), source."""
+    def shown(column: str, value: float | None) -> str:
+        if value is None:
+            return "–"
+        return f"{value:.1f}" if column in table.percent else f"{value:.3f}"
+
+    return [[str(rank) if rank is not None else "–", row.name, *(shown(c, row.values.get(c)) for c in table.columns),
+             row.source] for rank, row in zip(table.ranks, table.rows, strict=True)]
 
 
 def markdown(tables: Sequence[Ranked]) -> str:
@@ -152,9 +164,6 @@ def markdown(tables: Sequence[Ranked]) -> str:
         parts += [f"## {table.title}", "",
                   f"Ranked by {table.ranked_by} ({order} is better); percentages ×100 "
                   f"({', '.join(table.percent) or 'none'}).", "",
-                  markdown_table(["rank", "model", *table.columns, "source"],
-                                 [[rank if rank is not None else "–", row.name,
-                                   *(shown(table, c, row.values.get(c)) for c in table.columns), row.source]
-                                  for rank, row in zip(table.ranks, table.rows, strict=True)])]
+                  markdown_table([*HEADERS, *table.columns, "source"], cells(table))]
         parts += [f"Published rows, {source}" for source in table.sources] + ([""] if table.sources else [])
     return "\n".join(parts)

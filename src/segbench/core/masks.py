@@ -87,6 +87,15 @@ def segmentation_to_rle(segmentation: Any, height: int, width: int) -> CocoRle:
     return _to_str_rle(segmentation)
 
 
+def check_box(box: Any) -> None:
+    """Raises ValueError unless ``box`` is a COCO box: four finite numbers ``[x, y, w, h]``, ``w, h >= 0``."""
+    if (not isinstance(box, (list, tuple)) or len(box) != 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in box)):
+        raise ValueError(f"bbox {box!r} is not [x, y, width, height]")
+    if box[2] < 0 or box[3] < 0:
+        raise ValueError(f"bbox {box!r} has a negative width or height")
+
+
 def boxes_to_rle(boxes: Sequence[Any], height: int, width: int) -> CocoRle:
     """The union of COCO boxes ``[x, y, w, h]`` rasterised at the image's size (the parts outside it dropped),
     as one compressed RLE: how a box detector's detections of one category become one mask.
@@ -95,11 +104,7 @@ def boxes_to_rle(boxes: Sequence[Any], height: int, width: int) -> CocoRle:
         ValueError: a box is not four finite numbers with a non-negative width and height.
     """
     for box in boxes:
-        if (not isinstance(box, (list, tuple)) or len(box) != 4
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in box)):
-            raise ValueError(f"bbox {box!r} is not [x, y, width, height]")
-        if box[2] < 0 or box[3] < 0:
-            raise ValueError(f"bbox {box!r} has a negative width or height")
+        check_box(box)
     rles = mask_utils.frPyObjects(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), height, width)
     return _to_str_rle(mask_utils.merge(rles))
 

@@ -28,7 +28,7 @@ import yaml
 
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.io import read_json
-from segbench.core.masks import CocoRle, boxes_to_rle, segmentation_to_rle
+from segbench.core.masks import CocoRle, boxes_to_rle, check_box, segmentation_to_rle
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.spin.hierarchy import build_hierarchy, parse_taxonomy
 from segbench.tasks.spin.metrics import (
@@ -251,10 +251,10 @@ def parse_predictions(entries: list[Any], level: str, truth: SpinTruth, path: st
             img = truth.images[image_id]
             if is_box:
                 box = entry["bbox"]
-                if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)
-                        and box[2] >= 0 and box[3] >= 0):
-                    raise AnnotationError(f"bbox {box!r} is not [x, y, width, height] with a non-negative size",
-                                          path=path, item=f"image {image_id} / {item}")
+                try:
+                    check_box(box)
+                except ValueError as exc:
+                    raise AnnotationError(str(exc), path=path, item=f"image {image_id} / {item}") from exc
                 found = boxes.setdefault(key, _Detections(image_id, category_id, prompt, gt_id))
                 found.boxes.append(box)
                 found.score = max(found.score, float(score))
@@ -284,10 +284,6 @@ class _Detections:
     gt_id: int | None
     boxes: list[Any] = field(default_factory=list)
     score: float = -math.inf
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_predictions(paths: Mapping[str, str | Path], truth: SpinTruth,
