@@ -307,6 +307,37 @@ def _filter_rows(filters: SpinFilters) -> dict[str, str | int]:
             "kept images": filters.kept_images}
 
 
+@spin_app.command("prompts")
+def prompts_command(
+    ctx: typer.Context,
+    out: Path = typer.Option(..., "--out", help="The JSON file to write."),
+    split: str = typer.Option("test", "--split", help="train, val or test."),
+    rev: str = typer.Option(None, "--rev", help="Git revision of the published dataset (default: working tree)."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project holding data.dvc."),
+    dataset_dir: str = typer.Option(None, "--dataset-dir", help="SPIN folder inside the repo (default: "
+                                                               "<data root>/spin)."),
+) -> None:
+    """Write a box and a point prompt per ground-truth object, part and subpart, for SAM-style upper bounds.
+
+    Each entry is {gt_id, image_id, level, category_id, category, bbox (x, y, w, h), point (x, y)}, the
+    point the pixel farthest inside the mask. Run a promptable model on them and give its masks with
+    their gt_id to evaluate spin, which scores them instance by instance.
+    """
+    from segbench.core.io import write_json
+    from segbench.tasks.spin.evaluation import load_truth
+    from segbench.tasks.spin.prompts import entity_prompts
+
+    data_root = settings_of(ctx).data_root
+    truth = load_truth(str(repo), rev, dataset_dir or relative_to_repo(data_root / "spin", repo), split)
+    prompts = entity_prompts(truth)
+    write_json(out, prompts, indent=1)
+    levels = {level: sum(p["level"] == level for p in prompts) for level in ("wholes", "parts", "subparts")}
+    console.out.print(console.key_values(f"SPIN prompts ({split})", {
+        "images": len(truth.images), **{f"{level} prompts": n for level, n in levels.items()},
+        "file": display_path(out)}))
+    console.set_summary({"file": str(out), "images": len(truth.images), "prompts": levels})
+
+
 def evaluate_spin_command(
     ctx: typer.Context,
     predictions: Path = typer.Option(None, "--predictions", help="Folder holding the results files "
