@@ -20,13 +20,13 @@ from segbench.core.versioning import DatasetSource
 from segbench.tasks.flip import report as flip_report
 from segbench.tasks.flip.metrics import WATERBIRDS_NAMES
 from segbench.tasks.spin import report as spin_report
-from segbench.tasks.spin import stats_report
+from segbench.tasks.spin import stats_report, taxonomy_plot
 from segbench.tasks.spin.inputs import read_ground_truth
 from segbench.tasks.spin.metrics import Prediction, SpinAccumulator
-from segbench.tasks.spin.stats import MEASURES
+from segbench.tasks.spin.stats import MEASURES, shape_values
 from segbench.tasks.vocab import lac
 
-MODULES = (flip_report, spin_report, stats_report, lac)
+MODULES = (flip_report, spin_report, stats_report, taxonomy_plot, lac)
 
 def _spin_summary(tmp_path) -> dict:
     write_dataset(tmp_path / "data" / "spin")
@@ -52,6 +52,22 @@ def _lac_summary(baseline: bool) -> dict:
     return acc.summarize(("a", "b", "c")).model_dump(mode="json")
 
 
+def _shape_panels() -> dict:
+    rows = [{"object": obj, "polygons": polygons, "extent": 0.3 + 0.1 * k, "boundary_complexity": 0.5}
+            for k, (obj, polygons) in enumerate((("Car", 1), ("Car", 3), ("Fish", 1), ("Fish", 2)))]
+    return shape_values(rows)
+
+
+def _restricted_taxonomy():
+    from segbench.tasks.spin import taxonomy_edits as se
+    from segbench.tasks.spin.taxonomy import build_taxonomy, load_catalog
+
+    catalog = load_catalog()
+    edits, sha = se.load_edits(se.default_edits_path(), catalog)
+    return build_taxonomy(se.apply_edits(catalog, {}, "x:y", edits).parts, provider="x", model="y",
+                          edits_file="edits.yaml", edits_sha256=sha)
+
+
 def _boxplot_groups() -> dict:
     rng = np.random.default_rng(0)
     return {m: {"Bird": list(rng.random(5)), "Quadruped": list(rng.random(4)), "Overall": list(rng.random(9))}
@@ -71,6 +87,8 @@ CASES = {
     "lac_figure": lambda tmp: lac.lac_figure(_lac_summary(baseline=False)),
     "lac_figure with baseline": lambda tmp: lac.lac_figure(_lac_summary(baseline=True)),
     "boxplots_figure": lambda tmp: stats_report.boxplots_figure(_boxplot_groups()),
+    "shapes_figure": lambda tmp: stats_report.shapes_figure(_shape_panels()),
+    "subparts_per_part_figure": lambda tmp: taxonomy_plot.subparts_per_part_figure(_restricted_taxonomy()),
 }
 
 

@@ -22,6 +22,7 @@ def test_spin_from_taxonomy_to_dataset_through_the_command_line(tmp_path):
     # WordNet against §8.2; precision counts the proposals that passed the visibility check.
     assert "SPIN taxonomy" in taxonomy and "24.14% / 15.91% of 203" in taxonomy
     assert "- Car-Body: Brake System, Cooling System, Electrical System, First Gear" in taxonomy
+    assert "taxonomy.png" in read_json(data / "spin" / "taxonomy.manifest.json")["outputs"]  # Fig. 2 as a figure
     created = run(tmp_path, "rounds", "create", "spin_subparts", "s", "--partimagenet", str(world.root), "--backend", "files")
     assert "SPIN rounds" in created.output
     batch = run(tmp_path, "rounds", "create", "spin_subparts", "b", "--partimagenet", str(world.root), "--backend", "files",

@@ -123,7 +123,8 @@ def print_taxonomy(result: TaxonomySummary, provider: Any, *, diff: bool = True)
         **({"questions without a usable answer (skipped)": counts.rejected_answers}
            if counts.rejected_answers is not None else {}),
         "rules that changed nothing": ", ".join(result.unused_rules) or "none",
-        "taxonomy": display_path(result.paths["taxonomy"]), "diff": display_path(result.paths["diff"])}))
+        "taxonomy": display_path(result.paths["taxonomy"]), "diff": display_path(result.paths["diff"]),
+        "figure": display_path(result.paths["figure"])}))
     for reason in counts.suspect or []:
         console.err.print(f"[yellow]warning:[/] the model's proposals look wrong: {reason}; try a larger model")
     console.out.print(build_status(result))

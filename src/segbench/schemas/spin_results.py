@@ -36,7 +36,7 @@ class TaxonomySummary(BuildSummary):
     """``build spin-taxonomy``: the counts, the files, the diff against the taxonomy that was there."""
 
     counts: TaxonomyCounts
-    paths: dict[str, Path] = Field(description="taxonomy, diff, manifest")
+    paths: dict[str, Path] = Field(description="taxonomy, diff, figure, manifest")
     diff: dict[str, Any]
     diff_markdown: str
     unused_rules: list[str] = Field(description="edit rules that changed nothing")

@@ -1,8 +1,8 @@
 """The SPIN taxonomy build flow: ask for subparts → apply the edit file → ``data/spin/taxonomy.yaml``.
 
 ``data/spin/`` also holds the SPIN dataset, so this flow writes only its own files there, each one
-atomically: ``taxonomy.yaml``, ``taxonomy.diff.md`` (what the last change of the taxonomy changed)
-and ``taxonomy.manifest.json`` (inputs, params, counts, output hashes, build key). It never replaces
+atomically: ``taxonomy.yaml``, ``taxonomy.diff.md`` (what the last change of the taxonomy changed),
+``taxonomy.png`` (subparts per part category, as the paper's Fig. 2) and ``taxonomy.manifest.json`` (inputs, params, counts, output hashes, build key). It never replaces
 the folder.
 
 The build key covers the edit file, the shipped PartImageNet catalog, the provider and the question
@@ -22,7 +22,7 @@ from prefect.cache_policies import NO_CACHE
 
 from segbench.core.build import Build, Built
 from segbench.core.errors import AnswerRejected
-from segbench.core.io import atomic_write_text, sha256_bytes, sha256_file
+from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_bytes, sha256_file
 from segbench.core.manifest import read_manifest, write_manifest
 from segbench.core.reports import plain
 from segbench.flows.prefect_ui import publish_build, run_name, task_name
@@ -34,11 +34,13 @@ from segbench.tasks.spin import taxonomy as spin_taxonomy
 from segbench.tasks.spin import taxonomy_edits as se
 from segbench.tasks.spin import versions
 from segbench.tasks.spin.taxonomy_diff import diff_json, diff_markdown, taxonomy_diff
+from segbench.tasks.spin.taxonomy_plot import subparts_per_part_png
 
 TAXONOMY_FILE = "taxonomy.yaml"
 DIFF_FILE = "taxonomy.diff.md"
+FIGURE_FILE = "taxonomy.png"
 MANIFEST_FILE = "taxonomy.manifest.json"
-_FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "manifest": MANIFEST_FILE}
+_FILES = {"taxonomy": TAXONOMY_FILE, "diff": DIFF_FILE, "figure": FIGURE_FILE, "manifest": MANIFEST_FILE}
 
 
 @task(**task_name("ask-subparts"), cache_policy=NO_CACHE)  # the provider retries what is transient
@@ -56,20 +58,21 @@ def ask_visibility(provider: Any, questions: list[Question]) -> list[SubpartVisi
 
 @task(**task_name("write-taxonomy"), cache_policy=NO_CACHE)
 def write_taxonomy(build: Build, taxonomy: Taxonomy, diff_text: str, built: Built) -> dict[str, Path]:
-    """Write the three files into ``build.out``; the taxonomy last-but-one and the manifest last, each atomically.
+    """Write the four files into ``build.out``; the taxonomy last-but-one and the manifest last, each atomically.
 
     The diff is kept when the taxonomy is the one already there: it describes the last change. The
-    manifest lists only these two files: the folder also holds the SPIN dataset.
+    manifest lists only these three files: the folder also holds the SPIN dataset.
     """
     out_dir = build.out
     text, taxonomy_path, diff_path = spin_taxonomy.taxonomy_yaml(taxonomy), out_dir / TAXONOMY_FILE, out_dir / DIFF_FILE
     unchanged = taxonomy_path.is_file() and taxonomy_path.read_text("utf-8") == text
     if not (unchanged and diff_path.is_file()):
         atomic_write_text(diff_path, diff_text)
+    figure_path = atomic_write_bytes(out_dir / FIGURE_FILE, subparts_per_part_png(taxonomy))
     atomic_write_text(taxonomy_path, text)
-    outputs = {TAXONOMY_FILE: sha256_file(taxonomy_path), DIFF_FILE: sha256_file(diff_path)}
+    outputs = {name: sha256_file(out_dir / name) for name in (TAXONOMY_FILE, DIFF_FILE, FIGURE_FILE)}
     manifest_path = write_manifest(out_dir, build.manifest(out_dir, built, outputs=outputs), MANIFEST_FILE)
-    return {"taxonomy": taxonomy_path, "diff": diff_path, "manifest": manifest_path}
+    return {"taxonomy": taxonomy_path, "diff": diff_path, "figure": figure_path, "manifest": manifest_path}
 
 
 def _catalog_sha256() -> str:

@@ -111,9 +111,9 @@ def boxplots_png(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
     return figure_png(boxplots_figure(groups))
 
 
-def shapes_png(panels: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
-    """PNG bytes of Fig. 7 as one 2x2 figure: extent and boundary complexity of single- and multi-polygon
-    subparts, one boxplot per group (``stats.shape_values``)."""
+def shapes_figure(panels: Mapping[str, Mapping[str, Sequence[float]]]) -> Figure:
+    """Fig. 7 as one 2x2 figure: extent and boundary complexity of single- and multi-polygon subparts,
+    one boxplot per group (``stats.shape_values``)."""
     figure = Figure(figsize=(12, 8), dpi=100)
     for ax, (panel, title) in zip(figure.subplots(2, 2).flat, SHAPE_PANELS.items(), strict=True):
         by_group = {g: list(v) for g, v in panels[panel].items() if v}
@@ -126,7 +126,7 @@ def shapes_png(panels: Mapping[str, Mapping[str, Sequence[float]]]) -> bytes:
         ax.tick_params(axis="x", labelrotation=45)
         ax.grid(axis="y", alpha=0.3)
     figure.tight_layout()
-    return figure_png(figure)
+    return figure
 
 
 def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: SubpartStatistics,
@@ -140,5 +140,5 @@ def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: Subpart
         write_json(out_dir / "subparts.json", summary, indent=1),
         atomic_write_text(out_dir / "subparts.md", measures_markdown(summary)),
         atomic_write_bytes(out_dir / PLOT_NAME, boxplots_png(groups)),
-        atomic_write_bytes(out_dir / SHAPES_PLOT_NAME, shapes_png(shapes)),
+        atomic_write_bytes(out_dir / SHAPES_PLOT_NAME, figure_png(shapes_figure(shapes))),
     ]

@@ -3,8 +3,8 @@
 """
 
 # The taxonomy ``spin/taxonomy.yaml``. Changes: 4: proposals that are not visible parts are dropped before the
-# edits; 5: restrict rules (subparts asked only of some object classes), recorded as restricted_by.
-TAXONOMY = "5"
+# edits; 5: restrict rules (subparts asked only of some object classes), recorded as restricted_by; 6: taxonomy.png.
+TAXONOMY = "6"
 
 # The dataset ``spin/dataset/``. Changes: 2: the manifest records the images as an input, and the build key; 3:
 # statistics plot; 5: rigid and non-rigid groups, subparts per object, Fig. 7's shapes.
