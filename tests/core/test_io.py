@@ -1,6 +1,7 @@
 """Canonical JSON, atomic writes, fingerprints and the staging directory."""
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -75,3 +76,11 @@ def test_json_with_a_byte_order_mark_is_read_as_json(tmp_path):
     assert read_json(path) == {"images": [], "annotations": [], "categories": []}
     raw = read_coco(path)
     assert list(raw.images) == [] and list(raw.annotations) == []
+
+
+def test_a_folder_that_takes_no_new_files_is_named_with_the_target_file(tmp_path):
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs /proc, a folder that takes no new files")
+    with pytest.raises(InputError, match="cannot create a file in this folder|permission denied") as raised:
+        atomic_write_bytes(Path("/proc/segbench-test.json"), b"{}")
+    assert raised.value.path == "/proc/segbench-test.json"

@@ -40,7 +40,7 @@ def test_a_path_too_deep_for_the_files_inside_is_refused(tmp_path):
         check_writable_folder(deep, "output folder")
 
 
-@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.ENAMETOOLONG, errno.EACCES])
+@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.ENAMETOOLONG, errno.EACCES, errno.ENOENT])
 def test_a_file_system_failure_becomes_an_error_naming_the_file(code):
     error = file_system_error(OSError(code, "what the OS said", "/data/coco_cd/x.json"))
     assert isinstance(error, OutputError) and error.path == "/data/coco_cd/x.json" and error.hint

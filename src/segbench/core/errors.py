@@ -99,6 +99,8 @@ _FILE_SYSTEM_HINTS = {
     errno.ENAMETOOLONG: "give a shorter path (--data-root, --work-dir, --out) or shorter names",
     errno.EMFILE: "raise the limit of open files (ulimit -n) and run the same command again",
     errno.EIO: "the disk failed to read or write: check it, then run the same command again",
+    # Writing where no file can be made (a path under /proc, a folder removed meanwhile).
+    errno.ENOENT: "check the path: its folder must exist or be one segbench can create, on a disk that takes files",
 }
 
 

@@ -85,7 +85,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except (FileExistsError, NotADirectoryError, PermissionError) as exc:  # the user's path, not the disk
+    except (FileExistsError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:  # the user's path
         raise _unwritable(exc, path) from exc
     try:
         os.fchmod(fd, _NEW_FILE_MODE)  # as the user's umask says: shared under 022, private under 077
@@ -106,6 +106,9 @@ def _unwritable(exc: OSError, path: Path) -> InputError:
     if isinstance(exc, PermissionError):
         return InputError("permission denied: cannot write here", path=path,
                           hint=f"make {path.parent} writable by this user, or write somewhere else")
+    if isinstance(exc, FileNotFoundError):  # a folder that takes no new files (/proc), or one removed meanwhile
+        return InputError("cannot create a file in this folder", path=path,
+                          hint="write to a folder on an ordinary disk")
     return InputError("cannot create the file: a part of its folder path is a file", path=path,
                       hint="check the path (is an output folder given where a file is expected?)")
 
