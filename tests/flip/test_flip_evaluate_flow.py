@@ -91,3 +91,14 @@ def test_wrong_shape_prediction_names_the_file(repo, tmp_path):
     np.savez_compressed(bad, probs=np.zeros((3, 256, 256), np.float32))
     with pytest.raises(InputError, match=f"{IMAGE_IDS[3]:012d}.npz.*shape"):
         evaluate_coco_cd(repo, None, tmp_path / "preds", tmp_path / "out")
+
+
+def test_the_command_reports_flip_risk_over_ground_truth_foreground_beside_the_deployable(repo, tmp_path):
+    from support.cli import run
+
+    predict_baseline(repo, None, tmp_path / "preds", shard_size=5, seed=0)  # probabilities: risk is defined
+    out = tmp_path / "out"
+    run(repo, "evaluate", "coco-cd", "--predictions", str(tmp_path / "preds"), "--repo", str(repo), "--out", str(out))
+    metrics = json.loads((out / "metrics.json").read_text())["metrics"]
+    assert metrics["flip_risk"]["num_records"] == metrics["flip_risk_gt_foreground"]["num_records"] == 8
+    assert "### Over ground-truth foreground (App. G, analysis)" in (out / "report.md").read_text()

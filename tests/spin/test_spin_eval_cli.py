@@ -231,3 +231,16 @@ def test_yes_rule_decides_whether_eyes_is_a_yes(project, tmp_path, rule, macc):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["metrics"]["recognition"]["general"]["subparts"]["macc"] == macc
     assert metrics["evaluated"]["yes_rule"] == rule
+
+
+def test_a_box_models_detections_are_scored_as_the_union_of_their_boxes(project, tmp_path):
+    # Quadruped-Torso, rows 4-10 × all 12 columns (72 px), given as two boxes covering 36 px of it.
+    parts = tmp_path / "boxes.json"
+    parts.write_text(json.dumps([{"image_id": 10, "category_id": 1, "bbox": [0, 4, 6, 3], "score": 0.4},
+                                 {"image_id": 10, "category_id": 1, "bbox": [6, 7, 6, 3], "score": 0.9}]))
+    out = tmp_path / "report"
+    result = _invoke("--parts", str(parts), "--repo", str(project), "--dataset-dir", "data/spin", "--out", str(out))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    levels = json.loads((out / "metrics.json").read_text())["metrics"]["prompts"]["general"]["levels"]
+    torso = next(c for c in levels["parts"]["categories"] if c["id"] == 1)
+    assert torso["iou"] == pytest.approx(36 / 72)

@@ -30,6 +30,7 @@ from segbench.core.paths import check_output_folder
 
 if TYPE_CHECKING:
     from segbench.schemas.results import EvaluationResult
+    from segbench.schemas.rounds import Round
     from segbench.schemas.spin_metrics import SpinMetrics
     from segbench.schemas.spin_results import SpinBuildSummary, SpinDemo, SpinFilters, TaxonomySummary
 
@@ -189,12 +190,12 @@ def create_rounds_command(
                       "(ingest imports the subpart answers).")
 
 
-def _reward_range(round_: Any) -> str:
+def _reward_range(round_: Round) -> str:
     rewards = sorted({item.data["reward"] for item in round_.items})
     return f"{rewards[0]:.2f}" if len(rewards) == 1 else f"{rewards[0]:.2f}–{rewards[-1]:.2f}"
 
 
-def _cost(round_: Any) -> float:
+def _cost(round_: Round) -> float:
     """What the round pays its crowd: every task's reward, once per answer asked."""
     return round_.config.overlap * sum(item.data["reward"] for item in round_.items)
 

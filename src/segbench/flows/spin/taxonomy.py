@@ -2,8 +2,8 @@
 
 ``data/spin/`` also holds the SPIN dataset, so this flow writes only its own files there, each one
 atomically: ``taxonomy.yaml``, ``taxonomy.diff.md`` (what the last change of the taxonomy changed),
-``taxonomy.png`` (subparts per part category, as the paper's Fig. 2) and ``taxonomy.manifest.json`` (inputs, params, counts, output hashes, build key). It never replaces
-the folder.
+``taxonomy.png`` (subparts per part category, as the paper's Fig. 2) and ``taxonomy.manifest.json``
+(inputs, params, counts, output hashes, build key). It never replaces the folder.
 
 The build key covers the edit file, the shipped PartImageNet catalog, the provider and the question
 and builder versions. A rebuild with the key of the manifest writes nothing; a rebuild that yields
