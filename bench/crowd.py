@@ -29,6 +29,11 @@ items are gold (their answer is known), used only to score workers, never in the
   share of spammers and of honest workers the worker report flags, and how much of the gold a
   spotter's pick finds (beside the gold's share of the tasks: equal means the gold cannot be spotted).
 
+* Crowds beside crowd-kit (``CROWDS``): the same trial with one kind of adversary at a time (a Sybil
+  majority answering by a plausible policy, specialists, a 95/5 crowd at 3 answers per item, …), the
+  default aggregation beside crowd-kit's categorical methods (``crowd_trial.CROWDKIT``) run on the
+  very same answers.
+
 Every method runs on the same items (GLAD included). Everything is seeded: the same arguments give
 the same numbers.
 """
@@ -193,6 +198,32 @@ def polygon_round(items: int, spam: float, seed: int) -> dict[str, float]:
 
 # --- tables ----------------------------------------------------------------------------------------------
 
+def crowds() -> dict[str, Any]:
+    from segbench.demo.adversarial_crowd import CrowdMix
+
+    return {
+        "mixed adversaries, 7 per item, 40%": CrowdMix(spammers=0.4, overlap=7),
+        "Sybil majority: 12 of 30 accounts, a plausible policy": CrowdMix(spammers=0.0, overlap=7, sybils=12),
+        "Sybils (10 accounts) and 30% spammers": CrowdMix(spammers=0.3, overlap=7, sybils=10),
+        "half the honest workers specialists, 30% spammers": CrowdMix(spammers=0.3, overlap=7,
+                                                                     honest_kinds=("plain", "specialist")),
+        "95/5, 3 per item": CrowdMix(spammers=0.05, overlap=3),
+    }
+
+
+def crowd_rows(trials: int, seed: int = 0) -> dict[str, dict[str, float | None]]:
+    """Per crowd of :func:`crowds`: the default aggregation and crowd-kit's methods, mean of ``trials``
+    rounds (a method this scikit-learn cannot run is None)."""
+    from crowd_trial import CROWDKIT, run_trial
+
+    out: dict[str, dict[str, float | None]] = {}
+    for name, mix in crowds().items():
+        runs = [run_trial(mix, seed + n, methods=("screened",), crowdkit=CROWDKIT) for n in range(trials)]
+        out[name] = {key: None if runs[0][key] is None else round(float(np.mean([r[key] for r in runs])), 3)
+                     for key in ("screened", *CROWDKIT, "oracle")}
+    return out
+
+
 def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_ACCURACY,
             polygons: bool = True, overlap: int = OVERLAP, adversarial: bool = True) -> dict[str, Any]:
     cat_items, poly_items, trials = (600, 60, 3) if quick else (2000, 200, TRIAL_SEEDS)
@@ -208,6 +239,7 @@ def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_A
             tables["polygons"][key] = polygon_round(poly_items, spam, seed)
     if adversarial:
         tables["adversarial"] = adversarial_rows(trials, seed)
+        tables["crowds"] = crowd_rows(trials, seed)
     return tables
 
 
@@ -242,6 +274,12 @@ def markdown(tables: dict[str, Any]) -> str:
                   "| crowd | " + " | ".join(ADVERSARIAL) + " |", "|---" * (len(ADVERSARIAL) + 1) + "|"]
         lines += [f"| {k} | " + " | ".join(f"{row[m]:.3f}" for m in ADVERSARIAL.values()) + " |"
                   for k, row in tables["adversarial"].items()]
+        methods = list(next(iter(tables["crowds"].values())))
+        lines += ["", "One kind of adversary at a time: share of work items right, the default beside crowd-kit's "
+                  "methods on the same answers (–: not runnable with this scikit-learn)", "",
+                  "| crowd | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+        lines += [f"| {k} | " + " | ".join("–" if row[m] is None else f"{row[m]:.3f}" for m in methods) + " |"
+                  for k, row in tables["crowds"].items()]
     if not tables["polygons"]:
         return "\n".join(lines) + "\n"
     lines += ["", f"Polygons: mean IoU with the true mask ({sizes['polygon_items']} items)", "",

@@ -35,11 +35,18 @@ from segbench.schemas.rounds import Answer, RoundConfig, RoundItem
 CONTROL = "context"
 LABELS = ("indoor", "outdoor")
 PLAIN = ("majority", "dawid-skene", "glad")
+# crowd-kit's categorical methods as people run them: every answer of the round (gold items too, as items).
+CROWDKIT = ("MajorityVote", "Wawa", "ZeroBasedSkill", "DawidSkene", "OneCoinDawidSkene", "GLAD", "MACE", "KOS")
 
 
 def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
-              methods: Sequence[str] = ("screened", *PLAIN)) -> dict[str, Any]:
-    """Accuracy per method, oracle included, and the worker report's hits, for one seeded round."""
+              methods: Sequence[str] = ("screened", *PLAIN), crowdkit: Sequence[str] = (),
+              traps: float = 0.35) -> dict[str, Any]:
+    """Accuracy per method (segbench's ``methods``, crowd-kit's ``crowdkit`` on the same answers,
+    the oracle) and the worker report's hits, for one seeded round.
+
+    ``traps``: the share of the indoor work items on which the Sybils' policy says outdoor (gold
+    items are clear scenes: the policy is right on every one)."""
     from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT  # its label config decides the allowed labels
 
     rng = random.Random(f"trial:{seed}")
@@ -58,7 +65,10 @@ def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
             tasks = list(csv.DictReader(handle))
     by_task = round_.items_by_task_id()
     task_truth = {t["item_id"]: truth[by_task[t["item_id"]].item_id] for t in tasks}
-    rows, workers = answer_rows(tasks, task_truth, LABELS, control=CONTROL, mix=mix, seed=seed)
+    trap_rng = random.Random(f"traps:{seed}")
+    policy = {task: "outdoor" if label == "indoor" and not by_task[task].gold and trap_rng.random() < traps else label
+              for task, label in sorted(task_truth.items())}
+    rows, workers = answer_rows(tasks, task_truth, LABELS, control=CONTROL, mix=mix, seed=seed, policy=policy)
     answers = answers_from_files(rows, round_, ImportPolicy(on_error=OnError.FAIL), **answer_checks(round_))
     own, _ = split_answers(round_, answers)
     known = gold_index(round_)
@@ -73,6 +83,9 @@ def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
             out["spammers_flagged"] = len(flagged & spammers) / len(spammers) if spammers else None
             out["honest_flagged"] = len(flagged & honest) / len(honest)
         out[method] = _accuracy({i.item_id: i.majority.get(CONTROL) for i in result.items}, scored_truth)
+    for name in crowdkit:
+        labels = _crowdkit(name, answers)
+        out[name] = None if labels is None else _accuracy(labels, scored_truth)
     out["oracle"] = _accuracy(_oracle(own, workers, scored_truth), scored_truth)
     suspected = {by_task[t].item_id for t in suspected_gold([t["item_id"] for t in tasks])}
     gold_ids = {item.item_id for item in round_.items if item.gold}
@@ -88,6 +101,28 @@ def _item(image_id: int, known: str | None = None) -> RoundItem:
 
 def _accuracy(labels: dict[str, str | None], truth: dict[str, str]) -> float:
     return round(sum(labels.get(item) == label for item, label in truth.items()) / len(truth), 4)
+
+
+def _crowdkit(name: str, answers: Sequence[Answer]) -> dict[str, str | None] | None:
+    """crowd-kit's ``name`` fitted on every answer, as its documentation runs it (default parameters);
+    None for a method this scikit-learn cannot run (crowd-kit 1.4's Wawa and ZeroBasedSkill call
+    ``check_is_fitted``, which scikit-learn 1.6 and later refuse on crowd-kit's classes)."""
+    import warnings
+
+    import crowdkit.aggregation as ck
+    import pandas as pd
+
+    data = pd.DataFrame([(a.item_id, a.annotator, a.choices[CONTROL][0]) for a in answers if a.choices.get(CONTROL)],
+                        columns=["task", "worker", "label"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            labels = getattr(ck, name)().fit_predict(data)
+        except AttributeError as exc:
+            if "__sklearn_tags__" not in str(exc):
+                raise
+            return None
+    return {str(task): str(label) for task, label in labels.items()}
 
 
 def _oracle(answers: Sequence[Answer], workers: Sequence[Worker], truth: dict[str, str]) -> dict[str, str | None]:

@@ -51,3 +51,17 @@ def test_specialists_are_mostly_kept_and_the_spammers_still_flagged(run_trial):
             for key in ("screened", "majority", "spammers_flagged", "honest_flagged")}
     assert mean["honest_flagged"] <= 0.2 and mean["spammers_flagged"] >= 0.85
     assert mean["screened"] > mean["majority"] + 0.02
+
+
+def test_a_sybil_majority_with_a_plausible_policy_counts_as_one_voter(run_trial):
+    """One person behind 12 of 30 accounts takes 4 of the 7 seats on two thirds of the tasks and says
+    "outdoor" on a third of the indoor rooms (right on every clear scene, so on every gold item).
+    Every plain method follows the bloc; counted as one voter, it no longer outvotes the others."""
+    mix = CrowdMix(workers=30, spammers=0.0, overlap=7, sybils=12)
+    assert [w.kind for w in crowd(mix, 0)].count("sybil") == 12
+    trials = [run_trial(mix, seed, methods=("screened", "majority"), crowdkit=("MajorityVote", "DawidSkene", "KOS"))
+              for seed in range(2)]
+    mean = {key: statistics.mean(t[key] for t in trials)
+            for key in ("screened", "majority", "MajorityVote", "DawidSkene", "KOS")}
+    assert mean["majority"] < 0.85 and max(mean["MajorityVote"], mean["DawidSkene"], mean["KOS"]) < 0.85
+    assert mean["screened"] >= 0.95

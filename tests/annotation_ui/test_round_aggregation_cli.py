@@ -22,6 +22,15 @@ SUBPARTS = ["Hubcap", "Rim"]
 ITEMS = 8
 
 
+def _answers_of(policies: dict[str, dict[str, str]]) -> list[dict[str, str]]:
+    """Results rows: worker → item id → their ``has_rim`` answer (a polygon with every yes)."""
+    rim = [{"label": "Rim", "points": [[10.0, 10.0], [40.0, 12.5], [25.0, 30.0]]}]
+    return [{"WorkerId": worker, "AssignmentId": f"{worker}-{item_id}", "Input.item_id": item_id,
+             "Answer.part_visible": "yes", "Answer.has_rim": answer, "Answer.has_hubcap": "no",
+             "Answer.polygons": json.dumps(rim if answer == "yes" else [])}
+            for worker, said in policies.items() for item_id, answer in said.items()]
+
+
 @pytest.fixture
 def crowd_round(tmp_path, monkeypatch):
     """(project, truth of ``has_rim`` per item): a launched files-backend SPIN round with its results.
@@ -44,15 +53,9 @@ def crowd_round(tmp_path, monkeypatch):
     round_ = new_round(KEY, crowd.KIND, crowd.DATASET, "0" * 64, config, items, "files", now)
     RoundStore(tmp_path / "data" / "rounds").save(mark_launched(round_, None, now))
     truth = {item.item_id: "yes" if n % 2 else "no" for n, item in enumerate(items)}
-    rim = [{"label": "Rim", "points": [[10.0, 10.0], [40.0, 12.5], [25.0, 30.0]]}]
-    rows = []
-    for item_id, has_rim in truth.items():
-        for worker in ("good1", "good2", "lazy1", "lazy2", "lazy3"):
-            answer = has_rim if worker.startswith("good") else "no"
-            rows.append({"WorkerId": worker, "AssignmentId": f"{worker}-{item_id}", "Input.item_id": item_id,
-                         "Answer.part_visible": "yes", "Answer.has_rim": answer, "Answer.has_hubcap": "no",
-                         "Answer.polygons": json.dumps(rim if answer == "yes" else [])})
-    write_results_csv(rows, tmp_path / "data" / "rounds" / KEY / "results" / "batch-1.csv")
+    policies = {worker: truth if worker.startswith("good") else dict.fromkeys(truth, "no")
+                for worker in ("good1", "good2", "lazy1", "lazy2", "lazy3")}
+    write_results_csv(_answers_of(policies), tmp_path / "data" / "rounds" / KEY / "results" / "batch-1.csv")
     return tmp_path, truth
 
 
@@ -89,6 +92,36 @@ def test_the_aggregation_is_chosen_recorded_and_stable(crowd_round):
     assert "dawid-skene" in again.output
     assert snapshot(project / "data") == before
     assert "dawid-skene" in run(project, "rounds", "status", KEY).output
+
+
+def test_accounts_answering_as_one_count_as_one_voter(crowd_round):
+    """Four accounts answer by one policy (a rim on every item but the first); three people answer the
+    truth, each wrong once on an item of their own. Plain majority follows the four accounts; the
+    default finds them, counts them as one voter and says so in the answers file and the worker report."""
+    project, truth = crowd_round
+    items = sorted(truth)
+    policy = {item: "no" if item == items[0] else "yes" for item in items}
+    policies = {f"acct{k}": policy for k in range(1, 5)}
+    for n, person in enumerate(("ann", "bob", "cid")):
+        slip = items[2 * n]  # a "no" item, where the policy is right: said wrongly by this person alone
+        policies[person] = {**truth, slip: "yes"}
+    results = project / "data" / "rounds" / KEY / "results"
+    write_results_csv(_answers_of(policies), results / "batch-1.csv")
+
+    run(project, "rounds", "ingest", KEY, "--aggregation", "majority")
+    _, answers = _saved(project)
+    followed = {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]}
+    assert followed == policy != truth
+
+    ingested = run(project, "rounds", "ingest", KEY, "--aggregation", "screened")
+    _, answers = _saved(project)
+    assert {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]} == truth
+    assert [b["members"] for b in answers["blocs"]] == [[f"worker:acct{k}" for k in range(1, 5)]]
+    report = (project / "data" / "rounds" / f"{KEY}.workers.md").read_text()
+    assert "## Accounts that answered as one (1 blocs)" in report and "worker:acct1, worker:acct2" in report
+    round_ = read_json(project / "data" / "rounds" / f"{KEY}.json")
+    assert round_["counts"]["accounts_in_blocs"] == 4
+    assert "4 accounts answering as one counted as blocs" in ingested.output
 
 
 def test_an_unknown_aggregation_is_refused_before_any_work(crowd_round):

@@ -77,6 +77,13 @@ def worker_markdown(report: dict[str, Any]) -> str:
         if report.get("left_out_capped"):
             lines += ["The rules flag more than half of the workers, so none of those was left out: they say more "
                       "about this round than about its workers (set them per round with `--rule`).", ""]
+        blocs = report.get("blocs", [])
+        lines += [f"## Accounts that answered as one ({len(blocs)} blocs)", "",
+                  "Every pair of a bloc's accounts that shared enough judgments gave the same answers (the rules "
+                  "bloc min shared and bloc min agreement); its accounts count as one voter in the aggregation.", "",
+                  markdown_table(["voter", "accounts", "pairs compared", "shared judgments", "agreed"],
+                                 [[b["voter"], ", ".join(named.get(m, m) for m in b["members"]), b["pairs"],
+                                   b["shared"], b["agreed"]] for b in blocs]) if blocs else "None.", ""]
     if report.get("too_sparse"):
         lines += [f"Too few gold answers to judge on gold ({len(report['too_sparse'])}): "
                   f"{', '.join(report['too_sparse'])}.", ""]

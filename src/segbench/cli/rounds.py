@@ -257,7 +257,9 @@ def print_ingest(result: RoundIngest) -> None:
     report = display_path(Path(workers.paths["workers_markdown"]))
     console.out.print(f"worker report: [bold]{report}[/] ({workers.suspicious} suspicious"
                       + (f", {counts.workers_left_out} left out of the aggregation"
-                         if counts.workers_left_out is not None else "") + ")")
+                         if counts.workers_left_out is not None else "")
+                      + (f", {counts.accounts_in_blocs} accounts answering as one counted as blocs"
+                         if counts.accounts_in_blocs else "") + ")")
     if workers.passed is not None:
         console.out.print(f"pass list: [bold]{display_path(Path(workers.paths['pass_list']))}[/] ({workers.passed} passed)"
                           + (f"; MTurk qualification upload: {display_path(Path(workers.paths['qualification_csv']))}"

@@ -1,15 +1,17 @@
 """Screened aggregation, the default of new rounds: Dawid–Skene anchored on the gold answers, fitted
 again without the workers the worker report flags.
 
+0. Find the blocs (:mod:`segbench.core.blocs`): accounts whose answers are near-identical wherever
+   they meet count as one voter from here on, whatever the aggregate says of them.
 1. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
    (crowd-kit's ``true_labels``: each worker's confusion matrix starts from, and stays anchored on,
    their gold answers).
 2. Score the workers against that aggregate (:func:`segbench.core.worker_quality.score_workers`).
 3. Leave out the flagged workers and fit again; repeat while the new fit flags someone new (at most
    ``MAX_PASSES`` fits). A worker once left out stays out, with the reasons of the pass that
-   flagged them.
+   flagged them. A bloc's voter is left out with more than half of its accounts.
 
-Never more than half of the round's workers are left out: when the rules flag more, they say more
+Never more than half of the round's voters are left out: when the rules flag more, they say more
 about the round than about its workers (a SPIN part whose subparts are mostly absent makes every
 careful worker "mark many parts absent"), so that pass leaves no one new out and ``capped`` says so.
 An item that only left-out workers answered keeps the label of the first fit rather than losing
@@ -24,6 +26,7 @@ from typing import Any
 
 from segbench.core.aggregation import DAWID_SKENE, SCREENED
 from segbench.core.agreement import aggregate
+from segbench.core.blocs import Bloc, as_one_voter, find_blocs, judgments
 from segbench.core.worker_quality import POLYGONS, QualityRules, WorkerReport, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
 
@@ -42,6 +45,7 @@ class Screened:
         passes: how many fits were made.
         capped: a pass flagged so many workers that leaving them out would pass ``MAX_LEFT_OUT_SHARE``
             of the round's workers; none of that pass's were left out.
+        blocs: accounts that answered as one and counted as one voter (:mod:`segbench.core.blocs`).
     """
 
     items: list[ItemAnswer]
@@ -49,6 +53,7 @@ class Screened:
     left_out: dict[str, list[str]]
     passes: int
     capped: bool = False
+    blocs: tuple[Bloc, ...] = ()
 
 
 def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
@@ -64,22 +69,26 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
         qualified: the gate's pass list (None: not gated).
     """
     known = {item: {c: label for c, label in answer.items() if c != POLYGONS} for item, (answer, _) in gold.items()}
-    workers = len({a.annotator for a in counted})
+    blocs = find_blocs(judgments(counted, controls), min_shared=rules.bloc_min_shared,
+                       min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size)
+    votes = as_one_voter(counted, blocs, controls)
+    voters = len({a.annotator for a in votes})
     left_out: dict[str, list[str]] = {}
     first: list[ItemAnswer] | None = None
     capped = False
     for passes in range(1, MAX_PASSES + 1):
-        items = aggregate(counted, controls, method=DAWID_SKENE, exclude_workers=left_out, gold=known)
+        items = aggregate(votes, controls, method=DAWID_SKENE, gold=known,
+                          exclude_workers=_voters_out(left_out, blocs))
         first = first if first is not None else items
         report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
         new = {s["worker"]: s["reasons"] for s in report["suspicious"] if s["worker"] not in left_out}
-        capped = len(left_out) + len(new) > MAX_LEFT_OUT_SHARE * workers
+        capped = len(_voters_out({**left_out, **new}, blocs)) > MAX_LEFT_OUT_SHARE * voters
         if not new or capped or passes == MAX_PASSES:
             break
         left_out.update(new)
     assert first is not None  # the loop ran at least once
     return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes,
-                    capped=bool(new) and capped)
+                    capped=bool(new) and capped, blocs=tuple(blocs))
 
 
 def aggregate_round(method: str, counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
@@ -96,6 +105,14 @@ def aggregate_round(method: str, counted: Sequence[Answer], scored: Sequence[Ans
     items = aggregate([a for a in counted if a.item_id not in gold], controls, method=method)
     return Screened(items=items, report=score_workers(scored, items, gold, qualified=qualified, rules=rules),
                     left_out={}, passes=1)
+
+
+def _voters_out(left_out: Iterable[str], blocs: Sequence[Bloc]) -> set[str]:
+    """The voters left out: workers in no bloc, and each bloc more than half of whose accounts are."""
+    out = set(left_out)
+    members = {m for bloc in blocs for m in bloc.members}
+    voters = {w for w in out if w not in members}
+    return voters | {b.voter for b in blocs if 2 * len(out & set(b.members)) > len(b.members)}
 
 
 def _with_fallback(items: Iterable[ItemAnswer], first: Iterable[ItemAnswer]) -> list[ItemAnswer]:

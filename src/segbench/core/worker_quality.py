@@ -95,6 +95,9 @@ class QualityRules:
     specialist_min_said: int = 5
     specialist_precision: float = 0.85
     specialist_p: float = 0.01
+    bloc_min_shared: int = 8
+    bloc_min_agreement: float = 1.0
+    bloc_min_size: int = 3
 
     @classmethod
     def with_overrides(cls, overrides: Mapping[str, float] | None) -> QualityRules:

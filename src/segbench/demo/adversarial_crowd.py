@@ -10,6 +10,12 @@ Spammers, cycled through :data:`SPAMMER_KINDS`:
 * ``spotter``: tries to spot the gold from the task order (rows that break an ascending run of task
   ids, which finds gold inserted into sorted work) and answers those with care, the rest at random.
 
+Sybils (``CrowdMix.sybils`` accounts, one person behind them all): on ``sybil_reach`` of the tasks
+the person takes ``sybil_seats`` of the seats and answers each with one plausible policy, the same
+for every account: a label that is the true one on clear scenes and wrong on the tasks the caller
+marks as traps (``policy``: "outdoor whenever sky is visible" on indoor rooms with windows). Gold
+drawn from clear scenes cannot tell that policy from the truth.
+
 Honest workers, cycled through ``CrowdMix.honest_kinds`` (default :data:`HONEST_KINDS`): ``plain``
 (right with a probability drawn from ``accuracy``), ``biased`` (as plain on the majority label, less
 accurate on the others: they lean to the majority), ``drifting`` (accuracy falling from the top of
@@ -44,6 +50,9 @@ class CrowdMix:
     biased_minority_accuracy: float = 0.75
     drift_floor: float = 0.7
     honest_kinds: tuple[str, ...] = HONEST_KINDS
+    sybils: int = 0
+    sybil_seats: int = 4
+    sybil_reach: float = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -55,29 +64,34 @@ class Worker:
 
     @property
     def spammer(self) -> bool:
-        return self.kind in SPAMMER_KINDS
+        return self.kind in (*SPAMMER_KINDS, "sybil")
 
 
 def crowd(mix: CrowdMix, seed: int) -> list[Worker]:
-    """The workers, spammers first within the seeded order of names."""
+    """The workers: Sybil accounts first, then spammers (a ``spammers`` share of the others), then honest."""
     rng = random.Random(f"crowd:{seed}")
-    spammers = round(mix.spammers * mix.workers)
+    spammers = mix.sybils + round(mix.spammers * (mix.workers - mix.sybils))
     out: list[Worker] = []
     for n in range(mix.workers):
         kinds = mix.honest_kinds
-        kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else kinds[(n - spammers) % len(kinds)]
+        if n < mix.sybils:
+            kind = "sybil"
+        else:
+            kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else kinds[(n - spammers) % len(kinds)]
         out.append(Worker(f"A{rng.getrandbits(40):010X}", kind, rng.uniform(*mix.accuracy),
                           sum(w.kind == "specialist" for w in out)))
     return out
 
 
 def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], labels: Sequence[str], *,
-                control: str, mix: CrowdMix, seed: int) -> tuple[list[dict[str, Any]], list[Worker]]:
+                control: str, mix: CrowdMix, seed: int,
+                policy: Mapping[str, str] | None = None) -> tuple[list[dict[str, Any]], list[Worker]]:
     """The crowd's results rows for ``tasks`` (rows of ``tasks.csv``, in file order).
 
     Args:
         truth: task id → true label (the simulation's, never read by the spammers).
         labels: the labels a worker may give.
+        policy: task id → the Sybils' answer (default: the truth).
 
     Returns:
         (results rows with ``WorkerId``, ``AssignmentId``, ``Input.item_id``, ``Answer.<control>``,
@@ -90,13 +104,15 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
     known = sorted(set(truth.values()))  # the labels that are ever true
     sheet = {task: rng.choice(labels) for task in order}
     suspected = suspected_gold(order)
-    assigned = {task: rng.sample(workers, mix.overlap) for task in order}
+    sybils = [w for w in workers if w.kind == "sybil"]
+    others = [w for w in workers if w.kind != "sybil"]
+    assigned = {task: _seats(sybils, others, mix, rng) for task in order}
     done: dict[str, int] = {w.name: 0 for w in workers}
     loads = {w.name: sum(w in who for who in assigned.values()) for w in workers}
     rows = []
     for position, task in enumerate(order):
         for worker in sorted(assigned[task], key=lambda w: w.name):
-            label = _answer(worker, truth[task], labels, known, common, sheet[task], task in suspected,
+            label = (policy or truth)[task] if worker.kind == "sybil" else _answer(worker, truth[task], labels, known, common, sheet[task], task in suspected,
                             done[worker.name] / max(loads[worker.name] - 1, 1), mix, rng)
             done[worker.name] += 1
             rows.append({"WorkerId": worker.name, "AssignmentId": f"{worker.name}-{position:05d}",
@@ -104,6 +120,14 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
                          "SubmitTime": f"2026-03-01T{position // 3600:02d}:{position // 60 % 60:02d}:{position % 60:02d}",
                          "WorkTimeInSeconds": round(rng.lognormvariate(2.5, 0.4), 1)})
     return rows, workers
+
+
+def _seats(sybils: Sequence[Worker], others: Sequence[Worker], mix: CrowdMix, rng: random.Random) -> list[Worker]:
+    """A task's workers: the Sybils take their seats on ``sybil_reach`` of the tasks."""
+    if sybils and rng.random() < mix.sybil_reach:
+        seats = min(mix.sybil_seats, len(sybils), mix.overlap)
+        return rng.sample(list(sybils), seats) + rng.sample(list(others), mix.overlap - seats)
+    return rng.sample(list(others), mix.overlap)
 
 
 def _answer(worker: Worker, true: str, labels: Sequence[str], known: Sequence[str], common: str, sheet: str,

@@ -101,7 +101,8 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
 
     ``aggregation`` (screened, majority, dawid-skene, glad) defaults to the round's recorded method
     and is recorded in the round and the answers file. ``screened`` (see :mod:`segbench.core.screening`)
-    also records the workers it left out, with their reasons, under ``left_out``.
+    also records the workers it left out, with their reasons, under ``left_out``, and the accounts it
+    counted as one voter under ``blocs``.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
     more answers arrived, converges to one answer set without duplicates. The kind's reports (its
@@ -131,21 +132,22 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
         answers=len(answers), items=len(gold.without_gold(round_).items), items_answered=chain.items_answered(),
         annotators=len({a.annotator for a in answers}), skipped=len(policy.report),
         **gold.gold_counts(round_, gold_answers, answers, counted),
-        **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted)}
-           if method == SCREENED else {}))
+        **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted),
+            "accounts_in_blocs": sum(len(b.members) for b in result.blocs)} if method == SCREENED else {}))
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
         "agreement": {control: a.model_dump(mode="json") for control, a in agreement.items()}, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
         **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())],
-            "left_out_capped": result.capped} if method == SCREENED else {})},
+            "left_out_capped": result.capped, "blocs": [b.row() for b in result.blocs]} if method == SCREENED else {})},
         indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts.model_dump()}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
-    report = {**result.report, **({"left_out_capped": result.capped} if method == SCREENED else {})}
+    report = {**result.report, **({"left_out_capped": result.capped, "blocs": [b.row() for b in result.blocs]}
+                                  if method == SCREENED else {})}
     names = _as_task("read-worker-names", _backend(round_, Path(data_root), label_studio).worker_names, round_)
     workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key), names)
     publish_round(key, reports, Path(workers.paths["workers_markdown"]))

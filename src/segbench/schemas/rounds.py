@@ -261,6 +261,8 @@ class IngestCounts(WithoutNone):
     answers_not_counted: int | None = Field(None, description="a gated round: answers of workers not qualified")
     workers_left_out: int | None = Field(None, description="screened aggregation: workers the report left out")
     answers_left_out: int | None = None
+    accounts_in_blocs: int | None = Field(None, description="screened aggregation: accounts that answered as one "
+                                                            "and counted as one voter per bloc")
 
 
 class BatchProgress(BaseModel):

@@ -1,0 +1,184 @@
+"""Blocs: accounts that answer as one person, found without trusting the aggregate, and counted as one voter.
+
+One person behind many accounts answers every task the same way, by one policy; honest people err
+independently, so two of them differ now and then however careful they are. A bloc is therefore a
+group of accounts in which every pair that shares enough judgments agreed on at least
+``min_agreement`` of them (near-identical answer vectors), with at least ``min_size`` accounts. The
+aggregate plays no part: a bloc holding the majority makes the aggregate follow it, so every test
+against the aggregate (accuracy, κ, the collusion test of :mod:`segbench.core.worker_signals`) sees
+its members as excellent.
+
+The cost of a false bloc is small by design: its members are merged, not left out, so the accounts
+of two careful honest workers who happened to agree everywhere still give their (shared) answer, as
+one voter instead of two. The gain against a real bloc is that twelve accounts weigh as one.
+
+Pure functions: no files, no backend; the same answers give the same blocs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TypedDict
+
+from segbench.core import clock
+from segbench.schemas.rounds import Answer
+
+BLOC_PREFIX = "bloc:"
+
+
+class BlocRow(TypedDict):
+    """A bloc as the answers file and the worker report record it."""
+
+    voter: str
+    members: list[str]
+    pairs: int
+    shared: int
+    agreed: int
+
+
+@dataclass(frozen=True)
+class Bloc:
+    """Accounts that answer as one.
+
+    Attributes:
+        members: the accounts, sorted.
+        pairs: member pairs that shared enough judgments to compare (all of them agreed enough).
+        shared: judgments those pairs shared, summed.
+        agreed: of those, the ones both members answered alike.
+    """
+
+    members: tuple[str, ...]
+    pairs: int
+    shared: int
+    agreed: int
+
+    @property
+    def voter(self) -> str:
+        """The one voter the members count as: ``bloc:<first member>``."""
+        return BLOC_PREFIX + self.members[0]
+
+    def row(self) -> BlocRow:
+        return {"voter": self.voter, "members": list(self.members), "pairs": self.pairs, "shared": self.shared,
+                "agreed": self.agreed}
+
+
+def find_blocs(labels: Mapping[str, Mapping[str, str]], *, min_shared: int, min_agreement: float,
+               min_size: int) -> list[Bloc]:
+    """The blocs among the workers (see the module docstring).
+
+    Pairs that share at least ``min_shared`` judgments and agree on at least ``min_agreement`` of
+    them are linked. Each connected group of linked workers is then peeled: while some compared pair
+    in it is not linked, or some member is linked to fewer than ``min_size - 1`` of the others, the
+    member with the smallest share of links among its compared pairs (then the fewest links, the
+    most unlinked pairs, the name) leaves. What remains with ``min_size`` members or
+    more is a bloc; a peeled member may still form a bloc of its own with others who left.
+
+    Args:
+        labels: worker → judgment key (``item|control``) → the worker's label.
+
+    Returns:
+        The blocs, largest first, then by their first member.
+    """
+    compared: dict[str, set[str]] = defaultdict(set)
+    linked: dict[str, set[str]] = defaultdict(set)
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for first, second in combinations(sorted(labels), 2):
+        keys = labels[first].keys() & labels[second].keys()
+        if len(keys) < min_shared:
+            continue
+        agreed = sum(labels[first][k] == labels[second][k] for k in keys)
+        compared[first].add(second)
+        compared[second].add(first)
+        counts[(first, second)] = (len(keys), agreed)
+        if agreed >= min_agreement * len(keys):
+            linked[first].add(second)
+            linked[second].add(first)
+    blocs = []
+    for group in _components(linked):
+        for members in _peel(group, compared, linked, min_size):
+            if len(members) >= min_size:
+                pairs = [counts[pair] for pair in combinations(sorted(members), 2) if pair in counts]
+                blocs.append(Bloc(tuple(sorted(members)), len(pairs), sum(n for n, _ in pairs),
+                                  sum(a for _, a in pairs)))
+    return sorted(blocs, key=lambda b: (-len(b.members), b.members))
+
+
+def _components(linked: Mapping[str, set[str]]) -> list[set[str]]:
+    seen: set[str] = set()
+    out = []
+    for start in sorted(linked):
+        if start in seen:
+            continue
+        group, stack = set(), [start]
+        while stack:
+            worker = stack.pop()
+            if worker not in group:
+                group.add(worker)
+                stack.extend(linked[worker] - group)
+        seen |= group
+        out.append(group)
+    return out
+
+
+def _peel(group: set[str], compared: Mapping[str, set[str]], linked: Mapping[str, set[str]],
+          min_size: int) -> list[set[str]]:
+    """``group`` split into sets in which every compared pair is linked and every member is linked
+    to at least ``min_size - 1`` others (a bloc is seen whole, not pieced together along a chain)."""
+    out = []
+    rest = set(group)
+    while rest:
+        core = set(rest)
+        while True:
+            unlinked = {w: (compared[w] & core) - linked[w] for w in core}
+            lonely = {w for w in core if len(linked[w] & core) < min(min_size, len(core)) - 1}
+            if not any(unlinked.values()) and not lonely:
+                break
+            worst = min(core, key=lambda w: (len(linked[w] & core) / max(len(compared[w] & core), 1),
+                                             len(linked[w] & core), -len(unlinked[w]), w))
+            core.discard(worst)
+        out.append(core)
+        rest -= core
+        # What was peeled may hold a bloc of its own: keep only members still linked among themselves.
+        rest = {w for w in rest if linked[w] & rest}
+    return out
+
+
+def judgments(answers: Sequence[Answer], controls: Sequence[str]) -> dict[str, dict[str, str]]:
+    """worker → ``item|control`` → label, from each worker's single-label choices on ``controls``
+    (a worker's latest answer to an item counts)."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    for answer in sorted(answers, key=lambda a: (clock.time_order(a.updated_at), a.source_id)):
+        for control in controls:
+            chosen = answer.choices.get(control)
+            if chosen and len(chosen) == 1:
+                out[answer.annotator][f"{answer.item_id}|{control}"] = chosen[0]
+    return dict(out)
+
+
+def as_one_voter(answers: Sequence[Answer], blocs: Sequence[Bloc], controls: Sequence[str]) -> list[Answer]:
+    """``answers`` with each bloc's answers to an item replaced by one answer of the bloc's voter:
+    of the members' latest answers, the one most of them gave alike on ``controls`` (ties: the
+    first member's). Other answers are kept, in time order."""
+    voter = {member: bloc.voter for bloc in blocs for member in bloc.members}
+    if not voter:
+        return list(answers)
+    by_item: dict[tuple[str, str], dict[str, Answer]] = defaultdict(dict)
+    out = []
+    for answer in sorted(answers, key=lambda a: (clock.time_order(a.updated_at), a.source_id)):
+        if answer.annotator in voter:  # each member's latest answer to the item
+            by_item[(answer.item_id, voter[answer.annotator])][answer.annotator] = answer
+        else:
+            out.append(answer)
+    for (_, name), latest in sorted(by_item.items()):
+        given = list(latest.values())
+        shapes = Counter(_shape(a, controls) for a in given)
+        chosen = min(given, key=lambda a: (-shapes[_shape(a, controls)], a.annotator))
+        out.append(chosen.model_copy(update={"annotator": name}))
+    return out
+
+
+def _shape(answer: Answer, controls: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(answer.choices.get(control, ())) for control in controls)
