@@ -208,6 +208,10 @@ def crowds() -> dict[str, Any]:
         "half the honest workers specialists, 30% spammers": CrowdMix(spammers=0.3, overlap=7,
                                                                      honest_kinds=("plain", "specialist")),
         "95/5, 3 per item": CrowdMix(spammers=0.05, overlap=3),
+        "30% camouflaged spammers (careful on their first 15 tasks)": CrowdMix(spammers=0.3, overlap=7,
+                                                                               spammer_kinds=("camouflaged",)),
+        "30% herders (copying the answers given so far)": CrowdMix(spammers=0.3, overlap=7, spammer_kinds=("herder",)),
+        "30% gold spotters": CrowdMix(spammers=0.3, overlap=7, spammer_kinds=("spotter",)),
     }
 
 

@@ -1,4 +1,5 @@
-"""Screened aggregation: Dawid–Skene anchored on gold, fitted again without the flagged workers."""
+"""Screened aggregation: Dawid–Skene anchored on gold over voters (blocs as one), with the flagged workers
+left out of the masks, not of the labels."""
 
 from __future__ import annotations
 
@@ -55,12 +56,12 @@ def test_gold_anchors_dawid_skene_where_the_spammers_are_the_majority():
     assert sum(anchored[i] == truth[i] for i in work) / len(work) >= 0.95
 
 
-def test_an_item_only_left_out_workers_answered_keeps_the_first_fit():
+def test_flagged_workers_still_count_in_the_labels():
     truth, gold, answers = crowd()
     lone = Answer(item_id="lonely", annotator="w7", source_id="w7-lonely", choices={"context": ["outdoor"]})
     result = screen([*answers, lone], [*answers, lone], ["context"], gold)
-    assert "w7" in result.left_out
-    assert {i.item_id: i.majority["context"] for i in result.items}["lonely"] == "outdoor"
+    assert "w7" in result.left_out  # flagged, so left out of masks …
+    assert {i.item_id: i.majority["context"] for i in result.items}["lonely"] == "outdoor"  # … not of the labels
 
 
 def test_rules_the_round_sets_decide_who_is_left_out():

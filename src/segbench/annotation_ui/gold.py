@@ -344,7 +344,7 @@ def saved_gold_answers(store: RoundStore, key: str) -> list[Answer]:
 
 
 def saved_left_out(store: RoundStore, key: str) -> list[dict[str, Any]]:
-    """The workers the last screened ingest of ``key`` left out of the aggregation, with their reasons."""
+    """The workers the last screened ingest of ``key`` left out of SPIN's masks, with their reasons."""
     path = store.answers_path(key)
     if not path.is_file():
         return []

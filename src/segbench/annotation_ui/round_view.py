@@ -5,7 +5,7 @@ Fields per choice control ``C``: ``C`` (the decision, a classification), ``C_ans
 label`` per answer), ``C_tie`` (the people's votes tied, whether or not a model then chose) and,
 where the round's kind knows the labels a rule gave before people answered, ``C_automatic`` and
 ``C_disagrees``. Per item: ``gold``, ``answered_by_flagged`` (a worker the worker report flags or
-the screened aggregation left out answered it), ``tie`` and ``disagrees`` (on any control).
+the screened ingest left out of the masks answered it), ``tie`` and ``disagrees`` (on any control).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ VIEWS = (
               description="items where the people's decision differs from the automatic label"),
     SavedView(name="ties", field="tie", description="items whose votes tied (a model may have chosen a label)"),
     SavedView(name="answered-by-flagged-workers", field="answered_by_flagged",
-              description="items a worker the report flags, or the aggregation left out, answered"),
+              description="items a worker the report flags, or the ingest left out of the masks, answered"),
     SavedView(name="gold", field="gold", description="the gold items (known answers) mixed into the work"),
 )
 

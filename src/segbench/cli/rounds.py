@@ -200,9 +200,9 @@ def status(ctx: typer.Context, key: str = typer.Argument(..., help="The round.")
 
 
 def print_left_out(left_out: list[LeftOut]) -> None:
-    """The workers the screened aggregation left out, with why (nothing when none were)."""
+    """The workers the screened ingest left out of SPIN's masks, with why (nothing when none were)."""
     if left_out:
-        console.out.print(console.table("Left out of the aggregation (answers kept, not counted)",
+        console.out.print(console.table("Flagged: left out of the masks (their answers still weighed in the labels)",
                                         ["worker", "reasons"], [[e.worker, "; ".join(e.reasons)] for e in left_out]))
 
 
@@ -256,8 +256,7 @@ def print_ingest(result: RoundIngest) -> None:
     workers = result.workers
     report = display_path(Path(workers.paths["workers_markdown"]))
     console.out.print(f"worker report: [bold]{report}[/] ({workers.suspicious} suspicious"
-                      + (f", {counts.workers_left_out} left out of the aggregation"
-                         if counts.workers_left_out is not None else "")
+                      + (f", {counts.workers_left_out} left out of the masks" if counts.workers_left_out else "")
                       + (f", {counts.accounts_in_blocs} accounts answering as one counted as blocs"
                          if counts.accounts_in_blocs else "") + ")")
     if workers.passed is not None:

@@ -1,21 +1,24 @@
-"""Screened aggregation, the default of new rounds: Dawid–Skene anchored on the gold answers, fitted
-again without the workers the worker report flags.
+"""Screened aggregation, the default of new rounds: Dawid–Skene anchored on the gold answers, over
+voters rather than accounts, with a worker report that screens every worker.
 
-0. Find the blocs (:mod:`segbench.core.blocs`): accounts whose answers are near-identical wherever
-   they meet count as one voter from here on, whatever the aggregate says of them.
-1. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
-   (crowd-kit's ``true_labels``: each worker's confusion matrix starts from, and stays anchored on,
-   their gold answers).
-2. Score the workers against that aggregate (:func:`segbench.core.worker_quality.score_workers`).
-3. Leave out the flagged workers and fit again; repeat while the new fit flags someone new (at most
-   ``MAX_PASSES`` fits). A worker once left out stays out, with the reasons of the pass that
-   flagged them. A bloc's voter is left out with more than half of its accounts.
+1. Find the blocs (:mod:`segbench.core.blocs`): accounts whose answers are identical wherever they
+   meet count as one voter, whatever the aggregate says of them.
+2. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
+   (crowd-kit's ``true_labels``: each voter's confusion matrix starts from, and stays anchored on,
+   their gold answers). These are the labels.
+3. Score the workers against them (:func:`segbench.core.worker_quality.score_workers`); the
+   suspicious workers are *left out* of what weighs no one: SPIN's masks (a medoid counts every
+   polygon alike). The labels keep them: Dawid–Skene already weighs each voter by their confusion
+   matrix (a random clicker's is flat and counts for nothing), and leaving workers out of it lost
+   1 to 3 points of accuracy on every simulated crowd of ``bench/crowd.py`` (it cost the honest
+   workers the rules flag by mistake: specialists, careful workers judged on few answers) and gained
+   on none.
 
 Never more than half of the round's voters are left out: when the rules flag more, they say more
 about the round than about its workers (a SPIN part whose subparts are mostly absent makes every
-careful worker "mark many parts absent"), so that pass leaves no one new out and ``capped`` says so.
-An item that only left-out workers answered keeps the label of the first fit rather than losing
-its answer. Pure: no files, no backend; the same answers give the same result.
+careful worker "mark many parts absent"), so no one is left out and ``capped`` says so. A bloc is
+left out when more than half of its accounts are. Pure: no files, no backend; the same answers give
+the same result.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from segbench.core.blocs import Bloc, as_one_voter, find_blocs, judgments
 from segbench.core.worker_quality import POLYGONS, QualityRules, WorkerReport, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
 
-MAX_PASSES = 4
 MAX_LEFT_OUT_SHARE = 0.5
 
 
@@ -40,18 +42,17 @@ class Screened:
 
     Attributes:
         items: the aggregated work items (gold items are not among them).
-        report: the worker report of the last fit (``score_workers``'s dictionary).
-        left_out: worker → the reasons they were left out, in the order they were left out.
-        passes: how many fits were made.
-        capped: a pass flagged so many workers that leaving them out would pass ``MAX_LEFT_OUT_SHARE``
-            of the round's workers; none of that pass's were left out.
+        report: the worker report (``score_workers``'s dictionary).
+        left_out: worker → the reasons they are left out of SPIN's masks (the report's suspicious
+            workers, unless capped).
+        capped: the report flags so many workers that leaving them out would pass
+            ``MAX_LEFT_OUT_SHARE`` of the round's voters; none is left out.
         blocs: accounts that answered as one and counted as one voter (:mod:`segbench.core.blocs`).
     """
 
     items: list[ItemAnswer]
     report: WorkerReport
     left_out: dict[str, list[str]]
-    passes: int
     capped: bool = False
     blocs: tuple[Bloc, ...] = ()
 
@@ -59,7 +60,7 @@ class Screened:
 def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
            gold: Mapping[str, tuple[Mapping[str, Any], tuple[int, int]]], *, qualified: set[str] | None = None,
            rules: QualityRules = QualityRules()) -> Screened:
-    """Aggregate ``counted`` with gold-anchored Dawid–Skene, leaving out the workers the report flags.
+    """Aggregate ``counted`` with gold-anchored Dawid–Skene over voters (see the module docstring).
 
     Args:
         counted: the answers that count (work and gold items; a gated round's qualified workers only).
@@ -72,23 +73,12 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
     blocs = find_blocs(judgments(counted, controls), min_shared=rules.bloc_min_shared,
                        min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size)
     votes = as_one_voter(counted, blocs, controls)
-    voters = len({a.annotator for a in votes})
-    left_out: dict[str, list[str]] = {}
-    first: list[ItemAnswer] | None = None
-    capped = False
-    for passes in range(1, MAX_PASSES + 1):
-        items = aggregate(votes, controls, method=DAWID_SKENE, gold=known,
-                          exclude_workers=_voters_out(left_out, blocs))
-        first = first if first is not None else items
-        report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
-        new = {s["worker"]: s["reasons"] for s in report["suspicious"] if s["worker"] not in left_out}
-        capped = len(_voters_out({**left_out, **new}, blocs)) > MAX_LEFT_OUT_SHARE * voters
-        if not new or capped or passes == MAX_PASSES:
-            break
-        left_out.update(new)
-    assert first is not None  # the loop ran at least once
-    return Screened(items=_with_fallback(items, first), report=report, left_out=left_out, passes=passes,
-                    capped=bool(new) and capped, blocs=tuple(blocs))
+    items = aggregate(votes, controls, method=DAWID_SKENE, gold=known)
+    report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
+    flagged = {s["worker"]: s["reasons"] for s in report["suspicious"]}
+    capped = len(_voters_out(flagged, blocs)) > MAX_LEFT_OUT_SHARE * len({a.annotator for a in votes})
+    return Screened(items=items, report=report, left_out={} if capped else flagged, capped=capped,
+                    blocs=tuple(blocs))
 
 
 def aggregate_round(method: str, counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
@@ -104,7 +94,7 @@ def aggregate_round(method: str, counted: Sequence[Answer], scored: Sequence[Ans
         return screen(counted, scored, controls, gold, qualified=qualified, rules=rules)
     items = aggregate([a for a in counted if a.item_id not in gold], controls, method=method)
     return Screened(items=items, report=score_workers(scored, items, gold, qualified=qualified, rules=rules),
-                    left_out={}, passes=1)
+                    left_out={})
 
 
 def _voters_out(left_out: Iterable[str], blocs: Sequence[Bloc]) -> set[str]:
@@ -113,10 +103,3 @@ def _voters_out(left_out: Iterable[str], blocs: Sequence[Bloc]) -> set[str]:
     members = {m for bloc in blocs for m in bloc.members}
     voters = {w for w in out if w not in members}
     return voters | {b.voter for b in blocs if 2 * len(out & set(b.members)) > len(b.members)}
-
-
-def _with_fallback(items: Iterable[ItemAnswer], first: Iterable[ItemAnswer]) -> list[ItemAnswer]:
-    """``items`` plus the first fit's answer for each item that only left-out workers answered."""
-    out = {item.item_id: item for item in first}
-    out.update({item.item_id: item for item in items})
-    return [out[item_id] for item_id in sorted(out)]

@@ -8,7 +8,13 @@ Spammers, cycled through :data:`SPAMMER_KINDS`:
   imbalance would pass them);
 * ``random``: uniform clicks;
 * ``spotter``: tries to spot the gold from the task order (rows that break an ascending run of task
-  ids, which finds gold inserted into sorted work) and answers those with care, the rest at random.
+  ids, which finds gold inserted into sorted work) and answers those with care, the rest at random;
+
+and, when ``CrowdMix.spammer_kinds`` asks for them:
+
+* ``camouflaged``: careful (as a plain honest worker) on their first ``camouflage_tasks`` tasks, then
+  random clicks;
+* ``herder``: gives the label most of the task's earlier answers gave (a random one when none did).
 
 Sybils (``CrowdMix.sybils`` accounts, one person behind them all): on ``sybil_reach`` of the tasks
 the person takes ``sybil_seats`` of the seats and answers each with one plausible policy, the same
@@ -36,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SPAMMER_KINDS = ("ring", "same", "random", "spotter")
+ADVERSARIES = (*SPAMMER_KINDS, "camouflaged", "herder", "sybil")
 HONEST_KINDS = ("plain", "plain", "biased", "plain", "drifting", "biased")
 
 
@@ -50,6 +57,8 @@ class CrowdMix:
     biased_minority_accuracy: float = 0.75
     drift_floor: float = 0.7
     honest_kinds: tuple[str, ...] = HONEST_KINDS
+    spammer_kinds: tuple[str, ...] = SPAMMER_KINDS
+    camouflage_tasks: int = 15
     sybils: int = 0
     sybil_seats: int = 4
     sybil_reach: float = 2 / 3
@@ -64,7 +73,7 @@ class Worker:
 
     @property
     def spammer(self) -> bool:
-        return self.kind in (*SPAMMER_KINDS, "sybil")
+        return self.kind in ADVERSARIES
 
 
 def crowd(mix: CrowdMix, seed: int) -> list[Worker]:
@@ -77,7 +86,8 @@ def crowd(mix: CrowdMix, seed: int) -> list[Worker]:
         if n < mix.sybils:
             kind = "sybil"
         else:
-            kind = SPAMMER_KINDS[n % len(SPAMMER_KINDS)] if n < spammers else kinds[(n - spammers) % len(kinds)]
+            spam = mix.spammer_kinds
+            kind = spam[n % len(spam)] if n < spammers else kinds[(n - spammers) % len(kinds)]
         out.append(Worker(f"A{rng.getrandbits(40):010X}", kind, rng.uniform(*mix.accuracy),
                           sum(w.kind == "specialist" for w in out)))
     return out
@@ -111,9 +121,18 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
     loads = {w.name: sum(w in who for who in assigned.values()) for w in workers}
     rows = []
     for position, task in enumerate(order):
+        given: list[str] = []
         for worker in sorted(assigned[task], key=lambda w: w.name):
-            label = (policy or truth)[task] if worker.kind == "sybil" else _answer(worker, truth[task], labels, known, common, sheet[task], task in suspected,
-                            done[worker.name] / max(loads[worker.name] - 1, 1), mix, rng)
+            if worker.kind == "sybil":
+                label = (policy or truth)[task]
+            elif worker.kind == "herder":
+                label = _herd(given, labels, rng)
+            else:
+                careful = worker.kind != "camouflaged" or done[worker.name] < mix.camouflage_tasks
+                label = _answer(worker if careful else Worker(worker.name, "random", 0.0), truth[task], labels,
+                                known, common, sheet[task], task in suspected,
+                                done[worker.name] / max(loads[worker.name] - 1, 1), mix, rng)
+            given.append(label)
             done[worker.name] += 1
             rows.append({"WorkerId": worker.name, "AssignmentId": f"{worker.name}-{position:05d}",
                          "Input.item_id": task, f"Answer.{control}": label,
@@ -128,6 +147,13 @@ def _seats(sybils: Sequence[Worker], others: Sequence[Worker], mix: CrowdMix, rn
         seats = min(mix.sybil_seats, len(sybils), mix.overlap)
         return rng.sample(list(sybils), seats) + rng.sample(list(others), mix.overlap - seats)
     return rng.sample(list(others), mix.overlap)
+
+
+def _herd(given: Sequence[str], labels: Sequence[str], rng: random.Random) -> str:
+    if not given:
+        return rng.choice(labels)
+    counts = {label: given.count(label) for label in labels}
+    return max(sorted(labels), key=lambda label: counts[label])
 
 
 def _answer(worker: Worker, true: str, labels: Sequence[str], known: Sequence[str], common: str, sheet: str,

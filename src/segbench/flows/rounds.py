@@ -101,8 +101,8 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
 
     ``aggregation`` (screened, majority, dawid-skene, glad) defaults to the round's recorded method
     and is recorded in the round and the answers file. ``screened`` (see :mod:`segbench.core.screening`)
-    also records the workers it left out, with their reasons, under ``left_out``, and the accounts it
-    counted as one voter under ``blocs``.
+    also records the workers the worker report flags, left out of SPIN's masks, with their reasons,
+    under ``left_out``, and the accounts it counted as one voter under ``blocs``.
 
     Idempotent: answers are keyed by the backend's answer id, so ingesting twice, or again after
     more answers arrived, converges to one answer set without duplicates. The kind's reports (its
@@ -124,16 +124,18 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
                              controls, gold.gold_index(round_), qualified=qualified, rules=gold.round_rules(round_))
     if result.capped:
         get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of them "
-                                 "were left out (check the rules: the --rule options of segbench rounds create)", key)
-    left_out = result.left_out
+                                 "is left out of the masks (check the rules: the --rule options of segbench rounds create)", key)
+    masks = any(a.polygons for a in answers)  # the flagged are left out of masks; a round without them has none
+    left_out = result.left_out if masks else {}
     items = chain.decide(result.items)
     agreement = {control: agreement_summary(counted, control) for control in controls}
     counts = IngestCounts(
         answers=len(answers), items=len(gold.without_gold(round_).items), items_answered=chain.items_answered(),
         annotators=len({a.annotator for a in answers}), skipped=len(policy.report),
         **gold.gold_counts(round_, gold_answers, answers, counted),
-        **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted),
-            "accounts_in_blocs": sum(len(b.members) for b in result.blocs)} if method == SCREENED else {}))
+        **({"accounts_in_blocs": sum(len(b.members) for b in result.blocs)} if method == SCREENED else {}),
+        **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted)}
+           if method == SCREENED and masks else {}))
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],

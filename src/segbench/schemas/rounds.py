@@ -259,7 +259,8 @@ class IngestCounts(WithoutNone):
     gold_items: int | None = None
     gold_answers: int | None = None
     answers_not_counted: int | None = Field(None, description="a gated round: answers of workers not qualified")
-    workers_left_out: int | None = Field(None, description="screened aggregation: workers the report left out")
+    workers_left_out: int | None = Field(None, description="screened aggregation of a round with polygons: workers "
+                                                           "the report flags, left out of SPIN's masks")
     answers_left_out: int | None = None
     accounts_in_blocs: int | None = Field(None, description="screened aggregation: accounts that answered as one "
                                                             "and counted as one voter per bloc")

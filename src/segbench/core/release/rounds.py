@@ -149,7 +149,8 @@ ANSWERS_DESCRIPTIONS = {
     "choices": "the person's answer to each question of the item (a list, as a question may take several labels)",
     "polygons": "the polygons the person drew, as JSON (null when the round asks for none)",
     "gold": "whether the item is a gold item, whose answer is known and checks the workers",
-    "left_out": "whether the worker was left out of the aggregation (the round's screening)",
+    "left_out": "whether the round's screening left the worker out of SPIN's masks (rounds with polygons only; "
+                "every answer counts in the aggregated labels, weighed by the worker model)",
 }
 
 
