@@ -39,6 +39,25 @@ def test_the_crowd_is_seeded_and_mixes_every_kind():
     assert sum(w.spammer for w in crowd(CrowdMix(), 1)) == 12
 
 
+def test_camouflaged_spammers_turn_random_and_herders_copy_the_answers_so_far():
+    tasks = [{"item_id": f"t{n:03d}"} for n in range(60)]
+    truth = {t["item_id"]: "indoor" for t in tasks}
+    sure = {"accuracy": (1.0, 1.0), "workers": 10, "overlap": 3}
+    rows, workers = answer_rows(tasks, truth, ("indoor", "outdoor"), control="context", seed=2,
+                                mix=CrowdMix(spammers=1.0, spammer_kinds=("camouflaged",), camouflage_tasks=5, **sure))
+    by_worker: dict[str, list[str]] = {}
+    for row in rows:
+        by_worker.setdefault(row["WorkerId"], []).append(row["Answer.context"])
+    assert all(said[:5] == ["indoor"] * 5 and "outdoor" in said[5:] for said in by_worker.values())
+    rows, _ = answer_rows(tasks, truth, ("indoor", "outdoor"), control="context", seed=2,
+                          mix=CrowdMix(spammers=1.0, spammer_kinds=("herder",), **sure))
+    by_task: dict[str, set[str]] = {}
+    for row in rows:
+        by_task.setdefault(row["Input.item_id"], set()).add(row["Answer.context"])
+    assert all(len(said) == 1 for said in by_task.values())  # the first guesses, the others follow
+    assert {next(iter(said)) for said in by_task.values()} == {"indoor", "outdoor"}
+
+
 def test_specialists_are_mostly_kept_and_the_spammers_still_flagged(run_trial):
     """Half the honest workers sure on one label and guessing on the other: a label of theirs that is
     right far above its base rate keeps most of them out of the report (without the rule, 32% of the

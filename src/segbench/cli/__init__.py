@@ -21,7 +21,7 @@ import typer
 from pydantic import ValidationError
 
 from segbench import console, prefect_server, prefect_watch, registry
-from segbench.cli import demo, help_text, leaderboard, publish, rebuild, release, rounds, server, view
+from segbench.cli import demo, flip, help_text, leaderboard, publish, rebuild, release, rounds, server, view
 from segbench.cli.help_text import Runner
 from segbench.core import clock, process
 from segbench.core.errors import SegbenchError, file_system_error
@@ -53,7 +53,7 @@ app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(rounds.app, name="rounds")
 # Datasets first, then what every dataset shares (`rounds` adds a `rounds create` per registered kind).
 for _module in (*(importlib.import_module(spec.cli) for spec in registry.DATASETS), rounds, rebuild, publish, release,
-                demo, server, view, leaderboard):
+                demo, server, view, leaderboard, flip):
     _module.register(build_app, evaluate_app, app)
 
 

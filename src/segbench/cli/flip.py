@@ -1,5 +1,5 @@
 """What the commands of the datasets scored with the flip metrics share (COCO-CD and Waterbirds-seg):
-their ``evaluate`` options, the evaluation body and the summary it prints."""
+their ``evaluate`` options, the evaluation body and the summary it prints, and ``oracle-inputs``."""
 
 from __future__ import annotations
 
@@ -84,6 +84,53 @@ def evaluate(ctx: typer.Context, dataset: str, predictions: Path, rev: str | Non
                             out=out, rho=rho, split=split, dataset_dir=dataset_dir, force=force)
     print_up_to_date(result, out)
     print_evaluation(result)
+
+
+class FlipDataset(str, enum.Enum):
+    coco_cd = "coco-cd"
+    waterbirds = "waterbirds"
+
+
+def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
+    """Add ``oracle-inputs`` to the root command group."""
+    app.command("oracle-inputs")(oracle_inputs_command)
+
+
+def oracle_inputs_command(
+    ctx: typer.Context,
+    dataset: FlipDataset = typer.Argument(..., help="coco-cd or waterbirds."),
+    out: Path = typer.Option(..., "--out", help="Folder to write (oracle-fg/, oracle-bg/, manifest.json).",
+                             callback=check_output_folder),
+    fill: str = typer.Option("imagenet", "--fill", help="The colour of what is removed: imagenet (124, 116, 104), "
+                                                         "split (the split's mean colour) or R,G,B."),
+    rev: str = REV, repo: Path = REPO, rho: float = RHO, split: Split = SPLIT,
+) -> None:
+    """Write the Oracle-FG and Oracle-BG images of a split (the label-flips paper, App. C).
+
+    Oracle-FG keeps each image's ground-truth foreground and fills the background with one colour;
+    Oracle-BG fills the foreground instead. Run a model on each folder and score it with evaluate
+    coco-cd or evaluate waterbirds as usual: the images keep their names and sizes.
+    """
+    from segbench.core.io import sha256_bytes
+    from segbench.core.versioning import DatasetSource
+    from segbench.tasks.flip import oracle
+    from segbench.tasks.flip.inputs import read_images, split_relpath
+
+    chosen = oracle.parse_fill(fill)
+    spec = registry.dataset(dataset.value.replace("-", "_"))
+    dataset_dir = relative_to_repo(settings_of(ctx).data_root / spec.default_out, repo)
+    with DatasetSource(repo, rev) as source:
+        split_path = split_relpath(dataset_dir, rho, split.value)
+        images = oracle.read_oracle_images(source, dataset_dir, read_images(source, split_path))
+        split_sha256 = sha256_bytes(source.read_bytes(split_path))
+    colour = oracle.resolve_fill(chosen, images)
+    counts = oracle.write_oracle_inputs(out, images, colour, {
+        "dataset": spec.name, "dataset_dir": dataset_dir, "split_sha256": split_sha256, "rev": rev, "rho": rho,
+        "split": split.value, "fill_rule": chosen if isinstance(chosen, str) else "rgb"})
+    console.out.print(console.key_values(f"Oracle inputs ({spec.title}, ρ {rho:g}, {split.value})", {
+        "images": len(images), "fill": ", ".join(map(str, colour)),
+        **{f"{variant}/": display_path(out / variant) for variant in counts}}))
+    console.set_summary({"out": str(out), "images": len(images), "fill": list(colour)})
 
 
 def print_group_counts(splits: dict[str, dict[str, list[int]]], groups: list[str]) -> None:

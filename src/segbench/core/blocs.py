@@ -82,18 +82,26 @@ def find_blocs(labels: Mapping[str, Mapping[str, str]], *, min_shared: int, min_
     Returns:
         The blocs, largest first, then by their first member.
     """
+    by_key: dict[str, list[str]] = defaultdict(list)  # who answered each judgment: pairs that never meet cost nothing
+    for worker in sorted(labels):
+        for key in labels[worker]:
+            by_key[key].append(worker)
+    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for key, workers in by_key.items():
+        for first, second in combinations(workers, 2):
+            counted = tally[(first, second)]
+            counted[0] += 1
+            counted[1] += labels[first][key] == labels[second][key]
     compared: dict[str, set[str]] = defaultdict(set)
     linked: dict[str, set[str]] = defaultdict(set)
     counts: dict[tuple[str, str], tuple[int, int]] = {}
-    for first, second in combinations(sorted(labels), 2):
-        keys = labels[first].keys() & labels[second].keys()
-        if len(keys) < min_shared:
+    for (first, second), (shared, agreed) in sorted(tally.items()):
+        if shared < min_shared:
             continue
-        agreed = sum(labels[first][k] == labels[second][k] for k in keys)
         compared[first].add(second)
         compared[second].add(first)
-        counts[(first, second)] = (len(keys), agreed)
-        if agreed >= min_agreement * len(keys):
+        counts[(first, second)] = (shared, agreed)
+        if agreed >= min_agreement * shared:
             linked[first].add(second)
             linked[second].add(first)
     blocs = []
