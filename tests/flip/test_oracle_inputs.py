@@ -86,6 +86,6 @@ def test_bad_inputs_are_named_and_write_nothing(tmp_path, monkeypatch):
     (root / "images" / f"{IMAGE_IDS[3]:012d}.png").unlink()
     missing = run(tmp_path, "oracle-inputs", "coco-cd", "--out", str(tmp_path / "o"), code=1)
     assert f"{IMAGE_IDS[3]:012d}.png" in str(missing.exception)
-    assert not (tmp_path / "o").exists()
+    assert not (tmp_path / "o").exists() and not (tmp_path / ".o.partial").exists()
     unbuilt = run(tmp_path, "oracle-inputs", "waterbirds", "--out", str(tmp_path / "o"), code=1)
     assert "build the dataset first" in str(unbuilt.exception)

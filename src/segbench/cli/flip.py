@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,16 +121,20 @@ def oracle_inputs_command(
     dataset_dir = relative_to_repo(settings_of(ctx).data_root / spec.default_out, repo)
     with DatasetSource(repo, rev) as source:
         split_path = split_relpath(dataset_dir, rho, split.value)
-        images = oracle.read_oracle_images(source, dataset_dir, read_images(source, split_path))
+        listed = read_images(source, split_path)
         split_sha256 = sha256_bytes(source.read_bytes(split_path))
-    colour = oracle.resolve_fill(chosen, images)
-    counts = oracle.write_oracle_inputs(out, images, colour, {
-        "dataset": spec.name, "dataset_dir": dataset_dir, "split_sha256": split_sha256, "rev": rev, "rho": rho,
-        "split": split.value, "fill_rule": chosen if isinstance(chosen, str) else "rgb"})
+
+        def images() -> Iterator[oracle.OracleImage]:
+            return oracle.read_oracle_images(source, dataset_dir, listed)
+
+        colour = oracle.resolve_fill(chosen, images)
+        written = oracle.write_oracle_inputs(out, images(), colour, {
+            "dataset": spec.name, "dataset_dir": dataset_dir, "split_sha256": split_sha256, "rev": rev, "rho": rho,
+            "split": split.value, "fill_rule": chosen if isinstance(chosen, str) else "rgb"})
     console.out.print(console.key_values(f"Oracle inputs ({spec.title}, ρ {rho:g}, {split.value})", {
-        "images": len(images), "fill": ", ".join(map(str, colour)),
-        **{f"{variant}/": display_path(out / variant) for variant in counts}}))
-    console.set_summary({"out": str(out), "images": len(images), "fill": list(colour)})
+        "images": written, "fill": ", ".join(map(str, colour)),
+        **{f"{variant}/": display_path(out / variant) for variant in oracle.VARIANTS}}))
+    console.set_summary({"out": str(out), "images": written, "fill": list(colour)})
 
 
 def print_group_counts(splits: dict[str, dict[str, list[int]]], groups: list[str]) -> None:

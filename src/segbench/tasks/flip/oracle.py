@@ -12,7 +12,7 @@ RGB triple. The fill, ρ, split and the split file's SHA-256 are recorded in the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +71,9 @@ class OracleImage:
     foreground: np.ndarray
 
 
-def read_oracle_images(source: DatasetSource, dataset_dir: str, images: Sequence[FlipImage]) -> list[OracleImage]:
-    """The split's images with their foregrounds, each checked to be the size of its mask.
+def read_oracle_images(source: DatasetSource, dataset_dir: str, images: Sequence[FlipImage]) -> Iterator[OracleImage]:
+    """The split's images with their foregrounds, one at a time (a split of thousands never sits in
+    memory at once), each checked to be the size of its mask.
 
     Raises:
         InputError: a split built without images, an image or mask missing, unreadable or of
@@ -81,7 +82,6 @@ def read_oracle_images(source: DatasetSource, dataset_dir: str, images: Sequence
     from segbench.core.io import open_image
     from segbench.tasks.flip.inputs import read_gt_mask
 
-    out = []
     for image in images:
         if image.image_file is None:
             raise InputError("the split lists no image files: the build wrote masks only",
@@ -92,11 +92,10 @@ def read_oracle_images(source: DatasetSource, dataset_dir: str, images: Sequence
         if pixels.shape[:2] != mask.shape:
             raise InputError(f"image is {pixels.shape[1]}×{pixels.shape[0]}, its mask {mask.shape[1]}×{mask.shape[0]}",
                              path=relpath, item=f"image {image.id}", hint="rebuild the dataset")
-        out.append(OracleImage(image.id, Path(image.image_file).with_suffix(".png").name, pixels, mask > 0))
-    return out
+        yield OracleImage(image.id, Path(image.image_file).with_suffix(".png").name, pixels, mask > 0)
 
 
-def split_mean(images: Sequence[OracleImage]) -> tuple[int, int, int]:
+def split_mean(images: Iterable[OracleImage]) -> tuple[int, int, int]:
     """The mean colour over every pixel of ``images``, rounded (0, 0, 0 for none)."""
     total = np.zeros(3, dtype=np.float64)
     count = 0
@@ -107,21 +106,23 @@ def split_mean(images: Sequence[OracleImage]) -> tuple[int, int, int]:
     return int(mean[0]), int(mean[1]), int(mean[2])
 
 
-def resolve_fill(fill: str | tuple[int, int, int], images: Sequence[OracleImage]) -> tuple[int, int, int]:
+def resolve_fill(fill: str | tuple[int, int, int], images: Callable[[], Iterable[OracleImage]]) -> tuple[int, int, int]:
+    """The fill colour; ``split`` reads the split's images once (``images()``) for their mean."""
     if fill == "imagenet":
         return IMAGENET_MEAN
     if fill == "split":
-        return split_mean(images)
+        return split_mean(images())
     assert isinstance(fill, tuple)
     return fill
 
 
-def write_oracle_inputs(out: Path, images: Sequence[OracleImage], fill: tuple[int, int, int],
-                        record: dict[str, object]) -> dict[str, int]:
+def write_oracle_inputs(out: Path, images: Iterable[OracleImage], fill: tuple[int, int, int],
+                        record: dict[str, object]) -> int:
     """Write ``<out>/oracle-fg/`` and ``<out>/oracle-bg/`` (one PNG per image, named as the split's
-    image) and ``<out>/manifest.json`` (``record`` with the fill and counts), all at once: the files
-    go to a folder beside ``out`` that replaces it when complete, so a killed run leaves the previous
-    output whole.
+    image) and ``<out>/manifest.json`` (``record`` with the fill and counts; the number of images is
+    returned), all at once: the files
+    go to a folder beside ``out`` that replaces it when complete, so a failed or killed run leaves the
+    previous output whole.
 
     Raises:
         InputError: ``out`` holds something this command did not write (no oracle manifest).
@@ -138,15 +139,19 @@ def write_oracle_inputs(out: Path, images: Sequence[OracleImage], fill: tuple[in
                              hint="pass an empty or new folder as --out (or one this command wrote)")
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
-    counts = {}
-    for variant in VARIANTS:
+    written = 0
+    try:
         for image in images:
-            pixels = mean_fill(image.pixels, image.foreground, variant, fill)
-            atomic_write_bytes(staging / variant / image.name, png_bytes(pixels), durable=False)
-        counts[variant] = len(images)
+            for variant in VARIANTS:
+                pixels = mean_fill(image.pixels, image.foreground, variant, fill)
+                atomic_write_bytes(staging / variant / image.name, png_bytes(pixels), durable=False)
+            written += 1
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a bad image stops the run: nothing of it stays
+        raise
     write_json(staging / "manifest.json", {"kind": "oracle-inputs", **record, "fill": list(fill),
-                                           "images": counts}, indent=1)
+                                           "images": dict.fromkeys(VARIANTS, written)}, indent=1)
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
-    return counts
+    return written
