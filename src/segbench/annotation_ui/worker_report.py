@@ -79,6 +79,7 @@ def worker_markdown(report: dict[str, Any]) -> str:
         if report.get("left_out_capped"):
             lines += ["The rules flag more than half of the voters, so none of those was left out: they say more "
                       "about this round than about its workers (set them per round with `--rule`).", ""]
+    if report.get("aggregation") == "screened":
         blocs = report.get("blocs", [])
         lines += [f"## Accounts that answered as one ({len(blocs)} blocs)", "",
                   "Every pair of a bloc's accounts that shared enough judgments gave the same answers (the rules "

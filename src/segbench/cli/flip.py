@@ -113,13 +113,14 @@ def oracle_inputs_command(
     """
     from segbench.core.io import sha256_bytes
     from segbench.core.versioning import DatasetSource
+    from segbench.locking import command_lock
     from segbench.tasks.flip import oracle
     from segbench.tasks.flip.inputs import read_images, split_relpath
 
     chosen = oracle.parse_fill(fill)
     spec = registry.dataset(dataset.value.replace("-", "_"))
     dataset_dir = relative_to_repo(settings_of(ctx).data_root / spec.default_out, repo)
-    with DatasetSource(repo, rev) as source:
+    with command_lock(ctx, reads_only=True), DatasetSource(repo, rev) as source:
         split_path = split_relpath(dataset_dir, rho, split.value)
         listed = read_images(source, split_path)
         split_sha256 = sha256_bytes(source.read_bytes(split_path))

@@ -1,7 +1,7 @@
 """An adversarial simulated crowd for the files backend: it reads only the task rows of ``tasks.csv``
 and returns an MTurk-style results file, as an external crowd would.
 
-Spammers, cycled through :data:`SPAMMER_KINDS`:
+Spammers, cycled through ``CrowdMix.spammer_kinds`` (default :data:`SPAMMER_KINDS`):
 
 * ``ring``: colluders who share one answer sheet (a random label per task, the same for every member);
 * ``same``: one label for everything (the most common true label, so gold that mirrors the

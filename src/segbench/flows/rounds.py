@@ -122,10 +122,12 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
     method = aggregation or round_.aggregation
     result = aggregate_round(method, [*counted, *gold.counted(gold_answers, qualified)], [*answers, *gold_answers],
                              controls, gold.gold_index(round_), qualified=qualified, rules=gold.round_rules(round_))
-    if result.capped:
-        get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of them "
-                                 "is left out of the masks (check the rules: the --rule options of segbench rounds create)", key)
     masks = any(a.polygons for a in answers)  # the flagged are left out of masks; a round without them has none
+    capped = result.capped and masks
+    if capped:
+        get_run_logger().warning("round %s: the worker report flags more than half of the workers; none of them "
+                                 "is left out of the masks (check the rules: the --rule options of segbench rounds "
+                                 "create)", key)
     left_out = result.left_out if masks else {}
     items = chain.decide(result.items)
     agreement = {control: agreement_summary(counted, control) for control in controls}
@@ -142,13 +144,13 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
         "items": [i.model_dump(mode="json") for i in items],
         "agreement": {control: a.model_dump(mode="json") for control, a in agreement.items()}, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
         **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())],
-            "left_out_capped": result.capped, "blocs": [b.row() for b in result.blocs]} if method == SCREENED else {})},
+            "left_out_capped": capped, "blocs": [b.row() for b in result.blocs]} if method == SCREENED else {})},
         indent=1)
     ingested = rounds.mark_ingested(round_, {**round_.counts, **counts.model_dump()}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
-    report = {**result.report, **({"left_out_capped": result.capped, "blocs": [b.row() for b in result.blocs]}
+    report = {**result.report, **({"left_out_capped": capped, "blocs": [b.row() for b in result.blocs]}
                                   if method == SCREENED else {})}
     names = _as_task("read-worker-names", _backend(round_, Path(data_root), label_studio).worker_names, round_)
     workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key), names)
