@@ -83,9 +83,15 @@ def test_bad_inputs_are_named_and_write_nothing(tmp_path, monkeypatch):
     (taken / "notes.txt").write_text("mine")
     refused = run(tmp_path, "oracle-inputs", "coco-cd", "--out", str(taken), code=1)
     assert "holds other files" in str(refused.exception) and (taken / "notes.txt").read_text() == "mine"
-    (root / "images" / f"{IMAGE_IDS[3]:012d}.png").unlink()
+    image = root / "images" / f"{IMAGE_IDS[3]:012d}.png"
+    saved = image.read_bytes()
+    image.unlink()
     missing = run(tmp_path, "oracle-inputs", "coco-cd", "--out", str(tmp_path / "o"), code=1)
     assert f"{IMAGE_IDS[3]:012d}.png" in str(missing.exception)
-    assert not (tmp_path / "o").exists() and not (tmp_path / ".o.partial").exists()
+    assert not (tmp_path / "o").exists()  # the stage waits beside it, never in its place
+    image.write_bytes(saved)
+    run(tmp_path, "oracle-inputs", "coco-cd", "--out", str(tmp_path / "o"))  # fixed: the same command finishes
+    assert len(list((tmp_path / "o" / "oracle-bg").iterdir())) == len(IMAGE_IDS)
+    assert not list(tmp_path.glob(".o.*")) and not list(tmp_path.glob(".o.partial"))  # no stage or lock left
     unbuilt = run(tmp_path, "oracle-inputs", "waterbirds", "--out", str(tmp_path / "o"), code=1)
     assert "build the dataset first" in str(unbuilt.exception)

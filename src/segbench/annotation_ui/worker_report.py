@@ -71,15 +71,15 @@ def worker_markdown(report: dict[str, Any]) -> str:
              markdown_table(header, [[cell(v) for v in row] for row in rows]), "",
              f"## Suspicious workers ({len(suspicious)})", "",
              markdown_table(["worker", "reasons"], suspicious) if suspicious else "None.", ""]
-    if report.get("aggregation") == "screened" and (left_out or report.get("left_out_capped")):
-        lines += [f"## Left out of the masks ({len(left_out)})", "",
-                  "The suspicious workers' polygons take no part in SPIN's masks; their answers still count "
-                  "in the labels, where Dawid–Skene weighs each voter by their confusion matrix.", "",
-                  markdown_table(["worker", "reasons"], left_out) if left_out else "None.", ""]
+    if report.get("aggregation") == "screened":
+        if left_out or report.get("left_out_capped"):
+            lines += [f"## Left out of the masks ({len(left_out)})", "",
+                      "The suspicious workers' polygons take no part in SPIN's masks; their answers still count "
+                      "in the labels, where Dawid–Skene weighs each voter by their confusion matrix.", "",
+                      markdown_table(["worker", "reasons"], left_out) if left_out else "None.", ""]
         if report.get("left_out_capped"):
             lines += ["The rules flag more than half of the voters, so none of those was left out: they say more "
                       "about this round than about its workers (set them per round with `--rule`).", ""]
-    if report.get("aggregation") == "screened":
         blocs = report.get("blocs", [])
         lines += [f"## Accounts that answered as one ({len(blocs)} blocs)", "",
                   "Every pair of a bloc's accounts that shared enough judgments gave the same answers (the rules "

@@ -113,7 +113,7 @@ def oracle_inputs_command(
     """
     from segbench.core.io import sha256_bytes
     from segbench.core.versioning import DatasetSource
-    from segbench.locking import command_lock
+    from segbench.locking import command_lock, output_lock
     from segbench.tasks.flip import oracle
     from segbench.tasks.flip.inputs import read_images, split_relpath
 
@@ -129,9 +129,10 @@ def oracle_inputs_command(
             return oracle.read_oracle_images(source, dataset_dir, listed)
 
         colour = oracle.resolve_fill(chosen, images)
-        written = oracle.write_oracle_inputs(out, images(), colour, {
-            "dataset": spec.name, "dataset_dir": dataset_dir, "split_sha256": split_sha256, "rev": rev, "rho": rho,
-            "split": split.value, "fill_rule": chosen if isinstance(chosen, str) else "rgb"})
+        with output_lock(out, command="oracle-inputs"):
+            written = oracle.write_oracle_inputs(out, images(), colour, {
+                "dataset": spec.name, "dataset_dir": dataset_dir, "split_sha256": split_sha256, "rev": rev,
+                "rho": rho, "split": split.value, "fill_rule": chosen if isinstance(chosen, str) else "rgb"})
     console.out.print(console.key_values(f"Oracle inputs ({spec.title}, ρ {rho:g}, {split.value})", {
         "images": written, "fill": ", ".join(map(str, colour)),
         **{f"{variant}/": display_path(out / variant) for variant in oracle.VARIANTS}}))

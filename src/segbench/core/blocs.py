@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TypedDict
 
-from segbench.core import clock
+from segbench.core.worker_quality import latest_per_worker
 from segbench.schemas.rounds import Answer
 
 BLOC_PREFIX = "bloc:"
@@ -158,7 +158,7 @@ def judgments(answers: Sequence[Answer], controls: Sequence[str]) -> dict[str, d
     """worker → ``item|control`` → label, from each worker's single-label choices on ``controls``
     (a worker's latest answer to an item counts)."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
-    for answer in sorted(answers, key=lambda a: (clock.time_order(a.updated_at), a.source_id)):
+    for answer in latest_per_worker(answers):
         for control in controls:
             chosen = answer.choices.get(control)
             if chosen and len(chosen) == 1:
@@ -169,19 +169,15 @@ def judgments(answers: Sequence[Answer], controls: Sequence[str]) -> dict[str, d
 def as_one_voter(answers: Sequence[Answer], blocs: Sequence[Bloc], controls: Sequence[str]) -> list[Answer]:
     """``answers`` with each bloc's answers to an item replaced by one answer of the bloc's voter:
     of the members' latest answers, the one most of them gave alike on ``controls`` (ties: the
-    first member's). Other answers are kept, in time order."""
+    first member's). Other answers are kept as they are."""
     voter = {member: bloc.voter for bloc in blocs for member in bloc.members}
     if not voter:
         return list(answers)
-    by_item: dict[tuple[str, str], dict[str, Answer]] = defaultdict(dict)
-    out = []
-    for answer in sorted(answers, key=lambda a: (clock.time_order(a.updated_at), a.source_id)):
-        if answer.annotator in voter:  # each member's latest answer to the item
-            by_item[(answer.item_id, voter[answer.annotator])][answer.annotator] = answer
-        else:
-            out.append(answer)
-    for (_, name), latest in sorted(by_item.items()):
-        given = list(latest.values())
+    out = [answer for answer in answers if answer.annotator not in voter]
+    by_item: dict[tuple[str, str], list[Answer]] = defaultdict(list)
+    for answer in latest_per_worker(a for a in answers if a.annotator in voter):
+        by_item[(answer.item_id, voter[answer.annotator])].append(answer)
+    for (_, name), given in sorted(by_item.items()):
         shapes = Counter(_shape(a, controls) for a in given)
         chosen = min(given, key=lambda a: (-shapes[_shape(a, controls)], a.annotator))
         out.append(chosen.model_copy(update={"annotator": name}))

@@ -119,17 +119,16 @@ def resolve_fill(fill: str | tuple[int, int, int], images: Callable[[], Iterable
 def write_oracle_inputs(out: Path, images: Iterable[OracleImage], fill: tuple[int, int, int],
                         record: dict[str, object]) -> int:
     """Write ``<out>/oracle-fg/`` and ``<out>/oracle-bg/`` (one PNG per image, named as the split's
-    image) and ``<out>/manifest.json`` (``record`` with the fill and counts; the number of images is
-    returned), all at once: the files
-    go to a folder beside ``out`` that replaces it when complete, so a failed or killed run leaves the
-    previous output whole.
+    image) and ``<out>/manifest.json`` (``record`` with the fill and counts); return the number of
+    images. The files go to the build stage of :func:`segbench.core.resume.resumable_stage`, keyed
+    by ``record`` and the fill, which replaces ``out`` whole when complete: a failed or killed run
+    leaves the previous output as it was.
 
     Raises:
         InputError: ``out`` holds something this command did not write (no oracle manifest).
     """
-    import shutil
-
-    from segbench.core.io import atomic_write_bytes, png_bytes, read_json, write_json
+    from segbench.core.io import atomic_write_bytes, fingerprint, png_bytes, read_json, write_json
+    from segbench.core.resume import resumable_stage
 
     if out.exists() and any(out.iterdir()):
         manifest = out / "manifest.json"
@@ -137,21 +136,13 @@ def write_oracle_inputs(out: Path, images: Iterable[OracleImage], fill: tuple[in
         if not (isinstance(previous, dict) and previous.get("kind") == "oracle-inputs"):
             raise InputError("the output folder holds other files", path=out,
                              hint="pass an empty or new folder as --out (or one this command wrote)")
-    staging = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
     written = 0
-    try:
+    with resumable_stage(out, fingerprint({"oracle-inputs": record, "fill": list(fill)})) as stage:
         for image in images:
             for variant in VARIANTS:
                 pixels = mean_fill(image.pixels, image.foreground, variant, fill)
-                atomic_write_bytes(staging / variant / image.name, png_bytes(pixels), durable=False)
+                atomic_write_bytes(stage.path / variant / image.name, png_bytes(pixels), durable=False)
             written += 1
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)  # a bad image stops the run: nothing of it stays
-        raise
-    write_json(staging / "manifest.json", {"kind": "oracle-inputs", **record, "fill": list(fill),
-                                           "images": dict.fromkeys(VARIANTS, written)}, indent=1)
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
+        write_json(stage.path / "manifest.json", {"kind": "oracle-inputs", **record, "fill": list(fill),
+                                                  "images": dict.fromkeys(VARIANTS, written)}, indent=1)
     return written
