@@ -1,3 +1,3 @@
-from segbench.cli import main
+from segbench.launch import main
 
 main()

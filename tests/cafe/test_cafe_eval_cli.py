@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,11 @@ def test_evaluate_cafe_writes_metrics_report_and_plots(files):
     assert metrics["SM"]["UCSR"] == 0.5 and metrics["CC"]["ACSR"] == 1.0
     assert {"cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1"} <= set(metrics["OC"])
     assert "Target-aware classification" in (out / "report.md").read_text()
-    for plot in ("cgf1_by_subset.png", "false_positive_rates.png", "tau_sweep.png", "standing_SM.png",
-                 "standing_CC.png", "standing_OC.png", "standing_Overall.png"):
+    plots = ("cgf1_by_subset.png", "false_positive_rates.png", "tau_sweep.png", "standing.png")
+    for plot in plots:
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
+    shown = re.findall(r"!\[[^]]*\]\(([^)]+)\)", (out / "report.md").read_text())
+    assert sorted(shown) == sorted(plots)  # every plot shown, and no table file as an image
     assert (out / "summary.csv").read_text().startswith("Subset,N,TA-TP,TA-FN,TA-FP,UA-FP,TN,AFPR,UFPR,IL-FPR,ACSR,"
                                                        "UCSR,CSR,SoftSwap,cgF1,")
     assert "| Overall | 5 | 2 | 3 | 2 | 1 | 2 |" in (out / "summary.md").read_text()

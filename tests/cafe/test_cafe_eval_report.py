@@ -40,7 +40,7 @@ def test_reports_are_written_and_reproducible(tmp_path):
     first = write_cafe_report(tmp_path / "a", metrics, EVALUATED)
     second = write_cafe_report(tmp_path / "b", metrics, EVALUATED)
     assert set(first) == {"metrics", "report", "cgf1_by_subset", "false_positive_rates", "tau_sweep", "summary_md",
-                          "summary_csv", "standing_SM", "standing_CC", "standing_OC", "standing_Overall"}
+                          "summary_csv", "standing"}
     report = first["report"].read_text()
     assert "## Where the model stands" in report and "| **this model** | evaluated here |" in report
     assert "| SAM 3 | End-to-end | 53 | 61.4 | -10.5 | 38.5 |" in report

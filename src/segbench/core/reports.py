@@ -140,6 +140,16 @@ def legend_beside(ax: "Axes", **options: Any) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8, **options)
 
 
+def new_figure(**options: Any) -> "Figure":
+    """A matplotlib figure (``Figure(**options)``), for :func:`figure_png`. matplotlib is imported on
+    the first figure, not with a report module: its 0.25 s would otherwise be paid by every command
+    that imports one, and by an evaluation whose figures are drawn in other processes
+    (:mod:`segbench.core.figures`)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
+
+
 def figure_png(fig: "Figure") -> bytes:
     """A matplotlib figure as PNG bytes, drawn on a private Agg canvas (no pyplot global state)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -160,21 +170,22 @@ def write_report_files(out_dir: str | Path, metrics: Mapping[str, Any], evaluate
                        markdown: str, plots: Mapping[str, tuple[str, bytes]]) -> dict[str, Path]:
     """Write ``metrics.json``, ``report.md`` and the plots into ``out_dir``, each atomically.
 
-    ``report.md`` ends with a "Plots" section showing each plot (relative links: the folder moves
+    ``report.md`` ends with a "Plots" section showing each PNG (relative links: the folder moves
     as a whole).
 
     Args:
         metrics: the evaluation's metrics; evaluated: what was evaluated (both JSON-serialisable).
         markdown: the text of ``report.md``.
-        plots: name -> (file name, PNG bytes).
+        plots: name -> (file name, bytes): the plots, and other files beside the report (a table's CSV).
 
     Returns:
         ``{"metrics": path, "report": path, <plot name>: path...}``.
     """
     out = Path(out_dir)
-    if plots:
-        markdown = markdown.rstrip("\n") + "\n\n## Plots\n\n" + "\n\n".join(
-            f"![{name.replace('_', ' ')}]({file_name})" for name, (file_name, _) in plots.items()) + "\n"
+    shown = [f"![{name.replace('_', ' ')}]({file_name})" for name, (file_name, _) in plots.items()
+             if file_name.endswith(".png")]
+    if shown:
+        markdown = markdown.rstrip("\n") + "\n\n## Plots\n\n" + "\n\n".join(shown) + "\n"
     paths = {"metrics": write_json(out / METRICS_NAME, {"evaluated": dict(evaluated), "metrics": dict(metrics)},
                                    indent=2),
              "report": atomic_write_text(out / REPORT_NAME, markdown)}

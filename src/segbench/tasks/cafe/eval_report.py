@@ -13,7 +13,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from segbench.core.reports import evaluated_lines, figure_png, fmt, legend_beside, table_lines, write_report_files
+from segbench.core.figures import drawn
+from segbench.core.reports import (
+    evaluated_lines,
+    figure_png,
+    fmt,
+    legend_beside,
+    new_figure,
+    table_lines,
+    write_report_files,
+)
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 from segbench.tasks.cafe.published import (
     CAFE_SUBSETS,
@@ -28,7 +37,7 @@ from segbench.tasks.cafe.published import (
 )
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +48,6 @@ CGF1_COLUMNS = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1")
 CGF1_SUMMARY_NAMES = ("cgF1", "cgF1@0.5", "cgF1@0.75", "IL_MCC", "pmF1", "positive_macro_F1", "IL_FPR",
                       "IL_precision", "IL_recall", "IL_F1", "precision", "recall", "F1")
 
-
-def _figure(**kwargs: Any) -> Figure:
-    """A matplotlib figure; matplotlib is imported on the first plot, not with this module (~0.4 s of
-    start-up that a command pays before any work otherwise)."""
-    from matplotlib.figure import Figure
-
-    return Figure(**kwargs)
 
 def _cell(value: Any) -> str:
     return fmt(value) if value is None or isinstance(value, float) else str(value)
@@ -151,20 +153,23 @@ def _published_cell(value: float | None) -> str:
     return "–" if value is None else f"{value:g}"
 
 
-def plot_standing(standing: list[dict[str, Any]], subset: str) -> bytes:
-    """PNG bytes: the published models' cgF1 (×100) on one subset as bars, the model highlighted."""
-    fig = _figure(figsize=(7, 0.45 * len(standing) + 1.2))
-    ax = fig.add_subplot()
-    names = [row["model"] for row in standing][::-1]
-    values = [row["cgF1"] for row in standing][::-1]
-    colors = ["#c44e52" if name == THIS_MODEL else "#8c8c8c" for name in names]
-    bars = ax.barh(names, values, color=colors)
-    ax.bar_label(bars, labels=[f"{v:g}" for v in values], fontsize=7, padding=2)
-    ax.axvline(0, color="black", linewidth=0.6)
-    ax.set_xlim(min(0.0, *values) - 10, max(100.0, *values) + 5)
-    ax.set_xlabel("cgF1 ×100")
-    ax.set_title(f"CAFE {subset}: the model among the published results", fontsize=9)
-    ax.tick_params(labelsize=7)
+def plot_standing(standing: Mapping[str, list[dict[str, Any]]]) -> bytes:
+    """PNG bytes: per subset, one panel of the published models' cgF1 (×100) as bars, the model highlighted."""
+    rows = max(len(models) for models in standing.values())
+    fig = new_figure(figsize=(12, 0.6 * rows + 2.2))
+    for k, (subset, models) in enumerate(standing.items()):
+        ax = fig.add_subplot(2, 2, k + 1)
+        names = [row["model"] for row in models][::-1]
+        values = [row["cgF1"] for row in models][::-1]
+        colors = ["#c44e52" if name == THIS_MODEL else "#8c8c8c" for name in names]
+        bars = ax.barh(names, values, color=colors)
+        ax.bar_label(bars, labels=[f"{v:g}" for v in values], fontsize=7, padding=2)
+        ax.axvline(0, color="black", linewidth=0.6)
+        ax.set_xlim(min(0.0, *values) - 10, max(100.0, *values) + 5)
+        ax.set_xlabel("cgF1 ×100", fontsize=8)
+        ax.set_title(f"CAFE {subset}", fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("The model among the published results", fontsize=10)
     fig.tight_layout()
     return figure_png(fig)
 
@@ -175,7 +180,7 @@ def _bar_value(value: float | None) -> float:
 
 def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: grouped bars of cgF1, IL_MCC and pmF1 per subset."""
-    fig = _figure(figsize=(8, 4.5))
+    fig = new_figure(figsize=(8, 4.5))
     ax = fig.add_subplot()
     width = 0.27
     for k, (name, color) in enumerate((("cgF1", "#4c72b0"), ("IL_MCC", "#dd8452"), ("pmF1", "#55a868"))):
@@ -194,7 +199,7 @@ def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
 
 def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: AFPR and UFPR stacked per subset (their sum is IL-FPR)."""
-    fig = _figure(figsize=(7, 4.5))
+    fig = new_figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     afpr = [_bar_value(metrics[r]["AFPR"]) for r in ROWS]
     ufpr = [_bar_value(metrics[r]["UFPR"]) for r in ROWS]
@@ -212,7 +217,7 @@ def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
 def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: TA-TP rate, AFPR, UFPR, ACSR against τ, one line per subset."""
     sweep = metrics["tau_sweep"]
-    fig = _figure(figsize=(10, 6))
+    fig = new_figure(figsize=(10, 6))
     panels = (("TA-TP rate", lambda row: row["TA-TP"] / row["N"] if row["N"] else None),
               ("AFPR", lambda row: row["AFPR"]), ("UFPR", lambda row: row["UFPR"]), ("ACSR", lambda row: row["ACSR"]))
     for k, (title, value) in enumerate(panels):
@@ -233,23 +238,24 @@ def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
 
 
 def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
-    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and three plots into ``out_dir``.
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and four plots into ``out_dir``.
 
-    Also ``summary.md`` / ``summary.csv`` (CAFE's toolkit column order) and ``standing_<subset>.png``
-    (the model among the published results, one per subset).
+    Also ``summary.md`` / ``summary.csv`` (CAFE's toolkit column order) and ``standing.png`` (the
+    model among the published results, a panel per subset).
 
     Returns:
-        ``{"metrics", "report", "cgf1_by_subset", "false_positive_rates", "tau_sweep", "summary_md",
-        "summary_csv", "standing_SM", "standing_CC", "standing_OC", "standing_Overall": path}``.
+        ``{"metrics", "report", "cgf1_by_subset", "false_positive_rates", "tau_sweep", "standing",
+        "summary_md", "summary_csv": path}``.
     """
     standing = cafe_standing(metrics)
+    pngs = drawn({"cgf1_by_subset": (plot_cgf1_by_subset, (metrics,)),
+                  "false_positive_rates": (plot_false_positive_rates, (metrics,)),
+                  "tau_sweep": (plot_tau_sweep, (metrics,)),
+                  "standing": (plot_standing, ({s: standing[s] for s in CAFE_SUBSETS},))})
     paths = write_report_files(out_dir, metrics, evaluated, render_cafe_markdown(metrics, evaluated), {
-        "cgf1_by_subset": ("cgf1_by_subset.png", plot_cgf1_by_subset(metrics)),
-        "false_positive_rates": ("false_positive_rates.png", plot_false_positive_rates(metrics)),
-        "tau_sweep": ("tau_sweep.png", plot_tau_sweep(metrics)),
+        **{name: (f"{name}.png", png) for name, png in pngs.items()},
         "summary_md": ("summary.md", summary_markdown(metrics).encode()),
         "summary_csv": ("summary.csv", summary_csv(metrics).encode()),
-        **{f"standing_{s}": (f"standing_{s}.png", plot_standing(standing[s], s)) for s in CAFE_SUBSETS},
     })
     log.info("wrote the CAFE report to %s", out_dir)
     return paths
@@ -279,7 +285,7 @@ def render_cgf1_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any
 def plot_cgf1_by_iou(summary: Mapping[str, Any]) -> bytes:
     """PNG bytes: cgF1 and pmF1 against the IoU threshold."""
     per_iou = summary["per_iou"]
-    fig = _figure(figsize=(7, 4))
+    fig = new_figure(figsize=(7, 4))
     ax = fig.add_subplot()
     for name, label in (("cgF1", "cgF1"), ("positive_micro_F1", "pmF1")):
         ax.plot(per_iou["iou_thresholds"], per_iou[name], marker="o", label=label)
@@ -299,7 +305,7 @@ def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated
         ``{"metrics", "report", "cgf1_by_iou": path}``.
     """
     paths = write_report_files(out_dir, summary, evaluated, render_cgf1_markdown(summary, evaluated),
-                               {"cgf1_by_iou": ("cgf1_by_iou.png", plot_cgf1_by_iou(summary))})
+                               {"cgf1_by_iou": ("cgf1_by_iou.png", drawn({"png": (plot_cgf1_by_iou, (summary,))})["png"])})
     log.info("wrote the cgF1 report to %s", out_dir)
     return paths
 
@@ -326,7 +332,7 @@ def render_cgf1_each_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str
 
 def plot_cgf1_each_by_iou(metrics: Mapping[str, Any]) -> bytes:
     """PNG bytes: cgF1 against the IoU threshold, one line per ground-truth file."""
-    fig = _figure(figsize=(7, 4))
+    fig = new_figure(figsize=(7, 4))
     ax = fig.add_subplot()
     low = 0.0
     for f in metrics["files"]:
@@ -351,7 +357,7 @@ def write_cgf1_each_report(out_dir: str | Path, metrics: Mapping[str, Any],
         ``{"metrics", "report", "cgf1_by_iou": path}``.
     """
     paths = write_report_files(out_dir, metrics, evaluated, render_cgf1_each_markdown(metrics, evaluated),
-                               {"cgf1_by_iou": ("cgf1_by_iou.png", plot_cgf1_each_by_iou(metrics))})
+                               {"cgf1_by_iou": ("cgf1_by_iou.png", drawn({"png": (plot_cgf1_each_by_iou, (metrics,))})["png"])})
     log.info("wrote the cgF1 report to %s", out_dir)
     return paths
 

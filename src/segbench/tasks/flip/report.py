@@ -10,12 +10,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
-
-from segbench.core.reports import evaluated_lines, figure_png, fmt, legend_beside, table_lines, write_report_files
+from segbench.core.figures import drawn
+from segbench.core.reports import (
+    evaluated_lines,
+    figure_png,
+    fmt,
+    legend_beside,
+    new_figure,
+    table_lines,
+    write_report_files,
+)
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, FlipNames
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +151,7 @@ def _decile_table(risk: Mapping[str, Any]) -> list[str]:
 
 def per_group_iou_figure(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NAMES) -> Figure:
     """Grouped bars, one group of (class IoU, class IoU) per (class, context) group."""
-    fig = Figure(figsize=(9, 4.5))
+    fig = new_figure(figsize=(9, 4.5))
     ax = fig.add_subplot()
     groups = summary["per_group"]
     width = 0.38
@@ -170,7 +180,7 @@ def plot_per_group_iou(summary: Mapping[str, Any], names: FlipNames = COCO_CD_NA
 def flip_by_risk_decile_figure(summary: Mapping[str, Any]) -> Figure:
     """Mean per-image flip per flip-risk decile (or a note, without axes, when risk is unavailable)."""
     by_gt = summary.get("flip_risk_gt_foreground")
-    fig = Figure(figsize=(10 if by_gt else 7, 4))
+    fig = new_figure(figsize=(10 if by_gt else 7, 4))
     ax = fig.add_subplot()
     risk = summary["flip_risk"]
     if risk is None:
@@ -229,9 +239,11 @@ def write_report(
     Returns:
         ``{"metrics": path, "report": path, "per_group_iou": path, "flip_by_risk_decile": path}``.
     """
+    pngs = drawn({"per_group_iou": (plot_per_group_iou, (summary, names)),
+                  "flip_by_risk_decile": (plot_flip_by_risk_decile, (summary,))})
     paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated, names), {
-        "per_group_iou": (GROUP_PLOT_NAME, plot_per_group_iou(summary, names)),
-        "flip_by_risk_decile": (DECILE_PLOT_NAME, plot_flip_by_risk_decile(summary)),
+        "per_group_iou": (GROUP_PLOT_NAME, pngs["per_group_iou"]),
+        "flip_by_risk_decile": (DECILE_PLOT_NAME, pngs["flip_by_risk_decile"]),
     })
     log.info("wrote the %s report to %s", names.dataset, out_dir)
     return paths

@@ -10,13 +10,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from segbench.core.reports import evaluated_lines, figure_png, legend_beside, table_lines, write_report_files
+from segbench.core.figures import drawn
+from segbench.core.reports import (
+    evaluated_lines,
+    figure_png,
+    legend_beside,
+    new_figure,
+    table_lines,
+    write_report_files,
+)
 from segbench.tasks.spin.metrics import LEVELS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +116,7 @@ def _bars(ax: Any, labels: list[str], series: Mapping[str, list[float | None]], 
 
 def miou_by_level_figure(summary: Mapping[str, Any]) -> Figure:
     """mIoU per level, general and specific prompts side by side."""
-    fig = Figure(figsize=(8, 4))
+    fig = new_figure(figsize=(8, 4))
     ax = fig.add_subplot()
     _bars(ax, [LEVEL_LABEL[lv] for lv in LEVELS],
           {prompt: [p["levels"][lv]["miou"] for lv in LEVELS] for prompt, p in summary["prompts"].items()},
@@ -123,7 +133,7 @@ def plot_miou_by_level(summary: Mapping[str, Any]) -> bytes:
 
 def consistency_figure(summary: Mapping[str, Any]) -> Figure:
     """SpCS-S2P, SpCS-P2O, SpCS-Avg and SeCS per prompt kind."""
-    fig = Figure(figsize=(8, 4))
+    fig = new_figure(figsize=(8, 4))
     ax = fig.add_subplot()
     _bars(ax, ["SpCS-S2P", "SpCS-P2O", "SpCS-Avg", "SeCS"],
           {prompt: [p["spcs"]["s2p"]["score"], p["spcs"]["p2o"]["score"], p["spcs"]["mean"], p["secs"]["score"]]
@@ -142,7 +152,7 @@ def per_supercategory_figure(summary: Mapping[str, Any]) -> Figure:
     """One heat map per prompt kind, super-categories × (mIoU per level, SpCS-S2P/P2O, SeCS), with its colour bar."""
     prompts = list(summary["prompts"].items())
     columns = [*(f"mIoU\n{LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS\nS2P", "SpCS\nP2O", "SeCS"]
-    fig = Figure(figsize=(7.5 * max(len(prompts), 1), 5), layout="constrained")
+    fig = new_figure(figsize=(7.5 * max(len(prompts), 1), 5), layout="constrained")
     for index, (prompt, p) in enumerate(prompts, start=1):
         ax = fig.add_subplot(1, len(prompts), index)
         names = list(p["per_supercategory"])
@@ -175,11 +185,11 @@ def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Map
     Returns:
         ``{"metrics", "report", "miou_by_level", "consistency", "per_supercategory": path}``.
     """
-    paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated), {
-        "miou_by_level": (MIOU_PLOT, plot_miou_by_level(summary)),
-        "consistency": (CONSISTENCY_PLOT, plot_consistency(summary)),
-        "per_supercategory": (SUPER_PLOT, plot_per_supercategory(summary)),
-    })
+    pngs = drawn({"miou_by_level": (plot_miou_by_level, (summary,)), "consistency": (plot_consistency, (summary,)),
+                  "per_supercategory": (plot_per_supercategory, (summary,))})
+    files = {"miou_by_level": MIOU_PLOT, "consistency": CONSISTENCY_PLOT, "per_supercategory": SUPER_PLOT}
+    paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated),
+                               {name: (files[name], png) for name, png in pngs.items()})
     log.info("wrote the SPIN report to %s", out_dir)
     return paths
 

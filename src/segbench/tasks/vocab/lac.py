@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from segbench.core.errors import InputError
+from segbench.core.figures import drawn
 from segbench.core.io import open_image
 from segbench.core.reports import figure_png, legend_beside
 from segbench.schemas.vocab import LEVELS
@@ -367,4 +368,4 @@ def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Map
     from segbench.core.reports import write_report_files
 
     return write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated),
-                              {"lac_plot": (PLOT_NAME, plot_lac(summary))})
+                              {"lac_plot": (PLOT_NAME, drawn({"lac": (plot_lac, (summary,))})["lac"])})

@@ -1,0 +1,135 @@
+"""Report figures drawn in forked processes: the same bytes as drawn here, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
+
+from segbench.core.figures import drawing_processes, drawn
+from segbench.launch import _evaluates
+from segbench.tasks.cafe.eval_report import plot_cgf1_by_iou
+
+pytestmark = pytest.mark.unit
+
+SUMMARY = {"cgF1": 0.25, "IL_MCC": 0.5,
+           "per_iou": {"iou_thresholds": [0.5, 0.75, 0.95], "cgF1": [0.4, 0.25, -0.1],
+                       "positive_micro_F1": [0.8, 0.5, 0.2]}}
+
+
+def _python(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_figures_drawn_in_the_drawing_processes_are_the_bytes_drawn_here(tmp_path):
+    done = _python(f"""
+        import os, sys
+        from segbench.core.figures import drawing_processes, drawn
+        from segbench.tasks.cafe.eval_report import plot_cgf1_by_iou
+        with drawing_processes():
+            out = drawn({{"png": (plot_cgf1_by_iou, ({SUMMARY!r},)), "pid": (os.getpid, ())}})
+        open(sys.argv[1], "wb").write(out["png"])
+        print(out["pid"] != os.getpid())
+        """, str(tmp_path / "forked.png"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]  # drawn in another process
+    assert (tmp_path / "forked.png").read_bytes() == plot_cgf1_by_iou(SUMMARY)
+
+
+def test_without_drawing_processes_figures_are_drawn_here_in_order():
+    assert drawn({"a": (os.getpid, ()), "b": (str, (7,))}) == {"a": os.getpid(), "b": "7"}
+
+
+def test_no_fork_from_a_process_running_another_thread():
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait, name="someone else's")
+    busy.start()
+    try:
+        with drawing_processes():
+            assert drawn({"pid": (os.getpid, ())}) == {"pid": os.getpid()}
+    finally:
+        stop.set()
+        busy.join()
+
+
+def test_a_failing_drawing_raises_its_error_in_the_command():
+    done = _python("""
+        from segbench.core.figures import drawing_processes, drawn
+        with drawing_processes():
+            try:
+                drawn({"bad": (int, ("not a number",))})
+            except ValueError as exc:
+                print("raised", exc)
+        """)
+    assert done.returncode == 0, done.stderr
+    assert "raised invalid literal for int()" in done.stdout
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_drawing_processes_end_with_a_killed_command():
+    command = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import time
+        from segbench.core import figures
+        with figures.drawing_processes():
+            print(*[p.pid for p in figures._pool._pool], flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    assert command.stdout is not None
+    children = [int(pid) for pid in command.stdout.readline().split()]
+    assert children and all(map(_alive, children))
+    command.send_signal(signal.SIGKILL)
+    command.wait()
+    deadline = time.monotonic() + 10
+    while any(map(_alive, children)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, children))
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["evaluate", "cafe", "--gt", "x"], True),
+    (["--data-root", "d", "evaluate", "cgf1"], True),
+    (["evaluate", "cafe", "--help"], False),
+    (["build", "coco-cd"], False),
+    ([], False),
+])
+def test_the_executable_forks_drawing_processes_only_for_evaluations(argv, expected):
+    assert _evaluates(argv) is expected
+
+
+def test_evaluate_cafe_as_a_user_types_it_draws_the_same_report_as_in_process(tmp_path):
+    """The console entry point draws in its drawing processes; a program calling the app draws itself."""
+    from typer.testing import CliRunner
+
+    from segbench.cli import app
+
+    (tmp_path / "gt.json").write_text(json.dumps(cafe_gt(HAND_PAIRS)))
+    (tmp_path / "preds.json").write_text(json.dumps(HAND_PREDS))
+    common = ["--data-root", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "evaluate", "cafe",
+              "--gt", str(tmp_path / "gt.json"), "--predictions", str(tmp_path / "preds.json")]
+    done = subprocess.run([sys.executable, "-m", "segbench", *common, "--out", str(tmp_path / "process")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    in_process = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "here")])
+    assert in_process.exit_code == 0, in_process.output
+    files = sorted(p.name for p in (tmp_path / "process").iterdir())
+    assert "standing.png" in files and files == sorted(p.name for p in (tmp_path / "here").iterdir())
+    for name in files:
+        if name != "manifest.json":  # it records when the report was written
+            assert (tmp_path / "process" / name).read_bytes() == (tmp_path / "here" / name).read_bytes(), name
