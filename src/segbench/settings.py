@@ -128,7 +128,7 @@ class Settings(BaseSettings):
                                      "(default: huggingface.co)")
     hub_token: SecretStr | None = Field(None, description="the Hub token (default: HF_TOKEN)")
     telemetry: bool = Field(False, description="Prefect and DVC telemetry stay off unless set")
-    track_evaluations: bool = Field(False, description="evaluate commands run as Prefect flows (as --track)")
+    track_evaluations: bool = Field(False, description="evaluate and release commands run as Prefect flows (as --track)")
     server_idle_minutes: float = Field(30.0, ge=0, allow_inf_nan=False, description="a command that runs a flow "
                                        "with no Prefect server up starts one that stops after this long unused; "
                                        "0: a private server for each command instead, stopped with it")

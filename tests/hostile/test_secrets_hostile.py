@@ -83,13 +83,18 @@ def test_the_openai_key_echoed_back_is_nowhere(tmp_path, prefect_server_home):
     _assert_nowhere(key, outcome, tmp_path, prefect_server_home, "build-vocab")
 
 
-def test_the_hub_token_echoed_back_is_nowhere(demo_copy, prefect_server_home):
+@pytest.mark.parametrize("track", [True, False], ids=["as-a-flow", "in-process"])
+def test_the_hub_token_echoed_back_is_nowhere(demo_copy, prefect_server_home, track):
     token = "hf_ECHOED_3c9a7e1f0b"
     project = demo_copy
     with BadServer(_echo) as server:
         outcome = run_console(project, "--verbose", "release", "vocab", "--out", str(project / "rel"), *ANSWERS,
-                              "--push", "org/vocab", root_args=[],
+                              "--push", "org/vocab", *(["--track"] if track else []), root_args=[],
                               env={"HF_TOKEN": token, "SEGBENCH_HUB_ENDPOINT": server.url})
     assert any(token in _authorization(r) for r in server.requests), outcome
     assert "cannot push the release to org/vocab" in outcome.stderr
-    _assert_nowhere(token, outcome, project, prefect_server_home, "release-dataset")
+    if track:
+        _assert_nowhere(token, outcome, project, prefect_server_home, "release-dataset")
+    else:
+        assert outcome.code != 0 and token not in outcome.stdout + outcome.stderr
+        assert not _files_holding(token, project)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 from support.cli import run
@@ -22,12 +25,24 @@ def project(demo_copy, monkeypatch):
     return demo_copy
 
 
-def test_two_releases_of_one_version_are_byte_identical(project):
+def test_two_releases_of_one_version_are_byte_identical_in_process_and_as_a_flow(project):
     first = run(project, "release", "coco-cd", "--out", str(project / "one"), *ANSWERS)
     assert "Released coco_cd" in first.output and "rho_0.95" in first.output
-    run(project, "release", "coco_cd", "--out", str(project / "two"), *ANSWERS)
+    run(project, "release", "coco_cd", "--out", str(project / "two"), *ANSWERS, "--track")
     assert sha256_tree(project / "one") == sha256_tree(project / "two")
     assert not list(project.glob(".one*")), "no stage is left beside the release"
+
+
+def test_a_release_never_imports_prefect_unless_tracked(project):
+    """Run as a user does, with Prefect pointed at a closed port: nothing may import or reach it."""
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "segbench", "release", "waterbirds", "--out",
+                           str(project / "rel"), *ANSWERS], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert not [module for module in imported if module.split(".")[0] == "prefect"]
+    assert "Released waterbirds" in done.stdout and (project / "rel" / "croissant.json").is_file()
 
 
 def test_a_release_without_the_makers_answers_names_each_missing_field(project):

@@ -68,16 +68,22 @@ def run_evaluation(ctx: typer.Context, track: bool, function: str, flow: str, **
     In this process nothing imports Prefect, so no server is started or contacted; both write the
     same bytes.
     """
-    from segbench import progress, registry
+    from segbench import registry
 
     if track or settings_of(ctx).track_evaluations:
         return run_flow(ctx, registry.load(flow), reads_only=True, **kwargs)
+    return run_here(ctx, registry.load(function), **kwargs)
+
+
+def run_here(ctx: typer.Context, fn: Any, **kwargs: Any) -> Any:
+    """``fn(**kwargs)`` in this process, without Prefect, holding the data root's lock shared (``fn``
+    only reads it), with progress on stderr and its log lines with ``--verbose``."""
+    from segbench import progress
     from segbench.locking import command_lock
 
-    evaluate = registry.load(function)
     with command_lock(ctx, reads_only=True), console.listener() as listener, progress.listening(listener), \
             _evaluation_log():
-        result = evaluate(**kwargs)
+        result = fn(**kwargs)
     console.set_summary(result)
     return result
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import SecretStr
 
 from segbench import console, registry
-from segbench.cli.common import display_path, relative_to_repo, run_flow, settings_of
+from segbench.cli.common import TRACK, display_path, relative_to_repo, run_flow, run_here, settings_of
 from segbench.core.errors import InputError
 from segbench.core.paths import check_output_folder
 
@@ -57,6 +57,7 @@ def release_command(
                                           help="Embed images whose licence forbids redistribution."),
     push: str = typer.Option(None, "--push", help="Upload the folder to the Hub dataset repository ORG/NAME."),
     tag: str = typer.Option(None, "--tag", help="The tag of the pushed commit (default: --rev, else build-<build key>)."),
+    track: bool = TRACK,
 ) -> None:
     """Write a release of a built dataset that loads without segbench.
 
@@ -88,14 +89,31 @@ def release_command(
                              maintainer=maintainer, embed_restricted=embed_restricted or None)
     info.require_complete(str(info_file or "release"))
     token = settings.hub_token or (SecretStr(os.environ["HF_TOKEN"]) if os.environ.get("HF_TOKEN") else None)
-    from segbench.flows.release import release_dataset  # Prefect, and its server, only past the checks
-
     repo = Path(".").resolve()
     data_dir = path or relative_to_repo(settings.data_root / registry.dataset(dataset).default_out, repo)
-    result = run_flow(ctx, release_dataset, reads_only=True, dataset=dataset, out=out.resolve(), info=info, repo=repo,
-                      rev=rev, data_dir=data_dir, push=push, tag=tag,
-                      hub_endpoint=settings.hub_endpoint or os.environ.get("HF_ENDPOINT"), hub_token=token)
+    options = {"dataset": dataset, "out": out.resolve(), "info": info, "repo": repo, "rev": rev, "data_dir": data_dir,
+               "push": push, "tag": tag, "hub_endpoint": settings.hub_endpoint or os.environ.get("HF_ENDPOINT")}
+    if track or settings.track_evaluations:
+        from segbench.flows.release import release_dataset  # Prefect, and its server, only past the checks
+
+        result = run_flow(ctx, release_dataset, reads_only=True, hub_token=token, **options)
+    else:
+        result = run_here(ctx, _release_here, hub_token=token, **options)
     print_release(result)
+
+
+def _release_here(hub_token: SecretStr | None, **options: Any) -> ReleaseResult:
+    """The release flow's work in this process, without Prefect (the same files)."""
+    from segbench.core.release.make import make_release
+    from segbench.core.steps import InProcess
+
+    result = make_release(InProcess(), **options)
+    if options["push"] and result.tag:
+        from segbench.providers.hub import push_folder
+
+        result.pushed_to = push_folder(result.out, options["push"], tag=result.tag, endpoint=options["hub_endpoint"],
+                                       token=hub_token)
+    return result
 
 
 def print_release(result: ReleaseResult) -> None:
