@@ -14,7 +14,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -284,6 +284,40 @@ def read_json(path: str | Path, *, hint: str | None = None) -> Any:
         raise InputError(
             f"not valid JSON ({exc})", path=path, hint="re-download or regenerate the file"
         ) from exc
+
+
+class NotAStreamedList(Exception):  # noqa: N818 -- a signal to read the file whole, not an error shown to anyone
+    """The file does not stream as a JSON list: :func:`read_json` reads it whole and names the problem."""
+
+
+def json_list_batches(path: str | Path, size: int) -> Iterator[tuple[int, list[Any]]]:
+    """The items of the JSON list in ``path`` as ``(index of the first, items)``, ``size`` at a time,
+    parsed as the file is read (by ijson's C parser): the whole file and its parse are never in memory
+    at once, as they are with :func:`read_json`.
+
+    Raises:
+        InputError: the file is missing, unreadable or not a regular file (:func:`check_input_file`).
+        NotAStreamedList: the file is not a JSON list, or not valid JSON, possibly after some batches.
+    """
+    import ijson
+
+    check_input_file(path, whole=False)
+    try:
+        with Path(path).open("rb") as handle:
+            start = len(UTF8_BOM) if handle.read(len(UTF8_BOM)) == UTF8_BOM else 0
+            handle.seek(start)
+            if handle.read(4096).lstrip()[:1] != b"[":
+                raise NotAStreamedList
+            handle.seek(start)
+            first, batch = 0, []
+            for item in ijson.items(handle, "item", use_float=True):
+                batch.append(item)
+                if len(batch) == size:
+                    yield first, batch
+                    first, batch = first + size, []
+            yield first, batch
+    except (ijson.JSONError, OSError, UnicodeDecodeError) as exc:
+        raise NotAStreamedList from exc
 
 
 def sha256_bytes(data: bytes) -> str:

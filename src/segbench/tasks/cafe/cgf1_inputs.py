@@ -39,7 +39,7 @@ from segbench.schemas.cafe_metrics import Ignored
 if TYPE_CHECKING:
     from segbench.core.masks import PycocoRle  # a type only: this module stays free of Pillow
 from segbench.core.gc_pause import collection_paused
-from segbench.core.io import read_json
+from segbench.core.io import NotAStreamedList, json_list_batches, read_json
 from segbench.tasks.cafe.prediction_columns import usual_annotations, usual_columns, usual_compressed, usual_images
 from segbench.tasks.cafe.rle_checks import check_compressed_counts, check_compressed_rles
 
@@ -346,12 +346,14 @@ def ignored_summary(preds: Predictions, gt: GroundTruth, *, other_files: bool) -
 
 
 @collection_paused()
-def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
+def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set[int] | None = None,
+                     first: int = 0) -> Predictions:
     """Validate and index COCO segmentation results against a ground truth.
 
     A prediction whose image is not in ``gt`` is counted in ``ignored`` and not checked further
     (it never reaches pycocotools). ``known_image_ids`` are the images of every ground-truth file
-    given, when there are several: an image in none of them is refused.
+    given, when there are several: an image in none of them is refused. ``first``: the index in the
+    file of ``data[0]`` (``data`` is a batch of a streamed file), for the items errors name.
 
     Raises:
         InputError: not a list; an item that is not an object or lacks ``image_id``, ``category_id``,
@@ -365,20 +367,24 @@ def load_predictions(data: Any, path: str, gt: GroundTruth, known_image_ids: set
     columns = usual_columns(data, gt.images, known_image_ids)
     if columns is not None:
         by_image_, cats_, scores_, counts, size, kept, ignored_ = columns
-        sizes = size.tolist()
         check_compressed_counts(counts, size[:, 0] * size[:, 1], path,
-                                lambda k: f"prediction {kept[k]} (image {data[kept[k]]['image_id']})")
+                                lambda k: f"prediction {first + kept[k]} (image {data[kept[k]]['image_id']})")
+        rles: list[Any] = [None] * len(counts)
+        for image_id, indices in by_image_.items():
+            image = gt.images[image_id]
+            shape = [image["height"], image["width"]]  # one list per image: a large file has millions of masks
+            for k in indices:
+                rles[k] = {"size": shape, "counts": counts[k]}
         return Predictions(path=path, by_image=by_image_, category_id=np.asarray(cats_, dtype=np.int64),
-                           score=np.asarray(scores_, dtype=np.float64),
-                           rles=[{"size": hw, "counts": c} for hw, c in zip(sizes, counts, strict=True)],
+                           score=np.asarray(scores_, dtype=np.float64), rles=rles,
                            ignored=dict(sorted(ignored_.items())))
     by_image: dict[int, list[int]] = defaultdict(list)
     ignored: Counter[int] = Counter()
     cats: list[int] = []
     scores: list[float] = []
-    rles: list[Any] = []
+    rles = []
     to_check: list[tuple[bytes, int, str]] = []
-    for index, pred in enumerate(data):
+    for index, pred in enumerate(data, start=first):
         item = f"prediction {index}"
         if not isinstance(pred, dict):
             raise InputError("is not a JSON object", path=path, item=item, hint="each result is an object")
@@ -439,7 +445,46 @@ def read_ground_truth(path: str | Path, data: bytes | None = None) -> GroundTrut
     return load_ground_truth(read_json(path) if data is None else _parse(data, str(path)), str(path))
 
 
+# Predictions validated and indexed at a time while the file is read: 20k masks are about 15 MB of
+# parsed JSON, against a few GB for a whole large file.
+PREDICTIONS_BATCH = 20_000
+
+
 @collection_paused()
 def read_predictions(path: str | Path, gt: GroundTruth, known_image_ids: set[int] | None = None) -> Predictions:
-    """Read and validate a COCO results file against ``gt`` (see :func:`load_predictions`)."""
-    return load_predictions(read_json(path), str(path), gt, known_image_ids)
+    """Read and validate a COCO results file against ``gt`` (see :func:`load_predictions`).
+
+    The file is streamed: each batch of :data:`PREDICTIONS_BATCH` results is validated and indexed as
+    it is parsed, so only the compact index is kept. A file that does not stream as a list is read
+    whole, and :func:`read_json` or :func:`load_predictions` names what is wrong with it.
+    """
+    batches, parts = json_list_batches(path, PREDICTIONS_BATCH), []
+    try:
+        for first, batch in batches:
+            try:
+                parts.append(load_predictions(batch, str(path), gt, known_image_ids, first=first))
+            except InputError:
+                for _ in batches:  # a file that is not JSON is named so first, as when it is read whole
+                    pass
+                raise
+    except NotAStreamedList:
+        return load_predictions(read_json(path), str(path), gt, known_image_ids)
+    return _joined(parts)
+
+
+def _joined(parts: list[Predictions]) -> Predictions:
+    """The predictions of consecutive batches of one file, as one :class:`Predictions`."""
+    if len(parts) == 1:
+        return parts[0]
+    by_image: dict[int, list[int]] = defaultdict(list)
+    ignored: Counter[int] = Counter()
+    kept = 0
+    for part in parts:
+        for image_id, indices in part.by_image.items():
+            by_image[image_id].extend(kept + i for i in indices)
+        ignored.update(part.ignored)
+        kept += len(part)
+    return Predictions(path=parts[0].path, by_image=dict(by_image),
+                       category_id=np.concatenate([part.category_id for part in parts]),
+                       score=np.concatenate([part.score for part in parts]),
+                       rles=[rle for part in parts for rle in part.rles], ignored=dict(sorted(ignored.items())))

@@ -27,9 +27,7 @@ from typing import Any
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import GROUND_TRUTH, PREDICTIONS, ground_truth_hashes, local_hashes, run_evaluation
-from segbench.core.gc_pause import collection_paused
 from segbench.core.integrity import data_source
-from segbench.core.io import read_json
 from segbench.core.reports import cell, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
@@ -41,7 +39,6 @@ from segbench.tasks.cafe.cgf1 import evaluate_cgf1 as cgf1_summary
 from segbench.tasks.cafe.cgf1_inputs import (
     GroundTruth,
     ignored_summary,
-    load_predictions,
     read_ground_truth,
     read_predictions,
 )
@@ -179,16 +176,14 @@ def score_cgf1(unit_key: str, gts: list[str], predictions: str, score_threshold:
     """Read the ground truths and predictions and compute the cgF1 summary (oracle over ``gts``), or
     with ``each`` one summary per ground truth: ``{"files": [{"ground_truth", "ignored", ...summary}]}``."""
     truths = [read_ground_truth(path) for path in gts]
-    with collection_paused():  # parsing creates a container per JSON object; none forms a cycle
-        data = read_json(predictions)
     known = {i for truth in truths for i in truth.images} if len(truths) > 1 else None
     if not each:
-        preds = load_predictions(data, predictions, truths[0], known)
+        preds = read_predictions(predictions, truths[0], known)
         return cgf1_summary(truths, preds, score_threshold).model_copy(update={
             "ignored": ignored_summary(preds, truths[0], other_files=len(truths) > 1)}).model_dump(mode="json")
     files = []
-    for truth in truths:
-        preds = load_predictions(data, predictions, truth, known)
+    for truth in truths:  # the file is read once per ground truth: only one index is in memory at a time
+        preds = read_predictions(predictions, truth, known)
         files.append({"ground_truth": truth.path, **cgf1_summary([truth], preds, score_threshold).model_copy(update={
             "ignored": ignored_summary(preds, truth, other_files=len(truths) > 1)}).model_dump(mode="json")})
     return {"files": files}
