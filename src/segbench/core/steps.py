@@ -10,6 +10,7 @@ functions on the same arguments, so they write the same bytes.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from segbench import progress
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 EVALUATION_LOGGER = "segbench.evaluation"  # where an evaluation run in this process logs
 
 # Names a shard's items from the step's parameters (``segbench.flows.prefect_ui.shard_name``).
@@ -35,6 +37,9 @@ class Steps(Protocol):
     def unit(self, name: str, fn: Callable[..., T], key: str, *args: Any) -> T:
         """``fn(key, *args)``: a unit of work a killed run need not redo, remembered under ``key``."""
 
+    def beside(self, name: str, fn: Callable[..., T], *args: Any) -> Pending[T]:
+        """``fn(*args)`` started now, run beside the steps that follow; ``.result()`` waits for it."""
+
     def shards(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[str, tuple[Any, ...]]], *,
                description: str, total: int, count: Callable[[T], int], channel: str,
                ids: ShardIds | None = None) -> list[T]:
@@ -44,6 +49,12 @@ class Steps(Protocol):
 
     def unit_counts(self) -> dict[str, int]:
         """``{"computed", "reused"}``: the units run so far and how many were replayed."""
+
+
+class Pending(Protocol[T_co]):
+    """A step that runs beside others (:meth:`Steps.beside`)."""
+
+    def result(self) -> T_co: ...
 
 
 class _Done:
@@ -69,6 +80,14 @@ class InProcess:
     def unit(self, name: str, fn: Callable[..., T], key: str, *args: Any) -> T:
         self._units += 1
         return fn(key, *args)
+
+    def beside(self, name: str, fn: Callable[..., T], *args: Any) -> Pending[T]:
+        # A thread: the steps that run beside one another write files and encode images, and Pillow,
+        # zlib and pyarrow let go of the GIL while they do.
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"segbench-{name}")
+        future = pool.submit(fn, *args)
+        pool.shutdown(wait=False)  # the thread ends with the step
+        return future
 
     def shards(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[str, tuple[Any, ...]]], *,
                description: str, total: int, count: Callable[[T], int], channel: str,

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 from prefect import Task, get_run_logger
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
+from prefect.futures import PrefectFuture
 
 from segbench import progress
 from segbench.core.steps import ShardIds
@@ -44,6 +45,9 @@ class PrefectSteps:
         state = cast(State, self._task(name, fn, {**task_name(name), **UNIT})(key, *args, return_state=True))
         self._units.append(state)
         return state.result()
+
+    def beside(self, name: str, fn: Callable[..., T], *args: Any) -> PrefectFuture[T]:
+        return self._task(name, fn, {**task_name(name), "cache_policy": NO_CACHE}).submit(*args)
 
     def shards(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[str, tuple[Any, ...]]], *,
                description: str, total: int, count: Callable[[T], int], channel: str,

@@ -10,6 +10,7 @@ to the Hub, the only step that talks to the network, is the caller's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 from pathlib import Path
@@ -19,7 +20,7 @@ from segbench.core.integrity import CheckedSource
 from segbench.core.release import rounds, writer
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
-from segbench.core.steps import Steps
+from segbench.core.steps import Pending, Steps
 from segbench.schemas.release import ReleaseInfo, ReleaseResult
 
 
@@ -76,17 +77,26 @@ def make_release(steps: Steps, dataset: str, out: Path, info: ReleaseInfo, repo:
         stage = writer.stage_for(out)
         collected = writer.Collected()
         url = hub_url(push, hub_endpoint) if push else None
+        drawing: Pending[list[str]] | None = None
         try:
+            # The gallery reads only the images it draws and writes only its own folder, so it is drawn
+            # while the splits are written; not from a published version, whose DVC file system is not
+            # known to be safe to share between threads.
+            if rev is None:
+                drawing = steps.beside("draw-gallery", writer.write_gallery, stage, plan)
             written: dict[str, list[Shard]] = {}  # a split that configs share is written once
             for table in plan.tables:
                 if table.path not in written:
                     written[table.path] = steps.call("write-split", _write_split, stage, plan, table, collected)
             shards = {(table.config, table.split): written[table.path] for table in plan.tables}
             steps.call("copy-native-files", writer.write_native, stage, plan, source)
-            gallery = steps.call("draw-gallery", writer.write_gallery, stage, plan)
+            gallery = drawing.result() if drawing else steps.call("draw-gallery", writer.write_gallery, stage, plan)
             steps.call("write-card-and-croissant", _write_documents, stage, plan, info, shards, collected, gallery,
                        url)
         except BaseException:
+            if drawing is not None:  # it writes into the stage: let it end first
+                with contextlib.suppress(Exception):
+                    drawing.result()
             shutil.rmtree(stage, ignore_errors=True)  # nothing to resume: a release is rewritten whole
             raise
     writer.swap_in(stage, out)
