@@ -100,22 +100,14 @@ def flow_build(root: Path, out: Path, params, repeat: bool = False) -> dict[str,
 
 
 def release(build: Path, out: Path) -> dict[str, Any]:
-    """``release_dataset`` of a finished build (``build`` is ``<project>/coco_cd``), timed after start-up."""
-    from prefect import flow
-
+    """What ``segbench release coco_cd`` runs, in this process as the command does, of a finished build
+    (``build`` is ``<project>/coco_cd``), timed after start-up."""
+    from segbench.core.release.make import make_release
+    from segbench.core.steps import InProcess
     from segbench.demo.release import DEMO_RELEASE_INFO
-    from segbench.flows.release import release_dataset
-    from segbench.flows.runner import without_heartbeats
 
-    @flow(name="bench-warm-up")
-    def warm_up() -> int:
-        return 1
-
-    warm_up()
     start, cpu = time.perf_counter(), time.process_time()
-    with without_heartbeats():
-        result = release_dataset(dataset="coco_cd", out=out, info=DEMO_RELEASE_INFO, repo=build.parent,
-                                 data_dir=build.name)
+    result = make_release(InProcess(), "coco_cd", out, DEMO_RELEASE_INFO, repo=build.parent, data_dir=build.name)
     return {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3),
             "rows": sum(sum(splits.values()) for splits in result.configs.values()),
             "parquet_mb": round(sum(f.size for f in result.files if f.path.endswith(".parquet")) / 2**20, 1)}

@@ -132,24 +132,51 @@ def _memory_growth(quick: bool, scale: float, json_mb: float, build: dict[str, A
                   passed=True, checks=checks, detail=detail)
 
 
-def _release_at(quick: bool, scale: float | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A COCO-CD build and its release, each in its own process: (build step, release step)."""
+RELEASE_ANSWERS = ("--annotations-license", "cc-by-4.0", "--intended-uses", "benchmarks", "--social-impact", "none",
+                   "--personal-information", "none", "--maintainer", "bench")
+
+
+def _release_at(quick: bool, scale: float | None = None, *, against_datasets: bool = False,
+                ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """A COCO-CD build and its release, each in its own process: (build step, release step), and with
+    ``against_datasets`` the ``segbench release`` command beside a plain ``datasets`` script writing the
+    same rows (``bench/datasets_release.py``), both whole processes."""
     from coco_cd_scale import run_step
+    from commands import _medians, _user_env
 
     root, scale, params = _coco_tree(quick, scale)
-    with tempfile.TemporaryDirectory(prefix="bench-release-", dir=OUT) as work:
-        build = run_step("flow", root, "--out", str(Path(work) / "coco_cd"), "--params", json.dumps(params))
-        release = run_step("release", Path(work) / "coco_cd", "--out", str(Path(work) / "release"))
-    return build, release | {"images": build["counts"]["source_images"], "scale": scale}
+    with tempfile.TemporaryDirectory(prefix="bench-release-", dir=OUT) as tmp:
+        work = Path(tmp)
+        build = run_step("flow", root, "--out", str(work / "coco_cd"), "--params", json.dumps(params))
+        release = run_step("release", work / "coco_cd", "--out", str(work / "release"))
+        compared = None
+        if against_datasets:
+            commands = {"segbench": [sys.executable, "-m", "segbench", "release", "coco_cd", "--path", "coco_cd",
+                                     "--out", str(work / "command"), *RELEASE_ANSWERS],
+                        "datasets": [sys.executable, str(HERE / "datasets_release.py"), str(work / "coco_cd"),
+                                     str(work / "script")]}
+            compared = _medians(commands, _user_env(work), work, 1 if quick else 3)
+            compared["rows"] = {"segbench": _parquet_rows(work / "command", skip="answers"),
+                                "datasets": _parquet_rows(work / "script")}
+    return build, release | {"images": build["counts"]["source_images"], "scale": scale}, compared
+
+
+def _parquet_rows(folder: Path, skip: str | None = None) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("data/**/*.parquet")
+               if skip is None or path.parent.name != skip)
 
 
 def release(quick: bool) -> list[Row]:
-    """`segbench release coco_cd` against the build it releases, its peak RSS, and how that grows with scale."""
+    """`segbench release coco_cd` against the build it releases, its peak RSS, and how that grows with scale;
+    then the command against a plain `datasets` script writing the same rows."""
     import numpy as np
 
-    points = {}
+    points, compared = {}, None
     for fraction in (0.1, 0.5, 1.0):
-        build, made = _release_at(quick, round((0.05 if quick else 1.0) * fraction, 4))
+        build, made, compared = _release_at(quick, round((0.05 if quick else 1.0) * fraction, 4),
+                                            against_datasets=fraction == 1.0)
         points[made["scale"]] = (build, made)
     full_build, full = points[max(points)]
     ratio = full["seconds"] / full_build["seconds"]
@@ -163,9 +190,16 @@ def release(quick: bool) -> list[Row]:
               "rss_growth_mb_per_1k_rows": round(per_1k_rows, 1),
               "note": "the bench's COCO tree has no pixels: the release embeds the label masks, not images"}
     checks = {"peak RSS <= 500 MB": bool(full["peak_rss_mb"] <= 500)}
+    assert compared is not None
+    ours, script = compared["segbench"]["wall_s"], compared["datasets"]["wall_s"]
+    same_rows = compared["rows"]["segbench"] == compared["rows"]["datasets"]
     return [result(f"COCO-CD release / its build (scale {max(scales):g}, {full['rows']} rows)", measured=full["seconds"],
                    baseline=full_build["seconds"], ratio=ratio, target="<= 1.0x", passed=ratio <= 1.0 and all(
-                       checks.values()), checks=checks, detail=detail)]
+                       checks.values()), checks=checks, detail=detail),
+            result(f"segbench release coco_cd vs a plain datasets script writing the same rows, processes "
+                   f"(scale {max(scales):g}, {compared['rows']['datasets']} rows)", measured=ours, baseline=script,
+                   ratio=ours / script, target="<= 1.5x", passed=ours <= 1.5 * script,
+                   checks={"same rows": same_rows}, detail=compared)]
 
 
 def noop_rebuild(quick: bool) -> list[Row]:
