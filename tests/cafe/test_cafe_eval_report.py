@@ -63,3 +63,10 @@ def test_cgf1_report(tmp_path):
     assert {"cgF1", "IL_MCC", "pmF1", "positive_micro_F1", "IL_FPR", "positive_macro_F1", "cgF1@0.5",
             "cgF1@0.75"} <= set(saved["metrics"])
     assert "| IL_MCC |" in paths["report"].read_text() and paths["cgf1_by_iou"].stat().st_size > 1000
+
+
+def test_the_plots_draw_the_rows_the_tables_show():
+    """The plots module names the rows itself (the drawing process imports it, not the evaluation)."""
+    from segbench.tasks.cafe import eval_plots, eval_report
+
+    assert eval_plots.ROWS == eval_report.ROWS

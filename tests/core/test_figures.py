@@ -17,7 +17,7 @@ from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
 
 from segbench.core.figures import drawing_processes, drawn
 from segbench.launch import _evaluates
-from segbench.tasks.cafe.eval_report import plot_cgf1_by_iou
+from segbench.tasks.cafe.eval_plots import plot_cgf1_by_iou
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +35,7 @@ def test_figures_drawn_in_the_drawing_processes_are_the_bytes_drawn_here(tmp_pat
     done = _python(f"""
         import os, sys
         from segbench.core.figures import drawing_processes, drawn
-        from segbench.tasks.cafe.eval_report import plot_cgf1_by_iou
+        from segbench.tasks.cafe.eval_plots import plot_cgf1_by_iou
         with drawing_processes():
             out = drawn({{"png": (plot_cgf1_by_iou, ({SUMMARY!r},)), "pid": (os.getpid, ())}})
         open(sys.argv[1], "wb").write(out["png"])
@@ -88,7 +88,7 @@ def test_drawing_processes_end_with_a_killed_command():
         import time
         from segbench.core import figures
         with figures.drawing_processes():
-            print(*[p.pid for p in figures._pool._pool], flush=True)
+            print(*figures._pool._processes, flush=True)
             time.sleep(60)
         """)], stdout=subprocess.PIPE, text=True)
     assert command.stdout is not None
@@ -100,6 +100,24 @@ def test_drawing_processes_end_with_a_killed_command():
     while any(map(_alive, children)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(map(_alive, children))
+
+
+def test_figures_are_drawn_here_when_the_drawing_process_died(tmp_path):
+    done = _python(f"""
+        import os, signal, sys, time
+        from segbench.core import figures
+        from segbench.tasks.cafe.eval_plots import plot_cgf1_by_iou
+        with figures.drawing_processes():
+            for pid in figures._pool._processes:
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.5)
+            out = figures.drawn({{"png": (plot_cgf1_by_iou, ({SUMMARY!r},)), "pid": (os.getpid, ())}})
+        open(sys.argv[1], "wb").write(out["png"])
+        print(out["pid"] == os.getpid())
+        """, str(tmp_path / "here.png"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
+    assert (tmp_path / "here.png").read_bytes() == plot_cgf1_by_iou(SUMMARY)
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

@@ -1,12 +1,14 @@
-"""Report figures drawn in processes that import matplotlib while the command scores.
+"""Report figures drawn in a process that imports matplotlib while the command scores.
 
 matplotlib's import (about 0.25 s) and its drawing (0.05-0.2 s a figure) are most of what a small
-evaluation costs: scoring 2,146 CAFE pairs takes 0.2 s. An evaluation command therefore forks its
-drawing processes before it reads its inputs (:func:`drawing_processes`). They import matplotlib while
-the command loads and scores, then draw the report's figures side by side (:func:`drawn`).
+evaluation costs: scoring 2,146 CAFE pairs takes 0.2 s. The ``segbench`` executable therefore forks a
+drawing process before it imports the command line when it runs an evaluation
+(:func:`drawing_processes`, called by :mod:`segbench.launch`). It imports matplotlib while the command
+loads and scores, then draws the report's figures (:func:`drawn`).
 
-Without them (a library call, a flow run by Prefect, a process with threads, a platform without
-``fork``) :func:`drawn` draws in this process: the same function on the same data, so the same bytes.
+Without it (a program calling the command line or the functions, a process with other threads, a
+platform without ``fork``), or when it died, :func:`drawn` draws in this process: the same function
+on the same data, so the same bytes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from multiprocessing.pool import Pool
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from segbench.core import process
@@ -25,7 +28,7 @@ from segbench.core import process
 Drawing = tuple[Callable[..., bytes], tuple[Any, ...]]
 """A module-level function returning PNG bytes, and its arguments (both picklable)."""
 
-_pool: Pool | None = None
+_pool: ProcessPoolExecutor | None = None
 # Threads a fork may leave behind: the watch of the Prefect API sleeps, and reads ``sys.modules``, until
 # Prefect is imported, so it holds no lock a drawing process could need.
 _FORK_SAFE_THREADS = frozenset({"segbench-prefect-watch"})
@@ -46,7 +49,7 @@ def drawing_processes(workers: int = 1) -> Iterator[None]:
 
     They are forked only from a process without other threads (a fork copies no thread, and a lock
     another thread held would stay locked in the child), but for the Prefect API's watch. On leaving,
-    they are ended.
+    they finish the figure they draw and end.
     """
     global _pool
     count = min(workers, os.cpu_count() or 1)
@@ -55,26 +58,31 @@ def drawing_processes(workers: int = 1) -> Iterator[None]:
             or "fork" not in multiprocessing.get_all_start_methods():
         yield
         return
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_ready,
+                               initargs=(process.tie_to_parent(),))
     try:
-        _pool = multiprocessing.get_context("fork").Pool(count, initializer=_ready,
-                                                          initargs=(process.tie_to_parent(),))
-    except OSError:  # no process to spare (a limit on processes): draw here
+        pool.submit(int)  # the first task forks the processes: now, before this process starts threads
+    except (OSError, BrokenProcessPool):  # no process to spare (a limit on processes): draw here
+        pool.shutdown(wait=False)
         yield
         return
+    _pool = pool
     try:
         yield
     finally:
-        pool, _pool = _pool, None
-        pool.terminate()
-        pool.join()
+        _pool = None
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def drawn(drawings: Mapping[str, Drawing]) -> dict[str, bytes]:
     """Each drawing's PNG bytes by name: in the drawing processes when they run, else here, in order."""
-    if _pool is None:
-        return {name: function(*args) for name, (function, args) in drawings.items()}
-    pending = {name: _pool.apply_async(function, args) for name, (function, args) in drawings.items()}
-    return {name: result.get() for name, result in pending.items()}
+    if _pool is not None:
+        try:
+            pending = {name: _pool.submit(function, *args) for name, (function, args) in drawings.items()}
+            return {name: future.result() for name, future in pending.items()}
+        except BrokenProcessPool:  # a drawing process died (killed, out of memory): draw here instead
+            pass
+    return {name: function(*args) for name, (function, args) in drawings.items()}
 
 
 __all__ = ["Drawing", "drawing_processes", "drawn"]

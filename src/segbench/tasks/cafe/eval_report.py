@@ -2,8 +2,8 @@
 
 Input is the metrics dict of :func:`segbench.tasks.cafe.metrics.evaluate_cafe` (or the cgF1 summary
 of :func:`segbench.tasks.cafe.cgf1.evaluate_cgf1`) plus a "what was evaluated" dict; nothing here computes
-a metric. ``metrics.json`` is ``{"evaluated", "metrics"}`` like every evaluation's. Plots are drawn
-on private Agg canvases and every file is written atomically.
+a metric. ``metrics.json`` is ``{"evaluated", "metrics"}`` like every evaluation's. The plots are
+:mod:`segbench.tasks.cafe.eval_plots`'s; every file is written atomically.
 """
 
 from __future__ import annotations
@@ -11,17 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from segbench.core.figures import drawn
-from segbench.core.reports import (
-    evaluated_lines,
-    figure_png,
-    fmt,
-    legend_beside,
-    new_figure,
-    table_lines,
-    write_report_files,
+from segbench.core.reports import evaluated_lines, fmt, table_lines, write_report_files
+from segbench.tasks.cafe.eval_plots import (
+    file_label,
+    plot_cgf1_by_iou,
+    plot_cgf1_by_subset,
+    plot_cgf1_each_by_iou,
+    plot_false_positive_rates,
+    plot_standing,
+    plot_tau_sweep,
 )
 from segbench.tasks.cafe.metrics import OVERALL, SUBSETS
 from segbench.tasks.cafe.published import (
@@ -35,9 +36,6 @@ from segbench.tasks.cafe.published import (
     summary_csv,
     summary_rows,
 )
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -153,90 +151,6 @@ def _published_cell(value: float | None) -> str:
     return "–" if value is None else f"{value:g}"
 
 
-def plot_standing(standing: Mapping[str, list[dict[str, Any]]]) -> bytes:
-    """PNG bytes: per subset, one panel of the published models' cgF1 (×100) as bars, the model highlighted."""
-    rows = max(len(models) for models in standing.values())
-    fig = new_figure(figsize=(12, 0.6 * rows + 2.2))
-    for k, (subset, models) in enumerate(standing.items()):
-        ax = fig.add_subplot(2, 2, k + 1)
-        names = [row["model"] for row in models][::-1]
-        values = [row["cgF1"] for row in models][::-1]
-        colors = ["#c44e52" if name == THIS_MODEL else "#8c8c8c" for name in names]
-        bars = ax.barh(names, values, color=colors)
-        ax.bar_label(bars, labels=[f"{v:g}" for v in values], fontsize=7, padding=2)
-        ax.axvline(0, color="black", linewidth=0.6)
-        ax.set_xlim(min(0.0, *values) - 10, max(100.0, *values) + 5)
-        ax.set_xlabel("cgF1 ×100", fontsize=8)
-        ax.set_title(f"CAFE {subset}", fontsize=9)
-        ax.tick_params(labelsize=7)
-    fig.suptitle("The model among the published results", fontsize=10)
-    fig.tight_layout()
-    return figure_png(fig)
-
-
-def _bar_value(value: float | None) -> float:
-    return 0.0 if value is None else value
-
-
-def plot_cgf1_by_subset(metrics: Mapping[str, Any]) -> bytes:
-    """PNG bytes: grouped bars of cgF1, IL_MCC and pmF1 per subset."""
-    fig = new_figure(figsize=(8, 4.5))
-    ax = fig.add_subplot()
-    width = 0.27
-    for k, (name, color) in enumerate((("cgF1", "#4c72b0"), ("IL_MCC", "#dd8452"), ("pmF1", "#55a868"))):
-        values = [metrics[r][name] for r in ROWS]
-        bars = ax.bar([i + (k - 1) * width for i in range(len(ROWS))], [_bar_value(v) for v in values], width,
-                      label=name, color=color)
-        ax.bar_label(bars, labels=[fmt(v) for v in values], fontsize=6, padding=2)
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xticks(range(len(ROWS)), ROWS)
-    ax.set_ylim(min(-0.1, *(_bar_value(metrics[r]["IL_MCC"]) - 0.1 for r in ROWS)), 1.2)
-    ax.set_title("cgF1, IL_MCC and pmF1 per subset")
-    legend_beside(ax)
-    fig.tight_layout()
-    return figure_png(fig)
-
-
-def plot_false_positive_rates(metrics: Mapping[str, Any]) -> bytes:
-    """PNG bytes: AFPR and UFPR stacked per subset (their sum is IL-FPR)."""
-    fig = new_figure(figsize=(7, 4.5))
-    ax = fig.add_subplot()
-    afpr = [_bar_value(metrics[r]["AFPR"]) for r in ROWS]
-    ufpr = [_bar_value(metrics[r]["UFPR"]) for r in ROWS]
-    ax.bar(ROWS, afpr, color="#c44e52", label="AFPR (target-aligned)")
-    top = ax.bar(ROWS, ufpr, bottom=afpr, color="#8c8c8c", label="UFPR (unaligned)")
-    ax.bar_label(top, labels=[fmt(metrics[r]["IL-FPR"]) for r in ROWS], fontsize=7, padding=2)
-    ax.set_ylim(0, 1.15)
-    ax.set_ylabel("rate over negative prompts")
-    ax.set_title(f"False positives on misleading prompts (τ = {metrics['params']['iou_threshold']:g})")
-    legend_beside(ax)  # inside, it covered the SM bar's value
-    fig.tight_layout()
-    return figure_png(fig)
-
-
-def plot_tau_sweep(metrics: Mapping[str, Any]) -> bytes:
-    """PNG bytes: TA-TP rate, AFPR, UFPR, ACSR against τ, one line per subset."""
-    sweep = metrics["tau_sweep"]
-    fig = new_figure(figsize=(10, 6))
-    panels = (("TA-TP rate", lambda row: row["TA-TP"] / row["N"] if row["N"] else None),
-              ("AFPR", lambda row: row["AFPR"]), ("UFPR", lambda row: row["UFPR"]), ("ACSR", lambda row: row["ACSR"]))
-    for k, (title, value) in enumerate(panels):
-        ax = fig.add_subplot(2, 2, k + 1)
-        for name in ROWS:
-            ys = [value(row) for row in sweep[name]]
-            if any(y is not None for y in ys):
-                ax.plot(sweep["tau"], [float("nan") if y is None else y for y in ys], marker="o", markersize=3,
-                        label=name, linewidth=2 if name == OVERALL else 1)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("τ (IoU with the target mask)", fontsize=8)
-        ax.set_ylim(-0.02, 1.02)
-        ax.tick_params(labelsize=7)
-        if k == 0:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    return figure_png(fig)
-
-
 def write_cafe_report(out_dir: str | Path, metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
     """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and four plots into ``out_dir``.
 
@@ -282,22 +196,6 @@ def render_cgf1_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def plot_cgf1_by_iou(summary: Mapping[str, Any]) -> bytes:
-    """PNG bytes: cgF1 and pmF1 against the IoU threshold."""
-    per_iou = summary["per_iou"]
-    fig = new_figure(figsize=(7, 4))
-    ax = fig.add_subplot()
-    for name, label in (("cgF1", "cgF1"), ("positive_micro_F1", "pmF1")):
-        ax.plot(per_iou["iou_thresholds"], per_iou[name], marker="o", label=label)
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xlabel("IoU threshold")
-    ax.set_ylim(min(-0.05, min(per_iou["cgF1"]) - 0.05), 1.02)
-    ax.set_title(f"cgF1 {fmt(summary['cgF1'])}, IL_MCC {fmt(summary['IL_MCC'])}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return figure_png(fig)
-
-
 def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
     """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and ``cgf1_by_iou.png`` into ``out_dir``.
 
@@ -310,15 +208,11 @@ def write_cgf1_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated
     return paths
 
 
-def _file_label(path: str) -> str:
-    return Path(path).stem
-
-
 def render_cgf1_each_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str, Any]) -> str:
     """The report of one predictions file scored against each ground truth in turn: one column per file."""
     files = metrics["files"]
     lines = ["# cgF1 evaluation, each ground truth in turn", "", *evaluated_lines(evaluated), "## Summary", ""]
-    lines += _table(["metric", *(_file_label(f["ground_truth"]) for f in files)],
+    lines += _table(["metric", *(file_label(f["ground_truth"]) for f in files)],
                     [[name, *(f[name] for f in files)] for name in (*CGF1_SUMMARY_NAMES, "num_images")])
     lines += ["## Ignored predictions", "", "Predictions whose image is not in a file are left out of that file's "
               "numbers, as SAM3's evaluator leaves them out.", ""]
@@ -328,24 +222,6 @@ def render_cgf1_each_markdown(metrics: Mapping[str, Any], evaluated: Mapping[str
     for f in files:
         lines += cgf1_standing_section(f, f["ground_truth"])
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def plot_cgf1_each_by_iou(metrics: Mapping[str, Any]) -> bytes:
-    """PNG bytes: cgF1 against the IoU threshold, one line per ground-truth file."""
-    fig = new_figure(figsize=(7, 4))
-    ax = fig.add_subplot()
-    low = 0.0
-    for f in metrics["files"]:
-        per_iou = f["per_iou"]
-        ax.plot(per_iou["iou_thresholds"], per_iou["cgF1"], marker="o", label=_file_label(f["ground_truth"]))
-        low = min(low, *per_iou["cgF1"])
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xlabel("IoU threshold")
-    ax.set_ylabel("cgF1")
-    ax.set_ylim(low - 0.05, 1.02)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return figure_png(fig)
 
 
 def write_cgf1_each_report(out_dir: str | Path, metrics: Mapping[str, Any],
@@ -368,7 +244,7 @@ def cgf1_standing_section(summary: Mapping[str, Any], ground_truth: str) -> list
     standing = cgf1_standing(summary, ground_truth)
     if standing is None:
         return []
-    lines = [f"## Where the model stands: {standing['table']}, {standing['subset']} ({_file_label(ground_truth)})",
+    lines = [f"## Where the model stands: {standing['table']}, {standing['subset']} ({file_label(ground_truth)})",
              "", f"cgF1 and pmF1 ×100, IL_MCC as is. Published: {standing['source']}.", ""]
     return lines + _table(["model", "cgF1", "IL_MCC", "pmF1"],
                           [[f"**{r['model']}**" if r["model"] == THIS_MODEL else r["model"],
