@@ -263,6 +263,8 @@ def test_local_commands_never_import_prefect_or_other_heavy_modules(tmp_path, ar
     assert not {name for name in imported if name.split(".")[0] == "prefect"}
     # nor what takes half a second each and a read does not use: scipy's statistics, the Label Studio SDK
     assert not imported & {"scipy.stats", "label_studio_sdk"}
+    if args in (("--help",), ("--version",)):  # these answer before any setting is read: no settings models
+        assert not imported & {"pydantic_settings", "segbench.settings", "numpy", "matplotlib"}
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import ValidationError
@@ -25,7 +26,9 @@ from segbench.cli import demo, flip, help_text, leaderboard, publish, rebuild, r
 from segbench.cli.help_text import Runner
 from segbench.core import clock, process
 from segbench.core.errors import SegbenchError, file_system_error
-from segbench.settings import Settings, configure_runtime, load_settings
+
+if TYPE_CHECKING:
+    from segbench.settings import Settings
 
 # Commands whose work outlives them on the server (schedules): a private server would die with them.
 OWN_SERVER_COMMANDS = frozenset({"serve"})
@@ -92,6 +95,8 @@ def _root(
         runner_spec = RunnerSpec.from_options(runner.value if runner else None, dask_address, workers)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--runner/--dask-address/--workers") from exc
+    from segbench.settings import configure_runtime, load_settings  # here: --help and --version need no settings
+
     settings = load_settings(config, data_root=data_root, work_dir=work_dir)
     clock.source_date_epoch()  # a bad value stops the command now, not when its first record is written
     console.hide_secrets(*(secret.get_secret_value() for secret in (settings.label_studio_token,

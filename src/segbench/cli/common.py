@@ -13,10 +13,10 @@ import typer
 
 from segbench import console
 from segbench.core.steps import EVALUATION_LOGGER
-from segbench.settings import Settings
 
 if TYPE_CHECKING:
     from segbench.schemas.results import Result
+    from segbench.settings import Settings
 
 
 def settings_of(ctx: typer.Context) -> Settings:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from segbench import console, prefect_server, registry
 from segbench.cli.common import display_path, run_flow, seed_option, settings_of
 from segbench.cli.publish import print_publish
-from segbench.schemas.results import DemoPart
+
+if TYPE_CHECKING:
+    from segbench.schemas.results import DemoPart
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
