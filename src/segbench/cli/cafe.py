@@ -201,7 +201,9 @@ def print_export(summary: ExportSummary) -> None:
     console.out.print(console.key_values("CAFE", {
         "samples (pairs)": counts.samples, **{f"  {k}": v for k, v in counts.by_edit_type.items()},
         "not verified": f"{counts.not_verified} ({counts.rejected} rejected, {counts.tied} tied, "
-                        f"{counts.unanswered} unanswered)", "prompt pairs": counts.prompt_pairs,
+                        f"{counts.unanswered} unanswered)",
+        **({"held out for gold": f"{counts.held_out} (not asked about in this round)"} if counts.held_out else {}),
+        "prompt pairs": counts.prompt_pairs,
         "unique q+ / q-": f"{counts.unique_positive} / {counts.unique_negative}"}))
     console.out.print(f"Dataset: [bold]{display_path(summary.out)}[/]")
     console.out.print(build_status(summary))

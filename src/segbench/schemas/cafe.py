@@ -207,6 +207,8 @@ class ExportCounts(Counts):
     rejected: int = Field(0, description="not verified: a majority said no to a question")
     tied: int = Field(0, description="not verified: no question rejected, one tied")
     unanswered: int = Field(0, description="not verified: a question without any answer (exported with --partial)")
+    held_out: int = Field(0, description="candidates held out of the round to make its gold: the round did not ask "
+                                         "about them")
     prompt_pairs: int
     unique_positive: int
     unique_negative: int

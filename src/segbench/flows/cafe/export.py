@@ -19,7 +19,7 @@ from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, RoundStateError, SkipReport
 from segbench.core.io import read_json, write_json
 from segbench.core.resume import hash_inputs
-from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates
+from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates, work_candidates
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate, ExportSummary
 from segbench.schemas.rounds import AnswersFile, Round, RoundStatus
@@ -107,18 +107,20 @@ def _ingested_round(round_: Round) -> Round:
 def _verdicts(round_: Round, candidates_path: Path, answers_path: Path, *, partial: bool
               ) -> tuple[list[Candidate], SkipReport, Counter[str]]:
     """The candidates the majority verified, the others with the reasons (as skipped items), and
-    how many were verified, rejected, tied and unanswered.
+    how many were verified, rejected, tied and unanswered (and held out of the round for its gold).
 
     Raises:
         InputError: the candidates changed since the round was created.
         RoundStateError: (without ``partial``) some items have no answer.
     """
     check_version(round_, candidates_path)
-    candidates = read_candidates(candidates_path)
+    every = read_candidates(candidates_path)
+    candidates = work_candidates(round_, every)
     answers = AnswersFile.model_validate(read_json(answers_path)).items
     reasons = {a.item_id: verification.verdict(a)[1] for a in answers}
     reasons_of = {c.id: reasons.get(str(c.id), ["unanswered"]) for c in candidates}
     outcomes = Counter(verification.outcome(r) for r in reasons_of.values())
+    outcomes["held_out"] = len(every) - len(candidates)
     if outcomes["unanswered"] and not partial:
         raise RoundStateError(
             f"{outcomes['unanswered']} of {len(candidates)} items of round {round_.key} have no answer to every "
@@ -156,7 +158,8 @@ def _write_export(stage: Stage, candidates_path: Path, verified: list[Candidate]
                          hint="report this: the candidates produced an invalid export")
     counts = {"samples": len(verified), "images": 2 * len(verified), "by_edit_type": stats["by_edit_type"],
               "not_verified": len(rejected), "rejected": outcomes["rejected"], "tied": outcomes["tied"],
-              "unanswered": outcomes["unanswered"], "prompt_pairs": stats["prompt_pairs"],
+              "unanswered": outcomes["unanswered"], "held_out": outcomes["held_out"],
+              "prompt_pairs": stats["prompt_pairs"],
               "unique_positive": stats["unique_positive"], "unique_negative": stats["unique_negative"]}
     return Built(counts=counts, skipped=len(rejected), extras=extras)
 

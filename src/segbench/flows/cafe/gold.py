@@ -7,8 +7,11 @@ Two kinds, with answers that are certain (rules in :mod:`segbench.tasks.cafe.gol
 * mask off the object: the edited image with M's outline moved beside the object, so the known
   answer to ``mask_fits`` is ``no``.
 
-Gold items take new ids after the candidates' (never shown: the round's tasks show opaque task
-ids), keep the candidate's q+, q- and edit type, and their review images are made under
+Gold is made from candidates held out of the round (:func:`held_out`): every candidate of photos
+drawn at random, so no work item shows a gold item's photo, prompts or edit, and a worker cannot
+tell gold from work by finding its twin. Gold items take new ids after the candidates' (never
+shown: the round's tasks show opaque task ids), keep the candidate's q+, q- and edit type, and
+their review images are made under
 ``data/rounds/<key>/gold/``; :func:`alike` then puts every review image, gold or not, at
 ``data/rounds/<key>/review/<task id>.jpg`` (the candidates folder stays as its manifest lists it),
 so every task shows the same kind of path.
@@ -35,10 +38,52 @@ from segbench.tasks.cafe import gold as cafe_gold
 from segbench.tasks.cafe import verification
 
 
-def known_bad_items(data_root: Path, key: str, candidates_path: Path, candidates: Sequence[Candidate],
-                    quality: QualityOptions, sources: Mapping[str, Path]) -> list[RoundItem]:
-    """``quality.gold`` known-bad items drawn with ``quality.seed``: half unedited when ``sources`` has
-    the images of their source, the rest (or all) with the outline off the object.
+def _photo(candidate: Candidate) -> tuple[str, str]:
+    return candidate.target.source, candidate.target.file_name
+
+
+def held_out(candidates: Sequence[Candidate], quality: QualityOptions,
+             sources: Mapping[str, Path]) -> list[Candidate]:
+    """The candidates held out of the round to make its ``quality.gold`` known-bad items: photos drawn
+    with ``quality.seed``, each with every candidate made from it, until enough gold can be made
+    (a candidate makes one: unedited when ``sources`` has its photo, or its outline moved off).
+
+    Raises:
+        InputError: the candidates cannot make that much gold, or it would leave no work item.
+    """
+    if not quality.gold:
+        return []
+    by_photo: dict[tuple[str, str], list[Candidate]] = {}
+    for candidate in sorted(candidates, key=lambda c: c.id):
+        by_photo.setdefault(_photo(candidate), []).append(candidate)
+    rng = random.Random(f"cafe-gold-photos:{quality.seed}")
+    held: list[Candidate] = []
+    usable = 0
+    for photo in rng.sample(sorted(by_photo), len(by_photo)):
+        if usable >= quality.gold:
+            break
+        held += by_photo[photo]
+        usable += sum(c.target.source in sources or _moved_mask(c) is not None for c in by_photo[photo])
+    if usable < quality.gold:
+        raise InputError(f"--gold {quality.gold}: only {usable} known-bad pairs can be made from "
+                         f"{len(candidates)} candidates", item="--gold",
+                         hint=f"pass --gold {usable} or less, or --gold-source NAME=IMAGES_DIR")
+    if len(held) == len(candidates) and quality.purpose != "qualification":
+        raise InputError(f"--gold {quality.gold} holds out all {len(candidates)} candidates (gold is made from "
+                         "candidates left out of the round, with every candidate of their photos)", item="--gold",
+                         hint="pass a smaller --gold, or build more candidates")
+    return held
+
+
+def _moved_mask(candidate: Candidate) -> np.ndarray | None:
+    return cafe_gold.shifted_off(rle_to_bitmap(candidate.target.segmentation))
+
+
+def known_bad_items(data_root: Path, key: str, candidates_path: Path, held: Sequence[Candidate],
+                    quality: QualityOptions, sources: Mapping[str, Path], first_id: int) -> list[RoundItem]:
+    """``quality.gold`` known-bad items made from the ``held`` out candidates (:func:`held_out`), drawn
+    with ``quality.seed``: half unedited when ``sources`` has the images of their source, the rest
+    (or all) with the outline off the object. Their ids count from ``first_id`` (past every candidate's).
 
     Raises:
         InputError: fewer usable candidates than asked (the message says how many), an unreadable image.
@@ -46,20 +91,18 @@ def known_bad_items(data_root: Path, key: str, candidates_path: Path, candidates
     if not quality.gold:
         return []
     rng = random.Random(f"cafe-gold:{quality.seed}")
-    ordered = sorted(candidates, key=lambda c: c.id)
+    ordered = sorted(held, key=lambda c: c.id)
     unedited_pool = [c for c in ordered if c.target.source in sources]
     unedited = rng.sample(unedited_pool, min(len(unedited_pool), quality.gold // 2)) if sources else []
-    moved = {c.id: m for c in ordered if c not in unedited
-             and (m := cafe_gold.shifted_off(rle_to_bitmap(c.target.segmentation))) is not None}
+    moved = {c.id: m for c in ordered if c not in unedited and (m := _moved_mask(c)) is not None}
     need = quality.gold - len(unedited)
     if need > len(moved):
         raise InputError(f"--gold {quality.gold}: only {len(moved) + len(unedited)} known-bad pairs can be made from "
-                         f"{len(candidates)} candidates", item="--gold",
+                         f"{len(held)} candidates held out", item="--gold",
                          hint=f"pass --gold {len(moved) + len(unedited)} or less, or --gold-source NAME=IMAGES_DIR")
     off = rng.sample([c for c in ordered if c.id in moved], need)
-    first = max((c.id for c in candidates), default=0) + 1
     out = []
-    for number, candidate in enumerate(sorted([*unedited, *off], key=lambda c: c.id), start=first):
+    for number, candidate in enumerate(sorted([*unedited, *off], key=lambda c: c.id), start=first_id):
         mask = rle_to_bitmap(candidate.target.segmentation)
         if candidate.id in moved and candidate not in unedited:
             image = verification.outline(_edited(candidates_path, candidate), moved[candidate.id])

@@ -19,7 +19,7 @@ from segbench.core import clock
 from segbench.core.errors import InputError
 from segbench.core.io import atomic_write_text, fingerprint, read_text, write_json
 from segbench.core.manifest import read_manifest, verify_outputs
-from segbench.flows.cafe.gold import alike, known_bad_items
+from segbench.flows.cafe.gold import alike, held_out, known_bad_items
 from segbench.flows.prefect_ui import run_name
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig
@@ -57,10 +57,11 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
                              overlap: int = 3, overwrite: bool = False,
                              candidates_dir: str = CANDIDATES_DIR, quality: QualityOptions = QualityOptions(),
                              gold_sources: dict[str, Path] | None = None) -> Round:
-    """Create a verification round over every candidate (``data/rounds/<key>.json``).
+    """Create a verification round over the candidates (``data/rounds/<key>.json``).
 
     ``quality.gold`` known-bad pairs (see :func:`segbench.flows.cafe.gold.known_bad_items`; with
-    ``gold_sources``, source name → images folder, half are unedited images) are mixed in, their
+    ``gold_sources``, source name → images folder, half are unedited images) are made from candidates
+    held out of the round with their photos (:func:`segbench.flows.cafe.gold.held_out`) and mixed in, their
     review images written under ``data/rounds/<key>/review/`` beside copies of the others'; a gold
     file adds more.
 
@@ -72,16 +73,20 @@ def create_cafe_verification(data_root: Path, key: str, backend: Literal["labels
 
     candidates_path = Path(data_root) / candidates_dir
     candidates = read_candidates(candidates_path)
+    held = held_out(candidates, quality, gold_sources or {})
     round_ = new_round(
         key=key, kind=verification.KIND, dataset=candidates_dir, dataset_version=candidates_version(candidates_path),
         config=RoundConfig(label_config=verification.LABEL_CONFIG, overlap=overlap),
-        items=verification.round_items(candidates, candidates_dir), backend=backend,
+        items=verification.round_items([c for c in candidates if c not in held], candidates_dir), backend=backend,
         now=clock.timestamp())
     store = RoundStore(Path(data_root) / "rounds")
-    gold = known_bad_items(Path(data_root), key, candidates_path, candidates, quality, gold_sources or {})
+    gold = known_bad_items(Path(data_root), key, candidates_path, held, quality, gold_sources or {},
+                           first_id=max((c.id for c in candidates), default=0) + 1)
     round_ = with_quality(round_, gold, quality, store)
     if gold:
-        round_ = round_.model_copy(update={"items": alike(Path(data_root), round_)})
+        note = f"made from {len(held)} candidates held out of the round with their photos"
+        round_ = round_.model_copy(update={"items": alike(Path(data_root), round_),
+                                           "gold_selection": "; ".join(filter(None, [round_.gold_selection, note]))})
     store.create(round_, overwrite=overwrite)
     return round_
 
@@ -99,14 +104,24 @@ def check_version(round_: Round, candidates_path: Path) -> None:
                          hint="restore the candidates the round was made on, or create a new round")
 
 
+def work_candidates(round_: Round, candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates the round asks about: all but those held out of it to make its gold."""
+    asked = {item.item_id for item in round_.items if not item.gold}
+    return [c for c in candidates if str(c.id) in asked]
+
+
 def write_verification_report(round_: Round, answers: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
     """Verified counts per edit type and the reasons for rejection; JSON and Markdown."""
     candidates_path = Path(data_root) / round_.dataset
     check_version(round_, candidates_path)
-    table = verification.verification_table(read_candidates(candidates_path), answers)
+    candidates = read_candidates(candidates_path)
+    in_round = work_candidates(round_, candidates)
+    table = verification.verification_table(in_round, answers)
     out = Path(data_root) / "cafe_verification"
+    held = len(candidates) - len(in_round)
     json_path = write_json(out / f"{round_.key}.json", {"round": round_.key, "dataset_version": round_.dataset_version,
-                                                       **table.model_dump(mode="json")}, indent=1)
+                                                       "held_out_for_gold": held, **table.model_dump(mode="json")},
+                           indent=1)
     md_path = atomic_write_text(out / f"{round_.key}.md", verification.verification_markdown(
-        table, round_key=round_.key, dataset_version=round_.dataset_version))
+        table, round_key=round_.key, dataset_version=round_.dataset_version, held_out=held))
     return {"verification_json": json_path, "verification_markdown": md_path}

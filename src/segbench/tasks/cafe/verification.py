@@ -107,11 +107,14 @@ def verification_table(candidates: Sequence[Candidate], answers: Sequence[ItemAn
     return VerificationTable(edit_types={k: v for k, v in rows.items() if k != "overall"}, overall=rows["overall"])
 
 
-def verification_markdown(table: VerificationTable, *, round_key: str, dataset_version: str) -> str:
-    """The verification table as Markdown."""
+def verification_markdown(table: VerificationTable, *, round_key: str, dataset_version: str,
+                          held_out: int = 0) -> str:
+    """The verification table as Markdown; ``held_out``: candidates left out of the round to make its gold."""
     rows = [[name, r.items, r.answered, r.verified, r.verified_share, *(getattr(r, c) for c in CONTROLS)]
             for name, r in [*table.edit_types.items(), ("overall", table.overall)]]
     return (f"# CAFE verification — round `{round_key}`\n\n"
             f"Candidates of version `{dataset_version[:12]}`. A sample is verified when the majority says yes to "
-            "all four questions; the last four columns count majority *no* answers.\n\n"
+            "all four questions; the last four columns count majority *no* answers."
+            + (f" {held_out} candidates were held out of this round, with every candidate of their photos, to make "
+               "its gold; a later round can verify them." if held_out else "") + "\n\n"
             + markdown_table(["edit type", "items", "answered", "verified", "verified share", *CONTROLS], rows))
