@@ -58,12 +58,14 @@ def drawing_processes(workers: int = 1) -> Iterator[None]:
             or "fork" not in multiprocessing.get_all_start_methods():
         yield
         return
-    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_ready,
-                               initargs=(process.tie_to_parent(),))
+    pool: ProcessPoolExecutor | None = None
     try:
+        pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_ready,
+                                   initargs=(process.tie_to_parent(),))
         pool.submit(int)  # the first task forks the processes: now, before this process starts threads
-    except (OSError, BrokenProcessPool):  # no process to spare (a limit on processes): draw here
-        pool.shutdown(wait=False)
+    except (OSError, BrokenProcessPool):  # no process or semaphore to spare (a limit, no /dev/shm): draw here
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         yield
         return
     _pool = pool
