@@ -43,7 +43,7 @@ def test_offline_build_then_a_rebuild_makes_no_provider_call(captions, tmp_path)
     assert first.usage.calls > 0
     vocab = read_json(tmp_path / "a" / "coco_cd.json")
     assert set(vocab) == {"cat", "dog"} and "cat" in vocab["cat"]["exact"]
-    assert {"exact", "synonyms", "hyponyms", "meronyms", "id"} == set(vocab["dog"])
+    assert {"exact", "synonyms", "hyponyms", "meronyms", "id", "isthing"} == set(vocab["dog"])
     assert "puppy" in vocab["dog"]["hyponyms"] + vocab["dog"]["synonyms"]
 
     replay = make_provider(settings, replay_only=True)  # a miss would raise
@@ -72,7 +72,7 @@ def test_openai_backend_gives_the_same_format_and_replays(captions, tmp_path, op
     calls = openai_server.count
     assert calls == first.usage.calls > 0 and first.usage.prompt_tokens > 0
     vocab = read_json(tmp_path / "a" / "coco_cd.json")
-    assert vocab["cat"]["exact"] == ["cat"] and set(vocab["cat"]) == {"exact", "synonyms", "hyponyms", "meronyms", "id"}
+    assert vocab["cat"]["exact"] == ["cat"] and set(vocab["cat"]) == {"exact", "synonyms", "hyponyms", "meronyms", "id", "isthing"}
     manifest = read_json(tmp_path / "a" / "manifest.json")
     assert manifest["params"]["provider"] == "openai" and manifest["params"]["provider_model"] == "test-model"
 

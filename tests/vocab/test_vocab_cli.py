@@ -125,6 +125,9 @@ def test_evaluate_vocab_command(tmp_path, baseline):
     assert (out / "lac.png").read_bytes()[:4] == b"\x89PNG"
     rows = json.loads((out / "mappings.json").read_text())
     assert [r["mapping"]["meronyms"] for r in rows] == ["road", "car", "dog"]
+    # a vocabulary of its own classes: which are things is not known, so nothing is split
+    assert "kinds" not in metrics and not {"miou_things", "miou_stuff"} & set(metrics["levels"][0])
+    assert "Not reported: the vocabulary does not say" in (out / "report.md").read_text()
     if baseline:
         assert metrics["baseline"] is not None and set(metrics["baseline"]["agreement"]) == {
             "exact", "synonyms", "hyponyms", "meronyms"}

@@ -65,7 +65,7 @@ def test_flow_writes_vocabulary_candidates_and_manifest(captions, tmp_path):
     summary, provider = _build(captions, out, tmp_path / "nltk")
     vocab = read_json(out / "coco_cd.json")
     assert vocab["cat"] == {"exact": ["cat"], "synonyms": ["kitten", "kitty"], "hyponyms": ["house cat"],
-                            "meronyms": ["tail"], "id": 0}
+                            "meronyms": ["tail"], "id": 0, "isthing": True}
     assert vocab["dog"]["synonyms"] == ["pup", "puppy"]
     assert {"retriever", "terrier"} <= set(vocab["dog"]["hyponyms"])
     assert vocab["dog"]["meronyms"] == ["tail"]  # "snout": WordNet ties it to no dog, so it ranks below top_k

@@ -54,6 +54,8 @@ class CategorySpec(BaseModel):
     id: int
     name: str = Field(min_length=1)
     synonyms: list[str] = Field(default_factory=list)
+    isthing: bool | None = Field(None, description="a countable object (thing), or amorphous stuff (sky, road); "
+                                                   "the evaluation reports both kinds apart")
 
 
 class VocabParams(BaseModel):

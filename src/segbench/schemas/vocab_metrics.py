@@ -2,8 +2,9 @@
 
 Each level of the lexical mapping (exact ⊂ synonyms ⊂ hyponyms ⊂ meronyms) scores the open-ended
 descriptions as a segmentation; the Lexical Alignment Curve is each metric over the levels, with
-its area. PQ appears when panoptic segments were given, the Sentence-BERT baseline when it ran.
-A score with nothing to score is None.
+its area. PQ appears when panoptic segments were given, the Sentence-BERT baseline when it ran, and
+the scores of things and of stuff apart when the classes are a category set that says which is
+which. A score with nothing to score is None.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ class _Metrics(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_OPTIONAL_SCORES = ("pq", "sq", "rq", "miou_things", "miou_stuff", "pq_things", "pq_stuff")
+
+
 class _WithPanoptic(_Metrics):
-    """A part whose PQ entries exist only with panoptic segments: they are left out of the JSON unless set."""
+    """A part whose PQ entries exist only with panoptic segments, and whose things / stuff scores only
+    with a known split: they are left out of the JSON unless set."""
 
     @model_serializer(mode="wrap")
     def _without_unset_pq(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return {key: value for key, value in handler(self).items()
-                if key not in ("pq", "sq", "rq") or key in self.model_fields_set}
+                if key not in _OPTIONAL_SCORES or key in self.model_fields_set}
 
 
 class Level(_WithPanoptic):
@@ -38,6 +43,19 @@ class Level(_WithPanoptic):
     pq: float | None = None
     sq: float | None = None
     rq: float | None = None
+    miou_things: float | None = Field(None, description="mIoU over the thing classes (countable objects)")
+    miou_stuff: float | None = Field(None, description="mIoU over the stuff classes (sky, road, grass)")
+    pq_things: float | None = Field(None, description="PQ over the thing classes (panopticapi's PQ^Th)")
+    pq_stuff: float | None = Field(None, description="PQ over the stuff classes (panopticapi's PQ^St)")
+
+
+class Kinds(_Metrics):
+    """Which classes are things and which stuff."""
+
+    source: str = Field(description="who says so: the vocabulary's isthing fields, or the shipped category set "
+                                    "whose classes the vocabulary's are")
+    things: list[str]
+    stuff: list[str]
 
 
 class Curve(_Metrics):
@@ -96,3 +114,5 @@ class VocabMetrics(_Metrics):
     lac: Lac
     baseline: Baseline | None
     pq: list[LevelPQ] | None = Field(description="panoptic quality per level, with panoptic segments only")
+    kinds: Kinds | None = Field(None, exclude_if=lambda v: v is None,
+                                description="things and stuff, when the classes are a shipped category set")

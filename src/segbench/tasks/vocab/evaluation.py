@@ -39,7 +39,7 @@ from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult
 from segbench.schemas.vocab import LEVELS
-from segbench.schemas.vocab_metrics import VocabMetrics
+from segbench.schemas.vocab_metrics import Kinds, VocabMetrics
 from segbench.tasks.vocab import lac, versions
 from segbench.tasks.vocab import panoptic_quality as pqm
 from segbench.tasks.vocab.lexical_mapping import (
@@ -362,6 +362,21 @@ def _region_namer(vocabulary: Vocabulary, panoptic: bool) -> Any:
     return lambda segment_id: id_to_index.get(segment_id, -2 - segment_id)
 
 
+def _kinds(vocabulary: Vocabulary) -> Kinds | None:
+    """Things and stuff: as every class's entry says (``isthing``), else as the shipped category set
+    says whose classes the vocabulary's are; ``None`` when neither says."""
+    from segbench.tasks.vocab.vocabulary import thing_classes
+
+    if vocabulary.things and len(vocabulary.things) == len(vocabulary.classes):
+        source, things = "the vocabulary's isthing fields", dict(vocabulary.things)
+    elif (found := thing_classes(vocabulary.classes, vocabulary.ids)) is not None:
+        source, things = f"the {found[0]} category set", found[1]
+    else:
+        return None
+    return Kinds(source=source, things=[c for c in vocabulary.classes if things[c]],
+                 stuff=[c for c in vocabulary.classes if not things[c]])
+
+
 def _summarize(vocabulary: Vocabulary, scored: list[Any], panoptic: bool) -> tuple[dict[str, Any], lac.LacAccumulator]:
     """Add the shards' accumulators (in shard order) and summarize, with PQ for panoptic ground truth."""
     total = lac.LacAccumulator(len(vocabulary.classes))
@@ -370,7 +385,7 @@ def _summarize(vocabulary: Vocabulary, scored: list[Any], panoptic: bool) -> tup
         total += shard
         for level_total, level_shard in zip(pq_total or [], shard_pq or [], strict=True):
             level_total += level_shard
-    metrics = total.summarize(vocabulary.classes)
+    metrics = total.summarize(vocabulary.classes, _kinds(vocabulary))
     if pq_total is not None:
         metrics = pqm.attach_pq(metrics, [a.summarize(vocabulary.classes, level)
                                           for a, level in zip(pq_total, LEVELS, strict=True)])

@@ -43,7 +43,7 @@ from segbench.core.figures import drawn
 from segbench.core.io import open_image
 from segbench.core.reports import figure_png, legend_beside
 from segbench.schemas.vocab import LEVELS
-from segbench.schemas.vocab_metrics import Baseline, Curve, Lac, Level, VocabMetrics
+from segbench.schemas.vocab_metrics import Baseline, Curve, Kinds, Lac, Level, VocabMetrics
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -119,6 +119,15 @@ def confusion_metrics(cm: np.ndarray, class_names: Sequence[str]) -> ConfusionSc
         "pacc": float(tp.sum() / pos_gt.sum()) if pos_gt.sum() else None,
         "class_iou": {n: (float(iou[i]) if union[i] > 0 else None) for i, n in enumerate(class_names)},
     }
+
+
+def mean_by_kind(scores: Mapping[str, float | None], things: Mapping[str, bool]) -> tuple[float | None, float | None]:
+    """The mean of the defined per-class ``scores`` over the thing classes and over the stuff classes."""
+    def mean(kind: bool) -> float | None:
+        values = [v for name, v in scores.items() if v is not None and things.get(name) is kind]
+        return float(np.mean(values)) if values else None
+
+    return mean(True), mean(False)
 
 
 @dataclass
@@ -206,8 +215,9 @@ class LacAccumulator:
         self.image_ids.extend(other.image_ids)
         return self
 
-    def summarize(self, class_names: Sequence[str]) -> VocabMetrics:
-        """Per-level metrics, the LAC (values and area per metric) and the baseline.
+    def summarize(self, class_names: Sequence[str], kinds: Kinds | None = None) -> VocabMetrics:
+        """Per-level metrics, the LAC (values and area per metric) and the baseline; with ``kinds``,
+        each level's mIoU over things and over stuff too.
 
         Raises:
             ValueError: an image was added twice (shards overlapped).
@@ -217,6 +227,11 @@ class LacAccumulator:
         levels = [Level(level=name, **confusion_metrics(self.confusion[i], class_names),
                         region_acc=float(self.region_correct[i] / self.regions) if self.regions else None)
                   for i, name in enumerate(LEVELS)]
+        if kinds is not None:
+            things = {**dict.fromkeys(kinds.things, True), **dict.fromkeys(kinds.stuff, False)}
+            levels = [level.model_copy(update=dict(zip(("miou_things", "miou_stuff"),
+                                                       mean_by_kind(level.class_iou, things), strict=True)))
+                      for level in levels]
 
         def curve(metric: str) -> Curve:
             values = [getattr(level, metric) for level in levels]
@@ -233,7 +248,7 @@ class LacAccumulator:
         return VocabMetrics(num_images=len(self.image_ids), num_regions=self.regions,
                             undescribed_regions=self.undescribed_regions, absent_segments=self.absent_segments,
                             levels=levels, lac=Lac(**{metric: curve(metric) for metric in METRICS}),
-                            baseline=baseline, pq=None)
+                            baseline=baseline, pq=None, kinds=kinds)
 
 
 def parse_descriptions(data: Any, *, source: str = "<descriptions>") -> dict[str, dict[int, str]]:
@@ -311,6 +326,7 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     lines += ["", "Normalised LAC area (trapezoid over the four levels at x = 0, 1/3, 2/3, 1):", "",
               "| " + " | ".join(heads[:len(area_keys)]) + " |", "|---" * len(area_keys) + "|",
               "| " + " | ".join(_fmt(summary["lac"][k]["area"]) for k in area_keys) + " |", ""]
+    lines += _kinds_section(summary)
     base = summary.get("baseline")
     lines += ["## Sentence-BERT baseline (forced choice)", ""]
     if base is None:
@@ -327,6 +343,23 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
         lines += [("PQ / SQ / RQ follow panopticapi: each gt segment is predicted with its own pixels and the "
                    "class its description maps to; unmatched descriptions predict nothing."), ""]
     return "\n".join(lines)
+
+
+def _kinds_section(summary: Mapping[str, Any]) -> list[str]:
+    """Things and stuff apart, per level (stuff is where embedding mappings fail most, seed 003)."""
+    kinds = summary.get("kinds")
+    lines = ["## Things and stuff", ""]
+    if kinds is None:
+        return [*lines, "Not reported: the vocabulary does not say which classes are things (isthing), and its "
+                        "classes are no category set segbench ships.", ""]
+    pq = summary.get("pq") is not None
+    keys, heads = ["miou_things", "miou_stuff"], ["mIoU things", "mIoU stuff"]
+    if pq:
+        keys, heads = [*keys, "pq_things", "pq_stuff"], [*heads, "PQ things", "PQ stuff"]
+    lines += [f"{len(kinds['things'])} things and {len(kinds['stuff'])} stuff classes, as {kinds['source']} "
+              "says; each mean is over the classes of that kind with a defined score.", "", "| level | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    lines += [f"| {lv['level']} | " + " | ".join(_fmt(lv.get(k)) for k in keys) + " |" for lv in summary["levels"]]
+    return [*lines, ""]
 
 
 def lac_figure(summary: Mapping[str, Any]) -> Figure:

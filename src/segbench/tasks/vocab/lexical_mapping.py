@@ -48,7 +48,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -82,12 +82,14 @@ class Vocabulary:
     """A valid vocabulary, normalised for lookup.
 
     ``classes`` and ``ids`` are ordered by id; ``terms`` maps a normalised term to
-    ``{class: first level index where the term is listed for that class}``.
+    ``{class: first level index where the term is listed for that class}``; ``things``: the classes
+    whose entry says whether it is a thing (``isthing``), and what it says.
     """
 
     classes: tuple[str, ...]
     ids: tuple[int, ...]
     terms: Mapping[str, Mapping[str, int]]
+    things: Mapping[str, bool] = field(default_factory=dict)
 
     def id_of(self, cls: str) -> int:
         return self.ids[self.classes.index(cls)]
@@ -113,6 +115,8 @@ def parse_vocabulary(data: Any, *, source: str | Path = "<vocabulary>") -> Vocab
             values = entry.get(level, [])
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise InputError(f"'{level}' must be a list of strings", path=source, item=f"class {cls!r}")
+        if not isinstance(entry.get("isthing", False), bool):
+            raise InputError("'isthing' must be true or false", path=source, item=f"class {cls!r}")
         entries.append((entry["id"], cls, entry))
     entries.sort(key=lambda e: e[0])
     ids = [e[0] for e in entries]
@@ -127,7 +131,8 @@ def parse_vocabulary(data: Any, *, source: str | Path = "<vocabulary>") -> Vocab
                 key = normalise_term(term)
                 if key and cls not in terms.setdefault(key, {}):
                     terms[key][cls] = index  # levels are visited in order: keep the first
-    return Vocabulary(tuple(e[1] for e in entries), tuple(ids), terms)
+    return Vocabulary(tuple(e[1] for e in entries), tuple(ids), terms,
+                      {cls: entry["isthing"] for _, cls, entry in entries if "isthing" in entry})
 
 
 def read_vocabulary(path: str | Path) -> Vocabulary:

@@ -165,14 +165,24 @@ def level_predictions(labels: Mapping[int, Sequence[int]], level: int) -> dict[i
 
 
 def attach_pq(metrics: VocabMetrics, per_level: Sequence[LevelPQ]) -> VocabMetrics:
-    """A copy of ``metrics`` with PQ/SQ/RQ in each level row, a ``pq`` curve and per-class PQ.
+    """A copy of ``metrics`` with PQ/SQ/RQ in each level row, a ``pq`` curve and per-class PQ; PQ over
+    things and over stuff too when ``metrics.kinds`` says which classes are which.
 
     ``per_level``: one :meth:`PQAccumulator.summarize` result per lexical level, in level order.
     """
-    from segbench.tasks.vocab.lac import lac_area
+    from segbench.tasks.vocab.lac import lac_area, mean_by_kind
 
-    levels = [row.model_copy(update={"pq": pq.pq, "sq": pq.sq, "rq": pq.rq})
-              for row, pq in zip(metrics.levels, per_level, strict=True)]
+    kinds = metrics.kinds
+    things = {**dict.fromkeys(kinds.things, True), **dict.fromkeys(kinds.stuff, False)} if kinds else {}
+
+    def row_scores(pq: LevelPQ) -> dict[str, float | None]:
+        scores: dict[str, float | None] = {"pq": pq.pq, "sq": pq.sq, "rq": pq.rq}
+        if kinds is not None:
+            per_class = {name: c.pq for name, c in pq.per_class.items()}
+            scores["pq_things"], scores["pq_stuff"] = mean_by_kind(per_class, things)
+        return scores
+
+    levels = [row.model_copy(update=row_scores(pq)) for row, pq in zip(metrics.levels, per_level, strict=True)]
     values = [pq.pq for pq in per_level]
     return metrics.model_copy(update={
         "levels": levels, "lac": metrics.lac.model_copy(update={"pq": Curve(values=values, area=lac_area(values))}),

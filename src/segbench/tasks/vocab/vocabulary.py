@@ -55,10 +55,8 @@ def load_categories(source: str | Path) -> tuple[str, list[CategorySpec], Path]:
     if not path.suffix and not path.exists():
         shipped = resources.files("segbench.resources") / "categories" / f"{source}.json"
         if not shipped.is_file():
-            names = sorted(p.name.removesuffix(".json") for p in
-                           (resources.files("segbench.resources") / "categories").iterdir() if p.name.endswith(".json"))
             raise InputError(f"unknown category set {source!r}", item=str(source),
-                             hint=f"use one of {', '.join(names)} or a path to a JSON file")
+                             hint=f"use one of {', '.join(shipped_category_sets())} or a path to a JSON file")
         path = Path(str(shipped))
     try:
         categories = _CATEGORIES.validate_python(read_json(path))
@@ -66,9 +64,26 @@ def load_categories(source: str | Path) -> tuple[str, list[CategorySpec], Path]:
         first = exc.errors()[0]
         raise InputError(f"bad category list: {first['msg']}", path=path,
                          item=".".join(str(p) for p in first["loc"]),
-                         hint='expected [{"id": int, "name": str, "synonyms": [str]}]') from exc
+                         hint='expected [{"id": int, "name": str, "synonyms": [str], "isthing": bool (optional)}]') from exc
     _check_unique(path, categories)
     return path.stem, sorted(categories, key=lambda c: c.id), path
+
+
+def shipped_category_sets() -> list[str]:
+    """The names of the category sets segbench ships (``resources/categories/*.json``)."""
+    folder = resources.files("segbench.resources") / "categories"
+    return sorted(p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def thing_classes(classes: Sequence[str], ids: Sequence[int]) -> tuple[str, dict[str, bool]] | None:
+    """``(category set, {class: is a thing})`` when the vocabulary's classes are those of a shipped
+    category set that says which are things (the same ids and names), else ``None``."""
+    given = dict(zip(ids, classes, strict=True))
+    for name in shipped_category_sets():
+        _, categories, _ = load_categories(name)
+        if {c.id: c.name for c in categories} == given and all(c.isthing is not None for c in categories):
+            return name, {c.name: bool(c.isthing) for c in categories}
+    return None
 
 
 def _check_unique(path: Path, categories: Sequence[CategorySpec]) -> None:
@@ -286,7 +301,7 @@ def _stronger(a: str, b: str) -> str:
 
 def assemble_vocabulary(categories: Sequence[CategorySpec], relations: Mapping[int, Mapping[str, str]]
                         ) -> dict[str, dict[str, Any]]:
-    """``{class: {exact, synonyms, hyponyms, meronyms, id}}`` from per-category relations.
+    """``{class: {exact, synonyms, hyponyms, meronyms, id, isthing?}}`` from per-category relations.
 
     The category's own names are always exact; every other noun sits at its strongest relation
     only (exact > synonym > hyponym > meronym, seed 003 §2); lists are stripped and sorted.
@@ -300,7 +315,8 @@ def assemble_vocabulary(categories: Sequence[CategorySpec], relations: Mapping[i
                 strongest[noun] = _stronger(strongest.get(noun, relation), relation)
         entry: dict[str, Any] = {level: sorted(n for n, r in strongest.items() if r == RELATION_OF_LEVEL[level])
                                  for level in LEVELS}
-        vocab[category.name] = {**entry, "id": category.id}
+        vocab[category.name] = {**entry, "id": category.id,
+                                **({"isthing": category.isthing} if category.isthing is not None else {})}
     return vocab
 
 
