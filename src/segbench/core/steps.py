@@ -1,11 +1,11 @@
-"""How an evaluation runs its steps: as plain calls in this process, or as the tasks of a Prefect flow.
+"""How an evaluation or a release runs its steps: as plain calls in this process, or as the tasks of a Prefect flow.
 
-An evaluation is written once, as a function of a :class:`Steps`: it hands each step (reading,
-hashing, a shard of scoring, the report) to ``steps`` by name. A command typed by hand passes
-:class:`InProcess`, which calls them, so it never starts or contacts the Prefect engine; the
-evaluation flows pass ``segbench.flows.steps.PrefectSteps``, which runs them as named task runs
-(units remembered under their keys, shards submitted to the flow's runner). Both run the same
-functions on the same arguments, so they write the same bytes.
+An evaluation (or a release) is written once, as a function of a :class:`Steps`: it hands each step
+(reading, hashing, a shard of scoring, the report) to ``steps`` by name. A command typed by hand
+passes :class:`InProcess`, which calls them, so it never starts or contacts the Prefect engine; the
+flows pass ``segbench.flows.steps.PrefectSteps``, which runs them as named task runs (units
+remembered under their keys, shards submitted to the flow's runner). Both run the same functions on
+the same arguments, so they write the same bytes.
 """
 
 from __future__ import annotations
