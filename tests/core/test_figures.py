@@ -151,3 +151,4 @@ def test_evaluate_cafe_as_a_user_types_it_draws_the_same_report_as_in_process(tm
     for name in files:
         if name != "manifest.json":  # it records when the report was written
             assert (tmp_path / "process" / name).read_bytes() == (tmp_path / "here" / name).read_bytes(), name
+

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,51 @@ def test_verbose_shows_an_in_process_evaluations_log_lines(tmp_path, verbose):
     assert done.returncode == 0, done.stderr[-3000:]
     assert ("INFO    | cgF1" in done.stderr) == verbose
     assert "Report:" in done.stdout
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def _children(pid: int) -> list[int]:
+    found = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in found.read_text().split()] if found.exists() else []
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_evaluation_ends_with_its_drawing_process(tmp_path, signum, code):
+    """Ctrl-C (to the whole group, as a terminal sends it) or SIGTERM, while the command scores: the
+    command says so and exits as it always does, and its drawing process is gone."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from cafe_eval import generate  # the benchmark's CAFE-style pairs: 40k pairs score for a few seconds
+
+    gt, predictions = generate(40_000, 0)
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "preds.json").write_text(json.dumps(predictions))
+    command = subprocess.Popen(
+        [sys.executable, "-m", "segbench", "--data-root", str(tmp_path / "data"), "--work-dir", str(tmp_path / "w"),
+         "evaluate", "cgf1", "--gt", str(tmp_path / "gt.json"), "--predictions", str(tmp_path / "preds.json"),
+         "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not (drawing := _children(command.pid)):
+        assert command.poll() is None and time.monotonic() < deadline, command.communicate()[1][-2000:]
+        time.sleep(0.01)
+    time.sleep(1.0)  # the command is past its start-up, reading and scoring
+    assert command.poll() is None, "the command ended before the signal: give it more pairs"
+    if signum == signal.SIGINT:
+        os.killpg(command.pid, signal.SIGINT)
+    else:
+        command.send_signal(signal.SIGTERM)
+    _, stderr = command.communicate(timeout=60)
+    assert command.returncode == code, stderr[-2000:]
+    assert "Traceback" not in stderr and ("interrupted" in stderr or "terminated" in stderr)
+    deadline = time.monotonic() + 10
+    while any(map(_alive, drawing)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, drawing))
+    assert not (tmp_path / "out").exists()
