@@ -64,6 +64,10 @@ def test_known_bad_pairs_are_gold_in_the_verification_round(tmp_path):
     saved = read_json(data / "rounds" / "v1.answers.json")
     assert {i["item_id"] for i in saved["items"]} == {i.item_id for i in round_.items if not i.gold}
     assert "samples (pairs)" in run(tmp_path, "build", "cafe", "--round", "v1").output  # the export ignores gold
+    # v1's decided candidates are all asked about again by a new round over the same candidates: no gold from v1
+    again = run(tmp_path, "rounds", "create", "cafe_verification", "v2", "--backend", "files", "--gold-from", "v1",
+                code=1)
+    assert "that this round does not ask about" in str(again.exception) and again.exception.item == "--gold-from"
 
 
 def test_unedited_source_images_are_gold_too(tmp_path):

@@ -233,3 +233,33 @@ def test_gold_auto_sizes_itself_and_thin_gold_is_warned_about_when_created(proje
     thin = run(project, "rounds", "create", "coco_cd_context_audit", "thin1", "--backend", "files", "--per-group", "1", "--gold", "2")
     assert "warning:" in thin.output and "no worker can reach the 5 gold answers" in thin.output
     assert (project / "data" / "rounds" / "thin1.json").is_file()  # a warning, not a refusal
+
+
+def test_gold_from_an_earlier_round_takes_the_items_people_decided_unanimously(project):
+    """Gold the evidence rules cannot give: items of an earlier audit that three people answered alike,
+    with their answer, whatever the evidence shares say; split items, and this round's own, are no gold."""
+    run(project, "rounds", "create", "coco_cd_context_audit", "early", "--backend", "files", "--per-group", "1",
+        "--overlap", "3", "--seed", "1")
+    early = read_json(project / "data" / "rounds" / "early.json")
+    run(project, "rounds", "launch", "early")
+    labels = truth(project)
+    items = sorted(i["item_id"] for i in early["items"])
+    split, decided = items[0], items[1:]
+    disagree = {**{i: labels[i] for i in items}, split: WRONG[labels[split]]}
+    people = {i: labels[i] for i in items}
+    write_results_csv(answer_rows(early, "P1", people, 30) + answer_rows(early, "P2", people, 31)
+                      + answer_rows(early, "P3", disagree, 29), project / "data" / "rounds" / "early" / "results" / "a.csv")
+    run(project, "rounds", "ingest", "early")
+
+    run(project, "rounds", "create", "coco_cd_context_audit", "later", "--backend", "files", "--per-group", "1",
+        "--seed", "9", "--gold-from", "early")
+    later = read_json(project / "data" / "rounds" / "later.json")
+    work = {i["item_id"] for i in later["items"] if not i["gold"]}
+    gold = {i["item_id"]: i["gold"] for i in later["items"] if i["gold"]}
+    assert gold == {i: {"context": labels[i]} for i in decided if i not in work}
+    assert split not in gold and gold and "decided unanimously by at least 3 people in round early" in \
+        later["gold_selection"]
+
+    refused = run(project, "rounds", "create", "coco_cd_context_audit", "bad", "--backend", "files", "--per-group",
+                  "1", "--gold-from", "later", code=1)  # not ingested
+    assert isinstance(refused.exception, RoundStateError) and "rounds ingest later" in refused.exception.hint

@@ -49,6 +49,7 @@ class QualityOptions:
 
     gold: int = 0
     gold_file: Path | None = None
+    gold_from: str | None = None
     purpose: Literal["work", "qualification"] = "work"
     pass_threshold: float | None = None
     requires: str | None = None
@@ -61,6 +62,7 @@ class QualityArgs(TypedDict):
 
     gold: int
     gold_file: Path | None
+    gold_from: str | None
     purpose: Literal["work", "qualification"]
     pass_threshold: float | None
     requires: str | None
@@ -233,6 +235,16 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
         _check_folders(work, extra, options.gold_file)
         gold += extra
         how = "; ".join(filter(None, [how, f"{len(extra)} from {options.gold_file.name}"]))
+    if options.gold_from is not None:
+        decided = [i for i in adjudicated(store, options.gold_from, round_.kind)
+                   if i.item_id not in taken | {g.item_id for g in gold}]  # an item of this round is no gold
+        if not decided:
+            raise InputError(f"round {options.gold_from} has no item that at least {ADJUDICATED_VOTERS} people "
+                             "decided unanimously and that this round does not ask about", item="--gold-from",
+                             hint="name an ingested round of the same kind with such items")
+        gold += decided
+        how = "; ".join(filter(None, [how, f"{len(decided)} decided unanimously by at least {ADJUDICATED_VOTERS} "
+                                           f"people in round {options.gold_from}"]))
     if options.purpose == "qualification":
         items = [i for i in [*work, *gold] if i.gold]
         if not items:
@@ -246,6 +258,37 @@ def with_quality(round_: Round, candidates: Sequence[RoundItem], options: Qualit
         "pass_threshold": options.pass_threshold, "requires": options.requires,
         "quality_rules": dict(sorted(check_rules(options.rules).items())), "gold_selection": how,
         "task_salt": fingerprint(f"tasks:{round_.key}:{options.seed}:{round_.dataset_version}") if has_gold else None})
+
+
+ADJUDICATED_VOTERS = 3  # people who all gave an item the same answer, for it to be gold for later rounds
+
+
+def adjudicated(store: RoundStore, key: str, kind: str) -> list[RoundItem]:
+    """The work items of the ingested round ``key`` (of ``kind``) that at least
+    :data:`ADJUDICATED_VOTERS` people answered, all alike on every question, as gold with that answer.
+
+    Such items cover what the rules behind automatic gold cannot: an image whose evidence is ambiguous
+    but whose answer people agree on is gold a plausible wrong policy fails.
+
+    Raises:
+        InputError: no such round, or one of another kind. RoundStateError: not ingested yet.
+    """
+    earlier = store.load(key)
+    if earlier.kind != kind:
+        raise InputError(f"round {key} is a {earlier.kind} round, not {kind}", item="--gold-from",
+                         hint=f"name a {kind} round")
+    if earlier.ingested_at is None:
+        raise RoundStateError(f"round {key} has no answers yet", item="--gold-from",
+                              hint=f"segbench rounds ingest {key}")
+    items = {item.item_id: item for item in earlier.items if not item.gold}
+    out = []
+    for decided in store.load_ingested(key)[1]:
+        known = {control: decided.people_label(control) for control in sorted(decided.majority)}
+        if (decided.item_id in items and len(decided.annotators) >= ADJUDICATED_VOTERS and known and not decided.polygons
+                and all(label is not None and decided.agreement.get(control) == 1.0
+                        for control, label in known.items())):
+            out.append(items[decided.item_id].model_copy(update={"gold": known}))
+    return sorted(out, key=lambda item: item.item_id)
 
 
 def _check_folders(work: Sequence[RoundItem], gold: Sequence[RoundItem], path: Path) -> None:

@@ -137,6 +137,7 @@ def create_verification_command(
                                           help="A source's images folder (repeatable): half the --gold pairs are "
                                                "then its unedited images, where q- is really present."),
     gold_file: Path = rounds.GOLD_FILE,
+    gold_from: str = rounds.GOLD_FROM,
     workers: int = rounds.WORKERS,
     rule: list[str] = rounds.RULE,
     qualification: bool = rounds.QUALIFICATION,
@@ -149,7 +150,8 @@ def create_verification_command(
     from segbench.flows.cafe.verification import create_cafe_verification
 
     quality = QualityOptions(**rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires,
-                                                     overlap=overlap, workers=workers, rules=rule), seed=seed)
+                                                     overlap=overlap, workers=workers, rules=rule, gold_from=gold_from),
+                             seed=seed)
     with flow_command_lock(ctx):
         round_ = create_cafe_verification(settings_of(ctx).data_root, key, backend=backend.value, overlap=overlap,
                                           overwrite=overwrite, quality=quality,

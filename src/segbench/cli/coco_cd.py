@@ -128,6 +128,7 @@ def create_audit_command(
                                         "(cat-indoors, ...), to launch group by group with `rounds launch --batch`."),
     gold: str = rounds.GOLD,
     gold_file: Path = rounds.GOLD_FILE,
+    gold_from: str = rounds.GOLD_FROM,
     workers: int = rounds.WORKERS,
     rule: list[str] = rounds.RULE,
     qualification: bool = rounds.QUALIFICATION,
@@ -136,11 +137,12 @@ def create_audit_command(
 ) -> None:
     """The COCO-CD context audit: people label sampled validation images indoor, outdoor or ambiguous.
 
-    Gold items are validation images whose context is unambiguous by the evidence shares."""
+    Gold items are validation images whose context is unambiguous by the evidence shares, and with
+    --gold-from those an earlier audit's people decided unanimously."""
     from segbench.tasks.coco_cd.audit import audit_sources
 
     quality = rounds.quality_kwargs(gold, gold_file, qualification, pass_threshold, requires, overlap=overlap,
-                                    workers=workers, rules=rule)
+                                    workers=workers, rules=rule, gold_from=gold_from)
     audit_sources(settings_of(ctx).data_root / "coco_cd", per_group)  # the flow's own check, before Prefect starts
     from segbench.flows.coco_cd.audit import create_coco_cd_audit
 

@@ -96,6 +96,9 @@ WORKERS = typer.Option(None, "--expected-workers", min=1, help="How many distinc
 RULE = typer.Option(None, "--rule", metavar="NAME=VALUE", help="Set a worker report rule for this round "
                                                                "(repeatable), e.g. --rule min_kappa=0.3.")
 GOLD_FILE = typer.Option(None, "--gold-file", callback=existing, help="More gold items from a JSON list of items with a 'gold' answer.")
+GOLD_FROM = typer.Option(None, "--gold-from", metavar="ROUND",
+                         help="More gold items: those of an ingested round of this kind that at least 3 people "
+                              "answered all alike (images the rules cannot judge included).")
 QUALIFICATION = typer.Option(False, "--qualification", help="A qualification round: only gold items; its "
                                                             "ingest writes the pass list that --requires reads.")
 PASS_THRESHOLD = typer.Option(None, "--pass-threshold", help="Qualification: gold accuracy (0-1] to pass.")
@@ -104,13 +107,14 @@ REQUIRES = typer.Option(None, "--requires", help="Count only answers of workers 
 
 def quality_kwargs(gold: str | int, gold_file: Path | None, qualification: bool, pass_threshold: float | None,
                    requires: str | None, *, overlap: int = 1, workers: int | None = None,
-                   rules: list[str] | None = None) -> QualityArgs:
+                   rules: list[str] | None = None, gold_from: str | None = None) -> QualityArgs:
     """The gold, qualification and rule options of a create command, as keyword arguments of its
     create flow (``--gold auto`` resolved from ``overlap`` and ``workers``; checked before any work)."""
     from segbench.annotation_ui.gold import check_rules, gold_count, parse_rules
 
     parsed = check_rules(parse_rules(rules or []))
     return {"gold": gold_count(gold, overlap=overlap, workers=workers, rules=parsed), "gold_file": gold_file,
+            "gold_from": round_key(gold_from) if gold_from else None,
             "purpose": "qualification" if qualification else "work", "pass_threshold": pass_threshold,
             "requires": round_key(requires) if requires else None, "rules": parsed}
 

@@ -127,14 +127,14 @@ def alike(data_root: Path, round_: Round) -> list[RoundItem]:
     id, so that the crowd's task files show one folder and one naming for all (a gold image's place
     or number would give it away). Gold images move there from ``gold/``."""
     out = []
+    staged = (Path(data_root) / "rounds" / round_.key / "gold").resolve()
     for item in round_.items:
         relative = review_path(round_.key, round_.task_id(item.item_id), Path(item.image).suffix)
         source = Path(data_root) / item.image
-        if item.gold and source.is_file():
+        if not item.gold or source.is_file():  # (a gold image already moved by an earlier try is in place)
             atomic_write_bytes(Path(data_root) / relative, read_bytes(source))
-            source.unlink()
-        elif not item.gold:
-            atomic_write_bytes(Path(data_root) / relative, read_bytes(source))
+            if source.resolve().is_relative_to(staged):  # made for this round; another round's image stays
+                source.unlink()
         out.append(item.model_copy(update={"image": relative}) if item.image != relative else item)
     with contextlib.suppress(OSError):  # the staging folder, empty once every gold image has moved
         (Path(data_root) / "rounds" / round_.key / "gold").rmdir()

@@ -41,6 +41,7 @@ def create_coco_cd_audit(
     batch_by_group: bool = False,
     gold: int = 0,
     gold_file: Path | None = None,
+    gold_from: str | None = None,
     purpose: Literal["work", "qualification"] = "work",
     pass_threshold: float | None = None,
     requires: str | None = None,
@@ -50,7 +51,8 @@ def create_coco_cd_audit(
     each item's batch is its group, for a launch group by group).
 
     ``gold`` more validation images whose context is unambiguous by the evidence shares are mixed in
-    as gold items (seeded, balanced per context), plus those of ``gold_file``; a qualification round
+    as gold items (seeded, balanced per context), plus those of ``gold_file`` and the items people decided
+    unanimously in the earlier audit ``gold_from``; a qualification round
     keeps only the gold. ``rules`` set worker report rules for this round.
 
     Raises:
@@ -71,7 +73,8 @@ def create_coco_cd_audit(
     candidates = coco_gold.gold_candidates(val, _context_rows(dataset), dataset_dir=dataset_dir,
                                            size=int(manifest.params["size"]),
                                            batch_by_group=batch_by_group) if gold else []
-    round_ = with_quality(round_, candidates, QualityOptions(gold=gold, gold_file=gold_file, purpose=purpose,
+    round_ = with_quality(round_, candidates, QualityOptions(gold=gold, gold_file=gold_file, gold_from=gold_from,
+                                                             purpose=purpose,
                                                              pass_threshold=pass_threshold, requires=requires,
                                                              seed=seed, rules=rules or {}), store)
     store.create(round_, overwrite=overwrite)
