@@ -280,7 +280,9 @@ def adjudicated(store: RoundStore, key: str, kind: str) -> list[RoundItem]:
     if earlier.ingested_at is None:
         raise RoundStateError(f"round {key} has no answers yet", item="--gold-from",
                               hint=f"segbench rounds ingest {key}")
-    items = {item.item_id: item for item in earlier.items if not item.gold}
+    from segbench.annotation_ui.followups import report_round  # a follow-up stands for its chain's items
+
+    items = {item.item_id: item for item in report_round(store, earlier).items if not item.gold}
     out = []
     for decided in store.load_ingested(key)[1]:
         known = {control: decided.people_label(control) for control in sorted(decided.majority)}

@@ -55,7 +55,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
         RoundStateError: the round has not been ingested yet, or (without ``partial``) some of its
             items have no answer.
     """
-    from segbench.annotation_ui.followups import final_key
+    from segbench.annotation_ui.followups import final_key, report_round
     from segbench.annotation_ui.rounds import RoundStore
 
     data_root = Path(data_root)
@@ -80,7 +80,9 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     summary = run_build(build, lambda stage, verdicts: _write_export(stage, candidates_path, verdicts[0], verdicts[1],
                                                                        verdicts[2], round_, files),
                         ExportSummary, force=force,
-                        prepare=lambda: _verdicts(round_, candidates_path, answers_path, partial=partial),
+                        # a follow-up stands for its chain: the root round's items are those asked about
+                        prepare=lambda: _verdicts(report_round(store, round_), candidates_path, answers_path,
+                                                  partial=partial),
                         finished=lambda _manifest: files, logger=get_run_logger())
     if not summary.up_to_date:
         get_run_logger().info("exported %d of %d candidates", summary.counts.samples,
