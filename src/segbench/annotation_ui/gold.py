@@ -268,7 +268,7 @@ def adjudicated(store: RoundStore, key: str, kind: str) -> list[RoundItem]:
     :data:`ADJUDICATED_VOTERS` people answered, all alike on every question, as gold with that answer.
 
     Such items cover what the rules behind automatic gold cannot: an image whose evidence is ambiguous
-    but whose answer people agree on is gold a plausible wrong policy fails.
+    but whose answer people agree on is gold a plausible wrong policy can fail.
 
     Raises:
         InputError: no such round, or one of another kind. RoundStateError: not ingested yet.

@@ -57,6 +57,10 @@ class Kinds(_Metrics):
     things: list[str]
     stuff: list[str]
 
+    def is_thing(self) -> dict[str, bool]:
+        """Class → whether it is a thing."""
+        return {**dict.fromkeys(self.things, True), **dict.fromkeys(self.stuff, False)}
+
 
 class Curve(_Metrics):
     values: list[float | None] = Field(description="the metric at each level")

@@ -228,9 +228,8 @@ class LacAccumulator:
                         region_acc=float(self.region_correct[i] / self.regions) if self.regions else None)
                   for i, name in enumerate(LEVELS)]
         if kinds is not None:
-            things = {**dict.fromkeys(kinds.things, True), **dict.fromkeys(kinds.stuff, False)}
             levels = [level.model_copy(update=dict(zip(("miou_things", "miou_stuff"),
-                                                       mean_by_kind(level.class_iou, things), strict=True)))
+                                                       mean_by_kind(level.class_iou, kinds.is_thing()), strict=True)))
                       for level in levels]
 
         def curve(metric: str) -> Curve:
@@ -346,7 +345,8 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
 
 
 def _kinds_section(summary: Mapping[str, Any]) -> list[str]:
-    """Things and stuff apart, per level (stuff is where embedding mappings fail most, seed 003)."""
+    """Things and stuff apart, per level (stuff is where the open-ended benchmark paper finds embedding
+    mappings fail most)."""
     kinds = summary.get("kinds")
     lines = ["## Things and stuff", ""]
     if kinds is None:
@@ -357,7 +357,8 @@ def _kinds_section(summary: Mapping[str, Any]) -> list[str]:
     if pq:
         keys, heads = [*keys, "pq_things", "pq_stuff"], [*heads, "PQ things", "PQ stuff"]
     lines += [f"{len(kinds['things'])} things and {len(kinds['stuff'])} stuff classes, as {kinds['source']} "
-              "says; each mean is over the classes of that kind with a defined score.", "", "| level | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+              "says; each mean is over the classes of that kind with a defined score.", "",
+              "| level | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     lines += [f"| {lv['level']} | " + " | ".join(_fmt(lv.get(k)) for k in keys) + " |" for lv in summary["levels"]]
     return [*lines, ""]
 

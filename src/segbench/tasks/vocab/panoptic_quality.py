@@ -173,13 +173,12 @@ def attach_pq(metrics: VocabMetrics, per_level: Sequence[LevelPQ]) -> VocabMetri
     from segbench.tasks.vocab.lac import lac_area, mean_by_kind
 
     kinds = metrics.kinds
-    things = {**dict.fromkeys(kinds.things, True), **dict.fromkeys(kinds.stuff, False)} if kinds else {}
 
     def row_scores(pq: LevelPQ) -> dict[str, float | None]:
         scores: dict[str, float | None] = {"pq": pq.pq, "sq": pq.sq, "rq": pq.rq}
         if kinds is not None:
             per_class = {name: c.pq for name, c in pq.per_class.items()}
-            scores["pq_things"], scores["pq_stuff"] = mean_by_kind(per_class, things)
+            scores["pq_things"], scores["pq_stuff"] = mean_by_kind(per_class, kinds.is_thing())
         return scores
 
     levels = [row.model_copy(update=row_scores(pq)) for row, pq in zip(metrics.levels, per_level, strict=True)]
