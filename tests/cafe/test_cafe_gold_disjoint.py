@@ -1,6 +1,7 @@
 """CAFE gold is made from candidates held out of the round with their photos: nothing in a task ties a
 gold item to a work item, so detectors that look for a twin (the same photo, the same prompts, the same
-size) find gold no better than chance."""
+size) tell gold from work little better than chance (ROC AUC under 0.75; the twins of gold made from
+work items gave 0.85)."""
 
 from __future__ import annotations
 
