@@ -41,7 +41,7 @@ def _detector_scores(round_: Round, data) -> dict[str, list[float]]:
     }
 
 
-def test_gold_shares_no_photo_or_prompts_with_the_work_and_detectors_do_no_better_than_chance(tmp_path):
+def test_gold_shares_no_photo_or_prompts_with_the_work_and_twin_detectors_hardly_tell_it_apart(tmp_path):
     sources = generate_demo_cafe(tmp_path / "sources", seed=0, sizes={"coco": 12, "lvis": 8})
     data = tmp_path / "data"
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
