@@ -63,6 +63,14 @@ def test_gold_shares_no_photo_or_prompts_with_the_work_and_twin_detectors_hardly
                      == (item.data["q_pos"], item.data["q_neg"], item.data["edit_type"]) and c not in work]
         assert made_from and all((c.target.source, c.target.file_name) not in work_photos for c in made_from)
 
+    # Gold that needs every candidate's photo would leave no work: refused, as is more than can be made.
+    every = run(tmp_path, "rounds", "create", "cafe_verification", "v9", "--backend", "files", "--gold",
+                str(len(candidates)), *given, code=1)
+    assert "holds out all" in str(every.exception) and every.exception.item == "--gold"
+    more = run(tmp_path, "rounds", "create", "cafe_verification", "v9", "--backend", "files", "--gold",
+               str(len(candidates) + 1), *given, code=1)
+    assert f"only {len(candidates)} known-bad pairs can be made" in str(more.exception)
+
     is_gold = [bool(item.gold) for item in round_.items]
     for name, scores in _detector_scores(round_, data).items():
         if len(set(scores)) > 1:
