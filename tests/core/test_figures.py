@@ -10,10 +10,10 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
+from support.processes import alive
 
 from segbench.core.figures import drawing_processes, drawn
 from segbench.launch import _evaluates
@@ -75,13 +75,6 @@ def test_a_failing_drawing_raises_its_error_in_the_command():
     assert "raised invalid literal for int()" in done.stdout
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-
 
 def test_drawing_processes_end_with_a_killed_command():
     command = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
@@ -93,13 +86,13 @@ def test_drawing_processes_end_with_a_killed_command():
         """)], stdout=subprocess.PIPE, text=True)
     assert command.stdout is not None
     children = [int(pid) for pid in command.stdout.readline().split()]
-    assert children and all(map(_alive, children))
+    assert children and all(map(alive, children))
     command.send_signal(signal.SIGKILL)
     command.wait()
     deadline = time.monotonic() + 10
-    while any(map(_alive, children)) and time.monotonic() < deadline:
+    while any(map(alive, children)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(map(_alive, children))
+    assert not any(map(alive, children))
 
 
 def test_figures_are_drawn_here_when_the_drawing_process_died(tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from support.cafe_eval_data import HAND_PAIRS, HAND_PREDS, cafe_gt
 from support.flip_eval_data import write_flip_dataset, write_label_predictions
+from support.processes import alive
 from support.spin_eval_data import perfect_predictions, write_dataset
 from support.vocab_eval_data import write_vocab_evaluation
 from typer.testing import CliRunner
@@ -107,13 +108,6 @@ def test_verbose_shows_an_in_process_evaluations_log_lines(tmp_path, verbose):
     assert "Report:" in done.stdout
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-
 
 def _children(pid: int) -> list[int]:
     found = Path(f"/proc/{pid}/task/{pid}/children")
@@ -149,7 +143,7 @@ def test_an_interrupted_evaluation_ends_with_its_drawing_process(tmp_path, signu
     assert command.returncode == code, stderr[-2000:]
     assert "Traceback" not in stderr and ("interrupted" in stderr or "terminated" in stderr)
     deadline = time.monotonic() + 10
-    while any(map(_alive, drawing)) and time.monotonic() < deadline:
+    while any(map(alive, drawing)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(map(_alive, drawing))
+    assert not any(map(alive, drawing))
     assert not (tmp_path / "out").exists()

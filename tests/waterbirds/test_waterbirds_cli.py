@@ -37,6 +37,8 @@ def test_build_then_publish_through_the_command_line(tmp_path, monkeypatch):
     captions = [arg for path in generate_demo_captions(world, seed=0) for arg in ("--captions", str(path))]
     vocab = run(tmp_path, "build", "vocab", *captions, "--categories", "coco_cd")
     assert "Vocabulary coco_cd" in vocab.output and (tmp_path / "data" / "vocab" / "coco_cd" / "coco_cd.json").is_file()
+    entries = json.loads((tmp_path / "data" / "vocab" / "coco_cd" / "coco_cd.json").read_text())
+    assert {name: entry["isthing"] for name, entry in entries.items()} == {"cat": True, "dog": True}
 
     published = run(tmp_path, "publish", "--init-git", "--remote-url", str(tmp_path / "remote"), "--commit",
                     "-m", "first version", "--tag", "v1")

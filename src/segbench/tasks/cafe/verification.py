@@ -116,5 +116,5 @@ def verification_markdown(table: VerificationTable, *, round_key: str, dataset_v
             f"Candidates of version `{dataset_version[:12]}`. A sample is verified when the majority says yes to "
             "all four questions; the last four columns count majority *no* answers."
             + (f" {held_out} candidates were held out of this round, with every candidate of their photos, to make "
-               "its gold; a later round can verify them." if held_out else "") + "\n\n"
+               "its gold; this round does not verify them." if held_out else "") + "\n\n"
             + markdown_table(["edit type", "items", "answered", "verified", "verified share", *CONTROLS], rows))

@@ -41,7 +41,7 @@ import numpy as np
 from segbench.core.errors import InputError
 from segbench.core.figures import drawn
 from segbench.core.io import open_image
-from segbench.core.reports import figure_png, legend_beside
+from segbench.core.reports import figure_png, legend_beside, new_figure
 from segbench.schemas.vocab import LEVELS
 from segbench.schemas.vocab_metrics import Baseline, Curve, Kinds, Lac, Level, VocabMetrics
 
@@ -365,9 +365,7 @@ def _kinds_section(summary: Mapping[str, Any]) -> list[str]:
 
 def lac_figure(summary: Mapping[str, Any]) -> Figure:
     """Each metric against the four levels, the baseline as dashed horizontal lines."""
-    from matplotlib.figure import Figure  # here: matplotlib is slow to import and only reports need it
-
-    fig = Figure(figsize=(8, 4.5))
+    fig = new_figure(figsize=(8, 4.5))
     ax = fig.add_subplot()
     x = np.linspace(0.0, 1.0, len(LEVELS))
     base = summary.get("baseline")
