@@ -33,15 +33,16 @@ def test_two_releases_of_one_version_are_byte_identical_in_process_and_as_a_flow
     assert not list(project.glob(".one*")), "no stage is left beside the release"
 
 
-def test_a_release_never_imports_prefect_unless_tracked(project):
-    """Run as a user does, with Prefect pointed at a closed port: nothing may import or reach it."""
+def test_a_release_imports_neither_prefect_unless_tracked_nor_datasets_nor_mlcroissant(project):
+    """Run as a user does, with Prefect pointed at a closed port: nothing may import or reach it; the
+    features and the Croissant are written without the libraries that read them."""
     env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "segbench", "release", "waterbirds", "--out",
                            str(project / "rel"), *ANSWERS], cwd=project, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
-    assert not [module for module in imported if module.split(".")[0] == "prefect"]
+    assert not [module for module in imported if module.split(".")[0] in ("prefect", "datasets", "mlcroissant")]
     assert "Released waterbirds" in done.stdout and (project / "rel" / "croissant.json").is_file()
 
 

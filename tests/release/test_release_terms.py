@@ -174,6 +174,27 @@ def test_croissant_has_the_rai_vocabulary_the_data_version_and_every_files_sha25
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
+def test_mlcroissant_and_datasets_read_the_metadata_as_written(releases, dataset):
+    """The Croissant and the column types are written without mlcroissant or datasets: both libraries
+    read them without an issue and would write exactly the same."""
+    import datasets
+    import mlcroissant as mlc
+
+    folder = releases[dataset]
+    loaded = mlc.Dataset(jsonld=folder / "croissant.json")
+    assert not loaded.metadata.ctx.issues.errors and not loaded.metadata.ctx.issues.warnings
+    assert loaded.metadata.to_json() == json.loads((folder / "croissant.json").read_text())
+    card = {entry["config_name"]: entry["features"] for entry in _header(folder)["dataset_info"]}
+    for shard in sorted(folder.glob("data/*/*.parquet")):
+        schema = pq.read_schema(shard)
+        features = datasets.Features.from_dict(json.loads(schema.metadata[b"huggingface"])["info"]["features"])
+        # parquet names a list's items "element", arrow "item": the types are compared by a cast
+        assert schema.metadata == features.arrow_schema.metadata and schema.names == list(features), shard
+        assert pq.read_table(shard).cast(features.arrow_schema).schema == features.arrow_schema, shard
+        assert features._to_yaml_list() in card.values(), f"{shard}: the card's features differ"
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
 def test_the_card_describes_every_field_and_the_datasheet_answers_from_records(releases, dataset):
     folder = releases[dataset]
     card = (folder / "README.md").read_text(encoding="utf-8")

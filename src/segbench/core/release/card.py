@@ -65,7 +65,7 @@ def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], ter
         "configs": [{"config_name": config, **({"default": True} if config == default else {}),
                      "data_files": [{"split": split, "path": paths[(config, split)]} for split in splits]}
                     for config, splits in configs.items()],
-        "dataset_info": [{"config_name": config, "features": plan.features_of(config)[0]._to_yaml_list(),
+        "dataset_info": [{"config_name": config, "features": plan.features_of(config)[0].to_yaml_list(),
                           "splits": [{"name": split, "num_examples": rows,
                                       "num_bytes": sum(s.size for s in shards[(config, split)])}
                                      for split, rows in splits.items()]}
@@ -75,7 +75,7 @@ def card_yaml(plan: ReleasePlan, shards: dict[tuple[str, str], list[Shard]], ter
 
 def feature_type(feature: Any) -> str:
     """A feature's type in words: ``int64``, ``image``, ``class label``, ``list of float32``, ``struct``."""
-    from datasets import ClassLabel, Image, List, Value
+    from segbench.core.release.features import ClassLabel, Image, List, Value
 
     if isinstance(feature, Image):
         return "image"

@@ -184,6 +184,6 @@ class ReleasePlan:
 def columns(*specs: tuple[str, Any, str]) -> tuple[Any, dict[str, str]]:
     """The features of ``(name, feature, description)`` triples, and their descriptions: the one place
     a release's column is both typed and explained."""
-    from datasets import Features
+    from segbench.core.release.features import Features
 
     return Features({name: feature for name, feature, _ in specs}), {name: text for name, _, text in specs}

@@ -160,7 +160,7 @@ def answers_table(source: DatasetSource, rounds: list[AnnotationRound]) -> Table
     Workers get pseudonyms numbered in order of first answer (rounds by key, answers as the round
     stores them): stable within the release, and derived from nothing a platform knows.
     """
-    from datasets import Features, List, Value
+    from segbench.core.release.features import Features, List, Value
 
     answered = [r for r in rounds if source.exists(f"{ROUNDS_DIR}/{r.key}.answers.json")]
     if not answered:

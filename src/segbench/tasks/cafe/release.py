@@ -116,7 +116,7 @@ def rejections(answers: dict[str, Any], candidate_ids: set[int]) -> dict[str, in
 
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
-    from datasets import ClassLabel, Features, Image, List, Value
+    from segbench.core.release.features import ClassLabel, Features, Image, List, Value
 
     manifest = source.read_json(f"{data_dir}/manifest.json")
     params = manifest["params"]

@@ -32,7 +32,7 @@ CITATIONS = [
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
     """The release plan of the COCO-CD build in ``data_dir`` (``data/coco_cd``)."""
-    from datasets import Value
+    from segbench.core.release.features import Value
 
     manifest = source.read_json(f"{data_dir}/manifest.json")
     evidence = {int(row["image_id"]): row for row in

@@ -50,7 +50,7 @@ class FlipLayout:
 
 def columns(layout: FlipLayout, extra: list[tuple[str, Any, str]]) -> tuple[Any, dict[str, str]]:
     """The features of a flip dataset's rows and what each holds."""
-    from datasets import ClassLabel, Image, Value
+    from segbench.core.release.features import ClassLabel, Image, Value
 
     classes = ", ".join(f"{i + 1} {name}" for i, name in enumerate(layout.class_names))
     return columns_of(

@@ -83,7 +83,7 @@ def _read(source: DatasetSource, data_dir: str) -> dict[str, dict[str, Any]]:
 
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
-    from datasets import ClassLabel, Features, Image, List, Value
+    from segbench.core.release.features import ClassLabel, Features, Image, List, Value
 
     manifest = source.read_json(f"{data_dir}/manifest.json")
     files = _read(source, data_dir)

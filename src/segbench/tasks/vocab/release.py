@@ -36,7 +36,7 @@ def _folder(source: DatasetSource, data_dir: str) -> str:
 
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
-    from datasets import ClassLabel, Features, Value
+    from segbench.core.release.features import ClassLabel, Features, Value
 
     folder = _folder(source, data_dir)
     manifest = source.read_json(f"{folder}/manifest.json")

@@ -35,7 +35,7 @@ GROUP_NAMES = [f"{bird} on {place}" for bird in CLASSES for place in CONTEXTS]
 
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
     """The release plan of the Waterbirds-seg build in ``data_dir`` (``data/waterbirds_seg``)."""
-    from datasets import Value
+    from segbench.core.release.features import Value
 
     manifest = source.read_json(f"{data_dir}/manifest.json")
     params, counts = manifest["params"], manifest["counts"]
