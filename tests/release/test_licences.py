@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from segbench.core.errors import InputError
 from segbench.core.release.croissant import semver
-from segbench.core.release.gallery import _caption_lines, palette_png
+from segbench.core.release.gallery import _caption_lines, overlay, palette_png, palette_png_of
 from segbench.core.release.licences import COCO_LICENCES, derive, expression, maker_licence
 from segbench.core.release.plan import Licence, ReleasePlan
 
@@ -75,6 +76,37 @@ def test_a_palette_mask_keeps_its_class_values_and_shows_colours():
     assert image.getpalette()[3:9] == [0, 114, 178, 204, 121, 167]
 
 
+@pytest.mark.parametrize("mode", ["L", "LA", "I;16", "RGB"])
+def test_a_stored_mask_becomes_a_palette_png_with_the_same_values(mode):
+    """A grey 8-bit PNG is converted by its header alone; any other is decoded: the same values either way."""
+    labels = np.random.default_rng(0).integers(0, 3, size=(37, 53), dtype=np.uint8)
+    source = Image.fromarray(labels, mode="L").convert(mode)
+    stored = io.BytesIO()
+    source.save(stored, format="PNG", pnginfo=None)
+    image = Image.open(io.BytesIO(palette_png_of(stored.getvalue(), [(0, 114, 178), (204, 121, 167)])))
+    image.load()
+    assert image.mode == "P" and np.array_equal(np.asarray(image), labels)
+    assert image.getpalette()[:9] == [0, 0, 0, 0, 114, 178, 204, 121, 167]
+
+
+def test_a_stored_mask_with_a_bad_checksum_is_decoded_and_refused_naming_it():
+    stored = io.BytesIO()
+    Image.fromarray(np.zeros((4, 4), dtype=np.uint8)).save(stored, format="PNG")
+    broken = bytearray(stored.getvalue())
+    broken[40] ^= 0xFF  # inside the first IDAT
+    with pytest.raises(InputError):
+        palette_png_of(bytes(broken), [(1, 2, 3)])
+
+
+def test_an_overlay_is_drawn_at_the_tiles_size_with_its_outline():
+    mask = np.zeros((400, 400), dtype=bool)
+    mask[100:300, 100:300] = True
+    tile = np.asarray(overlay(Image.new("RGB", (400, 400), (255, 255, 255)), [(mask, (0, 0, 255))], tile=104))
+    assert tile.shape == (100, 100, 3)
+    assert tuple(tile[25, 50]) == (0, 0, 255) and tuple(tile[50, 50]) == (140, 140, 255)  # edge, filled inside
+    assert tuple(tile[10, 10]) == (255, 255, 255)
+
+
 def test_a_cut_caption_says_it_was_cut():
     assert _caption_lines("short\nline two", 20) == ["short", "line two"]
     cut = _caption_lines("x" * 40 + "\nb\nc", 20)
@@ -82,7 +114,7 @@ def test_a_cut_caption_says_it_was_cut():
 
 
 def test_a_plan_refuses_a_feature_without_a_description():
-    from datasets import Features, Value
+    from segbench.core.release.features import Features, Value
 
     with pytest.raises(ValueError, match="no description of term"):
         ReleasePlan(name="x", pretty_name="x", summary="", features=Features({"id": Value("int64"),

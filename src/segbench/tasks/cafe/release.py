@@ -84,6 +84,8 @@ DESCRIPTIONS = {
     "license_id": "the edited image's licence: its source photo's (see `LICENSES.md`)",
 }
 
+GALLERY_TILE = 220  # a gallery sheet's tile side in pixels
+
 
 def _votes(answers: dict[str, Any]) -> dict[str, list[dict]]:
     """item id → per question: yes, no, the majority and the agreement."""
@@ -212,13 +214,14 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                 mask = rle_to_bitmap(annotation["segmentation"]).astype(bool)
                 if policy.embed(licence_of(positive)):
                     picture = gallery.decode(source.read_bytes(f"{data_dir}/images/{positive['file_name']}"))
-                    tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[0])], alpha=0.0), caption))
+                    tiles.append((gallery.overlay(picture, [(mask, gallery.PALETTE[0])], alpha=0.0, tile=GALLERY_TILE),
+                                  caption))
                 else:  # the target drawn on a grey canvas: the image itself stays out of every file
                     canvas = gallery.withheld_canvas(mask.shape[1], mask.shape[0])
-                    tiles.append((gallery.overlay(canvas, [(mask, gallery.PALETTE[4])]),
+                    tiles.append((gallery.overlay(canvas, [(mask, gallery.PALETTE[4])], tile=GALLERY_TILE),
                                   f"image withheld: q+ {positive['text_input']}\nq- {negative['text_input']}"))
             sheet = gallery.sheet(f"CAFE {config} ({EditType[config].value}): edited image, target outlined",
-                                  tiles, columns=4, size=220)
+                                  tiles, columns=4, size=GALLERY_TILE)
             written.append(gallery.save(sheet, out, f"{config}.png"))
         return written
 

@@ -126,13 +126,13 @@ def _rows(source: DatasetSource, layout: FlipLayout, images: list[dict], policy:
         for image in images:
             licences = image_licences(layout, policy, image)
             image_file, mask_file = image["image_file"], image["mask_file"]
-            labels = np.asarray(open_image(source.read_bytes(f"{layout.data_dir}/{mask_file}"), mode="L"))
             yield {
                 "image_id": int(image["id"]),
                 "image": ({"bytes": source.read_bytes(f"{layout.data_dir}/{image_file}"),
                            "path": Path(image_file).name}
                           if shows_image(layout, policy, image) else None),
-                "mask": {"bytes": gallery.palette_png(labels, CLASS_COLOURS), "path": Path(mask_file).name},
+                "mask": {"bytes": gallery.palette_png_of(source.read_bytes(f"{layout.data_dir}/{mask_file}"), CLASS_COLOURS),
+                         "path": Path(mask_file).name},
                 "class": layout.class_names.index(image["class"]),
                 layout.context_field: layout.context_names.index(image[layout.context_field]),
                 "group_id": int(image["group_id"]),
@@ -174,8 +174,8 @@ def gallery_writer(source: DatasetSource, layout: FlipLayout, group_names: list[
             for group, group_name in enumerate(group_names):
                 chosen = [image for image in images if image["group_id"] == group][:per_group]
                 for image in chosen:
-                    mask = np.asarray(gallery.decode(source.read_bytes(
-                        f"{layout.data_dir}/{image['mask_file']}")))[..., 0] > 0
+                    mask = np.asarray(open_image(source.read_bytes(f"{layout.data_dir}/{image['mask_file']}"),
+                                                 mode="L")) > 0
                     shown = shows_image(layout, policy, image)
                     picture = (gallery.decode(source.read_bytes(f"{layout.data_dir}/{image['image_file']}"))
                                if shown else gallery.withheld_canvas(mask.shape[1], mask.shape[0]))

@@ -56,6 +56,8 @@ DESCRIPTIONS = {
     "license_id": "the image's licence (`LICENSES.md` names it)",
 }
 
+GALLERY_TILE = 200  # a gallery sheet's tile side in pixels
+
 
 def containment(files: dict[str, dict[str, Any]]) -> tuple[int, int, float]:
     """How far subparts lie inside their parent part: (wholly inside, subparts with a parent, mean share inside).
@@ -157,11 +159,11 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                     layers = [(rle_to_bitmap(a["rle"]).astype(bool), gallery.PALETTE[(level_no * 2 + i) % 7])
                               for i, a in enumerate(a for a in annotations[split].get(int(image["id"]), [])
                                                     if a["level"] == level_no)]
-                    tiles.append((gallery.overlay(base, layers),
+                    tiles.append((gallery.overlay(base, layers, tile=GALLERY_TILE),
                                   f"{image.get('object_class', '')} {image['id']}\n{level}s: {len(layers)}{note}"))
             title = (f"SPIN {supercategory}: each image as wholes, parts and subparts"
                      + ("" if policy.embed(licence) else " (images withheld: masks on grey)"))
-            written.append(gallery.save(gallery.sheet(title, tiles, columns=3, size=200), out,
+            written.append(gallery.save(gallery.sheet(title, tiles, columns=3, size=GALLERY_TILE), out,
                                         f"{supercategory}.png"))
         return written
 
