@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from segbench import console, registry
 from segbench.cli.common import display_path, settings_of
 from segbench.core.errors import InputError
-from segbench.schemas.views import ViewDocument, ViewLoaded
+
+if TYPE_CHECKING:  # the models load with the command, not with every command's start-up
+    from segbench.schemas.views import ViewDocument, ViewLoaded
 
 
 def register(build_app: typer.Typer, evaluate_app: typer.Typer, app: typer.Typer) -> None:
