@@ -70,3 +70,49 @@ def test_a_report_names_a_moving_revision_by_its_commit(tmp_path: Path) -> None:
     assert revision_label(tmp_path, "release/v1") == "release-v1"  # a tag keeps its name, as one folder
     assert revision_label(tmp_path, "no-such-rev") == "no-such-rev"  # reading it fails with its own message
     assert revision_label(tmp_path, "--output=x") == "--output=x"  # never passed to git as an option
+
+
+def _built(tmp_path: Path) -> Path:
+    """A project with one build, ``data/set``: two files and their manifest."""
+    build = tmp_path / "data" / "set"
+    (build / "masks").mkdir(parents=True)
+    (build / "masks" / "a.png").write_bytes(b"mask a")
+    (build / "masks" / "b.png").write_bytes(b"mask b")
+    write_manifest(build, build_manifest(root=build, dataset="set", builder_version="1", params={}, inputs={}, counts={}))
+    return tmp_path
+
+
+def test_a_file_of_the_working_tree_is_linked_into_a_release_and_a_checked_one_is_not_read_again(tmp_path, monkeypatch):
+    from segbench.core.integrity import CheckedSource
+    from segbench.core.io import sha256_bytes
+
+    project = _built(tmp_path)
+    (tmp_path / "out").mkdir()
+    source = CheckedSource(project)
+    assert source.copy_to("data/set/masks/a.png", tmp_path / "out" / "a.png") == sha256_bytes(b"mask a")
+    linked = tmp_path / "out" / "a.png"
+    assert linked.read_bytes() == b"mask a" and linked.stat().st_ino == (project / "data/set/masks/a.png").stat().st_ino
+    source.read_bytes("data/set/masks/b.png")
+    monkeypatch.setattr(CheckedSource, "read_bytes", lambda *_: pytest.fail("read again"))
+    assert source.copy_to("data/set/masks/b.png", tmp_path / "out" / "b.png") == sha256_bytes(b"mask b")
+
+
+def test_without_hard_links_the_bytes_are_written_and_a_changed_file_is_refused(tmp_path, monkeypatch):
+    import os
+
+    from segbench.core.integrity import CheckedSource
+
+    project = _built(tmp_path)
+    (tmp_path / "out").mkdir()
+
+    def no_links(*_args):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_links)
+    CheckedSource(project).copy_to("data/set/masks/a.png", tmp_path / "out" / "a.png")
+    copied = tmp_path / "out" / "a.png"
+    assert copied.read_bytes() == b"mask a" and copied.stat().st_ino != (project / "data/set/masks/a.png").stat().st_ino
+    (project / "data/set/masks/b.png").write_bytes(b"changed")
+    with pytest.raises(InputError, match="differs from what its build wrote") as refused:
+        CheckedSource(project).copy_to("data/set/masks/b.png", tmp_path / "out" / "b.png")
+    assert refused.value.path.endswith("b.png") and not (tmp_path / "out" / "b.png").exists()

@@ -26,6 +26,7 @@ class CheckedSource(DatasetSource):
     def __init__(self, repo: str | Path, rev: str | None = None) -> None:
         super().__init__(repo, rev)
         self._outputs: dict[str, dict[str, str] | None] = {}  # folder → its manifest's outputs (None: no manifest)
+        self._checked: dict[str, str] = {}  # relpath → its sha256, read and found to be what its build wrote
 
     def _build_of(self, relpath: str) -> tuple[str, dict[str, str]] | None:
         folder = posixpath.dirname(relpath)
@@ -42,10 +43,11 @@ class CheckedSource(DatasetSource):
 
     def read_bytes(self, relpath: str) -> bytes:
         data = super().read_bytes(relpath)
-        build = self._build_of(relpath)
+        key = posixpath.normpath(relpath)
+        build = self._build_of(key)
         if build is not None:
             folder, outputs = build
-            name = posixpath.relpath(relpath, folder)
+            name = key[len(folder) + 1:]  # the folder is one of the key's parents
             expected = outputs.get(name)
             if expected is None and name != MANIFEST_NAME:  # a stray file, or a link put there by hand
                 raise InputError(f"not a file the build in {folder} wrote: its manifest does not list it",
@@ -53,7 +55,18 @@ class CheckedSource(DatasetSource):
             if expected is not None and sha256_bytes(data) != expected:
                 raise InputError("the file differs from what its build wrote (its manifest's sha256)", path=relpath,
                                  hint=f"rebuild {folder} (or restore it with `dvc checkout`), then run the command again")
+            if expected is not None:
+                self._checked[key] = expected
         return data
+
+    def copy_to(self, relpath: str, target: Path) -> str:
+        """As :meth:`DatasetSource.copy_to`; a file this source has read and checked already is not read
+        again (the data root's lock keeps builds from changing while a command reads them)."""
+        digest = self._checked.get(posixpath.normpath(relpath))
+        if digest is None:
+            return super().copy_to(relpath, target)
+        self._put(relpath, target, None)
+        return digest
 
 
 def data_source(repo: str | Path, rev: str | None) -> DatasetSource:

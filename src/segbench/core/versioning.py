@@ -16,8 +16,9 @@ DVC call in one file is what makes "one owner of versioning" checkable.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -26,6 +27,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from segbench.core.errors import InputError, VersioningError
@@ -470,10 +472,12 @@ def publish(repo: str | Path, data_dir: str = "data", remote: str | None = None,
 def parse_json(data: bytes, relpath: str) -> Any:
     """A data file's JSON (InputError naming the file when it is not)."""
     try:
-        return json.loads(data)
-    except UnicodeDecodeError as exc:
-        raise not_utf8(exc, relpath) from exc
-    except json.JSONDecodeError as exc:
+        return orjson.loads(data)  # builds write no NaN: the faster parser reads all of them
+    except orjson.JSONDecodeError as exc:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as not_text:
+            raise not_utf8(not_text, relpath) from not_text
         raise InputError(f"not valid JSON ({exc})", path=relpath,
                          hint="rebuild or republish the dataset; outputs are never written half") from exc
 
@@ -568,10 +572,8 @@ class DatasetSource:
             VersioningError: the revision is unknown, or the content is in neither cache nor remote.
         """
         if self.rev is None:
-            path = self.repo / relpath
-            if not path.exists():
-                raise InputError("file not found", path=path, hint="build or publish the dataset first")
-            return read_bytes(path)  # a directory or an unreadable file: InputError naming it
+            # a missing file, a directory or an unreadable one: InputError naming it
+            return read_bytes(self.repo / relpath, hint="build or publish the dataset first")
         # Existence comes from git + .dvc metadata; asking first separates "no such file" from
         # "content not available" (DVC reports both as FileNotFoundError).
         if not self.exists(relpath):
@@ -590,6 +592,29 @@ class DatasetSource:
                 path=relpath,
                 hint="configure the DVC remote that holds this version (configure_remote), or `dvc pull`",
             ) from None  # unchained: its text can carry a secret
+
+    def copy_to(self, relpath: str, target: Path) -> str:
+        """Put the file at ``target`` (a new path, in a folder that exists), byte for byte; its sha256.
+
+        From the working tree it is a hard link where the filesystem allows one: creating and
+        filling thousands of files costs far more than linking them, and a build is replaced whole,
+        never written in place, so neither copy changes under the other. Otherwise its bytes are
+        written (a version read through DVC, another filesystem).
+        """
+        data = self.read_bytes(relpath)  # first: a checked source refuses a file its build did not write
+        self._put(relpath, target, data)
+        return hashlib.sha256(data).hexdigest()
+
+    def _put(self, relpath: str, target: Path, data: bytes | None) -> None:
+        """Link ``relpath`` at ``target`` from the working tree, else write its bytes (read if not given)."""
+        if self.rev is None:
+            try:
+                os.link(self.repo / relpath, target)
+                return
+            except OSError:
+                pass  # another filesystem, or one without hard links
+        with open(target, "xb") as handle:
+            handle.write(self.read_bytes(relpath) if data is None else data)
 
     def _check_listable(self, relpath: str) -> None:
         """Raise when a folder above ``relpath`` is tracked but its listing is in neither the DVC

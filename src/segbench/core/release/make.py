@@ -21,7 +21,7 @@ from segbench.core.release import rounds, writer
 from segbench.core.release.parquet import Shard
 from segbench.core.release.plan import ImagePolicy, Licence, ReleasePlan, Table
 from segbench.core.steps import Pending, Steps
-from segbench.schemas.release import ReleaseInfo, ReleaseResult
+from segbench.schemas.release import ReleaseFile, ReleaseInfo, ReleaseResult
 
 
 def hub_url(repo_id: str, endpoint: str | None) -> str:
@@ -39,8 +39,9 @@ def _write_split(stage: Path, plan: ReleasePlan, table: Table, collected: writer
 
 
 def _write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]],
-                     collected: writer.Collected, gallery: list[str], url: str | None) -> None:
-    writer.write_documents(stage, plan, info, shards, collected, gallery, url=url)
+                     collected: writer.Collected, gallery: list[str], url: str | None,
+                     digests: dict[str, str]) -> list[ReleaseFile]:
+    return writer.write_documents(stage, plan, info, shards, collected, gallery, url=url, digests=digests)
 
 
 def _policy(info: ReleaseInfo) -> ImagePolicy:
@@ -89,10 +90,10 @@ def make_release(steps: Steps, dataset: str, out: Path, info: ReleaseInfo, repo:
                 if table.path not in written:
                     written[table.path] = steps.call("write-split", _write_split, stage, plan, table, collected)
             shards = {(table.config, table.split): written[table.path] for table in plan.tables}
-            steps.call("copy-native-files", writer.write_native, stage, plan, source)
+            digests = steps.call("copy-native-files", writer.write_native, stage, plan, source)
             gallery = drawing.result() if drawing else steps.call("draw-gallery", writer.write_gallery, stage, plan)
-            steps.call("write-card-and-croissant", _write_documents, stage, plan, info, shards, collected, gallery,
-                       url)
+            documents = steps.call("write-card-and-croissant", _write_documents, stage, plan, info, shards, collected,
+                                   gallery, url, digests)
         except BaseException:
             if drawing is not None:  # it writes into the stage: let it end first
                 with contextlib.suppress(Exception):
@@ -100,7 +101,7 @@ def make_release(steps: Steps, dataset: str, out: Path, info: ReleaseInfo, repo:
             shutil.rmtree(stage, ignore_errors=True)  # nothing to resume: a release is rewritten whole
             raise
     writer.swap_in(stage, out)
-    result = writer.result(plan, out, collected)
+    result = writer.result(plan, out, collected, shards, documents)
     if push:
         result.tag = tag or rev or f"build-{build_key[:12]}"
     return result

@@ -14,7 +14,7 @@ from typing import Any
 
 import segbench
 from segbench.core.errors import OutputError
-from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_file, write_json
+from segbench.core.io import atomic_write_bytes, atomic_write_text, sha256_bytes, sha256_file, write_json
 from segbench.core.release import card, croissant, datasheet, licences
 from segbench.core.release.parquet import Shard, pyarrow_version, write_split
 from segbench.core.release.plan import ReleasePlan, Table
@@ -61,13 +61,18 @@ def write_table(stage: Path, plan: ReleasePlan, table: Table, collected: Collect
                        rows())
 
 
-def write_native(stage: Path, plan: ReleasePlan, source: DatasetSource) -> int:
-    """Copy the files the official evaluators read, byte for byte, and the plan's own files."""
+def write_native(stage: Path, plan: ReleasePlan, source: DatasetSource) -> dict[str, str]:
+    """Put the files the official evaluators read in the stage, byte for byte (linked from the working
+    tree where it can be, :meth:`DatasetSource.copy_to`), and the plan's own files; their sha256 by
+    release path. The stage is a new folder swapped in whole, so a file needs no atomic write of its own."""
+    digests = {}
     for target, relpath in sorted(plan.native.items()):
-        atomic_write_bytes(stage / target, source.read_bytes(relpath), durable=False)
+        (stage / target).parent.mkdir(parents=True, exist_ok=True)
+        digests[target] = source.copy_to(relpath, stage / target)
     for target, data in sorted(plan.extra_files.items()):
         atomic_write_bytes(stage / target, data, durable=False)
-    return len(plan.native) + len(plan.extra_files)
+        digests[target] = sha256_bytes(data)
+    return digests
 
 
 def release_licences(plan: ReleasePlan, info: ReleaseInfo, collected: Collected) -> licences.ReleaseLicences:
@@ -76,8 +81,11 @@ def release_licences(plan: ReleasePlan, info: ReleaseInfo, collected: Collected)
 
 
 def write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: dict[tuple[str, str], list[Shard]],
-                    collected: Collected, gallery_files: list[str], *, url: str | None = None) -> None:
-    """The licences, ``splits.json``, card, datasheet and, last, Croissant (it lists every other file)."""
+                    collected: Collected, gallery_files: list[str], *, url: str | None = None,
+                    digests: Mapping[str, str] | None = None) -> list[ReleaseFile]:
+    """The licences, ``splits.json``, card, datasheet and, last, Croissant, which lists every other
+    file (``digests``: the sha256 of files already known, by release path); every file but the
+    parquet shards, Croissant included."""
     terms = release_licences(plan, info, collected)
     write_json(stage / "licenses.json", terms.to_json(), indent=1)
     atomic_write_text(stage / "LICENSES.md", terms.markdown(plan.pretty_name))
@@ -85,9 +93,24 @@ def write_documents(stage: Path, plan: ReleasePlan, info: ReleaseInfo, shards: d
                                        "segbench": segbench.__version__, "ids": plan.chosen_ids}, indent=1)
     atomic_write_text(stage / "README.md", card.card(plan, info, shards, gallery_files, terms))
     atomic_write_text(stage / "DATASHEET.md", datasheet.datasheet(plan, info, terms))
-    files = [(path.relative_to(stage).as_posix(), path.stat().st_size, sha256_file(path))
-             for path in sorted(stage.rglob("*")) if path.is_file() and path.relative_to(stage).parts[0] != "data"]
-    croissant.write(stage, croissant.croissant(plan, info, shards, terms, files, url=url))
+    known = digests or {}
+    files = [(name, size, known.get(name) or sha256_file(stage / name)) for name, size in _files(stage)
+             if not name.startswith("data/")]
+    written = croissant.write(stage, croissant.croissant(plan, info, shards, terms, files, url=url))
+    files.append((written.name, written.stat().st_size, sha256_file(written)))
+    return [ReleaseFile(path=name, size=size, sha256=digest) for name, size, digest in sorted(files)]
+
+
+def _files(folder: Path) -> list[tuple[str, int]]:
+    """Every file under ``folder``: its path relative to it (``/``-separated) and size, sorted by path."""
+    found = []
+    for root, _, names in os.walk(folder):
+        prefix = Path(root).relative_to(folder).as_posix()
+        for name in names:
+            path = os.path.join(root, name)
+            if os.path.isfile(path):
+                found.append((name if prefix == "." else f"{prefix}/{name}", os.path.getsize(path)))
+    return sorted(found)
 
 
 def write_gallery(stage: Path, plan: ReleasePlan) -> list[str]:
@@ -115,8 +138,12 @@ def swap_in(stage: Path, out: Path) -> None:
                           hint="check the folder's permissions and that nothing holds it open") from exc
 
 
-def result(plan: ReleasePlan, out: Path, collected: Collected) -> ReleaseResult:
-    files = [ReleaseFile(path=path.relative_to(out).as_posix(), size=path.stat().st_size, sha256=sha256_file(path))
-             for path in sorted(out.rglob("*")) if path.is_file() and not path.relative_to(out).parts[0] == "native"]
+def result(plan: ReleasePlan, out: Path, collected: Collected, shards: dict[tuple[str, str], list[Shard]],
+           documents: list[ReleaseFile]) -> ReleaseResult:
+    """What was released: every file but the native ones, with the sizes and digests written."""
+    parquet = {shard.path: ReleaseFile(path=shard.path, size=shard.size, sha256=shard.sha256)
+               for parts in shards.values() for shard in parts}
+    files = sorted([*parquet.values(), *(f for f in documents if not f.path.startswith("native/"))],
+                   key=lambda f: f.path)
     return ReleaseResult(dataset=plan.name, out=out, version=plan.version, configs=plan.configs(), files=files,
                          embedded_images=len(collected.embedded), withheld_images=len(collected.withheld))
