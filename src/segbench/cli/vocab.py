@@ -130,7 +130,7 @@ def print_judge_quality(out: Path) -> None:
 
 def evaluate_command(
     ctx: typer.Context,
-    vocab: str = typer.Option(..., "--vocab", help="Vocabulary file, or a name resolved as data/vocab/<name>/<name>.json."),
+    vocab: str = typer.Option(..., "--vocab", help="Vocabulary file, or a name N read as data/vocab/N/N.json."),
     descriptions: Path = typer.Option(..., "--descriptions", callback=existing, help="Open-ended descriptions JSON: [{image_id, "
                                       "descriptions: [{segment_id, description}]}]; segment_id = gt pixel value."),
     gt: str = typer.Option(None, "--gt", help="Folder of <image_id>.png label maps whose pixel values are "

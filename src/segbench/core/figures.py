@@ -17,7 +17,6 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -29,9 +28,6 @@ Drawing = tuple[Callable[..., bytes], tuple[Any, ...]]
 """A module-level function returning PNG bytes, and its arguments (both picklable)."""
 
 _pool: ProcessPoolExecutor | None = None
-# Threads a fork may leave behind: the watch of the Prefect API sleeps, and reads ``sys.modules``, until
-# Prefect is imported, so it holds no lock a drawing process could need.
-_FORK_SAFE_THREADS = frozenset({"segbench-prefect-watch"})
 
 
 def _ready(die_with_parent: Callable[[], None]) -> None:
@@ -53,8 +49,7 @@ def drawing_processes(workers: int = 1) -> Iterator[None]:
     """
     global _pool
     count = min(workers, os.cpu_count() or 1)
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
-    if _pool is not None or count < 1 or any(t.name not in _FORK_SAFE_THREADS for t in others) \
+    if _pool is not None or count < 1 or not process.may_fork() \
             or "fork" not in multiprocessing.get_all_start_methods():
         yield
         return

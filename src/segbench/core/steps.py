@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from segbench import progress
+from segbench.core import process
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -38,7 +39,8 @@ class Steps(Protocol):
         """``fn(key, *args)``: a unit of work a killed run need not redo, remembered under ``key``."""
 
     def beside(self, name: str, fn: Callable[..., T], *args: Any) -> Pending[T]:
-        """``fn(*args)`` started now, run beside the steps that follow; ``.result()`` waits for it."""
+        """``fn(*args)`` started now, run beside the steps that follow; ``.result()`` waits for it. It
+        may run in another process: its effects are its result and the files it writes."""
 
     def shards(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[str, tuple[Any, ...]]], *,
                description: str, total: int, count: Callable[[T], int], channel: str,
@@ -82,8 +84,10 @@ class InProcess:
         return fn(key, *args)
 
     def beside(self, name: str, fn: Callable[..., T], *args: Any) -> Pending[T]:
-        # A thread: the steps that run beside one another write files and encode images, and Pillow,
-        # zlib and pyarrow let go of the GIL while they do.
+        # A forked process where this process may fork: two cores then work at once, where threads take
+        # turns under the interpreter lock between the moments Pillow, zlib and pyarrow let go of it.
+        if process.may_fork():
+            return process.Forked(fn, *args)
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"segbench-{name}")
         future = pool.submit(fn, *args)
         pool.shutdown(wait=False)  # the thread ends with the step

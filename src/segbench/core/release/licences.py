@@ -93,11 +93,13 @@ class LicencesJson(TypedDict):
 def coco_licence(licence_id: int | None, table: list[dict] | None = None) -> Licence:
     """The licence of a COCO image by its id, from the file's own ``licenses`` table where it has one."""
     known = COCO_LICENCES.get(licence_id or 0)
+    if known is not None:
+        return known
     for row in table or []:
-        if row.get("id") == licence_id and known is None:
+        if row.get("id") == licence_id:
             return Licence(f"LicenseRef-COCO-{licence_id}", str(row.get("name", "")), row.get("url"), False,
                            f"COCO images with licence id {licence_id}")
-    return known or Licence("unknown", "unknown", None, False, f"images with licence id {licence_id}")
+    return Licence("unknown", "unknown", None, False, f"images with licence id {licence_id}")
 
 
 def licence_url(licence: Licence) -> str:

@@ -60,21 +60,15 @@ def shard_name(split: str, index: int, count: int) -> str:
     return f"{split}-{index:05d}-of-{count:05d}.parquet"
 
 
-def _rough_size(row: Mapping[str, Any]) -> int:
+def _rough_size(value: Any) -> int:
     """Bytes a row costs in memory, roughly: its byte strings dominate."""
-    total = 64
-    stack: list[Any] = [row]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, bytes | str):
-            total += len(value)
-        elif isinstance(value, Mapping):
-            stack.extend(value.values())
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
-        else:
-            total += 8
-    return total
+    if isinstance(value, bytes | str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return 64 + sum(map(_rough_size, value.values()))
+    if isinstance(value, list | tuple):
+        return 8 + sum(map(_rough_size, value))
+    return 8
 
 
 def write_split(release: Path, config: str, split: str, schema: pa.Schema, rows: Iterable[Mapping[str, Any]],
