@@ -76,10 +76,12 @@ def test_evaluate_spin_writes_metrics_report_and_plots(project, tmp_path):
     assert recognition["specific"]["parts"]["macc"] == 0.0
 
     report = (out / "report.md").read_text()
-    for heading in ("## Localization", "## Hierarchical consistency", "## Per super-category (general",
-                    "## Recognition"):
+    for heading in ("## Localization", "## Hierarchical consistency", "## Region size vs IoU (SPIN's Table 5)",
+                    "## Per super-category (general", "## Recognition"):
         assert heading in report
     assert "| subparts | specific | 0.00 |" in report
+    # specific subparts: every one abstained (IoU 0 each), so no line to fit
+    assert specific["size_vs_iou"]["subparts"] is None and "| subparts | specific | – | – | – | – |" in report
     for plot in ("miou_by_level.png", "consistency.png", "per_supercategory.png"):
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
     assert not (out / "skipped.json").exists()

@@ -310,3 +310,31 @@ def test_bad_boxes_are_named(truth, tmp_path, entries, message):
     with pytest.raises(AnnotationError, match=re.escape(message)) as info:
         read_predictions({"parts": path}, truth, FAIL)
     assert info.value.path == str(path)
+
+
+def test_table_5_regression_on_a_hand_computed_case():
+    from segbench.tasks.spin.size_vs_iou import size_vs_iou
+
+    # x = ln(size) = ln 10 · (0, 1, 2, 3): by hand, Σ(u−ū)(y−ȳ) = 1.25, Σ(u−ū)² = 5, Σ(y−ȳ)² = 0.4275
+    fit = size_vs_iou([(1, 0.0), (10, 0.5), (100, 0.3), (1000, 0.9)])
+    assert fit is not None and fit.entities == 4
+    assert fit.slope == pytest.approx(0.25 / np.log(10))
+    assert fit.intercept == pytest.approx(0.425 - 0.25 * 1.5)
+    assert fit.r_squared == pytest.approx(1.25 ** 2 / (5 * 0.4275))
+    t = (1.25 / (5 * 0.4275) ** 0.5) * (2 / (1 - 1.25 ** 2 / (5 * 0.4275))) ** 0.5
+    assert fit.p_value == pytest.approx(1 - t / (2 + t * t) ** 0.5)  # Student's t with 2 degrees of freedom
+    assert size_vs_iou([(5, 0.1), (5, 0.9), (5, 0.4)]) is None  # one size: no line
+    assert size_vs_iou([(5, 0.1), (50, 0.9)]) is None  # two points: no test
+
+
+def test_table_5_counts_every_entity_an_abstention_as_iou_0(truth):
+    by_image = perfect(truth)
+    summary = evaluate(truth, by_image)["prompts"]["general"]
+    assert set(summary["size_vs_iou"]) == {"wholes", "parts", "subparts"}
+    assert all(fit is None for fit in summary["size_vs_iou"].values())  # every IoU 1: nothing to explain
+    kept = {image_id: [p for n, p in enumerate(preds) if p.level != "parts" or n % 2]
+            for image_id, preds in by_image.items()}
+    summary = evaluate(truth, kept)["prompts"]["general"]
+    fit = summary["size_vs_iou"]["parts"]
+    assert fit is not None and fit["entities"] == summary["levels"]["parts"]["entities"]
+    assert 0 <= fit["r_squared"] <= 1 and 0 <= fit["p_value"] <= 1

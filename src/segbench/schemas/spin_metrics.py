@@ -79,6 +79,17 @@ class SupercategoryMetrics(_Metrics):
     secs: SeCS
 
 
+class SizeVsIoU(_Metrics):
+    """SPIN's Table 5 for one level: the least-squares line IoU ~ β1 · ln(region size) + β0 over the
+    level's entities (size: the ground-truth region's pixels; an abstained entity counts as IoU 0)."""
+
+    entities: int
+    slope: float = Field(description="β1: IoU gained per unit of ln(pixels)")
+    intercept: float = Field(description="β0")
+    r_squared: float = Field(description="Pearson's R²")
+    p_value: float = Field(description="two-sided p-value of β1 = 0 (Wald test with a t distribution)")
+
+
 class PromptMetrics(_Metrics):
     """Everything computed for one prompt kind."""
 
@@ -86,6 +97,8 @@ class PromptMetrics(_Metrics):
     spcs: SpCS
     secs: SeCS
     per_supercategory: dict[str, SupercategoryMetrics]
+    size_vs_iou: dict[str, SizeVsIoU | None] = Field(
+        default_factory=dict, description="per level; None with fewer than 3 entities, one region size or one IoU")
 
 
 class CategoryAccuracy(_Metrics):

@@ -60,6 +60,7 @@ from segbench.schemas.spin_metrics import (
     SpinMetrics,
     SupercategoryMetrics,
 )
+from segbench.tasks.spin.size_vs_iou import size_vs_iou
 
 LEVELS = ("wholes", "parts", "subparts")
 PROMPTS = ("general", "specific")
@@ -202,6 +203,8 @@ class SpinAccumulator:
     seg: dict[tuple[str, str, int], list[float]] = field(default_factory=dict)
     spatial: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
     semantic: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # (prompt, level) → (ground-truth pixels, IoU) of each entity, in image order: Table 5's regression
+    sizes: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict)
 
     def __iadd__(self, other: SpinAccumulator) -> Self:
         self.num_images += other.num_images
@@ -210,6 +213,8 @@ class SpinAccumulator:
                                     (self.semantic, other.semantic, _SEMANTIC)):
             for key, values in theirs.items():
                 add_row(mine, key, values, width)
+        for key, pairs in other.sizes.items():
+            self.sizes.setdefault(key, []).extend(pairs)
         return self
 
     def update(self, image: ImageTruth, predictions: Sequence[Prediction], hierarchy: Hierarchy,
@@ -235,6 +240,8 @@ class SpinAccumulator:
             union = int(np.count_nonzero(gt)) if abstained else int(np.count_nonzero(gt | pred))
             if union:
                 add_row(self.seg, (prompt, level, cat), [inter, union, 1, abstained, inter / union, 0], _SEG)
+            if area := int(np.count_nonzero(gt)):
+                self.sizes.setdefault((prompt, level), []).append((area, inter / union))
         for (level, cat), (_, mask) in answered.union.items():
             if cat not in answered.image.entities.get(level, {}):
                 add_row(self.seg, (prompt, level, cat), [0, int(np.count_nonzero(mask)), 0, 0, 0, 1], _SEG)
@@ -277,7 +284,8 @@ class SpinAccumulator:
                                                         hierarchy.names[level]).miou for level in LEVELS}),
                 spcs=self._spcs(prompt, name), secs=self._secs(prompt, name))
             for name in sorted(set(hierarchy.whole_super.values()))}
-        return PromptMetrics(levels=levels, spcs=self._spcs(prompt), secs=self._secs(prompt), per_supercategory=per_super)
+        return PromptMetrics(levels=levels, spcs=self._spcs(prompt), secs=self._secs(prompt), per_supercategory=per_super,
+                             size_vs_iou={level: size_vs_iou(self.sizes.get((prompt, level), [])) for level in LEVELS})
 
     def _seg_rows(self, prompt: str, level: str, hierarchy: Hierarchy | None = None,
                   supercategory: str | None = None) -> dict[int, list[float]]:

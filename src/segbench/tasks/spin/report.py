@@ -75,6 +75,14 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
                if child or parent]
     lines += ["Left out of SpCS (abstentions): " + "; ".join(skipped) + ".", ""] if skipped else []
 
+    lines += ["## Region size vs IoU (SPIN's Table 5)", "",
+              "Least squares IoU ~ β1 · ln(region size in pixels) + β0 over the level's entities (an abstention is "
+              "IoU 0); Pearson's R² and the p-value of β1. The paper marks p < 0.001 as significant.", ""]
+    rows = [[LEVEL_LABEL[level], prompt, str(fit["entities"]), f"{fit['slope']:.4f}", f"{fit['r_squared']:.3f}",
+             f"{fit['p_value']:.2g}"] if fit else [LEVEL_LABEL[level], prompt, "–", "–", "–", "–"]
+            for level in LEVELS for prompt, p in prompts.items() for fit in [p.get("size_vs_iou", {}).get(level)]]
+    lines += table_lines(["level", "prompt", "entities", "β1", "R²", "p"], rows)
+
     for prompt, p in prompts.items():
         lines += [f"## Per super-category ({prompt} prompts, %)", ""]
         lines += table_lines(["super-category", *(f"mIoU {LEVEL_LABEL[lv]}" for lv in LEVELS), "SpCS-S2P", "SpCS-P2O",
