@@ -47,13 +47,32 @@ def test_label_map_predictions_give_hand_computed_metrics(repo, tmp_path):
     assert metrics["miou"] == pytest.approx(1 / 3, abs=1e-6)
     assert metrics["gaps"]["cat"]["gap"] == 1.0 and metrics["gaps"]["dog"]["gap"] == 1.0
     assert metrics["flip_risk"] is None and "label maps" in metrics["flip_risk_unavailable"]
-    assert set(result.paths) == {"metrics", "report", "per_group_iou", "flip_by_risk_decile"}
+    assert set(result.paths) == {"metrics", "report", "per_group_iou", "flip_by_risk_decile", "examples"}
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| 0.5000 | 0.5000 | 0.0000 | 0.5000 | 0.5000 |" in report
     assert "Flip-risk unavailable" in report
     for name in ("per_group_iou.png", "flip_by_risk_decile.png"):
         with Image.open(tmp_path / "out" / name) as image:
             assert image.format == "PNG"
+
+
+def test_the_examples_show_the_most_flipped_images_with_truth_and_prediction_in_their_colours(repo, tmp_path):
+    preds = write_label_predictions(tmp_path / "preds", swapped={1, 2})
+    evaluate_coco_cd(repo, None, preds, tmp_path / "out")
+    assert "![examples](examples.png)" in (tmp_path / "out" / "report.md").read_text()
+    with Image.open(tmp_path / "out" / "examples.png") as sheet:
+        # four flipped images (groups 1 and 2, two each), a row each: image, truth, prediction
+        assert sheet.size == (3 * 160, 24 + 4 * (160 + 26))
+        pixels = np.asarray(sheet.convert("RGB")).astype(int)
+    grey, cat, dog = np.array([214] * 3), np.array([0, 114, 178]), np.array([204, 121, 167])
+    # the first row is image 285 (cat outdoors): its square's middle, scaled to the 156-pixel tile
+    y, x = 24 + round(104 * 156 / 512), 2 + round(164 * 156 / 512)
+    assert np.abs(pixels[y, x] - grey).max() <= 1  # the build holds no image: a grey canvas
+    assert np.abs(pixels[y, 160 + x] - (0.55 * grey + 0.45 * cat)).max() <= 2  # truth: cat
+    assert np.abs(pixels[y, 320 + x] - (0.55 * grey + 0.45 * dog)).max() <= 2  # prediction: dog
+    unflipped = evaluate_coco_cd(repo, None, write_label_predictions(tmp_path / "exact", swapped=set()),
+                                 tmp_path / "exact-out")
+    assert "examples" not in unflipped.paths and not (tmp_path / "exact-out" / "examples.png").exists()
 
 
 def test_baseline_predictions_evaluate_end_to_end(repo, tmp_path):

@@ -30,7 +30,7 @@ from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.flip import FlipSummary, summary_model
 from segbench.schemas.results import EvaluationResult
-from segbench.tasks.flip import versions
+from segbench.tasks.flip import qualitative, versions
 from segbench.tasks.flip.inputs import evaluate_images, prediction_paths, read_split, split_relpath
 from segbench.tasks.flip.metrics import COCO_CD_NAMES, WATERBIRDS_NAMES, FlipAccumulator, FlipNames
 from segbench.tasks.flip.report import write_report
@@ -66,9 +66,9 @@ def evaluate_shard(unit_key: str, repo: str, rev: str | None, dataset_dir: str, 
 
 
 def write_report_files(out: str, summary: dict[str, Any], evaluated: dict[str, Any],
-                       names: FlipNames = COCO_CD_NAMES) -> dict[str, str]:
+                       names: FlipNames = COCO_CD_NAMES, examples: bytes | None = None) -> dict[str, str]:
     """Write metrics.json, report.md and the plots (:func:`segbench.tasks.flip.report.write_report`)."""
-    return {name: str(path) for name, path in write_report(out, summary, evaluated, names).items()}
+    return {name: str(path) for name, path in write_report(out, summary, evaluated, names, examples).items()}
 
 
 def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path, out: str | Path, rho: float = 0.95,
@@ -80,7 +80,7 @@ def evaluate_coco_cd(repo: str | Path, rev: str | None, predictions: str | Path,
         repo: project root holding ``dataset_dir``. rev: git revision, ``None`` = working tree.
         predictions: directory of ``{id:012d}.npz`` (``probs``, (3, 512, 512)) or ``.png`` files.
         out: report directory (metrics.json, report.md, per_group_iou.png, flip_by_risk_decile.png,
-            manifest.json).
+            examples.png when some image flipped, manifest.json).
         rho, split: which split file: ``{dataset_dir}/splits/rho_{rho:g}/{split}.json``.
         shard_size: images per unit of work (the report does not depend on it).
         force: evaluate again even when the report is up to date.
@@ -155,5 +155,7 @@ def _score(steps: Steps, stage: Stage, repo: str, rev: str | None, dataset_dir: 
                               ids=lambda p: [image["id"] for image in p["images"]]):
         total += shard  # in shard order; the summary does not depend on it anyway
     summary = total.summarize(names).model_dump(mode="json")  # the report writers read the JSON
-    steps.call("write-coco-cd-report", write_report_files, str(stage.path), summary, evaluated, names)
+    examples = steps.call("draw-examples", qualitative.draw, repo, rev, dataset_dir, images, found,
+                          qualitative.most_flipped(total.images), names)
+    steps.call("write-coco-cd-report", write_report_files, str(stage.path), summary, evaluated, names, examples)
     return Built(counts={"images": summary["num_images"]}, units=steps.unit_counts(), extras={"summary": summary})

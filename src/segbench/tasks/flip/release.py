@@ -24,13 +24,12 @@ from segbench.core.release.plan import ImagePolicy, Licence, Table
 from segbench.core.release.plan import columns as columns_of
 from segbench.core.versioning import DatasetSource
 from segbench.tasks.flip.inputs import read_split
+from segbench.tasks.flip.qualitative import CLASS_COLOURS
 
 SPLITS = ("train", "val", "test")
 HUB_SPLIT = {"train": "train", "val": "validation", "test": "test"}  # the build's split → the Hub's name
 SHARED_FOLDER = "balanced"  # data/balanced/: the validation and test files every ρ config shares
 HEADLINE_CONFIG = "rho_0.95"  # the papers' headline correlation (seed 002, Tables 1-3)
-# Mask colours (Okabe–Ito blue and reddish purple): far from the orange and brown of cats and dogs.
-CLASS_COLOURS = [(0, 114, 178), (204, 121, 167)]
 
 
 @dataclass(frozen=True)

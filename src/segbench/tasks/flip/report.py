@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 GROUP_PLOT_NAME = "per_group_iou.png"
 DECILE_PLOT_NAME = "flip_by_risk_decile.png"
+EXAMPLES_NAME = "examples.png"  # the most flipped images (tasks.flip.qualitative)
 
 
 def render_markdown(
@@ -233,17 +234,21 @@ def write_report(
     summary: Mapping[str, Any],
     evaluated: Mapping[str, Any],
     names: FlipNames = COCO_CD_NAMES,
+    examples: bytes | None = None,
 ) -> dict[str, Path]:
-    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and both plots into ``out_dir``.
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md``, both plots and the examples
+    (``examples``: the PNG of :func:`segbench.tasks.flip.qualitative.draw`, None when none) into ``out_dir``.
 
     Returns:
-        ``{"metrics": path, "report": path, "per_group_iou": path, "flip_by_risk_decile": path}``.
+        ``{"metrics": path, "report": path, "per_group_iou": path, "flip_by_risk_decile": path}``, and
+        ``"examples"`` when there are some.
     """
     pngs = drawn({"per_group_iou": (plot_per_group_iou, (summary, names)),
                   "flip_by_risk_decile": (plot_flip_by_risk_decile, (summary,))})
     paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated, names), {
         "per_group_iou": (GROUP_PLOT_NAME, pngs["per_group_iou"]),
         "flip_by_risk_decile": (DECILE_PLOT_NAME, pngs["flip_by_risk_decile"]),
+        **({"examples": (EXAMPLES_NAME, examples)} if examples is not None else {}),
     })
     log.info("wrote the %s report to %s", names.dataset, out_dir)
     return paths
