@@ -17,7 +17,7 @@ from segbench.core.integrity import data_source
 from segbench.core.io import png_bytes
 from segbench.core.release import gallery
 from segbench.tasks.flip.inputs import read_gt_mask, read_prediction
-from segbench.tasks.flip.metrics import GROUPS, FlipNames, ImageRecord, group_name
+from segbench.tasks.flip.metrics import GROUPS, FlipNames, ImageRecord
 
 PER_GROUP = 2
 # Okabe–Ito blue and reddish purple: far from the orange and brown of cats and dogs (the release's masks too).
@@ -51,7 +51,9 @@ def draw(repo: str, rev: str | None, dataset_dir: str, images: Sequence[Mapping[
             picture_path = f"{dataset_dir.rstrip('/')}/{image.get('image_file', '')}"
             picture = (gallery.decode(source.read_bytes(picture_path)) if image.get("image_file")
                        and source.exists(picture_path) else gallery.withheld_canvas(truth.shape[1], truth.shape[0]))
-            tiles += [(gallery.overlay(picture, []), f"{group_name(int(image['group_id']), names)}\nid {image_id}"),
+            cls, context, kind = names.group(int(image["group_id"]))
+            where = names.group_pattern.format(cls=cls, context=context)
+            tiles += [(gallery.overlay(picture, []), f"{where}\n{kind}, id {image_id}"),
                       (gallery.overlay(picture, _masks(truth)), "ground truth"),
                       (gallery.overlay(picture, _masks(predicted)), f"prediction: flip {flip:.0%}")]
     legend = ", ".join(f"{cls} {'blue' if n == 0 else 'purple'}" for n, cls in enumerate(names.classes))
