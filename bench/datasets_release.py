@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from datasets import ClassLabel, Dataset, Features, Image, Value
@@ -34,6 +35,13 @@ def rows(build: Path, split_file: Path):
 
 
 def main(build: Path, out: Path) -> int:
+    # A cache of its own each run: datasets would otherwise find the rows of the previous run by their
+    # fingerprint and skip writing them, and the benchmark would time a cache hit, not a release.
+    with tempfile.TemporaryDirectory(prefix="datasets-cache-") as cache:
+        return _write(build, out, Path(cache))
+
+
+def _write(build: Path, out: Path, cache: Path) -> int:
     written = 0
     rhos = sorted((build / "splits").glob("rho_*"))
     # val and test are balanced, the same files under every ρ: written once, as the release writes them
@@ -41,7 +49,7 @@ def main(build: Path, out: Path) -> int:
     files += [(f"{rho.name}/train", rho / "train.json") for rho in rhos]
     for name, path in files:
         dataset = Dataset.from_generator(rows, gen_kwargs={"build": build, "split_file": path}, features=FEATURES,
-                                         cache_dir=str(out / ".cache"))
+                                         cache_dir=str(cache))
         target = out / "data" / f"{name}.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
         dataset.to_parquet(str(target))
