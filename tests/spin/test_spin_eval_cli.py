@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.spin_eval_data import TWO_QUADRUPEDS, box, gt_mask, perfect_predictions, rle, write_dataset
 from typer.testing import CliRunner
@@ -49,6 +50,24 @@ def _answers(path):
     return path
 
 
+def _check_examples(out, report):
+    """examples.png: a row per image (both answered), truth then prediction at each level. Predictions
+    are exact but for the Eye (general prompts): the wholes' tiles match, image 10's subparts do not."""
+    from PIL import Image
+
+    assert "![examples](examples.png)" in report
+    with Image.open(out / "examples.png") as sheet:
+        assert sheet.size == (6 * 160, 24 + 2 * (160 + 26))
+        pixels = np.asarray(sheet.convert("RGB")).astype(int)
+
+    def tile(row, column):
+        top = 24 + row * (160 + 26)
+        return pixels[top:top + 156, column * 160 + 2:column * 160 + 158]
+
+    assert all(np.array_equal(tile(row, 0), tile(row, 1)) for row in range(2))  # wholes: exact
+    assert any(not np.array_equal(tile(row, 4), tile(row, 5)) for row in range(2))  # subparts: the Eye moved
+
+
 def test_evaluate_spin_writes_metrics_report_and_plots(project, tmp_path):
     preds = _write_predictions(tmp_path / "preds")
     out = tmp_path / "report"
@@ -84,6 +103,7 @@ def test_evaluate_spin_writes_metrics_report_and_plots(project, tmp_path):
     assert specific["size_vs_iou"]["subparts"] is None and "| subparts | specific | – | – | – | – |" in report
     for plot in ("miou_by_level.png", "consistency.png", "per_supercategory.png"):
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
+    _check_examples(out, report)
     assert not (out / "skipped.json").exists()
 
     # Same inputs → byte-identical outputs.

@@ -38,7 +38,7 @@ from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult
 from segbench.schemas.spin_metrics import LevelAccuracy, SkippedCount, SpinMetrics
-from segbench.tasks.spin import versions
+from segbench.tasks.spin import examples, versions
 from segbench.tasks.spin.inputs import SpinTruth, gt_relpath, read_answers, read_ground_truth, read_predictions
 from segbench.tasks.spin.metrics import LEVELS, PROMPTS, Hierarchy, ImageTruth, Prediction, SpinAccumulator
 from segbench.tasks.spin.recognition import DEFAULT_YES_RULE, recognition_accuracy
@@ -87,9 +87,9 @@ def evaluate_shard(unit_key: str, images: list[ImageTruth], predictions: dict[in
 
 
 def write_report_files(out: str, summary: dict[str, Any], evaluated: dict[str, Any],
-                       skipped: dict[str, Any] | None) -> dict[str, str]:
+                       skipped: dict[str, Any] | None, pictures: bytes | None = None) -> dict[str, str]:
     """Write the report (and skipped.json when items were skipped) into ``out``, the evaluation's stage."""
-    paths = {key: str(path) for key, path in write_report(out, summary, evaluated).items()}
+    paths = {key: str(path) for key, path in write_report(out, summary, evaluated, pictures).items()}
     if skipped is not None:
         paths["skipped"] = str(write_json(Path(out) / SKIPPED_NAME, skipped, indent=2))
     return paths
@@ -106,7 +106,8 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
         predictions: level (``wholes`` / ``parts`` / ``subparts``) → COCO results file; a level without a
             file counts every entity of it as abstained.
         out: report folder (metrics.json, report.md, miou_by_level.png, consistency.png,
-            per_supercategory.png, and skipped.json when items were skipped).
+            per_supercategory.png, examples.png when an image was answered, and skipped.json when
+            items were skipped).
         split: ``train`` / ``val`` / ``test``: reads ``{dataset_dir}/dataset/spin_{split}_{level}.json``.
         answers: optional recognition answers file (mACC).
         yes_rule: how an answer counts as "yes": ``substring`` (the seed's) or ``word``.
@@ -142,7 +143,7 @@ def evaluate_spin(repo: str | Path, rev: str | None, predictions: Mapping[str, s
     build = Build(out=Path(out), dataset="eval/spin", logic_version=versions.EVALUATION,
                   params=portable_paths(params, repo), input_hashes=hashes)
     policy = ImportPolicy(on_error)
-    result = run_evaluation(build, lambda stage, loaded: _score(steps, stage, loaded, shard_size, policy, params),
+    result = run_evaluation(build, lambda stage, loaded: _score(steps, stage, repo, loaded, shard_size, policy, params),
                             prepare=lambda: _load(steps, repo, rev, dataset_dir, split, files, answers, policy,
                                                   yes_rule),
                             metrics=SpinMetrics, force=force, logger=steps.logger)
@@ -183,7 +184,8 @@ def _load(steps: Steps, repo: str, rev: str | None, dataset_dir: str, split: str
     return _Loaded(truth, by_image, recognition, prompts)
 
 
-def _score(steps: Steps, stage: Stage, loaded: _Loaded, shard_size: int, policy: ImportPolicy, params: dict[str, Any]) -> Built:
+def _score(steps: Steps, stage: Stage, repo: str, loaded: _Loaded, shard_size: int, policy: ImportPolicy,
+           params: dict[str, Any]) -> Built:
     """Score the images in shards (units) and write the report (and skipped.json) into ``stage``."""
     truth, prompts = loaded.truth, loaded.prompts
     images = list(truth.images.values()) if prompts else []
@@ -207,6 +209,8 @@ def _score(steps: Steps, stage: Stage, loaded: _Loaded, shard_size: int, policy:
                                 "answers": params["answers"]}, params["source"].partition("@")[0])
     if "yes_rule" in params:
         evaluated["yes_rule"] = params["yes_rule"]
-    steps.call("write-spin-report", write_report_files, str(stage.path), summary, evaluated, skipped)
+    pictures = (steps.call("draw-examples", examples.draw, repo, params["rev"], params["dataset_dir"], params["split"],
+                           truth, loaded.by_image, prompts[0]) if prompts else None)
+    steps.call("write-spin-report", write_report_files, str(stage.path), summary, evaluated, skipped, pictures)
     return Built(counts={"images": summary["num_images"]}, units=steps.unit_counts(),
                  skipped=0 if skipped is None else skipped["count"], extras={"summary": summary})

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 MIOU_PLOT = "miou_by_level.png"
 CONSISTENCY_PLOT = "consistency.png"
 SUPER_PLOT = "per_supercategory.png"
+EXAMPLES_NAME = "examples.png"  # ground truth and predictions of a few images (tasks.spin.examples)
 LEVEL_LABEL = {"wholes": "objects", "parts": "parts", "subparts": "subparts"}
 COLORS = {"general": "#4c72b0", "specific": "#dd8452"}
 
@@ -187,15 +188,21 @@ def plot_per_supercategory(summary: Mapping[str, Any]) -> bytes:
     return figure_png(per_supercategory_figure(summary))
 
 
-def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any]) -> dict[str, Path]:
-    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md`` and the plots into ``out_dir``.
+def write_report(out_dir: str | Path, summary: Mapping[str, Any], evaluated: Mapping[str, Any],
+                 examples: bytes | None = None) -> dict[str, Path]:
+    """Write ``metrics.json`` (``{"evaluated", "metrics"}``), ``report.md``, the plots and the examples
+    (``examples``: the PNG of :func:`segbench.tasks.spin.examples.draw`, None when none) into ``out_dir``.
 
     Returns:
-        ``{"metrics", "report", "miou_by_level", "consistency", "per_supercategory": path}``.
+        ``{"metrics", "report", "miou_by_level", "consistency", "per_supercategory": path}``, and
+        ``"examples"`` when there are some.
     """
     pngs = drawn({"miou_by_level": (plot_miou_by_level, (summary,)), "consistency": (plot_consistency, (summary,)),
                   "per_supercategory": (plot_per_supercategory, (summary,))})
-    files = {"miou_by_level": MIOU_PLOT, "consistency": CONSISTENCY_PLOT, "per_supercategory": SUPER_PLOT}
+    files = {"miou_by_level": MIOU_PLOT, "consistency": CONSISTENCY_PLOT, "per_supercategory": SUPER_PLOT,
+             "examples": EXAMPLES_NAME}
+    if examples is not None:
+        pngs["examples"] = examples
     paths = write_report_files(out_dir, summary, evaluated, render_markdown(summary, evaluated),
                                {name: (files[name], png) for name, png in pngs.items()})
     log.info("wrote the SPIN report to %s", out_dir)
