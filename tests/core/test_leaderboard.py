@@ -8,16 +8,21 @@ import pytest
 from support.cli import run
 
 from segbench.core.errors import InputError
-from segbench.core.leaderboard import entry, ranked, read_report
+from segbench.core.leaderboard import across, entry, ranked, read_report
 from segbench.tasks.cafe.leaderboard import CAFE
 from segbench.tasks.flip.leaderboard import COCO_CD
+from segbench.tasks.vocab.leaderboard import VOCAB
 
 
-def _report(folder, evaluation: str, metrics: dict) -> str:
+def _report(folder, evaluation: str, metrics: dict, evaluated: dict | None = None) -> str:
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps({"dataset": evaluation}))
-    (folder / "metrics.json").write_text(json.dumps({"evaluated": {}, "metrics": metrics}))
+    (folder / "metrics.json").write_text(json.dumps({"evaluated": evaluated or {}, "metrics": metrics}))
     return str(folder)
+
+
+def _lac(area: float) -> dict:
+    return {"lac": {"miou": {"area": area}}, "levels": []}
 
 
 def _flip(miou: float | None, flip: float, gaps: tuple[float, float] = (0.1, 0.2)) -> dict:
@@ -82,3 +87,33 @@ def test_the_command_ranks_each_benchmark_and_writes_markdown(tmp_path):
     unknown = _report(reports / "other", "eval/imagenet", {"top1": 0.8})
     failed = run(tmp_path, "leaderboard", a, unknown, code=1)
     assert "no leaderboard for eval/imagenet" in str(failed.exception)
+
+
+def test_across_lays_models_out_by_a_key_with_kendalls_tau_between_rankings():
+    # three models' LAC under two judges' vocabularies: judge b swaps the last two models
+    areas = {("m1", "a"): 0.6, ("m2", "a"): 0.5, ("m3", "a"): 0.4, ("m1", "b"): 0.7, ("m2", "b"): 0.3, ("m3", "b"): 0.35}
+    reports = [(f"{model}-{judge}", _lac(area), {"descriptions": f"{model}.json", "vocab": judge})
+               for (model, judge), area in areas.items()]
+    table = across(VOCAB, reports, "vocab")
+    assert table.values == ["a", "b"] and table.models == ["m1.json", "m2.json", "m3.json"]
+    assert table.cells[("m2.json", "b")] == pytest.approx(0.3) and table.metric == "LAC miou area"
+    # concordant pairs (m1,m2), (m1,m3); discordant (m2,m3): τ = (2 - 1) / 3
+    assert table.tau == [("a", "b", pytest.approx(1 / 3), 3)]
+    with pytest.raises(InputError, match="records no 'coverage'") as raised:
+        across(VOCAB, reports, "coverage")
+    assert "descriptions, vocab" in raised.value.hint
+    with pytest.raises(InputError, match="both score m1.json with vocab a"):
+        across(VOCAB, [*reports, ("again", _lac(0.1), {"descriptions": "m1.json", "vocab": "a"})], "vocab")
+
+
+@pytest.mark.integration
+def test_the_command_lays_reports_out_across_a_key(tmp_path):
+    reports = [_report(tmp_path / f"{model}-{coverage}", "eval/vocab", _lac(area),
+                       {"descriptions": f"{model}.json", "coverage": coverage})
+               for model, coverage, area in (("osprey", 0.2, 0.40), ("osprey", 1.0, 0.46), ("opal", 0.2, 0.42),
+                                             ("opal", 1.0, 0.49))]
+    out = tmp_path / "board.md"
+    done = run(tmp_path, "leaderboard", *reports, "--across", "coverage", "--out", str(out))
+    assert "LAC miou area across coverage" in done.output
+    text = out.read_text()
+    assert "| opal.json | 0.420 | 0.490 |" in text and "| 0.2 | 1.0 | 1.000 | 2 |" in text

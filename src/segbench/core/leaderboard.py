@@ -10,6 +10,7 @@ functions but :func:`read_report`.
 
 from __future__ import annotations
 
+import os.path
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,8 +69,8 @@ class Board:
         return found
 
 
-def read_report(folder: Path) -> tuple[str, Metrics]:
-    """The evaluation a report folder holds and its metrics.
+def read_report(folder: Path) -> tuple[str, Metrics, Metrics]:
+    """The evaluation a report folder holds, its metrics and what it evaluated (``evaluated``).
 
     Raises:
         InputError: the folder has no ``manifest.json`` and ``metrics.json`` of an ``evaluate`` command.
@@ -86,7 +87,8 @@ def read_report(folder: Path) -> tuple[str, Metrics]:
             or not isinstance(data.get("metrics"), dict):
         raise InputError("not an evaluation report (its manifest names no evaluation, or metrics.json has no "
                          "metrics)", path=folder, hint="pass the --out folders of segbench evaluate commands")
-    return evaluation, data["metrics"]
+    evaluated = data.get("evaluated")
+    return evaluation, data["metrics"], evaluated if isinstance(evaluated, dict) else {}
 
 
 def entry(board: Board, name: str, metrics: Metrics) -> Entry:
@@ -166,4 +168,94 @@ def markdown(tables: Sequence[Ranked]) -> str:
                   f"({', '.join(table.percent) or 'none'}).", "",
                   markdown_table([*HEADERS, *table.columns, "source"], cells(table))]
         parts += [f"Published rows, {source}" for source in table.sources] + ([""] if table.sources else [])
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Across:
+    """One board's ``metric`` for each model (a row: what the reports scored, their predictions or
+    descriptions) under each value of ``key`` (a column: something the reports record in "evaluated",
+    such as the judge's vocabulary, the coverage, ρ), and Kendall's τ between the models' rankings
+    under each two values: does the choice of ``key`` reorder the models?"""
+
+    evaluation: str
+    title: str
+    key: str
+    metric: str
+    values: list[str]
+    models: list[str]
+    cells: dict[tuple[str, str], float | None]
+    tau: list[tuple[str, str, float | None, int]]  # (value, value, τ or None, models ranked under both)
+
+
+def _model(evaluated: Metrics) -> str:
+    """What a report scored: its predictions (a folder of per-level files by their common folder) or descriptions."""
+    scored = evaluated.get("predictions", evaluated.get("descriptions"))
+    if isinstance(scored, dict) and scored:
+        return os.path.commonpath([str(v) for v in scored.values()]) or ", ".join(sorted(map(str, scored.values())))
+    return str(scored)
+
+
+def across(board: Board, reports: Sequence[tuple[str, Metrics, Metrics]], key: str, by: str | None = None) -> Across:
+    """``reports`` (name, metrics, evaluated) of one board laid out model × ``key`` (see :class:`Across`).
+
+    Raises:
+        InputError: a report records no ``key`` (names it and the keys it has), or two reports
+            score one model under one value (names both).
+    """
+    from scipy.stats import kendalltau
+
+    column = board.column(by)
+    cells: dict[tuple[str, str], float | None] = {}
+    where: dict[tuple[str, str], str] = {}
+    for name, metrics, evaluated in reports:
+        if key not in evaluated:
+            raise InputError(f"report {name} records no {key!r} in what it evaluated", item="--across",
+                             hint=f"its keys: {', '.join(sorted(evaluated)) or 'none'}")
+        model, value = _model(evaluated), str(evaluated[key])
+        if (model, value) in where:
+            raise InputError(f"reports {where[(model, value)]} and {name} both score {model} with {key} {value}",
+                             item="--across", hint="pass one report per model and value")
+        where[(model, value)] = name
+        cells[(model, value)] = entry(board, name, metrics).values[column.name]
+    values = sorted({value for _, value in cells}, key=_natural)
+    models = sorted({model for model, _ in cells})
+    tau = []
+    for i, first in enumerate(values):
+        for second in values[i + 1:]:
+            both = [m for m in models if cells.get((m, first)) is not None and cells.get((m, second)) is not None]
+            result = (kendalltau([cells[(m, first)] for m in both], [cells[(m, second)] for m in both]).statistic
+                      if len(both) >= 2 else None)
+            tau.append((first, second, None if result is None or result != result else float(result), len(both)))
+    return Across(evaluation=board.evaluation, title=board.title, key=key, metric=column.name, values=values,
+                  models=models, cells=cells, tau=tau)
+
+
+def _natural(value: str) -> tuple[int, float | str]:
+    """Numbers in numeric order (0.2 before 0.95 before 1), then text."""
+    try:
+        return 0, float(value)
+    except ValueError:
+        return 1, value
+
+
+def across_cells(table: Across) -> list[list[str]]:
+    """The model × value rows as shown (three decimals, ``–`` where no report scored it)."""
+    return [[model, *("–" if (v := table.cells.get((model, value))) is None else f"{v:.3f}"
+                      for value in table.values)] for model in table.models]
+
+
+def tau_cells(table: Across) -> list[list[str]]:
+    return [[first, second, "–" if tau is None else f"{tau:.3f}", str(count)] for first, second, tau, count in table.tau]
+
+
+def across_markdown(tables: Sequence[Across]) -> str:
+    from segbench.core.reports import markdown_table
+
+    parts = []
+    for table in tables:
+        parts += [f"## {table.title}: {table.metric} across {table.key}", "",
+                  markdown_table(["model", *table.values], across_cells(table)),
+                  "Kendall's τ between the models' rankings under two values (1: the same order):", "",
+                  markdown_table([f"{table.key}", f"{table.key}", "τ", "models"], tau_cells(table))]
     return "\n".join(parts)
