@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from segbench.core import process
+from segbench.core.errors import InputError
 from segbench.core.steps import InProcess
 
 
@@ -21,6 +22,10 @@ def _write_and_answer(folder: Path) -> tuple[int, list[str]]:
 
 def _refuse(name: str) -> None:
     raise FileExistsError(f"{name} is taken")
+
+
+def _unreadable(name: str) -> None:
+    raise InputError("cannot decode the image", path=name, item="42", hint="replace the file")
 
 
 def _die_once(marker: Path) -> str:
@@ -38,6 +43,9 @@ def test_a_forked_call_answers_from_another_process_and_its_files_stay(tmp_path)
 def test_a_forked_failure_is_raised_here_with_its_type():
     with pytest.raises(FileExistsError, match="gallery is taken"):
         process.Forked(_refuse, "gallery").result()
+    with pytest.raises(InputError) as raised:  # a typed error keeps what it names
+        process.Forked(_unreadable, "images/a.png").result()
+    assert (raised.value.path, raised.value.item, raised.value.hint) == ("images/a.png", "42", "replace the file")
 
 
 def test_a_child_that_dies_without_answering_is_replaced_by_the_same_call_here(tmp_path):
