@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 from PIL import Image
+from support.cli import run
 from support.vocab_eval_data import write_vocab_evaluation
 from typer.testing import CliRunner
 
@@ -159,7 +160,11 @@ def test_evaluate_vocab_target_blind_and_coverage_as_a_user_types_them(tmp_path)
     hits = [hit["term"] for row in json.loads((root / "half" / "mappings.json").read_text())
             for hit in row["hits"].values()]
     assert hits and set(hits) <= kept  # the evaluation mapped with the kept terms only
-    assert "50% of the mined (non-exact) terms, drawn with seed 0: 5 kept" in (root / "half" / "report.md").read_text()
+    half = (root / "half" / "report.md").read_text()
+    assert "- **coverage**: `0.5`" in half and "- **mined terms kept**: `5 (drawn with seed 0; every exact term kept)`" in half
+    assert "- **mapping**: `target-blind`" in (root / "blind" / "report.md").read_text()
+    board = run(root, "leaderboard", str(root / "aware"), str(root / "half"), "--across", "coverage")
+    assert "across coverage" in board.output and "0.5" in board.output
     refused = _evaluate(root, [*common, "--out", str(root / "none"), "--coverage", "0"])
     assert refused.exit_code != 0 and isinstance(refused.exception, InputError) and "coverage" in str(refused.exception)
     assert not (root / "none").exists()
