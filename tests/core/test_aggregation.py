@@ -90,52 +90,6 @@ def test_model_ties_and_single_label_rounds():
         aggregate([], ["context"], method="mean")
 
 
-def _crowd_rows(seed: int, items: int = 200, per_item: int = 3) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
-    """80/20 truth, 20 honest workers right 80-95% of the time and one random clicker, ``per_item`` answers each."""
-    rng = random.Random(seed)
-    truth = {f"i{n:03d}": "rare" if rng.random() < 0.2 else "common" for n in range(items)}
-    accuracy = {f"w{n:02d}": rng.uniform(0.8, 0.95) for n in range(20)} | {"spam": 0.5}
-    rows = []
-    for item, label in truth.items():
-        for worker in rng.sample(sorted(accuracy), per_item):
-            right = rng.random() < accuracy[worker]
-            rows.append((item, worker, label if right else ("common" if label == "rare" else "rare")))
-    return rows, truth
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # crowd-kit's pandas calls (Pandas4Warning)
-@pytest.mark.parametrize("known", [{}, {"i000": "common", "i007": "rare"}])
-def test_without_a_prior_dawid_skene_is_crowd_kits(known):
-    import pandas as pd
-    from crowdkit.aggregation import DawidSkene
-
-    from segbench.core.dawid_skene import posteriors
-
-    rows, _ = _crowd_rows(1, items=120, per_item=5)
-    # the same 50 EM steps from the same start (the two stop on different rules, so neither stops early)
-    ours = posteriors(rows, known, strength=0, iterations=50, tolerance=0)
-    data = pd.DataFrame(rows, columns=["task", "worker", "label"])
-    theirs = DawidSkene(n_iter=50, tol=-1).fit_predict_proba(data, pd.Series(known, dtype=object) if known else None)
-    assert max(abs(ours[item][label] - theirs.loc[item, label]) for item in ours for label in ours[item]) < 1e-6
-    assert all(ours[item][label] == 1.0 for item, label in known.items())
-
-
-def test_the_prior_keeps_a_voter_with_few_answers_from_deciding_alone():
-    # At three answers per item each worker answers ~30 items, ~6 of the rare label: maximum
-    # likelihood overfits those, the prior does not (seeded crowds; bench/crowd.py has the full table).
-    from segbench.core.dawid_skene import posteriors
-
-    def right(fitted: dict, truth: dict) -> int:
-        return sum(max(fitted[item], key=fitted[item].get) == label for item, label in truth.items())
-
-    with_prior = without = 0
-    for seed in range(4):
-        rows, truth = _crowd_rows(seed)
-        with_prior += right(posteriors(rows), truth)
-        without += right(posteriors(rows, strength=0), truth)
-    assert with_prior > without
-
-
 def test_excluded_workers_are_not_counted():
     answers, truth = colluding_crowd(items=4)
     answers.append(_answer("only-lazy", "lazy1", "no"))

@@ -1,5 +1,4 @@
-"""Aggregation that knows workers differ: Dawid–Skene (with a prior on each voter's confusion matrix,
-:mod:`segbench.core.dawid_skene`) and crowd-kit's GLAD for choices, crowd-kit's segmentation
+"""Aggregation that knows workers differ: Dawid–Skene and GLAD for choices, crowd-kit's segmentation
 aggregation for masks, and the gold filter that drops workers who fail known answers.
 
 Pure functions; :func:`segbench.core.agreement.aggregate` calls :func:`model_labels` for the
@@ -7,7 +6,7 @@ Pure functions; :func:`segbench.core.agreement.aggregate` calls :func:`model_lab
 are imported inside the functions that fit a model, never when this module is imported: the command
 line imports nothing heavy until a model is actually asked for.
 
-Determinism: every EM here starts from the majority-vote posteriors, with no random initialisation;
+Determinism: crowd-kit's EM starts from the majority-vote posteriors, with no random initialisation;
 the votes are handed to it in one fixed order (item, worker) with fixed iteration counts and
 tolerances, so the same votes always give the same labels and the same bytes.
 """
@@ -42,11 +41,10 @@ def model_labels(votes: Mapping[str, Mapping[str, str]], method: str,
 
     Args:
         votes: item id → worker id → the worker's label.
-        method: ``"dawid-skene"`` (per-worker confusion matrices with a weak prior,
-            :mod:`segbench.core.dawid_skene`) or ``"glad"`` (worker ability × item difficulty,
-            crowd-kit's ``GLAD``).
-        known: item id → known label (gold). Dawid–Skene only: those items' posteriors are fixed to
-            their known label at every EM step (as crowd-kit's ``true_labels``), so the workers'
+        method: ``"dawid-skene"`` (per-worker confusion matrices, crowd-kit's ``DawidSkene``) or
+            ``"glad"`` (worker ability × item difficulty, crowd-kit's ``GLAD``).
+        known: item id → known label (gold). Dawid–Skene only: crowd-kit's ``true_labels`` fixes
+            those items' posteriors to their known label at every EM step, so the workers'
             confusion matrices start from (and stay anchored on) their gold answers.
 
     Returns:
@@ -80,18 +78,19 @@ def model_posteriors(votes: Mapping[str, Mapping[str, str]], method: str,
 
 def _fit_posteriors(rows: list[tuple[str, str, str]], method: str,
                     anchors: Mapping[str, str]) -> dict[str, dict[str, float]]:
-    if method == DAWID_SKENE:
-        from segbench.core.dawid_skene import posteriors
-
-        return posteriors(rows, anchors)
     import pandas as pd
     from crowdkit.aggregation import GLAD as GladModel
+    from crowdkit.aggregation import DawidSkene
 
     data = pd.DataFrame(rows, columns=["task", "worker", "label"])
     with warnings.catch_warnings():
         # crowd-kit's own noise: GLAD's log(0) for certain workers (handled inside), pandas deprecations.
         warnings.simplefilter("ignore")
-        probas = GladModel(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE, silent=True).fit_predict_proba(data)
+        if method == DAWID_SKENE:
+            true_labels = pd.Series(anchors, dtype=object) if anchors else None
+            probas = DawidSkene(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE).fit_predict_proba(data, true_labels)
+        else:
+            probas = GladModel(n_iter=EM_ITERATIONS, tol=EM_TOLERANCE, silent=True).fit_predict_proba(data)
     return {str(task): {str(label): float(p) for label, p in row.items()} for task, row in probas.iterrows()}
 
 
