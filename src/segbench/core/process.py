@@ -93,15 +93,18 @@ class Forked(Generic[T]):
                 os._exit(code)
         os.close(write)
         self._pid, self._read = pid, read
+        self._answer: tuple[bool, Any] | None = None
 
     def result(self) -> T:
-        with os.fdopen(self._read, "rb") as answer:
-            data = answer.read()
-        os.waitpid(self._pid, 0)
-        if not data:  # it died before answering
-            fn, args = self._call
-            return fn(*args)
-        ok, value = pickle.loads(data)
+        if self._answer is None:  # read once: a clean-up may ask again after a failure
+            with os.fdopen(self._read, "rb") as pipe:
+                data = pipe.read()
+            os.waitpid(self._pid, 0)
+            if not data:  # it died before answering
+                fn, args = self._call
+                data = pickle.dumps((True, fn(*args)))
+            self._answer = pickle.loads(data)
+        ok, value = self._answer
         if not ok:
             raise value
         return value
