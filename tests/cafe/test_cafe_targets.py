@@ -13,7 +13,7 @@ from segbench.core.errors import AnnotationError, ImportPolicy, OnError
 from segbench.core.io import write_json
 from segbench.schemas.cafe import CafeParams, SourceSpec
 from segbench.schemas.edits import EditType
-from segbench.tasks.cafe.targets import assign_edit_types, object_name, select_targets
+from segbench.tasks.cafe.targets import deal_edit_types, object_name, select_targets
 
 W, H = 100, 100  # 10,000 pixels: a rectangle of a x b pixels is a fraction a*b/10,000
 
@@ -35,9 +35,10 @@ def _coco(tmp_path: Path, images: int, anns: list[dict], categories=None) -> Pat
     return write_json(tmp_path / "instances.json", doc)
 
 
-def _select(path: Path, params: CafeParams | None = None, source: str = "coco", policy: ImportPolicy | None = None):
+def _select(path: Path, params: CafeParams | None = None, source: str = "coco", policy: ImportPolicy | None = None,
+            **limits):
     policy = policy or ImportPolicy()
-    return select_targets(load_coco(path, policy=policy), source, params or CafeParams(), policy)
+    return select_targets(load_coco(path, policy=policy), source, params or CafeParams(), policy, **limits)
 
 
 def test_area_bounds_are_inclusive_fractions_of_the_image(tmp_path):
@@ -70,15 +71,27 @@ def test_one_target_per_image_by_default_and_more_on_request(tmp_path):
     assert len(_select(path, CafeParams(targets_per_image=9))) == 3
 
 
-def test_quota_takes_a_seeded_subset_and_the_seed_changes_it(tmp_path):
+def test_a_limit_takes_a_seeded_subset_and_the_seed_changes_it(tmp_path):
     path = _coco(tmp_path, 40, [_ann(i, i, 1, (0, 0, 30, 30)) for i in range(1, 41)])
-    first = _select(path, CafeParams(quotas={"coco": 10}, seed=1))
-    again = _select(path, CafeParams(quotas={"coco": 10}, seed=1))
-    other = _select(path, CafeParams(quotas={"coco": 10}, seed=2))
+    first = _select(path, CafeParams(seed=1), limit=10)
+    again = _select(path, CafeParams(seed=1), limit=10)
+    other = _select(path, CafeParams(seed=2), limit=10)
     assert len(first) == 10 and first == again
     assert {t.image_id for t in first} != {t.image_id for t in other}
-    assert _select(path, CafeParams(quotas={"lvis": 3})) == _select(path)  # another source's quota
-    assert len(_select(path, CafeParams(quotas={"coco": 0}))) == 0
+    assert len(_select(path)) == 40 and len(_select(path, limit=0)) == 0
+
+
+def test_a_top_up_continues_the_same_draw_past_what_was_drawn(tmp_path):
+    anns = [_ann(i, i, 1, (0, 0, 30, 30)) for i in range(1, 21)] + [_ann(100 + i, i, 2, (50, 50, 80, 80))
+                                                                     for i in range(1, 21)]
+    path = _coco(tmp_path, 20, anns)
+    first = _select(path, CafeParams(seed=4), limit=6)
+    more = _select(path, CafeParams(seed=4), limit=5, exclude={t.key for t in first})
+    both = _select(path, CafeParams(seed=4), limit=11)
+    # The second batch is the next five of the one seeded order, on images the first did not use
+    # (one target per image, across batches too).
+    assert sorted(t.key for t in first + more) == sorted(t.key for t in both)
+    assert not {t.image_id for t in first} & {t.image_id for t in more}
 
 
 def test_lvis_and_saco_names():
@@ -121,13 +134,15 @@ def test_an_empty_mask_with_a_positive_area_is_bad_input(tmp_path):
 def test_edit_types_follow_the_mix_with_largest_remainders(tmp_path):
     path = _coco(tmp_path, 10, [_ann(i, i, 1, (0, 0, 30, 30)) for i in range(1, 11)])
     targets = _select(path)
-    dealt = assign_edit_types(targets, {"SM": 0.5, "CC": 0.3, "OC": 0.2}, seed=0)
-    assert Counter(e for _, e in dealt) == {EditType.SM: 5, EditType.CC: 3, EditType.OC: 2}
-    uneven = assign_edit_types(targets[:7], {"SM": 1, "CC": 1, "OC": 1}, seed=0)  # 2.33 each: one gets 3
-    assert sorted(Counter(e for _, e in uneven).values()) == [2, 2, 3]
-    assert assign_edit_types(targets, {"SM": 1, "CC": 1}, seed=3) == assign_edit_types(targets, {"SM": 1, "CC": 1},
-                                                                                         seed=3)
-    assert {e for _, e in assign_edit_types(targets, {"OC": 1.0}, seed=0)} == {EditType.OC}
+    sm, cc, oc = EditType
+    dealt = deal_edit_types(targets, {sm: 0.5, cc: 0.3, oc: 0.2}, seed=0)
+    assert Counter(e for _, e in dealt) == {sm: 5, cc: 3, oc: 2}
+    uneven = deal_edit_types(targets[:7], {sm: 1, cc: 1, oc: 1}, seed=0)  # 2.33 each: SM, the first, gets 3
+    assert Counter(e for _, e in uneven) == {sm: 3, cc: 2, oc: 2}
+    short = deal_edit_types(targets[:5], {sm: 6, cc: 3, oc: 1}, seed=0)  # wanted 10, 5 found: 3 / 1.5 / 0.5
+    assert Counter(e for _, e in short) == {sm: 3, cc: 2}
+    assert deal_edit_types(targets, {sm: 1, cc: 1}, seed=3) == deal_edit_types(targets, {sm: 1, cc: 1}, seed=3)
+    assert {e for _, e in deal_edit_types(targets, {oc: 1.0}, seed=0)} == {oc}
 
 
 def test_source_spec_and_params_refuse_bad_values():

@@ -116,3 +116,15 @@ def test_without_hard_links_the_bytes_are_written_and_a_changed_file_is_refused(
     with pytest.raises(InputError, match="differs from what its build wrote") as refused:
         CheckedSource(project).copy_to("data/set/masks/b.png", tmp_path / "out" / "b.png")
     assert refused.value.path.endswith("b.png") and not (tmp_path / "out" / "b.png").exists()
+
+
+def test_a_checked_read_by_absolute_path_outside_every_build_is_read_as_it_is(tmp_path):
+    from segbench.core.integrity import CheckedSource
+
+    project = _built(tmp_path)
+    (project / "rounds").mkdir()
+    (project / "rounds" / "r.json").write_text("{}")
+    source = CheckedSource(project)
+    # No manifest above it up to "/": the search for its build ends there (it once went round forever).
+    assert source.read_bytes(str(project / "rounds" / "r.json")) == b"{}"
+    assert source.read_bytes(str(project / "data" / "set" / "masks" / "a.png")) == b"mask a"

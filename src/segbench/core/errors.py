@@ -19,13 +19,14 @@ from typing import NotRequired, TypedDict
 
 class SkipRecord(TypedDict):
     """One skipped item in a skip report: the error's type, file, item and message (a CAFE candidate
-    left out of the export adds its id; a rejected prompt pair, the rule and the pair)."""
+    left out of the export adds its id and round; a rejected prompt pair, the rule and the pair)."""
 
     error: str
     path: str | None
     item: str | None
     message: str
     id: NotRequired[int]
+    round: NotRequired[str]
     rule: NotRequired[str]
     q_pos: NotRequired[str]
     q_neg: NotRequired[str]

@@ -38,7 +38,10 @@ class CheckedSource(DatasetSource):
             outputs = self._outputs[folder]
             if outputs is not None:
                 return folder, outputs
-            folder = posixpath.dirname(folder)
+            parent = posixpath.dirname(folder)
+            if parent == folder:  # "/" of an absolute path: no build above it
+                return None
+            folder = parent
         return None
 
     def read_bytes(self, relpath: str) -> bytes:

@@ -61,7 +61,13 @@ class CafeParams(BaseModel):
     sole_instance: bool = Field(
         True, description="only objects that are the one instance of their category in the image: the export "
         "marks the single mask as exhaustive, so another instance would count against a correct prediction")
-    quotas: dict[str, int] = Field(default_factory=dict, description="source name → most targets taken (default all)")
+    quotas: dict[str, int] = Field(default_factory=dict, description="source name → verified samples wanted (default: "
+                                   "every eligible object becomes a candidate)")
+    expected_acceptance: float = Field(1.0, gt=0, le=1, description="share of candidates people are expected to "
+                                       "verify before any round measured it: a quota asks for quota / share candidates")
+    top_up_of: str | None = Field(None, description="the verification round whose chain this batch tops up (its "
+                                  "drawn targets are left out; the shortfall sets the candidates wanted)")
+    batch: int = Field(1, ge=1, description="the batch's place in its top-up chain")
     edit_mix: dict[str, float] = Field(default_factory=lambda: dict(PAPER_EDIT_MIX),
                                        description="edit type (SM, CC, OC) → share of the targets")
     seed: int = 0
@@ -197,6 +203,21 @@ class CandidatesSummary(BuildSummary):
     usage: Usage = Field(description="what the language provider spent: calls, cache hits, retries, tokens, cost")
 
 
+class TargetRow(BaseModel):
+    """One source × edit type of a CAFE export: the target, what the rounds asked and verified,
+    and what the export kept."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    edit_type: str
+    target: int | None = Field(description="verified samples wanted (none: the source had no quota)")
+    asked: int = Field(description="candidates the rounds asked about and people answered")
+    verified: int
+    exported: int = Field(description="verified samples exported: at most the target")
+    short: int = Field(description="target minus exported (0 without a target)")
+
+
 class ExportCounts(Counts):
     """The verified samples a CAFE export wrote (each has its original and edited image) and the rest."""
 
@@ -209,6 +230,9 @@ class ExportCounts(Counts):
     unanswered: int = Field(0, description="not verified: a question without any answer (exported with --partial)")
     held_out: int = Field(0, description="candidates held out of the round to make its gold: the round did not ask "
                                          "about them")
+    beyond_target: int = Field(0, description="verified, but their source × edit type already had its target")
+    targets: list[TargetRow] = Field(default_factory=list, description="target against achieved per source × edit "
+                                     "type (when the candidates had quotas)")
     prompt_pairs: int
     unique_positive: int
     unique_negative: int

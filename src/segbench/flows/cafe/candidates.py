@@ -3,7 +3,8 @@
 ``build_cafe_candidates`` writes ``<data root>/cafe_candidates/`` through a resumable stage:
 ``candidates.jsonl`` (one :class:`~segbench.schemas.cafe.Candidate` per line), ``images/`` (the
 edited images I), ``review/`` (I with M outlined, what the verification round shows),
-``tables/prompt_pairs.{md,json}``, ``skipped.json`` and ``manifest.json``. Plans come from the
+``tables/prompt_pairs.{md,json}``, ``targets.json`` (every target key drawn, which a top-up
+leaves out), ``skipped.json`` and ``manifest.json``. Plans come from the
 language provider (WordNet offline, a language model when configured), edits from the image
 editor; both go through content-addressed caches, so a rebuild replays them. The build key covers
 the sources' annotation files and image folders, the params, the provider and editor and the
@@ -43,6 +44,7 @@ from segbench.core.io import (
 )
 from segbench.core.masks import rle_to_bitmap
 from segbench.core.resume import hash_inputs
+from segbench.flows.cafe.history import DRAWN_FILE, Chain, chain_of
 from segbench.flows.prefect_ui import from_params, publish_build, run_name, task_name
 from segbench.flows.units import UNIT, count_units
 from segbench.providers.base import Question, Usage, describe_usage
@@ -51,6 +53,7 @@ from segbench.schemas.cafe import CafeParams, Candidate, CandidatesSummary, Plan
 from segbench.schemas.edits import EditPlan, EditType
 from segbench.tasks.cafe import pairs as cafe_pairs
 from segbench.tasks.cafe import plans as cafe_plans
+from segbench.tasks.cafe import quotas as cafe_quotas
 from segbench.tasks.cafe import targets as cafe_targets
 from segbench.tasks.cafe import versions
 from segbench.tasks.cafe.verification import outline
@@ -59,11 +62,12 @@ DEFAULT_NLTK_DATA = Path(".segbench") / "nltk_data"
 
 
 @task(**task_name("select-cafe-targets"), cache_policy=NO_CACHE)
-def select_source_targets(source: SourceSpec, params: CafeParams) -> tuple[list[Target], list[SkipRecord]]:
+def select_source_targets(source: SourceSpec, params: CafeParams, limit: int | None,
+                          exclude: frozenset[str]) -> tuple[list[Target], list[SkipRecord]]:
     """The targets of one source, and the records of what was skipped (under ``on_error = skip``)."""
     policy = ImportPolicy(on_error=params.on_error)
     index = load_coco(source.annotations, policy=policy)
-    targets = cafe_targets.select_targets(index, source.name, params, policy)
+    targets = cafe_targets.select_targets(index, source.name, params, policy, limit=limit, exclude=exclude)
     get_run_logger().info("%s: %d images, %d targets", source.name, len(index.images), len(targets))
     return targets, policy.report.skipped
 
@@ -163,11 +167,11 @@ def _validated(plans: list[tuple[Target, EditPlan]], wn: Any, skips: SkipReport)
     return out
 
 
-def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candidate]:
-    """Candidates with ids 1..N in key order and a per-sample edit seed derived from the build seed."""
+def _candidates(plans: list[tuple[Target, EditPlan]], seed: int, first_id: int = 1) -> list[Candidate]:
+    """Candidates with ids ``first_id``.. in key order and a per-sample edit seed derived from the build seed."""
     rows = sorted(plans, key=lambda tp: (tp[0].key, tp[1].edit_type.abbr))
     out = []
-    for number, (target, plan) in enumerate(rows, start=1):
+    for number, (target, plan) in enumerate(rows, start=first_id):
         stem = f"{target.source}_{target.image_id}_{target.annotation_id}_{plan.edit_type.abbr}"
         key = f"{target.key}:{plan.edit_type.abbr}"
         out.append(Candidate(id=number, key=key, target=target, plan=plan, image=f"images/{stem}.jpg",
@@ -178,9 +182,14 @@ def _candidates(plans: list[tuple[Target, EditPlan]], seed: int) -> list[Candida
 @flow(name="build-cafe-candidates",
       flow_run_name=run_name("build-cafe-candidates", from_params(CafeParams, seed="seed")))
 def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, params: CafeParams | None = None,
-                          editor: Any = None, nltk_data: Path | None = None, force: bool = False
-                          ) -> CandidatesSummary:
+                          editor: Any = None, nltk_data: Path | None = None, force: bool = False,
+                          data_root: Path | None = None) -> CandidatesSummary:
     """Build CAFE candidates from COCO-format sources into ``out`` (staged: all or nothing).
+
+    With quotas, each source × edit type asks for its target over the share people are expected to
+    verify (:mod:`segbench.tasks.cafe.quotas`). A top-up batch (``params.top_up_of``, a round of
+    ``data_root``) leaves out every target the chain of that round drew, asks for what the chain
+    is short of over the share it measured, and numbers its candidates after the chain's.
 
     Args:
         sources: the sources (name, annotations file, images folder); names must differ.
@@ -190,17 +199,21 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
             settings; default: the offline Pillow compositor, uncached).
         nltk_data: where the WordNet data for the pair checks is prepared.
         force: rebuild even when ``out`` was built with the same build key.
+        data_root: where the rounds of a top-up are (required with ``params.top_up_of``).
 
     Returns:
         A summary: output path, ``up_to_date``, counts, ``units`` (edit shards computed / reused from
         a killed run), skipped counts and provider usage.
 
     Raises:
-        InputError: a missing or malformed source, repeated source names.
+        InputError: a missing or malformed source, repeated source names, a top-up without
+            ``data_root``.
+        RoundStateError: a round of the top-up's chain is not ingested, or has unanswered items.
         AnnotationError / ProviderError: under ``on_error = fail``, a bad annotation, image or edit.
     """
     params = params or CafeParams()
     _check_sources(sources, params)
+    chain = _chain(params, data_root)
     logger = get_run_logger()
     if editor is None:
         from segbench.providers.cafe.pillow_editor import PillowCompositor
@@ -208,14 +221,16 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         editor = PillowCompositor()
     out = Path(out)
     hashes = hash_inputs(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
+    for r in chain.rounds:  # a top-up depends on what people answered in the rounds it tops up
+        hashes |= {f"{label}:{r.round.key}": digest for label, digest in hash_inputs(
+            {"answers": r.answers_path}, hint=f"segbench rounds ingest {r.round.key}").items()}
     build = Build(out=out, dataset="cafe_candidates", logic_version=versions.CANDIDATES,
                   params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
                   input_hashes=hashes)
     skips = SkipReport()
-    summary = run_build(build, lambda stage, planned: _edit_all(stage, planned[0], planned[1], sources, params, skips,
-                                                                  editor),
+    summary = run_build(build, lambda stage, planned: _edit_all(stage, planned, sources, params, skips, editor),
                         CandidatesSummary, force=force, logger=logger,
-                        prepare=lambda: _plan_all(sources, params, skips, provider, nltk_data),
+                        prepare=lambda: _plan_all(sources, params, skips, provider, nltk_data, chain),
                         finished=lambda manifest: {"skipped": manifest.counts["skipped"],
                                                    "usage": {k: 0 for k in Usage.model_fields}})
     if not summary.up_to_date:
@@ -237,29 +252,61 @@ def _check_sources(sources: list[SourceSpec], params: CafeParams) -> None:
         raise InputError(f"quota for unknown source(s) {unknown}", hint=f"sources are: {', '.join(names)}")
 
 
+def _chain(params: CafeParams, data_root: Path | None) -> Chain:
+    """The rounds a top-up batch tops up (none for a first batch), every one of them fully answered."""
+    if params.top_up_of is None:
+        return Chain()
+    if data_root is None:
+        from segbench.core.errors import InputError
+
+        raise InputError(f"a top-up of round {params.top_up_of} needs the data root its rounds are in",
+                         hint="pass data_root")
+    chain = chain_of(Path(data_root), params.top_up_of)
+    chain.require_answered()
+    return chain
+
+
+def wanted_per_source(params: CafeParams, chain: Chain) -> dict[str, dict[EditType, float]]:
+    """Per source with a quota: the candidates each edit type wants (shortfall over the expected share)."""
+    targets = cafe_quotas.cell_targets(params.quotas, params.edit_mix)
+    verified = chain.verified()
+    shares = cafe_quotas.acceptance(chain.asked(), verified, targets, params.expected_acceptance)
+    wanted = cafe_quotas.candidates_wanted(targets, verified, shares)
+    out: dict[str, dict[EditType, float]] = {}
+    for (source, edit), n in wanted.items():
+        out.setdefault(source, {})[edit] = n
+    return out
+
+
 def _plan_all(sources: list[SourceSpec], params: CafeParams, skips: SkipReport, provider: Any,
-              nltk_data: Path | None) -> tuple[list[Candidate], dict[str, int]]:
-    """Select targets, ask for edit plans and keep the valid pairs: the candidates to edit and the
-    provider's usage while planning; what is left out goes into ``skips``."""
+              nltk_data: Path | None, chain: Chain) -> tuple[list[Candidate], dict[str, int], list[str]]:
+    """Select targets, ask for edit plans and keep the valid pairs: the candidates to edit, the
+    provider's usage while planning and every target key drawn; what is left out goes into ``skips``."""
     from segbench.providers.wordnet_data import load_wordnet
 
-    targets = []
+    wanted = wanted_per_source(params, chain)
+    drawn = frozenset(chain.drawn())
+    assigned: list[tuple[Target, EditType]] = []
     for source in sorted(sources, key=lambda s: s.name):
-        found, skipped = select_source_targets(source, params)
-        targets += found
+        weights = wanted.get(source.name)
+        limit = None if weights is None else int(sum(weights.values()))
+        found, skipped = select_source_targets(source, params, limit, drawn)
+        assigned += cafe_targets.deal_edit_types(found, weights or cafe_quotas.edit_type_weights(params.edit_mix),
+                                                 seed=params.seed)
         skips.skipped += skipped
-    assigned = cafe_targets.assign_edit_types(targets, params.edit_mix, seed=params.seed)
     before = provider.usage
     plans = _plans(provider, assigned, params, skips)
     usage = {k: getattr(provider.usage, k) - getattr(before, k) for k in Usage.model_fields}
     wn = load_wordnet(Path(nltk_data or DEFAULT_NLTK_DATA))
-    return _candidates(_validated(plans, wn, skips), params.seed), usage
+    candidates = _candidates(_validated(plans, wn, skips), params.seed, first_id=chain.last_id() + 1)
+    return candidates, usage, sorted(t.key for t, _ in assigned)
 
 
-def _edit_all(stage: Stage, candidates: list[Candidate], usage: dict[str, int], sources: list[SourceSpec],
+def _edit_all(stage: Stage, planned: tuple[list[Candidate], dict[str, int], list[str]], sources: list[SourceSpec],
               params: CafeParams, skips: SkipReport, editor: Any) -> Built:
-    """Edit every candidate in shards (units) and write the candidate files into ``stage``; ``usage``
-    (the provider's, while planning) is returned with what was built."""
+    """Edit every candidate ``planned`` in shards (units) and write the candidate files into ``stage``;
+    the provider's usage while planning is returned with what was built."""
+    candidates, usage, drawn = planned
     images_dir = {s.name: Path(s.images) for s in sources}
     shards = [candidates[i : i + params.edit_shard] for i in range(0, len(candidates), params.edit_shard)]
     futures = [edit_shard.submit(stage.unit_key(f"edit/{n}"), editor, shard, images_dir, stage.path, params)
@@ -267,6 +314,7 @@ def _edit_all(stage: Stage, candidates: list[Candidate], usage: dict[str, int], 
     results = progress.gather(futures, "edits", len(candidates), lambda result: len(result[0]))
     skips.skipped += [record for _, skipped in results for record in skipped]
     built = _write_candidates(stage, [c for done, _ in results for c in done], params, skips)
+    write_json(stage.path / DRAWN_FILE, drawn)  # a top-up leaves these out
     built.units = count_units(futures)
     built.extras["usage"] = usage
     return built

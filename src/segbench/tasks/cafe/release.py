@@ -117,19 +117,32 @@ def rejections(answers: dict[str, Any], candidate_ids: set[int]) -> dict[str, in
     return dict(sorted(reasons.items()))
 
 
+def _batches(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(candidates folder, answers file) of each round the export read: a chain of top-ups, or one round."""
+    if "rounds" in params:
+        return [(batch["candidates"], batch["answers"]) for batch in params["rounds"].values()]
+    return [(params["candidates"], f"{params.get('answers_of', params['round'])}.answers.json")]
+
+
 def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePlan:
     from segbench.core.release.features import ClassLabel, Features, Image, List, Value
 
     manifest = source.read_json(f"{data_dir}/manifest.json")
     params = manifest["params"]
     data_root = str(Path(data_dir).parent)
-    candidates_dir = f"{data_root}/{params['candidates']}"
-    candidates_manifest = source.read_json(f"{candidates_dir}/manifest.json")
+    batches = _batches(params)
+    candidates_manifests = [source.read_json(f"{data_root}/{folder}/manifest.json") for folder, _ in batches]
+    candidates_manifest = candidates_manifests[-1]
     cparams = candidates_manifest["params"]
-    candidates = {int(row["id"]): row for row in map(json.loads, source.read_bytes(
-        f"{candidates_dir}/candidates.jsonl").decode("utf-8").splitlines()) if row}
-    answers_path = f"{data_root}/rounds/{params['round']}.answers.json"
-    answers = source.read_json(answers_path) if source.exists(answers_path) else {}
+    candidates = {int(row["id"]): row for folder, _ in batches for row in map(json.loads, source.read_bytes(
+        f"{data_root}/{folder}/candidates.jsonl").decode("utf-8").splitlines()) if row}
+    answers: dict[str, Any] = {"items": [], "answers": []}
+    for _, answers_file in batches:
+        path = f"{data_root}/rounds/{answers_file}"
+        if source.exists(path):  # item ids are unique across the batches of a chain
+            batch = source.read_json(path)
+            answers["items"] += batch.get("items", [])
+            answers["answers"] += batch.get("answers", [])
     votes = _votes(answers)
     edit_types = [t.name for t in EditType]
     features = Features({
@@ -238,15 +251,20 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         features=features, descriptions=DESCRIPTIONS, tables=tables, native=native,
         version=manifest["build_key"], created=manifest["created_at"],
         sources={**candidates_manifest["inputs"], **manifest["inputs"]},
-        selection={"candidates": candidates_manifest["counts"]["candidates"],
-                   **{f"candidates {k}": v for k, v in candidates_manifest["counts"]["by_edit_type"].items()},
+        selection={"candidates": sum(m["counts"]["candidates"] for m in candidates_manifests),
+                   **{f"candidates {k}": sum(m["counts"]["by_edit_type"].get(k, 0) for m in candidates_manifests)
+                      for k in candidates_manifest["counts"]["by_edit_type"]},
+                   **({"verification rounds": ", ".join(params["rounds"])} if "rounds" in params else {}),
                    "not verified": counts["not_verified"],
                    **{f"not verified, {reason}": n for reason, n in rejections(answers, set(candidates)).items()},
+                   **({"verified beyond the target": counts["beyond_target"]} if counts.get("beyond_target") else {}),
                    "verified pairs": counts["samples"],
-                   **{f"verified {k}": v for k, v in counts["by_edit_type"].items()}},
+                   **{f"verified {k}": v for k, v in counts["by_edit_type"].items()},
+                   **{f"released / target, {row['source']} {row['edit_type']}": f"{row['exported']} / {row['target']}"
+                      for row in counts.get("targets", [])}},
         seed=candidates_manifest.get("seed"), chosen_ids={config: {SPLIT: [int(p["id"]) for p, _, _ in pairs(subset)]}
                                                            for config, subset in CONFIGS.items()},
-        rounds=rounds_of(source, {params["candidates"]}),
+        rounds=rounds_of(source, {folder for folder, _ in batches}),
         machine_tools=[f"edit planner: {planner}", f"image editor: {editor}"],
         collection=("Source images and target masks come from the source datasets named under Sources; each target "
                     "is edited once by the image editor following a plan that fixes q+ and q-."),

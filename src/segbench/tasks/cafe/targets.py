@@ -4,20 +4,20 @@ Reads validated COCO-format sources (COCO val2017, LVIS val, SA-Co/Gold-style fi
 :func:`segbench.core.coco.load_coco` and picks instance masks that an edit can change visibly and
 people can verify: not crowd, within area bounds (a fraction of the image), by default the only
 instance of its category in the image, at most ``targets_per_image`` per image, at most the
-source's quota, seeded. Each target keeps its provenance (source, image id, annotation id).
+candidates the source's quota asks for (``quotas.py``), seeded, leaving out targets an earlier
+batch drew. Each target keeps its provenance (source, image id, annotation id).
 
-Edit types are then dealt to the targets in the configured mix (largest remainders, seeded), one
-edit per target, as in the released CAFE where every sample is its own target.
+Edit types are then dealt to each source's targets (largest remainders, seeded), one edit per
+target, as in the released CAFE where every sample is its own target.
 
 What does not belong here: asking for edit plans (``plans.py``), editing, export.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from segbench.core.coco import CocoIndex, annotation_rle
@@ -26,6 +26,7 @@ from segbench.core.io import inside_name
 from segbench.core.masks import rle_area, rle_to_bitmap
 from segbench.schemas.cafe import CafeParams, Target
 from segbench.schemas.edits import EditType
+from segbench.tasks.cafe import quotas
 
 # LVIS names carry a WordNet-style sense in parentheses ("bat_(animal)") and underscores.
 _LVIS_SENSE = re.compile(r"_?\([^)]*\)$")
@@ -75,12 +76,14 @@ def eligible_annotations(index: CocoIndex, params: CafeParams) -> dict[str, list
     return {name: sorted(anns, key=lambda a: a["id"]) for name, anns in sorted(out.items())}
 
 
-def select_targets(index: CocoIndex, source: str, params: CafeParams, policy: ImportPolicy) -> list[Target]:
-    """The targets of one source: eligible objects, ``targets_per_image`` per image, up to the quota.
+def select_targets(index: CocoIndex, source: str, params: CafeParams, policy: ImportPolicy, *,
+                   limit: int | None = None, exclude: Set[str] = frozenset()) -> list[Target]:
+    """The targets of one source: eligible objects, ``targets_per_image`` per image, up to ``limit``.
 
-    Images are visited in a seeded order (the seed and the source name), so a quota takes a
-    random but reproducible subset; within an image the objects are drawn the same way. A mask
-    that does not decode goes to ``policy`` and the next object of the image is tried.
+    Images are visited in a seeded order (the seed and the source name), so a limit takes a
+    random but reproducible subset; within an image the objects are drawn the same way. Target
+    keys in ``exclude`` (drawn by an earlier batch) are passed over, so a top-up continues the same
+    order. A mask that does not decode goes to ``policy`` and the next object of the image is tried.
 
     Returns:
         Targets sorted by key.
@@ -88,7 +91,7 @@ def select_targets(index: CocoIndex, source: str, params: CafeParams, policy: Im
     Raises:
         AnnotationError: under a fail policy, a malformed segmentation or an empty mask.
     """
-    quota = params.quotas.get(source)
+    quota = limit
     rng = random.Random(f"{params.seed}:{source}")
     groups = eligible_annotations(index, params)
     files = sorted(groups)
@@ -103,6 +106,9 @@ def select_targets(index: CocoIndex, source: str, params: CafeParams, policy: Im
         for ann in anns:
             if taken >= params.targets_per_image or (quota is not None and len(targets) >= quota):
                 break
+            if target_key(source, ann["image_id"], ann["id"]) in exclude:
+                taken += 1  # the image's slot went to the earlier batch
+                continue
             target = _target(index, source, ann, policy)
             if target is not None:
                 targets.append(target)
@@ -139,21 +145,19 @@ def _target(index: CocoIndex, source: str, ann: dict[str, Any], policy: ImportPo
     )
 
 
-def assign_edit_types(targets: Sequence[Target], mix: Mapping[str, float], *,
-                      seed: int) -> list[tuple[Target, EditType]]:
-    """Deal one edit type to each target so the counts follow ``mix`` (largest remainders).
+def deal_edit_types(targets: Sequence[Target], weights: Mapping[EditType, float], *,
+                    seed: int) -> list[tuple[Target, EditType]]:
+    """Deal one edit type to each target of one source, in proportion to ``weights``.
 
-    The targets are shuffled with ``seed`` before dealing, so which target gets which edit does
-    not depend on source order. Returns (target, edit type) sorted by target key.
+    ``weights`` are the candidates each edit type wants (or the mix when the source has no quota);
+    when the source has fewer targets the counts shrink in proportion (largest remainders). The
+    targets are shuffled with the seed and the source first, so which target gets which edit does
+    not depend on file order. Returns (target, edit type) sorted by target key.
     """
-    types = [t for t in EditType if mix.get(t.name, 0) > 0]
-    total = sum(mix[t.name] for t in types)
-    exact = {t: len(targets) * mix[t.name] / total for t in types}
-    counts = {t: math.floor(v) for t, v in exact.items()}
-    left = len(targets) - sum(counts.values())
-    for t in sorted(types, key=lambda t: (-(exact[t] - counts[t]), list(EditType).index(t)))[:left]:
-        counts[t] += 1
+    if not targets:
+        return []
+    counts = quotas.apportion(len(targets), weights)
     order = sorted(targets, key=lambda t: t.key)
-    random.Random(f"{seed}:edit-types").shuffle(order)
-    dealt = [t for t in types for _ in range(counts[t])]
+    random.Random(f"{seed}:edit-types:{order[0].source}").shuffle(order)
+    dealt = [t for t in EditType for _ in range(counts.get(t, 0))]
     return sorted(zip(order, dealt, strict=True), key=lambda pair: pair[0].key)

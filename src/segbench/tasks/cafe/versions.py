@@ -3,11 +3,13 @@
 """
 
 # The build of ``cafe_candidates/``. Changes: 2: the manifest records the image folders as inputs, and the build
-# key.
-CANDIDATES = "2"
+# key; 3: quotas are verified counts (dealt per source × edit type, over the expected share), top-up batches,
+# targets.json.
+CANDIDATES = "3"
 
-# The export ``cafe/``. Changes: 2: the manifest records the build key.
-EXPORT = "2"
+# The export ``cafe/``. Changes: 2: the manifest records the build key; 3: a chain of top-up rounds, at most the
+# target per source × edit type, tables/targets.{md,json}.
+EXPORT = "3"
 
 # The CAFE evaluation report. Changes: 2: metrics.json is {"evaluated", "metrics"}; 3: SoftSwap; 4: published
 # comparison, summary table; 5: "what was evaluated" names paths relative to the project and the working tree; report.md shows its plots.
