@@ -181,7 +181,7 @@ def test_bad_inputs_are_named_errors(tmp_path):
 
     build_cafe_candidates(sources, out, provider, editor=editor, nltk_data=settings.work_dir / "nltk_data")
     create_cafe_verification(settings.data_root, "v1", backend="files")
-    with pytest.raises(RoundStateError, match="export needs the round.s answers"):
+    with pytest.raises(RoundStateError, match="answers are not ingested yet"):
         build_cafe(settings.data_root, "v1")
     (out / "review" / "extra.jpg").write_bytes(b"x")
     with pytest.raises(InputError, match="changed since round v1"):

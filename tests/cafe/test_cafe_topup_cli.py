@@ -96,3 +96,8 @@ def test_a_round_short_of_its_quotas_is_topped_up_until_the_targets_are_met(tmp_
     rows = pq.read_table(next((tmp_path / "release").rglob("all/*.parquet")), columns=["pair_id", "votes"]).to_pylist()
     assert len(rows) == 8 and all(row["votes"] for row in rows)
     assert {row["pair_id"] for row in rows} & {c.id for c in second}
+
+    # Every batch of the chain is checked against its manifest before an export.
+    (data / "cafe_candidates" / "review" / "extra.jpg").write_bytes(b"x")
+    tampered = run(tmp_path, "build", "cafe", "--round", "v2", "--force", code=1)
+    assert "changed since round v1" in str(tampered.exception)

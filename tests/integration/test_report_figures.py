@@ -88,6 +88,8 @@ CASES = {
     "lac_figure with baseline": lambda tmp: lac.lac_figure(_lac_summary(baseline=True)),
     "boxplots_figure": lambda tmp: stats_report.boxplots_figure(_boxplot_groups()),
     "shapes_figure": lambda tmp: stats_report.shapes_figure(_shape_panels()),
+    "part_categories_figure": lambda tmp: stats_report.part_categories_figure(
+        {"Car-Body": {"subparts": 9, "multi_polygon": 3}, "Quadruped-Head": {"subparts": 12, "multi_polygon": 1}}),
     "subparts_per_part_figure": lambda tmp: taxonomy_plot.subparts_per_part_figure(_restricted_taxonomy()),
 }
 
@@ -133,3 +135,11 @@ def test_every_figure_builder_of_the_report_modules_is_checked_here():
                 if name.endswith("_figure") and member.__module__ == module.__name__}
     checked = {case.split()[0] for case in CASES}
     assert builders == checked
+
+
+def test_the_part_category_chart_draws_the_tables_counts_most_annotated_first():
+    figure = stats_report.part_categories_figure({"Car-Body": {"subparts": 9, "multi_polygon": 3},
+                                                  "Quadruped-Head": {"subparts": 12, "multi_polygon": 1}})
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Quad Head", "Car Body"]
+    assert [p.get_height() for p in ax.patches] == [12, 9, 1, 3]  # all annotations, then the multi-polygon ones

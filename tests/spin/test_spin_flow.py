@@ -80,7 +80,7 @@ def test_build_is_byte_reproducible_and_the_subparts_are_the_truth(world, tmp_pa
     assert checked == counts.composition.overall.subparts.annotations > 0
     assert counts.resolved_outside_selection == len(resolved) - checked
     for name in ("composition.json", "composition.md", "subparts.json", "subparts.md", "subpart_boxplots.png",
-                 "subpart_shapes.png"):
+                 "subpart_shapes.png", "subparts_per_part_category.png"):
         assert (a / "stats" / name).stat().st_size > 0
     stats = json.loads((a / "stats" / "subparts.json").read_text())
     assert stats["subparts_per_object"]["Overall"]["n"] == counts.composition.overall.wholes.annotations

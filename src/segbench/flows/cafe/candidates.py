@@ -262,6 +262,7 @@ def _chain(params: CafeParams, data_root: Path | None) -> Chain:
         raise InputError(f"a top-up of round {params.top_up_of} needs the data root its rounds are in",
                          hint="pass data_root")
     chain = chain_of(Path(data_root), params.top_up_of)
+    chain.check_files()
     chain.require_answered()
     return chain
 

@@ -72,12 +72,20 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     # Where the files are, whether exported now or found up to date.
     files = {"files": {stem: out / f"{stem}.json" for stem in cafe_export.SUBSETS}}
     summary = run_build(build, lambda stage, _: _write_export(stage, chain, targets, files), ExportSummary,
-                        force=force, prepare=lambda: None if partial else chain.require_answered(),
+                        force=force, prepare=lambda: _check(chain, partial),
                         finished=lambda _manifest: files, logger=get_run_logger())
     if not summary.up_to_date:
         get_run_logger().info("exported %d samples", summary.counts.samples)
     publish_build("cafe", summary)
     return summary
+
+
+def _check(chain: Chain, partial: bool) -> None:
+    """Before exporting: every candidate file is what its build wrote, and (without ``partial``) every
+    item has its answers."""
+    chain.check_files()
+    if not partial:
+        chain.require_answered()
 
 
 def _targets(candidates_path: Path) -> dict[Cell, int]:

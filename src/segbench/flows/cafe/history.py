@@ -16,7 +16,7 @@ from pathlib import Path
 from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import read_json
 from segbench.core.manifest import read_manifest
-from segbench.flows.cafe.verification import check_version, read_candidates, work_candidates
+from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates, work_candidates
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import AnswersFile, Round, RoundStatus
 from segbench.tasks.cafe import verification
@@ -74,6 +74,12 @@ class Chain:
             if path.is_file():
                 out |= set(read_json(path))
         return out
+
+    def check_files(self) -> None:
+        """Raises InputError: a candidate file differs from what its build's manifest lists (every
+        file is read: an up-to-date export does not call this)."""
+        for r in self.rounds:
+            check_version(r.round, r.candidates_path)
 
     def require_answered(self) -> None:
         """Raises RoundStateError: some items of a round of the chain have no answer to every question."""
@@ -136,7 +142,9 @@ def chain_of(data_root: Path, round_key: str) -> Chain:
 
 
 def _verdicts(round_: Round, candidates_path: Path, answers_path: Path) -> RoundVerdicts:
-    check_version(round_, candidates_path)
+    if candidates_version(candidates_path) != round_.dataset_version:  # the files: Chain.check_files
+        raise InputError(f"the candidates changed since round {round_.key} was created", path=candidates_path,
+                         hint="restore the candidates the round was made on, or create a new round")
     every = read_candidates(candidates_path)
     asked = work_candidates(round_, every)
     answers = AnswersFile.model_validate(read_json(answers_path)).items

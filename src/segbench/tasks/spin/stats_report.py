@@ -1,4 +1,4 @@
-"""Writing the SPIN statistics: Table 1, Fig. 3- and Fig. 7-style tables (JSON + Markdown) and boxplots.
+"""Writing the SPIN statistics: Table 1, Fig. 3-, 5-, 6- and 7-style tables (JSON + Markdown) and plots.
 
 Input is what ``stats.py`` computed; nothing here computes a measure. Plots are drawn on a
 private Agg canvas (:func:`segbench.core.reports.figure_png`) and every file is written atomically.
@@ -13,9 +13,9 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from segbench.core.io import atomic_write_bytes, atomic_write_text, write_json
-from segbench.core.reports import figure_png, markdown_table
+from segbench.core.reports import figure_png, legend_beside, markdown_table
 from segbench.schemas.spin_results import Composition, SpinComposition
-from segbench.tasks.spin.stats import MEASURES, SubpartStatistics
+from segbench.tasks.spin.stats import MEASURES, PartCategoryCounts, SubpartStatistics
 
 PANELS = {
     "subparts_per_part": "(a) subparts per part",
@@ -28,6 +28,7 @@ PANELS = {
 SHORT = {"Aeroplane": "Aero", "Quadruped": "Quad"}
 PLOT_NAME = "subpart_boxplots.png"
 SHAPES_PLOT_NAME = "subpart_shapes.png"
+PART_PLOT_NAME = "subparts_per_part_category.png"
 SHAPE_PANELS = {"extent single": "(a) extent, single polygon", "extent multi": "(b) extent, several polygons",
                 "boundary_complexity single": "(c) boundary complexity, single polygon",
                 "boundary_complexity multi": "(d) boundary complexity, several polygons"}
@@ -129,10 +130,31 @@ def shapes_figure(panels: Mapping[str, Mapping[str, Sequence[float]]]) -> Figure
     return figure
 
 
+def part_categories_figure(per_part: Mapping[str, PartCategoryCounts]) -> Figure:
+    """Fig. 5 and Fig. 6 in one bar chart: subpart annotations per part category, the multi-polygon
+    ones darker (``summary["part_categories"]``), most annotated first."""
+    names = sorted(per_part, key=lambda n: (-per_part[n]["subparts"], n))
+    figure = Figure(figsize=(max(6.0, 0.35 * len(names) + 2), 5), dpi=100)
+    ax = figure.subplots()
+    positions = range(len(names))
+    ax.bar(positions, [per_part[n]["subparts"] for n in names], color="#9ecae1", label="one polygon")
+    ax.bar(positions, [per_part[n]["multi_polygon"] for n in names], color="#3182bd", label="several polygons")
+    labels = [" ".join(SHORT.get(w, w) for w in n.split("-", 1)) for n in names]
+    ax.set_xticks(list(positions), labels, rotation=60, ha="right")
+    ax.set_xlabel("part category")
+    ax.set_ylabel("subpart annotations")
+    ax.set_title("Subpart annotations per part category (Fig. 5), several-polygon ones darker (Fig. 6)")
+    legend_beside(ax)
+    ax.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
 def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: SubpartStatistics,
                 groups: Mapping[str, Mapping[str, Sequence[float]]],
                 shapes: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Path]:
-    """Write ``composition.{json,md}``, ``subparts.{json,md}`` and the two boxplot PNGs into ``out_dir``."""
+    """Write ``composition.{json,md}``, ``subparts.{json,md}``, the two boxplot PNGs and the bar chart
+    per part category into ``out_dir``."""
     out_dir = Path(out_dir)
     return [
         write_json(out_dir / "composition.json", table.model_dump(mode="json"), indent=1),
@@ -141,4 +163,5 @@ def write_stats(out_dir: str | Path, *, table: SpinComposition, summary: Subpart
         atomic_write_text(out_dir / "subparts.md", measures_markdown(summary)),
         atomic_write_bytes(out_dir / PLOT_NAME, boxplots_png(groups)),
         atomic_write_bytes(out_dir / SHAPES_PLOT_NAME, figure_png(shapes_figure(shapes))),
+        atomic_write_bytes(out_dir / PART_PLOT_NAME, figure_png(part_categories_figure(summary["part_categories"]))),
     ]
