@@ -17,5 +17,5 @@ VERIFICATION = RoundKind(
     name=verification.KIND,
     label_config=LabelConfig(verification.LABEL_CONFIG),
     report=Ref("segbench.flows.cafe.verification:write_verification_report"),
-    create=Ref("segbench.cli.cafe_build:create_verification_command"),
+    create=Ref("segbench.cli.cafe.build:create_verification_command"),
 )

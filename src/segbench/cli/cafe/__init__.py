@@ -1,4 +1,4 @@
-"""CAFE's commands: the build commands (:mod:`segbench.cli.cafe_build`), ``evaluate cafe`` (the
+"""CAFE's commands: the build commands (:mod:`segbench.cli.cafe.build`), ``evaluate cafe`` (the
 target-aware table) and ``evaluate cgf1`` (SAM3's cgF1 on any SA-Co ground truth), and their
 summaries. Heavy imports (Prefect, pycocotools) happen inside the commands."""
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from segbench import console
-from segbench.cli.cafe_build import build_candidates_command, export_command, print_export
+from segbench.cli.cafe.build import build_candidates_command, export_command, print_export
 from segbench.cli.common import (
     FORCE_EVALUATION,
     TRACK,
