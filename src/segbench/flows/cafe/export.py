@@ -20,7 +20,7 @@ from segbench.core.errors import InputError, SkipRecord, SkipReport
 from segbench.core.io import atomic_write_text, write_json
 from segbench.core.manifest import read_manifest
 from segbench.core.resume import hash_inputs
-from segbench.flows.cafe.history import Chain, chain_of
+from segbench.flows.cafe.history import Chain, cell_of, chain_of
 from segbench.flows.cafe.verification import candidates_version
 from segbench.flows.prefect_ui import publish_build, run_name
 from segbench.schemas.cafe import CafeStep, Candidate, ExportSummary
@@ -67,7 +67,7 @@ def build_cafe(data_root: Path, round_key: str, out: Path | None = None, force: 
     last = chain.rounds[-1]
     out = Path(out or data_root / "cafe")
     targets = _targets(last.candidates_path)
-    build = Build(out=out, dataset="cafe", logic_version=versions.EXPORT, params=_params(data_root, chain, targets),
+    build = Build(out=out, dataset="cafe", logic_version=versions.EXPORT, params=_params(chain, targets),
                   input_hashes=_hashes(chain))
     # Where the files are, whether exported now or found up to date.
     files = {"files": {stem: out / f"{stem}.json" for stem in cafe_export.SUBSETS}}
@@ -94,7 +94,7 @@ def _targets(candidates_path: Path) -> dict[Cell, int]:
     return quotas.cell_targets(params.get("quotas") or {}, params.get("edit_mix") or {})
 
 
-def _params(data_root: Path, chain: Chain, targets: dict[Cell, int]) -> dict[str, Any]:
+def _params(chain: Chain, targets: dict[Cell, int]) -> dict[str, Any]:
     """The export's params; a one-round export without quotas keeps the params it always had."""
     last = chain.rounds[-1]
     params: dict[str, Any] = {"round": last.round.key, "candidates": last.round.dataset,
@@ -144,7 +144,7 @@ def _write_export(stage: Stage, chain: Chain, targets: dict[Cell, int], extras: 
         write_json(stage.path / f"{stem}.json", document)
     stats = cafe_pairs.pair_statistics(sample_rows(exported))
     cafe_pairs.write_pair_tables(stage.path / "tables", stats, title="CAFE: prompt pairs")
-    rows = quotas.target_rows(targets, chain.asked(), chain.verified(), Counter(_cell(c) for c in exported))
+    rows = quotas.target_rows(targets, chain.asked(), chain.verified(), Counter(cell_of(c) for c in exported))
     write_json(stage.path / "tables" / "targets.json", [r.model_dump(mode="json") for r in rows], indent=1)
     atomic_write_text(stage.path / "tables" / "targets.md", quotas.targets_markdown(rows, rounds=chain.keys))
     not_verified: list[SkipRecord] = [
@@ -174,7 +174,7 @@ def _within_targets(chain: Chain, targets: dict[Cell, int]) -> tuple[list[tuple[
     taken: Counter[Cell] = Counter()
     for r in chain.rounds:
         for c in sorted(r.verified, key=lambda c: c.id):
-            cell = _cell(c)
+            cell = cell_of(c)
             if targets and taken[cell] >= targets.get(cell, 0):
                 surplus.append({"error": "BeyondTarget", "item": c.key, "path": None, "id": c.id, "round": r.round.key,
                                 "message": f"verified, but {cell[0]} {cell[1].abbr} already has its target of "
@@ -183,10 +183,6 @@ def _within_targets(chain: Chain, targets: dict[Cell, int]) -> tuple[list[tuple[
             taken[cell] += 1
             kept.append((c, r.candidates_path))
     return kept, surplus
-
-
-def _cell(candidate: Candidate) -> Cell:
-    return candidate.target.source, candidate.plan.edit_type
 
 
 # --- the rebuild plan's [cafe] step --------------------------------------------------------------------

@@ -59,11 +59,11 @@ class Chain:
 
     def asked(self) -> Counter[Cell]:
         """Answered items per source × edit type (unanswered ones say nothing about acceptance)."""
-        return Counter(_cell(c) for r in self.rounds for c in r.asked
+        return Counter(cell_of(c) for r in self.rounds for c in r.asked
                        if verification.outcome(r.reasons[c.id]) != "unanswered")
 
     def verified(self) -> Counter[Cell]:
-        return Counter(_cell(c) for r in self.rounds for c in r.verified)
+        return Counter(cell_of(c) for r in self.rounds for c in r.verified)
 
     def drawn(self) -> set[str]:
         """Every target key an earlier batch drew, made into a candidate or not."""
@@ -96,7 +96,8 @@ class Chain:
         return max((c.id for r in self.rounds for c in r.every), default=0)
 
 
-def _cell(candidate: Candidate) -> Cell:
+def cell_of(candidate: Candidate) -> Cell:
+    """The candidate's source and edit type."""
     return candidate.target.source, candidate.plan.edit_type
 
 
