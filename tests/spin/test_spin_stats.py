@@ -178,8 +178,14 @@ def test_subparts_per_object_count_every_part_of_the_image_and_zero_for_none():
     assert per_object == [{"split": "train", "object": "Car", "subparts": 3},
                           {"split": "val", "object": "Car", "subparts": 0}]
     summary = summarize(subpart_measures(levels), subparts_per_part(levels), per_object)
-    assert summary["subparts_per_object"]["Car"] == {"n": 2, "mean": 1.5, "q25": 0.75, "median": 1.5, "q75": 2.25}
+    assert summary["subparts_per_object"]["Car"] == {"n": 2, "mean": 1.5, "min": 0.0, "q25": 0.75, "median": 1.5,
+                                                     "q75": 2.25, "max": 3.0}
     assert list(summary["subparts_per_object"]) == ["Car", "Rigid", "Overall"]
+    from segbench.tasks.spin.stats_report import measures_markdown
+
+    table = measures_markdown(summary).split("## Subparts per object")[1]
+    assert "| object | n | mean | min | q25 | median | q75 | max |" in table  # §4's range, "4 to 15"
+    assert "| Car | 2 | 1.5000 | 0.0000 | 0.7500 | 1.5000 | 2.2500 | 3.0000 |" in table
 
 
 def test_rigid_and_non_rigid_groups_and_the_shapes_of_single_and_multi_polygon_subparts():
@@ -199,6 +205,7 @@ def test_rigid_and_non_rigid_groups_and_the_shapes_of_single_and_multi_polygon_s
     shapes = summary["shapes"]
     assert shapes["Non-rigid"]["single"]["extent"]["median"] == 0.7
     assert shapes["Non-rigid"]["multi"]["boundary_complexity"]["median"] == 0.2
-    assert shapes["Overall"]["multi"]["extent"] == {"n": 2, "mean": 0.4, "q25": 0.35, "median": 0.4, "q75": 0.45}
+    assert shapes["Overall"]["multi"]["extent"] == {"n": 2, "mean": 0.4, "min": 0.3, "q25": 0.35, "median": 0.4,
+                                                    "q75": 0.45, "max": 0.5}
     assert shapes["Fish"]["multi"]["extent"]["n"] == 0
     assert shape_values(rows)["extent single"]["Overall"] == [0.9, 0.7]

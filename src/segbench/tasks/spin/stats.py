@@ -221,11 +221,15 @@ def composition(cocos: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> SpinCom
 
 
 class Quartiles(TypedDict):
+    """A measure's spread in one group: count, mean, range and quartiles (None without values)."""
+
     n: int
     mean: float | None
+    min: float | None
     q25: float | None
     median: float | None
     q75: float | None
+    max: float | None
 
 
 class Holes(TypedDict):
@@ -261,10 +265,10 @@ class SubpartStatistics(TypedDict):
 
 def _quartiles(values: Sequence[float]) -> Quartiles:
     if not values:
-        return {"n": 0, "mean": None, "q25": None, "median": None, "q75": None}
-    q25, median, q75 = np.percentile(np.asarray(values, dtype=float), [25, 50, 75])
-    return {"n": len(values), "mean": float(np.mean(values)), "q25": float(q25), "median": float(median),
-            "q75": float(q75)}
+        return {"n": 0, "mean": None, "min": None, "q25": None, "median": None, "q75": None, "max": None}
+    low, q25, median, q75, high = np.percentile(np.asarray(values, dtype=float), [0, 25, 50, 75, 100])
+    return {"n": len(values), "mean": float(np.mean(values)), "min": float(low), "q25": float(q25),
+            "median": float(median), "q75": float(q75), "max": float(high)}
 
 
 def group_names(objects: Iterable[str]) -> list[str]:

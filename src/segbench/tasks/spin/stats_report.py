@@ -53,11 +53,11 @@ def measures_markdown(summary: SubpartStatistics) -> str:
         rows = [[group, q["n"], q["mean"], q["q25"], q["median"], q["q75"]]
                 for group, q in summary["measures"][measure].items()]
         lines += [f"## {PANELS[measure]}", "", markdown_table(["object", "n", "mean", "q25", "median", "q75"], rows)]
-    per_object = [[group, q["n"], q["mean"], q["q25"], q["median"], q["q75"]]
+    per_object = [[group, q["n"], q["mean"], q["min"], q["q25"], q["median"], q["q75"], q["max"]]
                   for group, q in summary["subparts_per_object"].items()]
-    if per_object:
+    if per_object:  # §4 gives the range: "a total of 4 to 15"
         lines += ["## Subparts per object (in all its parts)", "",
-                  markdown_table(["object", "n", "mean", "q25", "median", "q75"], per_object)]
+                  markdown_table(["object", "n", "mean", "min", "q25", "median", "q75", "max"], per_object)]
     rows = []
     for group, buckets in summary["sizes"].items():
         total = sum(buckets.values()) or 1
