@@ -19,17 +19,20 @@ from segbench.tasks.cafe.verification import CONTROLS
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
 
-def _answer(tmp_path, key: str, candidates: str, reject: int = 0) -> list[int]:
-    """Create, launch, answer and ingest a files round; the first ``reject`` candidates get a clear no."""
+def _answer(tmp_path, key: str, candidates: str, reject: int = 0, gold: int = 0) -> list[int]:
+    """Create, launch, answer and ingest a files round; the first ``reject`` candidates asked about get a
+    clear no, and ``gold`` known-bad items (made from held-out candidates) their known answer."""
     data = tmp_path / "data"
-    run(tmp_path, "rounds", "create", "cafe_verification", key, "--backend", "files",
+    run(tmp_path, "rounds", "create", "cafe_verification", key, "--backend", "files", "--gold", str(gold),
         *(["--candidates", candidates] if candidates != "cafe_candidates" else []))
     run(tmp_path, "rounds", "launch", key)
     round_ = Round.model_validate(read_json(data / "rounds" / f"{key}.json"))
-    every = read_candidates(data / candidates)
-    rejected = [c.id for c in every[:reject]]
-    truth = {str(c.id): {control: "no" if c.id in rejected and control == CONTROLS[0] else "yes"
-                         for control in CONTROLS} for c in every}
+    asked = [int(item.item_id) for item in round_.items if not item.gold]
+    rejected = sorted(asked)[:reject]
+    truth = {str(number): {control: "no" if number in rejected and control == CONTROLS[0] else "yes"
+                           for control in CONTROLS} for number in asked}
+    truth |= {item.item_id: {control: str(item.gold.get(control, "yes")) for control in CONTROLS}
+              for item in round_.items if item.gold}
     write_results_csv(simulated_rows(round_, truth, noise=0.0), data / "rounds" / key / "results" / "workers.csv")
     run(tmp_path, "rounds", "ingest", key)
     return rejected
@@ -48,12 +51,13 @@ def test_a_round_short_of_its_quotas_is_topped_up_until_the_targets_are_met(tmp_
     run(tmp_path, "rounds", "create", "cafe_verification", "unanswered", "--backend", "files")
     early = run(tmp_path, "build", "cafe-candidates", *options, "--top-up", "unanswered", code=1)
     assert "rounds ingest unanswered" in str(early.exception)  # a top-up needs the round's answers
-    rejected = _answer(tmp_path, "v1", "cafe_candidates", reject=3)
+    # Two candidates are held out to make gold; their ids come after the batch, as the top-up's do.
+    rejected = _answer(tmp_path, "v1", "cafe_candidates", reject=3, gold=2)
 
     short = run(tmp_path, "build", "cafe", "--round", "v1")
-    assert "5 / 8" in short.output and "--top-up v1" in short.output
+    assert "3 / 8" in short.output and "--top-up v1" in short.output
     table = read_json(data / "cafe" / "tables" / "targets.json")
-    assert sum(row["short"] for row in table) == 3 and sum(row["target"] for row in table) == 8
+    assert sum(row["short"] for row in table) == 5 and sum(row["target"] for row in table) == 8
 
     # Options that decide the draw stay those of the batch topped up.
     refused = run(tmp_path, "build", "cafe-candidates", *options, "--top-up", "v1", "--quota", "coco=9", code=1)
@@ -61,8 +65,8 @@ def test_a_round_short_of_its_quotas_is_topped_up_until_the_targets_are_met(tmp_
     topped = run(tmp_path, "build", "cafe-candidates", *options, "--top-up", "v1")
     assert "--candidates cafe_candidates_2" in topped.output
     second = read_candidates(data / "cafe_candidates_2")
-    # The missing cells ask for 3 over the share measured there (Laplace: (v + 1) / (n + 2) per cell).
-    assert len(second) >= 3 and min(c.id for c in second) > max(c.id for c in first)
+    # The missing cells ask for 5 over the share measured there (Laplace: (v + 1) / (n + 2) per cell).
+    assert len(second) >= 5 and min(c.id for c in second) > max(c.id for c in first)
     assert not {c.target.key for c in first} & {c.target.key for c in second}
     assert not {c.target.image_id for c in first if c.target.source == "coco"} & {
         c.target.image_id for c in second if c.target.source == "coco"}
@@ -79,7 +83,7 @@ def test_a_round_short_of_its_quotas_is_topped_up_until_the_targets_are_met(tmp_
     assert {(item["id"], item["round"]) for item in skipped["items"] if item["error"] == "NotVerified"} == {
         (number, "v1") for number in rejected}
     beyond = [item for item in skipped["items"] if item["error"] == "BeyondTarget"]
-    assert len(beyond) == len(second) - 3  # verified in v2, but their cell already had its target
+    assert len(beyond) == len(second) - 5  # verified in v2, but their cell already had its target
     assert read_json(data / "cafe" / "manifest.json")["params"]["rounds"] == {
         "v1": {"candidates": "cafe_candidates", "answers": "v1.answers.json"},
         "v2": {"candidates": "cafe_candidates_2", "answers": "v2.answers.json"}}
@@ -95,6 +99,11 @@ def test_a_round_short_of_its_quotas_is_topped_up_until_the_targets_are_met(tmp_
 
     rows = pq.read_table(next((tmp_path / "release").rglob("all/*.parquet")), columns=["pair_id", "votes"]).to_pylist()
     assert len(rows) == 8 and all(row["votes"] for row in rows)
+    # Three yes votes per question, each pair's own: none of round 1's gold answers under a reused id.
+    first_round = Round.model_validate(read_json(data / "rounds" / "v1.json"))
+    gold_ids = {int(item.item_id) for item in first_round.items if item.gold}
+    assert len(gold_ids) == 2 and gold_ids & {row["pair_id"] for row in rows}, (gold_ids, rows)
+    assert all(vote["yes"] == 3 and vote["no"] == 0 for row in rows for vote in row["votes"])
     assert {row["pair_id"] for row in rows} & {c.id for c in second}
 
     # Every batch of the chain is checked against its manifest before an export.

@@ -134,15 +134,20 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
     candidates_manifests = [source.read_json(f"{data_root}/{folder}/manifest.json") for folder, _ in batches]
     candidates_manifest = candidates_manifests[-1]
     cparams = candidates_manifest["params"]
-    candidates = {int(row["id"]): row for folder, _ in batches for row in map(json.loads, source.read_bytes(
-        f"{data_root}/{folder}/candidates.jsonl").decode("utf-8").splitlines()) if row}
+    candidates: dict[int, dict] = {}
     answers: dict[str, Any] = {"items": [], "answers": []}
-    for _, answers_file in batches:
+    for folder, answers_file in batches:
+        batch = {int(row["id"]): row for row in map(json.loads, source.read_bytes(
+            f"{data_root}/{folder}/candidates.jsonl").decode("utf-8").splitlines()) if row}
+        candidates |= batch
         path = f"{data_root}/rounds/{answers_file}"
-        if source.exists(path):  # item ids are unique across the batches of a chain
-            batch = source.read_json(path)
-            answers["items"] += batch.get("items", [])
-            answers["answers"] += batch.get("answers", [])
+        if source.exists(path):
+            # Candidate ids are unique across a chain's batches, but a round's gold items are numbered after
+            # its own batch, so a later batch's candidate can have a gold item's id: read this batch's only.
+            ours = {str(number) for number in batch}
+            data = source.read_json(path)
+            for key in ("items", "answers"):
+                answers[key] += [entry for entry in data.get(key, []) if str(entry.get("item_id")) in ours]
     votes = _votes(answers)
     edit_types = [t.name for t in EditType]
     features = Features({
