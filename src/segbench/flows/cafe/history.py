@@ -93,7 +93,11 @@ class Chain:
                                    "or pass --partial to go on with the samples verified so far")
 
     def last_id(self) -> int:
-        return max((c.id for r in self.rounds for c in r.every), default=0)
+        """The highest id the chain used, its rounds' gold items included (they are numbered after their
+        batch), so a top-up's ids are new to every round of the chain."""
+        return max([c.id for r in self.rounds for c in r.every]
+                   + [int(item.item_id) for r in self.rounds for item in r.round.items if item.item_id.isdigit()],
+                   default=0)
 
 
 def cell_of(candidate: Candidate) -> Cell:

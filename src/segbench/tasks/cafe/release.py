@@ -142,8 +142,7 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
         candidates |= batch
         path = f"{data_root}/rounds/{answers_file}"
         if source.exists(path):
-            # Candidate ids are unique across a chain's batches, but a round's gold items are numbered after
-            # its own batch, so a later batch's candidate can have a gold item's id: read this batch's only.
+            # Each round's answers for its own batch's candidates: its gold items are not released.
             ours = {str(number) for number in batch}
             data = source.read_json(path)
             for key in ("items", "answers"):
