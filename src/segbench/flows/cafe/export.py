@@ -85,7 +85,7 @@ def _check(chain: Chain, partial: bool) -> None:
     item has its answers."""
     chain.check_files()
     if not partial:
-        chain.require_answered()
+        chain.require_answered(otherwise="pass --partial to export the samples verified so far")
 
 
 def _targets(candidates_path: Path) -> dict[Cell, int]:

@@ -81,16 +81,17 @@ class Chain:
         for r in self.rounds:
             check_version(r.round, r.candidates_path)
 
-    def require_answered(self) -> None:
-        """Raises RoundStateError: some items of a round of the chain have no answer to every question."""
+    def require_answered(self, *, otherwise: str = "") -> None:
+        """Raises RoundStateError: some items of a round of the chain have no answer to every question
+        (the hint says to ingest again, ``otherwise`` what else the command offers)."""
         for r in self.rounds:
             unanswered = r.outcomes()["unanswered"]
             if unanswered:
                 key = r.round.key
                 raise RoundStateError(
                     f"{unanswered} of {len(r.asked)} items of round {key} have no answer to every question yet",
-                    item=key, hint=f"ingest the round again once they are answered (segbench rounds ingest {key}), "
-                                   "or pass --partial to go on with the samples verified so far")
+                    item=key, hint=f"ingest the round again once they are answered (segbench rounds ingest {key})"
+                                   + (f", or {otherwise}" if otherwise else ""))
 
     def last_id(self) -> int:
         """The highest id the chain used, its rounds' gold items included (they are numbered after their

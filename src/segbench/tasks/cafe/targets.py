@@ -91,20 +91,19 @@ def select_targets(index: CocoIndex, source: str, params: CafeParams, policy: Im
     Raises:
         AnnotationError: under a fail policy, a malformed segmentation or an empty mask.
     """
-    quota = limit
     rng = random.Random(f"{params.seed}:{source}")
     groups = eligible_annotations(index, params)
     files = sorted(groups)
     rng.shuffle(files)
     targets: list[Target] = []
     for file_name in files:
-        if quota is not None and len(targets) >= quota:
+        if limit is not None and len(targets) >= limit:
             break
         anns = list(groups[file_name])
         rng.shuffle(anns)
         taken = 0
         for ann in anns:
-            if taken >= params.targets_per_image or (quota is not None and len(targets) >= quota):
+            if taken >= params.targets_per_image or (limit is not None and len(targets) >= limit):
                 break
             if target_key(source, ann["image_id"], ann["id"]) in exclude:
                 taken += 1  # the image's slot went to the earlier batch
