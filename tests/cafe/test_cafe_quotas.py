@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from segbench.core.splits import apportion
 from segbench.schemas.cafe import PAPER_EDIT_MIX
 from segbench.schemas.edits import EditType
 from segbench.tasks.cafe import quotas
@@ -29,9 +30,9 @@ def test_the_papers_quotas_deal_into_cells_that_keep_both_of_its_totals():
 
 
 def test_apportion_breaks_ties_towards_the_earlier_key_and_gives_nothing_to_a_zero_weight():
-    assert quotas.apportion(7, {SM: 1, CC: 1, OC: 1}) == {SM: 3, CC: 2, OC: 2}
-    assert quotas.apportion(3, {SM: 1, CC: 0, OC: 1}) == {SM: 2, CC: 0, OC: 1}
-    assert quotas.apportion(0, {SM: 1}) == {SM: 0}
+    assert apportion(7, {SM: 1, CC: 1, OC: 1}) == {SM: 3, CC: 2, OC: 2}
+    assert apportion(3, {SM: 1, CC: 0, OC: 1}) == {SM: 2, CC: 0, OC: 1}
+    assert apportion(0, {SM: 1}) == {SM: 0}
 
 
 def test_the_share_is_laplaces_rule_over_answered_items_and_the_expected_share_before_any():

@@ -18,16 +18,17 @@ from __future__ import annotations
 import math
 import numbers
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator
 
 from segbench.core.errors import InputError, InsufficientDataError
 
 GROUPS = (0, 1, 2, 3)
+K = TypeVar("K", bound=Hashable)
 
 
 def group_id(y: int, a: int) -> int:
@@ -195,3 +196,17 @@ def draw_splits(
         train=train,
         per_class_total=per_class_total,
     )
+
+
+def apportion(total: int, weights: Mapping[K, float]) -> dict[K, int]:
+    """``total`` split in proportion to ``weights`` (largest remainders; ties go to the earlier key)."""
+    keys = [k for k, w in weights.items() if w > 0]
+    mass = sum(weights[k] for k in keys)
+    if total <= 0 or mass <= 0:
+        return {k: 0 for k in weights}
+    exact = {k: total * weights[k] / mass for k in keys}
+    counts = {k: math.floor(exact[k]) for k in keys}
+    order = sorted(keys, key=lambda k: (-(exact[k] - counts[k]), keys.index(k)))
+    for k in order[: total - sum(counts.values())]:
+        counts[k] += 1
+    return {k: counts.get(k, 0) for k in weights}

@@ -221,9 +221,8 @@ def build_cafe_candidates(sources: list[SourceSpec], out: Path, provider: Any, p
         editor = PillowCompositor()
     out = Path(out)
     hashes = hash_inputs(source_files(sources), hint="--source NAME=ANNOTATIONS_JSON:IMAGES_DIR")
-    for r in chain.rounds:  # a top-up depends on what people answered in the rounds it tops up
-        hashes |= {f"{label}:{r.round.key}": digest for label, digest in hash_inputs(
-            {"answers": r.answers_path}, hint=f"segbench rounds ingest {r.round.key}").items()}
+    # A top-up depends on what people answered in the rounds it tops up.
+    hashes |= {f"answers:{r.round.key}": r.answers_digest() for r in chain.rounds}
     build = Build(out=out, dataset="cafe_candidates", logic_version=versions.CANDIDATES,
                   params={**params.model_dump(mode="json"), **_provenance(sources, provider, editor)},
                   input_hashes=hashes)

@@ -19,7 +19,6 @@ from segbench.core.build import Build, Built, Stage, run_build
 from segbench.core.errors import InputError, SkipRecord, SkipReport
 from segbench.core.io import atomic_write_text, write_json
 from segbench.core.manifest import read_manifest
-from segbench.core.resume import hash_inputs
 from segbench.flows.cafe.history import Chain, cell_of, chain_of
 from segbench.flows.cafe.verification import candidates_version
 from segbench.flows.prefect_ui import publish_build, run_name
@@ -119,8 +118,7 @@ def _hashes(chain: Chain) -> dict[str, str]:
     hashes: dict[str, str] = {}
     for n, r in enumerate(reversed(chain.rounds)):
         suffix = f":{r.round.key}" if n else ""
-        hashes |= {f"{label}{suffix}": digest for label, digest in hash_inputs(
-            {"answers": r.answers_path}, hint=f"segbench rounds ingest {r.round.key}").items()}
+        hashes[f"answers{suffix}"] = r.answers_digest()
         hashes[f"candidates_outputs{suffix}"] = candidates_version(r.candidates_path)
     return hashes
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from segbench.core.errors import InputError, RoundStateError
 from segbench.core.io import read_json
 from segbench.core.manifest import read_manifest
+from segbench.core.resume import hash_inputs
 from segbench.flows.cafe.verification import candidates_version, check_version, read_candidates, work_candidates
 from segbench.schemas.cafe import Candidate
 from segbench.schemas.rounds import AnswersFile, Round, RoundStatus
@@ -39,6 +40,10 @@ class RoundVerdicts:
     @property
     def verified(self) -> list[Candidate]:
         return [c for c in self.asked if not self.reasons[c.id]]
+
+    def answers_digest(self) -> str:
+        """The sha256 of the round's answers file: what a build reading the round depends on."""
+        return hash_inputs({"answers": self.answers_path}, hint=f"segbench rounds ingest {self.round.key}")["answers"]
 
     def outcomes(self) -> Counter[str]:
         """Verified, rejected, tied and unanswered items, and the candidates held out for gold."""

@@ -16,28 +16,13 @@ finite top-up, and it moves towards the measured share as answers accumulate. Be
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Iterable, Mapping
 
+from segbench.core.splits import apportion
 from segbench.schemas.cafe import TargetRow
 from segbench.schemas.edits import EditType
 
-K = TypeVar("K", bound=Hashable)
 Cell = tuple[str, EditType]
-
-
-def apportion(total: int, weights: Mapping[K, float]) -> dict[K, int]:
-    """``total`` split in proportion to ``weights`` (largest remainders; ties go to the earlier key)."""
-    keys = [k for k, w in weights.items() if w > 0]
-    mass = sum(weights[k] for k in keys)
-    if total <= 0 or mass <= 0:
-        return {k: 0 for k in weights}
-    exact = {k: total * weights[k] / mass for k in keys}
-    counts = {k: math.floor(exact[k]) for k in keys}
-    order = sorted(keys, key=lambda k: (-(exact[k] - counts[k]), keys.index(k)))
-    for k in order[: total - sum(counts.values())]:
-        counts[k] += 1
-    return {k: counts.get(k, 0) for k in weights}
 
 
 def edit_type_weights(mix: Mapping[str, float]) -> dict[EditType, float]:

@@ -24,9 +24,9 @@ from segbench.core.coco import CocoIndex, annotation_rle
 from segbench.core.errors import AnnotationError, ImportPolicy
 from segbench.core.io import inside_name
 from segbench.core.masks import rle_area, rle_to_bitmap
+from segbench.core.splits import apportion
 from segbench.schemas.cafe import CafeParams, Target
 from segbench.schemas.edits import EditType
-from segbench.tasks.cafe import quotas
 
 # LVIS names carry a WordNet-style sense in parentheses ("bat_(animal)") and underscores.
 _LVIS_SENSE = re.compile(r"_?\([^)]*\)$")
@@ -155,7 +155,7 @@ def deal_edit_types(targets: Sequence[Target], weights: Mapping[EditType, float]
     """
     if not targets:
         return []
-    counts = quotas.apportion(len(targets), weights)
+    counts = apportion(len(targets), weights)
     order = sorted(targets, key=lambda t: t.key)
     random.Random(f"{seed}:edit-types:{order[0].source}").shuffle(order)
     dealt = [t for t in EditType for _ in range(counts.get(t, 0))]

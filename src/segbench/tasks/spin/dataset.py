@@ -35,6 +35,7 @@ from pycocotools import mask as mask_utils
 from segbench.core.coco_documents import CocoAnnotation, CocoImage
 from segbench.core.errors import AnnotationError, ImportPolicy, InputError
 from segbench.core.masks import CocoRle, rle_area, segmentation_to_rle
+from segbench.core.splits import apportion
 from segbench.schemas.spin import ResolvedSubpart, Taxonomy
 from segbench.schemas.spin_results import SpinFilters
 from segbench.tasks.spin import versions
@@ -57,17 +58,6 @@ def coco_name(split: str, level: str) -> str:
 
 
 # --- selection -------------------------------------------------------------------------------------
-
-def _quotas(sizes: Mapping[str, int], cap: int) -> dict[str, int]:
-    """Split ``cap`` over the splits in proportion to their sizes (largest remainder, ties by name)."""
-    total = sum(sizes.values())
-    exact = {split: cap * n / total for split, n in sizes.items()}
-    quotas = {split: int(value) for split, value in exact.items()}
-    by_remainder = sorted(sizes, key=lambda s: (-(exact[s] - quotas[s]), s))
-    for split in by_remainder[: cap - sum(quotas.values())]:
-        quotas[split] += 1
-    return quotas
-
 
 def decomposable_part_count(image: SourceImage) -> int:
     """Distinct parts of the image from SPIN's part taxonomy (the ambiguous part classes left out)."""
@@ -114,7 +104,7 @@ def select_images(images: Iterable[SourceImage], *, cap: int, seed: int) -> list
         if sum(sizes.values()) <= cap:
             kept += [image.image_id for members in by_split.values() for image in members]
             continue
-        for split, quota in sorted(_quotas(sizes, cap).items()):
+        for split, quota in sorted(apportion(cap, dict(sorted(sizes.items()))).items()):
             members = sorted(by_split[split], key=lambda i: i.image_id)
             random.Random(f"{seed}:{supercategory}:{split}").shuffle(members)
             members.sort(key=lambda i: -decomposable_part_count(i))  # stable: keeps the shuffle
