@@ -42,6 +42,11 @@ def test_a_round_short_of_its_quotas_is_topped_up_until_the_targets_are_met(tmp_
     sources = generate_demo_cafe(tmp_path / "sources", seed=0, sizes={"coco": 16, "lvis": 10})
     data = tmp_path / "data"
     options = [arg for spec in sources for arg in ("--source", f"{spec.name}={spec.annotations}:{spec.images}")]
+    # An expected share of 0.5 asks for twice the quota (into a folder of its own, not the one used below).
+    halved = run(tmp_path, "build", "cafe-candidates", *options, "--quota", "coco=3", "--expect-acceptance", "0.5",
+                 "--out", str(data / "expected_half"))
+    assert "--candidates expected_half" in halved.output
+    assert Counter(c.target.source for c in read_candidates(data / "expected_half")) == {"coco": 6, "lvis": 10}
     run(tmp_path, "build", "cafe-candidates", *options, "--quota", "coco=5", "--quota", "lvis=3")
     first = read_candidates(data / "cafe_candidates")
     assert len(first) == 8  # the quotas, with the expected share at 1
