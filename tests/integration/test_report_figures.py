@@ -24,9 +24,9 @@ from segbench.tasks.spin import stats_report, taxonomy_plot
 from segbench.tasks.spin.inputs import read_ground_truth
 from segbench.tasks.spin.metrics import Prediction, SpinAccumulator
 from segbench.tasks.spin.stats import MEASURES, shape_values
-from segbench.tasks.vocab import lac
+from segbench.tasks.vocab import lac, lac_report
 
-MODULES = (flip_report, spin_report, stats_report, taxonomy_plot, lac)
+MODULES = (flip_report, spin_report, stats_report, taxonomy_plot, lac_report)
 
 def _spin_summary(tmp_path) -> dict:
     write_dataset(tmp_path / "data" / "spin")
@@ -84,8 +84,8 @@ CASES = {
     "miou_by_level_figure": lambda tmp: spin_report.miou_by_level_figure(_spin_summary(tmp)),
     "consistency_figure": lambda tmp: spin_report.consistency_figure(_spin_summary(tmp)),
     "per_supercategory_figure": lambda tmp: spin_report.per_supercategory_figure(_spin_summary(tmp)),
-    "lac_figure": lambda tmp: lac.lac_figure(_lac_summary(baseline=False)),
-    "lac_figure with baseline": lambda tmp: lac.lac_figure(_lac_summary(baseline=True)),
+    "lac_figure": lambda tmp: lac_report.lac_figure(_lac_summary(baseline=False)),
+    "lac_figure with baseline": lambda tmp: lac_report.lac_figure(_lac_summary(baseline=True)),
     "boxplots_figure": lambda tmp: stats_report.boxplots_figure(_boxplot_groups()),
     "shapes_figure": lambda tmp: stats_report.shapes_figure(_shape_panels()),
     "part_categories_figure": lambda tmp: stats_report.part_categories_figure(

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from segbench.core.errors import InputError
-from segbench.tasks.vocab import lac
+from segbench.tasks.vocab import lac, lac_report
 
 CLASSES = ("a", "b", "c")
 IDS = (0, 1, 2)
@@ -123,7 +123,7 @@ def test_decode_label_map_rejects_rgb_and_garbage():
 def test_report_files(tmp_path):
     acc = lac.LacAccumulator(3)
     acc.update(_gt(), {0: [0] * 4, 1: [1] * 4, 2: [2] * 4}, image_id="img")
-    paths = lac.write_report(tmp_path, acc.summarize(CLASSES).model_dump(mode="json"),
+    paths = lac_report.write_report(tmp_path, acc.summarize(CLASSES).model_dump(mode="json"),
                              {"vocab": "v.json", "baseline_note": "skipped"})
     assert paths["lac_plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = paths["report"].read_text()

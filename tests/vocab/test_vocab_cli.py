@@ -239,3 +239,102 @@ def test_build_vocab_refuses_an_unreadable_published_vocabulary_before_asking(tm
     assert isinstance(result.exception, InputError), result.output
     assert said in str(result.exception) and "published.json" in str(result.exception)
     assert not (tmp_path / "data").exists()  # refused before anything ran
+
+
+def _panoptic_args(root, *extra):
+    return ["vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--panoptic", "panoptic",
+            "--repo", str(root), "--out", str(root / "report"), "--no-baseline", *extra]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_vocab_panoptic_reports_mask_ap_per_level(tmp_path):
+    root = _panoptic_repo(tmp_path)
+    result = _evaluate(root, _panoptic_args(root))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((root / "report" / "metrics.json").read_text())["metrics"]
+    # AP over every class (no isthing): road and car have gt, dog only detections (left out).
+    # exact: nothing detected → 0. synonyms / hyponyms: road found (1), car nothing (0) → 0.5.
+    # meronyms: car 11 found of 2 → precision 1 up to recall 0.5: 51 of COCOeval's 101 recall points.
+    meronyms = (1 + 51 / 101) / 2
+    assert [lv["ap"] for lv in metrics["levels"]] == pytest.approx([0.0, 0.5, 0.5, meronyms])
+    assert metrics["levels"][3]["ap50"] == metrics["levels"][3]["ap75"] == pytest.approx(meronyms)
+    assert metrics["lac"]["ap"]["area"] == pytest.approx((0.25 + 0.5 + (0.5 + meronyms) / 2) / 3)
+    assert metrics["ap"][3]["classes"] == "all" and metrics["ap"][3]["per_class"]["dog"] is None
+    report = (root / "report" / "report.md").read_text()
+    assert "| PQ | SQ | RQ | AP | AP50 | AP75 |" in report and "AP is over every class" in report
+    assert "AP 0.7525" in result.output  # the command's summary line for the meronym level
+
+
+def _own_segments(root, scores=(0.3, 0.9)):
+    """The model's own segments for img1 (gt: road rows 0-1; car 11 rows 2-3 cols 0-2; car 300 rows 2-3 cols 3-5):
+    1 = road exactly; 2 = car 11 and one pixel of car 300 (IoU 6/7 with 11); 3 = two pixels of car 300 (IoU 1/3)."""
+    pred = np.zeros((4, 6), np.uint8)
+    pred[:2, :] = 1
+    pred[2:, :3] = 2
+    pred[2, 3] = 2
+    pred[3, 4:] = 3
+    (root / "own").mkdir()
+    Image.fromarray(pred).save(root / "own" / "img1.png")
+    (root / "desc.json").write_text(json.dumps([{"image_id": "img1", "descriptions": [
+        {"segment_id": 1, "description": "the road"},
+        {"segment_id": 2, "description": "a taxi", "score": scores[0]},
+        {"segment_id": 3, "description": "a car", "score": scores[1]},
+    ]}]))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_vocab_scores_a_model_that_draws_its_own_masks(tmp_path):
+    root = _panoptic_repo(tmp_path)
+    _own_segments(root)
+    result = _evaluate(root, _panoptic_args(root, "--segments", str(root / "own")))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = json.loads((root / "report" / "metrics.json").read_text())["metrics"]
+    levels = metrics["levels"]
+    # exact: 1 → road (TP), 3 → car but matches no gt car (FP), 2 ("taxi") unmatched until hyponyms.
+    # PQ exact: road 1; car TP 0 FP 1 FN 2 → 0. hyponyms: car TP (IoU 6/7) FP 1 FN 1 → (6/7) / 2.
+    assert [lv["pq"] for lv in levels] == pytest.approx([0.5, 0.5, (1 + 3 / 7) / 2, (1 + 3 / 7) / 2])
+    # semantic: road 12/12; car exact 2 of 12 gt pixels, hyponyms 9 of 12 (all predicted car pixels are car)
+    assert [lv["miou"] for lv in levels] == pytest.approx([7 / 12, 7 / 12, 0.875, 0.875])
+    # segment 3 matches no gt segment: no target, never counted right
+    assert [lv["region_acc"] for lv in levels] == pytest.approx([1 / 3, 1 / 3, 2 / 3, 2 / 3])
+    # AP hyponyms, car: the false detection (0.9) ranks above the true one (0.3): precision 1/2 up to recall
+    # 1/2 (51 of 101 points), at 8 of 10 IoU thresholds (6/7 < 0.9); road 1
+    car = 0.5 * 51 / 101
+    assert [lv["ap"] for lv in levels] == pytest.approx([0.5, 0.5, (1 + 0.8 * car) / 2, (1 + 0.8 * car) / 2])
+    assert levels[2]["ap50"] == levels[2]["ap75"] == pytest.approx((1 + car) / 2)
+    rows = {r["segment_id"]: r for r in json.loads((root / "report" / "mappings.json").read_text())}
+    assert (rows[2]["gt_class"], rows[3]["gt_class"]) == ("car", None)
+    assert "predicted segments without a description" in (root / "report" / "report.md").read_text()
+    # the scores decide the ranking: the true detection first gives car precision 1 up to recall 1/2
+    (root / "desc.json").write_text((root / "desc.json").read_text().replace("0.3", "0.95"))
+    result = _evaluate(root, _panoptic_args(root, "--segments", str(root / "own")))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    levels = json.loads((root / "report" / "metrics.json").read_text())["metrics"]["levels"]
+    assert levels[2]["ap"] == pytest.approx((1 + 0.8 * 51 / 101) / 2)
+
+
+@pytest.mark.parametrize("damage, said", [
+    ("no-panoptic", "scored against panoptic ground truth"),
+    ("segment-0", "describes segment 0"),
+    ("size", "the predicted segments are 5x4 pixels"),
+    ("score", "score 'high' is not a number"),
+    ("missing", "img1.png"),
+])
+def test_evaluate_vocab_own_segments_errors_name_the_item(tmp_path, damage, said):
+    root = _panoptic_repo(tmp_path)
+    _own_segments(root)
+    args = _panoptic_args(root, "--segments", str(root / "own"))
+    if damage == "no-panoptic":
+        args = [a for a in args if a not in ("--panoptic", "panoptic")] + ["--gt", "panoptic"]
+    elif damage == "segment-0":
+        (root / "desc.json").write_text((root / "desc.json").read_text().replace('"segment_id": 1', '"segment_id": 0'))
+    elif damage == "size":
+        Image.fromarray(np.ones((4, 5), np.uint8)).save(root / "own" / "img1.png")
+    elif damage == "score":
+        (root / "desc.json").write_text((root / "desc.json").read_text().replace("0.9", '"high"'))
+    else:
+        (root / "own" / "img1.png").unlink()
+    result = _evaluate(root, args)
+    assert isinstance(result.exception, InputError), result.output + repr(result.exception)
+    assert said in str(result.exception)
+    assert not (root / "report" / "metrics.json").exists()

@@ -132,13 +132,18 @@ def evaluate_command(
     ctx: typer.Context,
     vocab: str = typer.Option(..., "--vocab", help="Vocabulary file, or a name N read as data/vocab/N/N.json."),
     descriptions: Path = typer.Option(..., "--descriptions", callback=existing, help="Open-ended descriptions JSON: [{image_id, "
-                                      "descriptions: [{segment_id, description}]}]; segment_id = gt pixel value."),
+                                      "descriptions: [{segment_id, description, score?}]}]; segment_id = gt pixel value "
+                                      "(score: the model's confidence, ranks AP; default 1)."),
     gt: str = typer.Option(None, "--gt", help="Folder of <image_id>.png label maps whose pixel values are "
                                               "vocabulary ids (other values are ignored)."),
     panoptic: str = typer.Option(None, "--panoptic", help="Instead of --gt: folder of panoptic ground truth, "
                                  "<image_id>.png segment ids (16/32-bit grayscale, or COCO RGB id = R + 256G + "
                                  "256²B) and <image_id>.json [{id, category_id, iscrowd?}]; segment_id then names "
-                                 "a segment, and each level also gets PQ / SQ / RQ."),
+                                 "a segment, and each level also gets PQ / SQ / RQ and mask AP."),
+    segments: Path = typer.Option(None, "--segments", callback=existing, help="With --panoptic, for a model "
+                                  "that draws its own masks: folder of its <image_id>.png segment ids (formats as "
+                                  "--panoptic; 0 = no segment); segment_id then names a predicted segment, matched to "
+                                  "gt segments for PQ and AP."),
     rev: str = typer.Option(None, "--rev", help="Git revision of the data (vocabulary name, gt); default: working tree."),
     repo: Path = typer.Option(Path("."), "--repo", help="The git + DVC project."),
     out: Path = typer.Option(None, "--out", help="Report folder (default: <reports dir>/vocab/<run>).",
@@ -157,21 +162,24 @@ def evaluate_command(
     force: bool = FORCE_EVALUATION,
     track: bool = TRACK,
 ) -> None:
-    """Score descriptions at each lexical level: mIoU / mACC / pACC (and PQ), the LAC, Sentence-BERT.
+    """Score descriptions at each lexical level: mIoU / mACC / pACC (PQ, AP), the LAC, Sentence-BERT.
 
-    Maps the descriptions per lexical level, scores mIoU / mACC / pACC (and PQ with --panoptic), draws
-    the LAC and compares with Sentence-BERT.
+    Maps the descriptions per lexical level, scores mIoU / mACC / pACC (and PQ and mask AP with --panoptic),
+    draws the LAC and compares with Sentence-BERT. The regions described are the ground truth's, or with
+    --segments the model's own.
 
-    Does nothing when the report is up to date with the vocabulary, ground truth and descriptions."""
+    Does nothing when the report is up to date with the vocabulary, ground truth, descriptions and segments."""
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
+    if segments is not None and panoptic is None:
+        raise InputError("--segments are scored against panoptic ground truth", hint="add --panoptic DIR")
     from segbench.core.versioning import revision_label
     out = out or settings_of(ctx).reports_dir / "vocab" / f"{revision_label(repo, rev)}-{Path(vocab).stem}-{descriptions.stem}"
     spec = registry.dataset("vocab")
     result = run_evaluation(ctx, track, spec.hook(spec.evaluate, "evaluation"), spec.hook(spec.evaluate_flow, "evaluation flow"), repo=repo, rev=rev, vocab=vocab,
                             descriptions=descriptions, gt=gt, out=out, baseline=baseline, spacy_model=spacy_model,
                             panoptic=panoptic, force=force, target_blind=target_blind, coverage=coverage,
-                            coverage_seed=coverage_seed)
+                            coverage_seed=coverage_seed, predicted_segments=segments)
     print_up_to_date(result, out)
     print_evaluation(result)
 
@@ -182,9 +190,10 @@ def print_evaluation(result: EvaluationResult[VocabMetrics]) -> None:
     values: dict[str, str] = {lv.level: f"mIoU {_fmt(lv.miou)}  pACC {_fmt(lv.pacc)}" for lv in m.levels}
     if m.pq is not None:
         for lv in m.levels:
-            values[lv.level] += f"  PQ {_fmt(lv.pq)}"
+            values[lv.level] += f"  PQ {_fmt(lv.pq)}  AP {_fmt(lv.ap)}"
     values |= {"LAC area (mIoU)": _fmt(m.lac.miou.area),
                **({"LAC area (PQ)": _fmt(m.lac.pq.area)} if m.lac.pq is not None else {}),
+               **({"LAC area (AP)": _fmt(m.lac.ap.area)} if m.lac.ap is not None else {}),
                **({"Sentence-BERT mIoU": _fmt(m.baseline.miou)} if m.baseline else {})}
     console.out.print(console.key_values(f"LAC ({m.num_images} images, {m.num_regions} regions)", values))
     console.out.print(f"Report: [bold]{display_path(result.report)}[/]")

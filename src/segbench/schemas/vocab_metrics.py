@@ -2,7 +2,7 @@
 
 Each level of the lexical mapping (exact ⊂ synonyms ⊂ hyponyms ⊂ meronyms) scores the open-ended
 descriptions as a segmentation; the Lexical Alignment Curve is each metric over the levels, with
-its area. PQ appears when panoptic segments were given, the Sentence-BERT baseline when it ran, and
+its area. PQ and mask AP appear when panoptic segments were given, the Sentence-BERT baseline when it ran, and
 the scores of things and of stuff apart when the classes are a category set that says which is
 which. A score with nothing to score is None.
 """
@@ -18,7 +18,7 @@ class _Metrics(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_OPTIONAL_SCORES = ("pq", "sq", "rq", "miou_things", "miou_stuff", "pq_things", "pq_stuff")
+_OPTIONAL_SCORES = ("pq", "sq", "rq", "ap", "ap50", "ap75", "miou_things", "miou_stuff", "pq_things", "pq_stuff")
 
 
 class _WithPanoptic(_Metrics):
@@ -43,6 +43,9 @@ class Level(_WithPanoptic):
     pq: float | None = None
     sq: float | None = None
     rq: float | None = None
+    ap: float | None = Field(None, description="mask AP at IoU 0.50:0.95 (COCOeval), with panoptic segments")
+    ap50: float | None = None
+    ap75: float | None = None
     miou_things: float | None = Field(None, description="mIoU over the thing classes (countable objects)")
     miou_stuff: float | None = Field(None, description="mIoU over the stuff classes (sky, road, grass)")
     pq_things: float | None = Field(None, description="PQ over the thing classes (panopticapi's PQ^Th)")
@@ -75,6 +78,7 @@ class Lac(_WithPanoptic):
     pacc: Curve
     region_acc: Curve
     pq: Curve | None = None
+    ap: Curve | None = None
 
 
 class Baseline(_Metrics):
@@ -107,6 +111,17 @@ class LevelPQ(_Metrics):
     per_class: dict[str, ClassPQ]
 
 
+class LevelAP(_Metrics):
+    level: str
+    ap: float | None
+    ap50: float | None
+    ap75: float | None
+    classes: Literal["things", "all"] = Field(description="the classes AP is over: the things when the vocabulary "
+                                                           "says which classes are things, else all")
+    num_classes: int = Field(description="classes with ground truth instances, the ones AP averages")
+    per_class: dict[str, float | None]
+
+
 class VocabMetrics(_Metrics):
     """What ``segbench evaluate vocab`` computes."""
 
@@ -118,5 +133,7 @@ class VocabMetrics(_Metrics):
     lac: Lac
     baseline: Baseline | None
     pq: list[LevelPQ] | None = Field(description="panoptic quality per level, with panoptic segments only")
+    ap: list[LevelAP] | None = Field(None, exclude_if=lambda v: v is None,
+                                     description="mask AP per level, with panoptic segments only")
     kinds: Kinds | None = Field(None, exclude_if=lambda v: v is None,
                                 description="things and stuff, when the classes are a shipped category set")

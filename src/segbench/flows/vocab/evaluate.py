@@ -30,10 +30,11 @@ from segbench.tasks.vocab import evaluation
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
                    shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False,
-                   target_blind: bool = False, coverage: float = 1.0,
-                   coverage_seed: int = 0) -> EvaluationResult[VocabMetrics]:
+                   target_blind: bool = False, coverage: float = 1.0, coverage_seed: int = 0,
+                   predicted_segments: str | Path | None = None) -> EvaluationResult[VocabMetrics]:
     """:func:`segbench.tasks.vocab.evaluation.evaluate_vocab` as a flow (same arguments and result)."""
     result = evaluation.evaluate_vocab(repo, rev, vocab, descriptions, gt, out, baseline, spacy_model, shard_size,
-                                       panoptic, force, target_blind, coverage, coverage_seed, steps=PrefectSteps())
+                                       panoptic, force, target_blind, coverage, coverage_seed,
+                                       predicted_segments=predicted_segments, steps=PrefectSteps())
     publish_evaluation("vocab", result)
     return result

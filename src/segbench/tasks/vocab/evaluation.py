@@ -5,11 +5,12 @@
 :class:`~segbench.core.steps.InProcess` (no Prefect engine); the flow ``evaluate-vocab``
 (:mod:`segbench.flows.vocab.evaluate`) calls it with its task runs. Mapping rules live in
 :mod:`segbench.tasks.vocab.lexical_mapping`, the baseline in :mod:`segbench.tasks.vocab.sbert`, metrics,
-input formats and the report in :mod:`segbench.tasks.vocab.lac`, PQ and the panoptic ground-truth format
-in :mod:`segbench.tasks.vocab.panoptic_quality`.
+input formats in :mod:`segbench.tasks.vocab.lac`, the report in :mod:`segbench.tasks.vocab.lac_report`, PQ and the panoptic ground-truth format
+in :mod:`segbench.tasks.vocab.panoptic_quality`, mask AP in :mod:`segbench.tasks.vocab.instance_ap`, reading
+images and predicted segments in :mod:`segbench.tasks.vocab.scoring`.
 
 An evaluation is skipped when its report is up to date (same logic version, spaCy model, baseline,
-vocabulary, ground truth and descriptions; :mod:`segbench.core.evaluation_keys`); the report is
+vocabulary, ground truth, descriptions and predicted segments; :mod:`segbench.core.evaluation_keys`); the report is
 written in a resumable stage, and the mapping, the baseline and each scored shard are units.
 
 Usage::
@@ -26,22 +27,20 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypedDict
 
-import numpy as np
-
-from segbench import progress
 from segbench.core.build import Build, Built, Stage
 from segbench.core.errors import InputError
 from segbench.core.evaluation_keys import PREDICTIONS, ground_truth_hashes, local_hashes, report_paths, run_evaluation
 from segbench.core.integrity import data_source
-from segbench.core.io import read_bytes, read_json, write_json
+from segbench.core.io import read_json, write_json
 from segbench.core.reports import fmt, portable_paths
 from segbench.core.steps import InProcess, Steps
 from segbench.core.versioning import DatasetSource
 from segbench.schemas.results import EvaluationResult
 from segbench.schemas.vocab import LEVELS
 from segbench.schemas.vocab_metrics import Kinds, VocabMetrics
-from segbench.tasks.vocab import lac, versions
+from segbench.tasks.vocab import lac, lac_report, scoring, versions
 from segbench.tasks.vocab import panoptic_quality as pqm
+from segbench.tasks.vocab.instance_ap import attach_ap
 from segbench.tasks.vocab.lexical_mapping import (
     Vocabulary,
     class_names,
@@ -50,34 +49,10 @@ from segbench.tasks.vocab.lexical_mapping import (
     parse_vocabulary,
     with_coverage,
 )
+from segbench.tasks.vocab.scoring import read_input, source_path
 
 VOCAB_DIR = "data/vocab"
 MAPPINGS_NAME = "mappings.json"
-# Images scored inside evaluation shards advance the "Evaluating" progress as they finish.
-SCORE_CHANNEL = "vocab.score"
-
-
-def _read(repo: str, rev: str | None, path: str) -> tuple[bytes, str]:
-    """Bytes of ``path``: from disk without a revision, else through DVC at ``rev`` (repo-relative)."""
-    if rev is None:
-        p = Path(path) if Path(path).is_absolute() else Path(repo) / path
-        return read_bytes(p), str(p)
-    rel = _source_path(repo, rev, path)
-    with data_source(repo, rev) as source:
-        return source.read_bytes(rel), f"{rel}@{rev}"
-
-
-def _source_path(repo: str, rev: str | None, path: str) -> str:
-    """``path`` as a :class:`DatasetSource` of ``repo`` at ``rev`` reads it (repo-relative with a revision)."""
-    if rev is None:
-        return path
-    rel = Path(path)
-    if rel.is_absolute():
-        try:
-            rel = rel.resolve().relative_to(Path(repo).resolve())
-        except ValueError as exc:
-            raise InputError("with --rev, paths must be inside the repository", path=path) from exc
-    return rel.as_posix()
 
 
 def vocab_path(repo: str, vocab: str) -> str:
@@ -88,7 +63,7 @@ def vocab_path(repo: str, vocab: str) -> str:
 
 
 def load_vocabulary(repo: str, rev: str | None, vocab: str) -> Vocabulary:
-    data, where = _read(repo, rev, vocab_path(repo, vocab))
+    data, where = read_input(repo, rev, vocab_path(repo, vocab))
     import orjson
 
     try:
@@ -104,33 +79,22 @@ def hash_ground_truth(repo: str, rev: str | None, vocab: str, gt: str | None, pa
     A vocabulary ``segbench build vocab`` wrote is stood for by its manifest
     (``evaluation_keys.ground_truth_hashes``); gt maps and panoptic files are hashed one by one.
     """
-    vocab_file = _source_path(repo, rev, vocab_path(repo, vocab))
+    vocab_file = source_path(repo, rev, vocab_path(repo, vocab))
     folder = str(panoptic if panoptic is not None else gt).rstrip("/")
     suffixes = (".png", ".json") if panoptic is not None else (".png",)
-    files = [_source_path(repo, rev, f"{folder}/{image_id}{suffix}") for image_id in image_ids for suffix in suffixes]
+    files = [source_path(repo, rev, f"{folder}/{image_id}{suffix}") for image_id in image_ids for suffix in suffixes]
     with data_source(repo, rev) as source:
         hashes = ground_truth_hashes(source, [vocab_file], str(PurePosixPath(vocab_file).parent))
         return hashes | ground_truth_hashes(source, files)
 
 
 def map_regions(unit_key: str, vocab: Vocabulary, described: dict[str, dict[int, str]], spacy_model: str, source: str,
-                segments: dict[str, dict[int, pqm.Segment]] | None = None, target_blind: bool = False
-                ) -> list[dict[str, Any]]:
-    """One row per described region: image, segment, gt class and the lexical mapping.
-
-    The gt class is the class whose id is the segment id, or with ``segments`` (panoptic ground
-    truth) the class of the segment's ``category_id``; ``target_blind`` maps without consulting it.
-    A unit cached under ``unit_key``.
+                targets: dict[str, dict[int, str | None]], target_blind: bool = False) -> list[dict[str, Any]]:
+    """One row per described segment: image, segment, gt class (``targets``,
+    :func:`segbench.tasks.vocab.scoring.targets`) and the lexical mapping; ``target_blind`` maps without
+    consulting the gt class. A unit cached under ``unit_key``.
     """
-    id_to_class = dict(zip(vocab.ids, vocab.classes, strict=True))
-
-    def gt_class(image_id: str, seg: int) -> str | None:
-        if segments is None:
-            return id_to_class.get(seg)
-        info = segments[image_id].get(seg)
-        return None if info is None else id_to_class.get(info.category_id)
-
-    items = [{"image_id": image_id, "segment_id": seg, "description": text, "gt_class": gt_class(image_id, seg)}
+    items = [{"image_id": image_id, "segment_id": seg, "description": text, "gt_class": targets[image_id][seg]}
              for image_id in sorted(described) for seg, text in sorted(described[image_id].items())]
     return map_descriptions(vocab, items, load_nlp(spacy_model), source=source, target_blind=target_blind)
 
@@ -141,58 +105,12 @@ def baseline_choices(unit_key: str, vocab: Vocabulary, rows: list[dict[str, Any]
     return sbert_map(load_sbert(), [r["description"] for r in rows], class_names(vocab))
 
 
-def load_segments(repo: str, rev: str | None, panoptic_dir: str, image_ids: list[str]
-                  ) -> dict[str, dict[int, pqm.Segment]]:
-    """``{image_id: {segment id: Segment}}`` from ``<panoptic_dir>/<image_id>.json``."""
-    import orjson
-
-    out = {}
-    for image_id in image_ids:
-        data, where = _read(repo, rev, f"{panoptic_dir.rstrip('/')}/{image_id}.json")
-        try:
-            out[image_id] = pqm.parse_segments(orjson.loads(data), source=where)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=where) from exc
-    return out
-
-
-def evaluate_shard(unit_key: str, repo: str, rev: str | None, gt_dir: str | None, vocab: Vocabulary, image_ids: list[str],
-                   labels: dict[str, dict[int, list[int]]], baseline: dict[str, dict[int, int]] | None,
-                   panoptic_dir: str | None = None, segments: dict[str, dict[int, pqm.Segment]] | None = None
-                   ) -> tuple[lac.LacAccumulator, list[pqm.PQAccumulator] | None]:
-    """LAC counts of some images, and with panoptic ground truth one PQ accumulator per level.
-
-    A unit; ``labels``, ``baseline`` and ``segments`` hold this shard's images only.
-    """
-    acc = lac.LacAccumulator(len(vocab.classes))
-    pq = [pqm.PQAccumulator(len(vocab.classes)) for _ in LEVELS] if panoptic_dir is not None else None
-    id_to_index = {i: n for n, i in enumerate(vocab.ids)}
-    for image_id in progress.each(image_ids, SCORE_CHANNEL):
-        chosen = None if baseline is None else baseline[image_id]
-        if pq is None or segments is None or panoptic_dir is None:
-            data, where = _read(repo, rev, f"{str(gt_dir).rstrip('/')}/{image_id}.png")
-            gt = lac.to_class_index(lac.decode_label_map(data, source=where), vocab.ids)
-            acc.update(gt, labels[image_id], chosen, image_id=image_id)
-            continue
-        data, where = _read(repo, rev, f"{panoptic_dir.rstrip('/')}/{image_id}.png")
-        seg_map = pqm.decode_segment_ids(data, source=where)
-        infos = segments[image_id]
-        gt_classes = {s: id_to_index[i.category_id] for s, i in infos.items() if i.category_id in id_to_index}
-        gt = lac.relabel(seg_map, gt_classes)  # semantic gt: each segment's pixels carry its class
-        regions = np.where(gt >= 0, seg_map, -1)
-        acc.update(gt, labels[image_id], chosen, image_id=image_id, regions=regions, region_class=gt_classes)
-        crowd = {s for s, i in infos.items() if i.iscrowd}
-        for level, level_acc in enumerate(pq):
-            # the prediction is the gt segment itself with its mapped class (module docstring)
-            level_acc.update(seg_map, gt_classes, seg_map, pqm.level_predictions(labels[image_id], level), crowd=crowd)
-    return acc, pq
-
-
 def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: str | Path, gt: str | None,
                    out: str | Path, baseline: bool = True, spacy_model: str = "en_core_web_sm",
                    shard_size: int = 64, panoptic: str | Path | None = None, force: bool = False,
                    target_blind: bool = False, coverage: float = 1.0, coverage_seed: int = 0,
-                   steps: Steps | None = None) -> EvaluationResult[VocabMetrics]:
+                   predicted_segments: str | Path | None = None, steps: Steps | None = None
+                   ) -> EvaluationResult[VocabMetrics]:
     """Map every region description per level, score the relabelled gt maps, write the LAC report.
 
     Args:
@@ -207,13 +125,16 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
         panoptic: folder of panoptic ground truth, ``<image_id>.png`` segment ids and
             ``<image_id>.json`` segments (format in :mod:`segbench.tasks.vocab.panoptic_quality`), read at
             ``rev``. Replaces ``gt``: ``segment_id`` then names a segment, the semantic metrics use
-            the segments' classes, and each level also gets PQ / SQ / RQ.
+            the segments' classes, and each level also gets PQ / SQ / RQ and mask AP.
         shard_size: images per scoring task (the report does not depend on it).
         force: evaluate again even when the report is up to date.
         target_blind: map each description to its strongest relation without consulting the ground
             truth class (the paper's comparison; the default maps to the ground truth when it is hit).
         coverage: the share of the vocabulary's mined terms kept (the coverage ablation,
             :func:`~segbench.tasks.vocab.lexical_mapping.with_coverage`), drawn with ``coverage_seed``.
+        predicted_segments: with ``panoptic``, the folder of the model's own segment maps
+            (``<image_id>.png``, read from disk); ``segment_id`` then names a predicted segment
+            (:mod:`segbench.tasks.vocab.scoring`).
         steps: who runs the steps (default: this process, :class:`InProcess`).
 
     Returns:
@@ -221,8 +142,9 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
         up-to-date summary is read back from metrics.json.
 
     Raises:
-        InputError: a missing or malformed vocabulary, descriptions file, gt map or panoptic
-            ground truth; neither or both of ``gt`` and ``panoptic`` given; a coverage outside (0, 1].
+        InputError: a missing or malformed vocabulary, descriptions file, gt map, panoptic ground
+            truth or predicted segment map; neither or both of ``gt`` and ``panoptic`` given;
+            ``predicted_segments`` without ``panoptic``; a coverage outside (0, 1].
     """
     steps = steps or InProcess()
     if not 0 < coverage <= 1:
@@ -231,16 +153,22 @@ def evaluate_vocab(repo: str | Path, rev: str | None, vocab: str, descriptions: 
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: gt (label maps) or panoptic (segments)",
                          hint="pass --gt DIR or --panoptic DIR")
+    if predicted_segments is not None and panoptic is None:
+        raise InputError("predicted segments are scored against panoptic ground truth, and none was given",
+                         hint="pass --panoptic DIR with --segments DIR")
     from segbench.tasks.vocab.sbert import sbert_available
 
     descriptions = str(descriptions)
+    described = read_json(descriptions)
     request = _Request(repo=str(repo), rev=rev, vocab=vocab, descriptions=descriptions, gt=gt,
                        panoptic=None if panoptic is None else str(panoptic), baseline=baseline,
                        run_baseline=baseline and sbert_available(), spacy_model=spacy_model, shard_size=shard_size,
                        target_blind=target_blind, coverage=coverage, coverage_seed=coverage_seed,
-                       described=lac.parse_descriptions(read_json(descriptions), source=descriptions))
+                       described=lac.parse_descriptions(described, source=descriptions),
+                       scores=scoring.parse_scores(described, source=descriptions),
+                       predicted=None if predicted_segments is None else str(predicted_segments))
     hashes = steps.call("hash-vocab-ground-truth", hash_ground_truth, request.repo, rev, vocab, gt, request.panoptic, request.image_ids)
-    hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions})
+    hashes |= local_hashes(PREDICTIONS, {"descriptions": descriptions, **request.predicted_files()})
     # The manifest names paths relative to the project (it is versioned with the report); the key
     # still follows the descriptions through their content hash.
     build = Build(out=Path(out), dataset="eval/vocab", logic_version=versions.EVALUATION,
@@ -262,6 +190,7 @@ class _Evaluated(TypedDict):
     descriptions: str
     gt: str | None
     panoptic: str | None
+    segments: str | None
     baseline: bool
     baseline_ran: bool
     spacy_model: str
@@ -288,15 +217,27 @@ class _Request:
     coverage: float
     coverage_seed: int
     described: dict[str, dict[int, str]]
+    scores: dict[str, dict[int, float]]
+    predicted: str | None  # the model's own segment maps
 
     @property
     def image_ids(self) -> list[str]:
         return sorted(self.described)
 
+    @property
+    def inputs(self) -> scoring.Inputs:
+        return scoring.Inputs(self.repo, self.rev, self.gt, self.panoptic, self.predicted)
+
+    def predicted_files(self) -> dict[str, Path]:
+        """``{segments/<image_id>: path}`` of the predicted segment maps (none without them)."""
+        if self.predicted is None:
+            return {}
+        return {f"segments/{image_id}": Path(self.predicted) / f"{image_id}.png" for image_id in self.image_ids}
+
     def params(self) -> _Evaluated:
         """What the build key covers besides the inputs (and the manifest records)."""
         return {"source": DatasetSource(self.repo, self.rev).describe(), "rev": self.rev, "vocab": self.vocab,
-                "descriptions": self.descriptions, "gt": self.gt, "panoptic": self.panoptic,
+                "descriptions": self.descriptions, "gt": self.gt, "panoptic": self.panoptic, "segments": self.predicted,
                 "baseline": self.baseline, "baseline_ran": self.run_baseline, "spacy_model": self.spacy_model,
                 "target_blind": self.target_blind, "coverage": self.coverage, "coverage_seed": self.coverage_seed}
 
@@ -307,33 +248,41 @@ def _load(steps: Steps, request: _Request) -> tuple[Vocabulary, dict[str, dict[i
     vocabulary = with_coverage(vocabulary, request.coverage, request.coverage_seed)
     if request.panoptic is None:
         return vocabulary, None
-    return vocabulary, steps.call("load-panoptic-segments", load_segments, request.repo, request.rev,
+    return vocabulary, steps.call("load-panoptic-segments", scoring.load_segments, request.repo, request.rev,
                                   request.panoptic, request.image_ids)
 
 
 def _score(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabulary,
            segments: dict[str, dict[int, pqm.Segment]] | None) -> Built:
     """Map the descriptions, score the images in shards (units) and write the report into ``stage``."""
-    rows, labels, per_image, baseline_note = _labels(steps, stage, request, vocabulary, segments)
+    targets = steps.unit("match-segments", scoring.targets, stage.unit_key("targets"), request.inputs, vocabulary,
+                         request.described, segments)
+    rows, labels, per_image, baseline_note = _labels(steps, stage, request, vocabulary, targets)
+    index = {c: i for i, c in enumerate(vocabulary.classes)}
+    target_index = {image: {seg: index[c] for seg, c in by_seg.items() if c is not None}
+                    for image, by_seg in targets.items()}
+    kinds = _kinds(vocabulary)
+    ap_classes = frozenset(index[c] for c in (vocabulary.classes if kinds is None else kinds.things))
     calls = []
     for n, start in enumerate(range(0, len(request.image_ids), request.shard_size)):
         ids = request.image_ids[start:start + request.shard_size]
         calls.append((stage.unit_key(f"score/{request.shard_size}/{n}"),
-                      (request.repo, request.rev, request.gt, vocabulary, ids, {i: labels[i] for i in ids},
-                       None if per_image is None else {i: per_image[i] for i in ids}, request.panoptic,
-                       None if segments is None else {i: segments[i] for i in ids})))
-    scored = steps.shards("evaluate-vocab-shard", evaluate_shard, calls, description="Evaluating descriptions",
+                      (request.inputs, vocabulary, ids, {i: labels[i] for i in ids},
+                       None if per_image is None else {i: per_image[i] for i in ids},
+                       None if segments is None else {i: segments[i] for i in ids},
+                       {i: target_index[i] for i in ids}, {i: request.scores.get(i, {}) for i in ids}, ap_classes)))
+    scored = steps.shards("evaluate-vocab-shard", scoring.evaluate_shard, calls, description="Evaluating descriptions",
                           total=len(request.image_ids), count=lambda result: len(result[0].image_ids),
-                          channel=SCORE_CHANNEL)
-    summary, total = _summarize(vocabulary, scored, request.panoptic is not None)
+                          channel=scoring.SCORE_CHANNEL)
+    summary, total = _summarize(vocabulary, kinds, scored)
     if total.undescribed_regions or total.absent_segments:
-        steps.logger.warning("%d gt regions had no description (scored unmatched); %d described segments are "
-                                 "not in their gt map (skipped)", total.undescribed_regions, total.absent_segments)
+        steps.logger.warning("%d regions had no description (scored unmatched); %d described segments are "
+                             "not in their segment map (skipped)", total.undescribed_regions, total.absent_segments)
     params = request.params()
     # Relative to the project: the report is versioned and must not name this machine's folders.
     evaluated = portable_paths({key: params[key] for key in ("source", "rev", "vocab", "descriptions", "gt",
-                                                             "panoptic")}, request.repo)
-    lac.write_report(stage.path, summary, {**evaluated, "baseline_note": baseline_note,
+                                                             "panoptic", "segments")}, request.repo)
+    lac_report.write_report(stage.path, summary, {**evaluated, "baseline_note": baseline_note,
                                            **_mapping_lines(request, vocabulary)})
     write_json(stage.path / MAPPINGS_NAME, rows, indent=1)
     return Built(counts={"images": summary["num_images"], "regions": summary["num_regions"]},
@@ -341,7 +290,7 @@ def _score(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabulary
 
 
 def _labels(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabulary,
-            segments: dict[str, dict[int, pqm.Segment]] | None
+            targets: dict[str, dict[int, str | None]]
             ) -> tuple[list[dict[str, Any]], dict[str, dict[int, list[int]]], dict[str, dict[int, int]] | None,
                        str | None]:
     """Map every description (a unit) and run the baseline (another unit) when it can run.
@@ -353,8 +302,8 @@ def _labels(steps: Steps, stage: Stage, request: _Request, vocabulary: Vocabular
     """
     from segbench.tasks.vocab.sbert import INSTALL_HINT
 
-    rows = steps.unit("map-descriptions", map_regions, stage.unit_key("map"), vocabulary, request.described, request.spacy_model,
-                       request.descriptions, segments, request.target_blind)
+    rows = steps.unit("map-descriptions", map_regions, stage.unit_key("map"), vocabulary, request.described,
+                      request.spacy_model, request.descriptions, targets, request.target_blind)
     region_of = _region_namer(vocabulary, request.panoptic is not None)
     index = {c: i for i, c in enumerate(vocabulary.classes)}
     labels: dict[str, dict[int, list[int]]] = {image_id: {} for image_id in request.image_ids}
@@ -386,8 +335,8 @@ def _mapping_lines(request: _Request, vocabulary: Vocabulary) -> dict[str, Any]:
 
 
 def _region_namer(vocabulary: Vocabulary, panoptic: bool) -> Any:
-    """segment id -> the gt region it names: a panoptic segment is its own region; a label-map segment
-    id is a class id, whose region is the class index (an id of no class gets one never in the gt)."""
+    """segment id -> the region it names: a panoptic or predicted segment is its own region; a label-map
+    segment id is a class id, whose region is the class index (an id of no class gets one never in the gt)."""
     if panoptic:
         return lambda segment_id: segment_id
     id_to_index = {i: n for n, i in enumerate(vocabulary.ids)}
@@ -409,22 +358,27 @@ def _kinds(vocabulary: Vocabulary) -> Kinds | None:
                  stuff=[c for c in vocabulary.classes if not things[c]])
 
 
-def _summarize(vocabulary: Vocabulary, scored: list[Any], panoptic: bool) -> tuple[dict[str, Any], lac.LacAccumulator]:
-    """Add the shards' accumulators (in shard order) and summarize, with PQ for panoptic ground truth."""
-    total = lac.LacAccumulator(len(vocabulary.classes))
-    pq_total = [pqm.PQAccumulator(len(vocabulary.classes)) for _ in LEVELS] if panoptic else None
-    for shard, shard_pq in scored:
+def _summarize(vocabulary: Vocabulary, kinds: Kinds | None, scored: list[Any]
+               ) -> tuple[dict[str, Any], lac.LacAccumulator]:
+    """Add the shards' accumulators (in shard order) and summarize, with PQ and AP for panoptic ground truth."""
+    total, pq_total, ap_total = scored[0]
+    for shard, shard_pq, shard_ap in scored[1:]:
         total += shard
         for level_total, level_shard in zip(pq_total or [], shard_pq or [], strict=True):
             level_total += level_shard
-    metrics = total.summarize(vocabulary.classes, _kinds(vocabulary))
+        if ap_total is not None:
+            ap_total += shard_ap
+    metrics = total.summarize(vocabulary.classes, kinds)
     if pq_total is not None:
         metrics = pqm.attach_pq(metrics, [a.summarize(vocabulary.classes, level)
                                           for a, level in zip(pq_total, LEVELS, strict=True)])
+    if ap_total is not None:
+        metrics = attach_ap(metrics, ap_total.summarize(vocabulary.classes, LEVELS,
+                                                        "all" if kinds is None else "things"))
     return metrics.model_dump(mode="json"), total  # the report writers read the JSON
 
 
 def _paths(out: str | Path) -> dict[str, str]:
     paths = report_paths(out)
-    paths["lac_plot"] = paths.pop(Path(lac.PLOT_NAME).stem)  # the name write_report returns it under
+    paths["lac_plot"] = paths.pop(Path(lac_report.PLOT_NAME).stem)  # the name write_report returns it under
     return paths

@@ -1,4 +1,4 @@
-"""The open-ended benchmark's leaderboard: the Lexical Alignment Curve's areas and mIoU at each level."""
+"""The open-ended benchmark's leaderboard: the Lexical Alignment Curve's areas (mIoU, PQ, AP) and mIoU at each level."""
 
 from __future__ import annotations
 
@@ -20,4 +20,4 @@ def _level(level: str) -> Column:
 
 
 VOCAB = Board(evaluation="eval/vocab", title="Open-ended (valid vocabularies)",
-              columns=(_area("miou"), *(_level(level) for level in LEVELS), _area("pq")))
+              columns=(_area("miou"), *(_level(level) for level in LEVELS), _area("pq"), _area("ap")))

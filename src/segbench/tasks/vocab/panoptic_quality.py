@@ -62,6 +62,32 @@ def _compact(segments: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(hit, pos, ids.size).astype(np.int64)
 
 
+def _intersections(gt_segments: np.ndarray, gt_ids: np.ndarray, pred_segments: np.ndarray, pred_ids: np.ndarray
+                   ) -> np.ndarray:
+    """(G + 1, P + 1) pixel counts of every (gt, predicted) segment pair, in sorted id order; the last row
+    and column collect void pixels. One bincount over the pairs."""
+    ng, npr = gt_ids.size, pred_ids.size
+    pairs = _compact(gt_segments, gt_ids) * (npr + 1) + _compact(pred_segments, pred_ids)
+    return np.bincount(pairs.ravel(), minlength=(ng + 1) * (npr + 1)).reshape(ng + 1, npr + 1)
+
+
+def _iou(inter: np.ndarray, g: int, p: int) -> float:
+    """IoU of gt ``g`` and prediction ``p``; the union leaves out the predicted pixels on gt void."""
+    void = inter.shape[0] - 1
+    union = inter[:, p].sum() + inter[g].sum() - inter[g, p] - inter[void, p]
+    return float(inter[g, p] / union)
+
+
+def matched_segments(gt_segments: np.ndarray, gt_ids: Collection[int], pred_segments: np.ndarray,
+                     pred_ids: Collection[int]) -> dict[int, int]:
+    """{predicted segment id: gt segment id} for the pairs with IoU > 0.5, whatever their classes (the
+    match is unique, as in :meth:`PQAccumulator.update`)."""
+    gts, preds = np.array(sorted(gt_ids), dtype=np.int64), np.array(sorted(pred_ids), dtype=np.int64)
+    inter = _intersections(np.asarray(gt_segments), gts, np.asarray(pred_segments), preds)
+    return {int(preds[p]): int(gts[g]) for g, p in zip(*np.nonzero(inter[:gts.size, :preds.size]), strict=True)
+            if _iou(inter, g, p) > MATCH_IOU}
+
+
 @dataclass
 class PQAccumulator:
     """Per-class panoptic counts over images: ``tp``, ``fp``, ``fn`` (C,) int64, ``iou_sum`` (C,) float64."""
@@ -107,17 +133,14 @@ class PQAccumulator:
         if ((g_cls < 0) | (g_cls >= self.num_classes)).any() or ((p_cls < 0) | (p_cls >= self.num_classes)).any():
             raise ValueError(f"class indices must lie in 0..{self.num_classes - 1}")
         ng, npr = gt_ids.size, pred_ids.size
-        # one bincount over (gt, pred) pairs; the extra row / column collects void pixels
-        pairs = _compact(gt_arr, gt_ids) * (npr + 1) + _compact(pred_arr, pred_ids)
-        inter = np.bincount(pairs.ravel(), minlength=(ng + 1) * (npr + 1)).reshape(ng + 1, npr + 1)
+        inter = _intersections(gt_arr, gt_ids, pred_arr, pred_ids)
         gt_area, pred_area = inter[:ng].sum(axis=1), inter[:, :npr].sum(axis=0)
         is_crowd = np.isin(gt_ids, np.array(list(crowd), dtype=np.int64))
         gt_matched, pred_matched = np.zeros(ng, bool), np.zeros(npr, bool)
         for g, p in zip(*np.nonzero(inter[:ng, :npr]), strict=True):
             if is_crowd[g] or g_cls[g] != p_cls[p]:
                 continue
-            union = pred_area[p] + gt_area[g] - inter[g, p] - inter[ng, p]
-            iou = inter[g, p] / union
+            iou = _iou(inter, g, p)
             if iou > MATCH_IOU:
                 self.tp[g_cls[g]] += 1
                 self.iou_sum[g_cls[g]] += iou
