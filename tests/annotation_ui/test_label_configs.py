@@ -16,6 +16,7 @@ PARAMS = {
     "coco_cd_context": {},
     "cafe_verification": {},
     "spin_subparts": {"object": "dog", "part": "head", "subparts": ["eye", "left ear"]},
+    "spin_review": {"object": "dog", "part": "head", "subparts": ["eye", "left ear"]},
     "vocab_adjudication": {"categories": ["cat", "dog"]},
 }
 
@@ -32,7 +33,7 @@ def _controls(root, tag):
 
 
 def test_the_datasets_register_the_configs_of_their_round_kinds():
-    assert sorted(label_configs()) == ["cafe_verification", "coco_cd_context", "spin_subparts"]
+    assert sorted(label_configs()) == ["cafe_verification", "coco_cd_context", "spin_review", "spin_subparts"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -26,6 +26,7 @@ PARAMS = {
     "coco_cd_context": {},
     "cafe_verification": {},
     "spin_subparts": {"object": "dog", "part": "head", "subparts": ["eye", "ear & <tip>", 'the "nose"']},
+    "spin_review": {"object": "dog", "part": "head", "subparts": ["eye", "ear & <tip>", 'the "nose"']},
     "vocab_adjudication": {"categories": ["cat", "dog & puppy", "<bird>"]},
 }
 
@@ -48,7 +49,7 @@ def _choice(name, value):
     return {"from_name": name, "to_name": "image", "type": "choices", "value": {"choices": [value]}}
 
 
-def test_the_four_label_configs_are_accepted_by_the_server(label_studio):
+def test_every_label_config_is_accepted_by_the_server(label_studio):
     configs = {**label_configs(), ADJUDICATION_CONFIG.name: ADJUDICATION_CONFIG}  # vocab's: no round kind yet
     assert set(PARAMS) == set(configs)
     for name, params in PARAMS.items():

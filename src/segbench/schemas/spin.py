@@ -339,6 +339,51 @@ def read_resolved(path: str | Path) -> list[ResolvedSubpart]:
 
 # --- dataset build parameters ------------------------------------------------------------------------
 
+class ReviewDecision(BaseModel):
+    """What a review round decided about one subpart of one part (``data/spin/crowd/reviews.json``).
+
+    It applies while ``resolved.json``'s record for the subpart is still the one the reviewer was shown
+    (``shown``: its digest, ``None`` when nothing was outlined): a newer crowd answer needs its own review.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    review: str = Field(description="the review round's key")
+    image_id: int
+    part_ann_id: int
+    subpart: str
+    verdict: Literal["redrawn", "absent", "again"] = Field(
+        description="redrawn: the reviewer's outline replaces it; absent: it is not there; again: the whole part "
+                    "goes back to be annotated again")
+    shown: str | None = Field(description="digest of the outline the reviewer saw (None: none was shown)")
+    reviewers: list[str]
+    record: ResolvedSubpart | None = Field(None, description="the redrawn subpart (redrawn only)")
+
+
+def read_reviews(path: str | Path) -> list[ReviewDecision]:
+    """Read ``reviews.json`` (an empty list when there is none yet).
+
+    Raises:
+        InputError: a malformed file, or a record breaking the schema (named by index).
+    """
+    from segbench.core.io import read_json
+
+    if not Path(path).is_file():
+        return []
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise InputError("review decisions must be a JSON list", path=path,
+                         hint="ingest the review rounds again: segbench rounds ingest KEY")
+    out = []
+    for index, record in enumerate(data):
+        try:
+            out.append(ReviewDecision.model_validate(record))
+        except ValidationError as exc:
+            raise InputError(f"record {index}: {first_error(exc)}", path=path,
+                             hint="ingest the review rounds again: segbench rounds ingest KEY") from exc
+    return out
+
+
 class SpinBuildParams(BaseModel):
     """Everything that decides the content of a SPIN build (recorded in the manifest)."""
 

@@ -9,7 +9,8 @@ the items' ``part_ann_id``). Outputs, each written atomically:
 * ``crowd/<key>.raw.jsonl`` — every answer, validated per subpart, with flags;
 * ``crowd/<key>.report.json`` — counts and flags;
 * ``crowd/resolved.json`` — resolved subparts of every imported round (this round's records replace
-  its previous ones), sorted by (image_id, part_ann_id, subpart).
+  its previous ones) with the review rounds' decisions laid over them (``crowd/reviews.json``,
+  :mod:`segbench.tasks.spin.review`), sorted by (image_id, part_ann_id, subpart).
 
 Re-importing the same answers gives byte-identical files. ``mask_aggregation`` chooses how a present
 subpart's mask is resolved (``medoid``, the default; or crowd-kit's ``em``, ``majority``,
@@ -46,15 +47,17 @@ from segbench.core.errors import ImportPolicy, InputError, OnError
 from segbench.core.io import write_json, write_jsonl
 from segbench.flows.spin.rounds import spin_rounds
 from segbench.schemas.rounds import Answer, Round, RoundItem
-from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved
+from segbench.schemas.spin import PartContext, ResolvedSubpart, load_taxonomy, read_resolved, read_reviews
 from segbench.schemas.spin_results import SpinImport
 from segbench.tasks.spin import crowd as sc
 from segbench.tasks.spin.gold import page_gold
+from segbench.tasks.spin.review import apply_reviews
 
 logger = logging.getLogger(__name__)
 
 CROWD_DIR = "spin/crowd"
 RESOLVED_FILE = "resolved.json"
+REVIEWS_FILE = "reviews.json"  # review rounds' decisions, laid over every resolved.json written
 
 
 def default_taxonomy(data_root: Path) -> Path:
@@ -198,7 +201,7 @@ def write_crowd_files(data_root: Path, round_: Round, contexts: Mapping[str, Par
     asked = round_.config.params.get("subparts")
     kept = [r for r in (read_resolved(resolved_path) if resolved_path.is_file() else [])
             if (r.image_id, r.part_ann_id) not in mine or (asked is not None and r.subpart not in asked)]
-    merged = sorted([*kept, *resolved], key=lambda r: (r.image_id, r.part_ann_id, r.subpart))
+    merged = apply_reviews([*kept, *resolved], read_reviews(crowd / REVIEWS_FILE))
     paths = {"raw": write_jsonl(crowd / f"{round_.key}.raw.jsonl", raw),
              "report": write_json(crowd / f"{round_.key}.report.json", report, indent=1),
              "resolved": write_json(resolved_path, [r.model_dump(mode="json") for r in merged], indent=1)}

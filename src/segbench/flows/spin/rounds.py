@@ -41,7 +41,8 @@ class _SubpartsPage(TypedDict):
     subparts: list[_SubpartLabel]
 
 
-def _prepare(config: str, values: dict[str, Any]) -> _SubpartsPage:
+def prepare_subparts_page(config: str, values: dict[str, Any]) -> _SubpartsPage:
+    """The context of a subparts page (this kind's and the review's label configs)."""
     subparts = texts(config, "subparts", values["subparts"], shown=True)
     slugs = [slugify(name) for name in subparts]
     clashes = sorted({slug for slug in slugs if slugs.count(slug) > 1})
@@ -74,7 +75,7 @@ def _prepare(config: str, values: dict[str, Any]) -> _SubpartsPage:
 SUBPARTS = RoundKind(
     name=crowd.KIND,
     label_config=LabelConfig(crowd.LABEL_CONFIG, required=("object", "part", "subparts"),
-                             defaults={"page": 1, "pages": 1}, prepare=_prepare),
+                             defaults={"page": 1, "pages": 1}, prepare=prepare_subparts_page),
     report=Ref("segbench.flows.spin.crowd:ingest_report"),
     flags_own_polygons=True,
     create=Ref("segbench.cli.spin:create_rounds_command"),
