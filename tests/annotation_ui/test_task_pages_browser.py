@@ -34,6 +34,10 @@ KINDS = {
     "spin": ("spin_subparts", "spin_subparts", {"object": "Bird", "part": "Head", "subparts": ["Beak", "Eye"]},
              (500, 375), {"image_id": 1, "part_ann_id": 7, "object": "Bird", "object_class": "goldfinch",
                           "part": "Head", "subparts": ["Beak", "Eye"]}, 6, "Answer: can you locate any Beak?"),
+    "spin-review": ("spin_review", "spin_review", {"object": "Bird", "part": "Head", "subparts": ["Beak", "Eye"]},
+                    (500, 375), {"image_id": 1, "part_ann_id": 7, "object": "Bird", "object_class": "goldfinch",
+                                 "part": "Head", "subparts": ["Beak", "Eye"], "shown": {"Beak": None, "Eye": None}},
+                    8, "Answer for the Beak: right, redrawn or absent?"),
 }
 
 
@@ -83,7 +87,7 @@ def test_the_image_and_every_question_fit_one_screen_and_nothing_submits_half_an
             instructions = read_instructions(page)
             image = page.locator(".konvajs-content").first  # the image stage
             image.wait_for(state="visible")
-            if name == "spin":  # its subpart questions show once the part is located
+            if name.startswith("spin"):  # its subpart questions show once the part is located (or reviewable)
                 page.locator(".lsf-choice__checkbox", has_text="yes").first.click()
             choices = page.locator(".lsf-choice__item, .lsf-choice")
             choices.first.wait_for(state="visible")
@@ -97,7 +101,7 @@ def test_the_image_and_every_question_fit_one_screen_and_nothing_submits_half_an
             warning = page.locator(".ant-modal-confirm-content")
             refusal = warning.first.inner_text() if warning.count() else ""
             half_answered = label_studio.client.export(project)[0]["annotations"]
-            if name == "spin":  # "the part is not there" needs no subpart answer: it submits
+            if name.startswith("spin"):  # "no" (not there; annotate again) needs no subpart answer: it submits
                 page.get_by_role("button", name="OK").first.click()  # closes the refused submit's warning
                 page.keyboard.press("Escape")
                 page.locator(".lsf-choice__checkbox", has_text="no").first.click()
@@ -113,6 +117,6 @@ def test_the_image_and_every_question_fit_one_screen_and_nothing_submits_half_an
     assert "Label All Tasks" in instructions and "other annotators" in instructions
     assert radios >= 2 and checkboxes == 0, (radios, checkboxes)
     assert refusal.startswith(KINDS[name][6]) and "required" not in refusal, refusal
-    if name == "spin":
+    if name.startswith("spin"):
         (task,) = label_studio.client.export(project)
-        assert len(task["annotations"]) == 1, "a part marked absent could not be submitted"
+        assert len(task["annotations"]) == 1, "a part answered no could not be submitted"
