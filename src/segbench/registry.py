@@ -154,6 +154,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         plan_step=Ref("segbench.flows.vocab.build:plan_step"),
         demo_step=Ref("segbench.flows.vocab.demo:DEMO"),
         demo_printer=Ref("segbench.cli.vocab:print_demo"),
+        round_kinds=(Ref("segbench.flows.vocab.rounds:ADJUDICATION"),),
         release_plan=Ref("segbench.tasks.vocab.release:plan"),
         leaderboards=(Ref("segbench.tasks.vocab.leaderboard:VOCAB"),),
     ),

@@ -17,6 +17,7 @@ from segbench.flows.cafe.rounds import VERIFICATION
 from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT
 from segbench.flows.spin.review import REVIEW
 from segbench.flows.spin.rounds import SUBPARTS
+from segbench.flows.vocab.rounds import ADJUDICATION
 from segbench.schemas.rounds import RoundConfig, RoundItem
 
 ITEMS = [RoundItem(item_id="1", image="x/1.png", width=8, height=6)]
@@ -24,7 +25,8 @@ ITEMS = [RoundItem(item_id="1", image="x/1.png", width=8, height=6)]
 
 def test_each_dataset_registers_its_kinds():
     assert registry.round_kinds() == {"coco_cd_context_audit": CONTEXT_AUDIT, "cafe_verification": VERIFICATION,
-                                      "spin_subparts": SUBPARTS, "spin_review": REVIEW}
+                                      "spin_subparts": SUBPARTS, "spin_review": REVIEW,
+                                      "vocab_adjudication": ADJUDICATION}
     assert round_kind("spin_subparts") is SUBPARTS
 
 

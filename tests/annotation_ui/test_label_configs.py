@@ -8,7 +8,7 @@ import pytest
 
 from segbench.annotation_ui.kinds import label_configs, render_label_config
 from segbench.core.errors import InputError
-from segbench.flows.vocab.rounds import ADJUDICATION_CONFIG, DEFAULT_RELATIONS
+from segbench.flows.vocab.rounds import DEFAULT_RELATIONS
 from segbench.schemas.rounds import slugify
 
 NASTY = "a < b & \"c\" 'd' > e"
@@ -20,8 +20,7 @@ PARAMS = {
     "vocab_adjudication": {"categories": ["cat", "dog"]},
 }
 
-# The registered kinds' configs, plus the vocabulary's, which no round kind uses yet.
-CONFIGS = {**label_configs(), ADJUDICATION_CONFIG.name: ADJUDICATION_CONFIG}
+CONFIGS = label_configs()  # every registered kind's
 
 
 def render(name, **params):
@@ -33,7 +32,8 @@ def _controls(root, tag):
 
 
 def test_the_datasets_register_the_configs_of_their_round_kinds():
-    assert sorted(label_configs()) == ["cafe_verification", "coco_cd_context", "spin_review", "spin_subparts"]
+    assert sorted(label_configs()) == ["cafe_verification", "coco_cd_context", "spin_review", "spin_subparts",
+                                       "vocab_adjudication"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -38,6 +38,12 @@ KINDS = {
                     (500, 375), {"image_id": 1, "part_ann_id": 7, "object": "Bird", "object_class": "goldfinch",
                                  "part": "Head", "subparts": ["Beak", "Eye"], "shown": {"Beak": None, "Eye": None}},
                     8, "Answer for the Beak: right, redrawn or absent?"),
+    "vocab": ("vocab_adjudication", "vocab_adjudication",
+              {"categories": ["road", "sidewalk", "building", "wall", "fence", "pole", "traffic light",
+                              "traffic sign", "vegetation", "terrain", "sky", "person", "rider", "car", "truck",
+                              "bus", "train", "motorcycle", "bicycle"]},
+              (2048, 1024), {"description": "a red double-decker bus", "image_id": "1", "segment_id": 15}, 25,
+              "Choose the category the description names"),
 }
 
 

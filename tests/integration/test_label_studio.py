@@ -17,7 +17,6 @@ from PIL import Image
 from segbench.annotation_ui.client import LabelStudioClient
 from segbench.annotation_ui.kinds import label_configs, render_label_config
 from segbench.core.errors import InputError, ServiceError
-from segbench.flows.vocab.rounds import ADJUDICATION_CONFIG
 
 pytestmark = pytest.mark.labelstudio
 
@@ -50,7 +49,7 @@ def _choice(name, value):
 
 
 def test_every_label_config_is_accepted_by_the_server(label_studio):
-    configs = {**label_configs(), ADJUDICATION_CONFIG.name: ADJUDICATION_CONFIG}  # vocab's: no round kind yet
+    configs = label_configs()
     assert set(PARAMS) == set(configs)
     for name, params in PARAMS.items():
         project_id = label_studio.client.create_project(f"{name} {RUN}", configs[name].render(**params))

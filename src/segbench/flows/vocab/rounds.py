@@ -1,17 +1,44 @@
-"""The valid-vocabulary adjudication label config (seed 003): which dataset category a mined
-description names, and how (exact, synonym, hyponym, meronym; ``none`` when unrelated).
+"""The vocabulary's round kind: people adjudicate region descriptions (seed 003, "Human Verification";
+:mod:`segbench.tasks.vocab.adjudication` says what is asked and reported).
 
-No round kind uses it yet, so it is not registered: the vocabulary build asks a language model,
-not people. A vocabulary round kind would be defined here with this config and listed in the
-vocabulary's registry entry.
+``segbench rounds create vocab_adjudication KEY --report DIR`` asks about the descriptions of an
+``evaluate vocab`` report (``--disagreements``: only where Sentence-BERT and the lexical mapping
+disagree, the paper's second stage); each task shows the described region tinted and outlined, on the
+photo when ``--images`` gives it, else on grey. ``rounds ingest KEY`` writes
+``data/vocab/adjudication/KEY.report.{json,md}``. The label config (template ``vocab_adjudication``)
+asks which category the description names and how. Registered in :mod:`segbench.registry`.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import hashlib
+from pathlib import Path
+from typing import Any, Literal, TypedDict
 
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig, texts
+from segbench.annotation_ui.rounds import RoundStore, new_round
+from segbench.core import clock
 from segbench.core.errors import InputError
+from segbench.core.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    open_image,
+    png_bytes,
+    read_bytes,
+    read_json,
+    write_json,
+)
+from segbench.registry import Ref
+from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundItem
+from segbench.tasks.vocab import adjudication
+from segbench.tasks.vocab import panoptic_quality as pqm
+from segbench.tasks.vocab.lac import decode_label_map
+from segbench.tasks.vocab.scoring import read_input
 
 DEFAULT_RELATIONS = ("exact", "synonym", "hyponym", "meronym", "none")
 
@@ -37,3 +64,105 @@ def _prepare(config: str, values: dict[str, Any]) -> _RelationsContext:
 ADJUDICATION_CONFIG = LabelConfig(
     "vocab_adjudication", required=("categories",), defaults={"relations": DEFAULT_RELATIONS}, prepare=_prepare
 )
+
+ADJUDICATION = RoundKind(
+    name=adjudication.KIND,
+    label_config=ADJUDICATION_CONFIG,
+    report=Ref("segbench.flows.vocab.rounds:adjudication_report"),
+    create=Ref("segbench.cli.vocab.adjudication:create_adjudication_command"),
+)
+ADJUDICATION_DIR = "vocab/adjudication"  # under the data root: task images, reports
+REGION_COLOUR = (230, 25, 75)
+GREY = 128
+
+
+def create_adjudication_round(data_root: Path, key: str, report_dir: Path, *, repo: Path = Path("."),
+                              images: Path | None = None, disagreements: bool = False, sample: int | None = None,
+                              seed: int = 0, backend: Literal["labelstudio", "files"] = "labelstudio",
+                              overlap: int = 3, overwrite: bool = False) -> Round:
+    """Create and save adjudication round ``key`` over the descriptions of the ``evaluate vocab`` report
+    ``report_dir`` (its ground truth read from ``repo`` as the evaluation read it).
+
+    Raises:
+        InputError: not an ``evaluate vocab`` report, its vocabulary or ground truth unreadable, no
+            baseline with ``disagreements``, nothing to ask. RoundStateError: ``key`` exists.
+    """
+    from segbench.tasks.vocab.evaluation import MAPPINGS_NAME, load_vocabulary
+
+    data_root, report_dir = Path(data_root), Path(report_dir)
+    mappings = report_dir / MAPPINGS_NAME
+    if not mappings.is_file():
+        raise InputError("not a vocabulary evaluation report (no mappings.json)", path=report_dir,
+                         hint="give the --out folder of segbench evaluate vocab")
+    metrics = read_json(report_dir / "metrics.json")
+    evaluated, kinds = metrics["evaluated"], metrics["metrics"].get("kinds")
+    vocabulary = load_vocabulary(str(repo), evaluated["rev"], evaluated["vocab"])
+    rows = adjudication.select_rows(read_json(mappings), disagreements=disagreements, sample=sample, seed=seed,
+                                    source=str(mappings))
+    stuff = None if kinds is None else set(kinds["stuff"])
+    items = []
+    for row in rows:
+        relative = f"{ADJUDICATION_DIR}/{key}/{adjudication.item_id(row)}.png"
+        region = _region(repo, evaluated, row)
+        atomic_write_bytes(data_root / relative, png_bytes(_shown(region, _photo(images, row["image_id"], region))),
+                           durable=False)
+        data = {"description": row["description"], "image_id": str(row["image_id"]), "segment_id": row["segment_id"],
+                "gt_class": row["gt_class"], "mapping": row["mapping"],
+                "gt_stuff": None if stuff is None or row["gt_class"] is None else row["gt_class"] in stuff}
+        if "baseline" in row:
+            data["baseline"] = row["baseline"]
+        items.append(RoundItem(item_id=adjudication.item_id(row), image=relative, width=region.shape[1],
+                               height=region.shape[0], data=data))
+    config = RoundConfig(label_config=adjudication.LABEL_CONFIG, overlap=overlap,
+                         params={"categories": list(vocabulary.classes)})
+    version = hashlib.sha256(read_bytes(mappings)).hexdigest()
+    round_ = new_round(key, adjudication.KIND, "vocab", version, config, items, backend, clock.timestamp())
+    return RoundStore(data_root / "rounds").create(round_, overwrite=overwrite)
+
+
+def _region(repo: Path, evaluated: dict[str, Any], row: dict[str, Any]) -> np.ndarray:
+    """The described region of ``row`` as an (H, W) bool mask, from the maps the evaluation read."""
+    image_id, segment = row["image_id"], row["segment_id"]
+    if evaluated.get("segments"):  # the model's own segments, on disk
+        path = Path(evaluated["segments"]) / f"{image_id}.png"
+        path = path if path.is_absolute() else Path(repo) / path
+        return pqm.decode_segment_ids(read_bytes(path), source=str(path)) == segment
+    folder = evaluated.get("panoptic") or evaluated["gt"]
+    data, where = read_input(str(repo), evaluated["rev"], f"{str(folder).rstrip('/')}/{image_id}.png")
+    if evaluated.get("panoptic"):
+        return pqm.decode_segment_ids(data, source=where) == segment
+    return decode_label_map(data, source=where) == segment
+
+
+def _photo(images: Path | None, image_id: str, region: np.ndarray) -> Image.Image:
+    """The photo of ``image_id`` from ``images`` (``.jpg``, ``.jpeg`` or ``.png``), else a grey canvas."""
+    height, width = region.shape
+    for suffix in (".jpg", ".jpeg", ".png") if images is not None else ():
+        path = Path(images) / f"{image_id}{suffix}"
+        if path.is_file():
+            photo = open_image(path, mode="RGB", item=f"image {image_id}", hint="give the evaluated images")
+            if photo.size != (width, height):
+                raise InputError(f"the photo is {photo.size[0]}x{photo.size[1]}, its ground truth {width}x{height}",
+                                 path=path, hint="give the images the ground truth was drawn on")
+            return photo
+    return Image.new("RGB", (width, height), (GREY, GREY, GREY))
+
+
+def _shown(region: np.ndarray, photo: Image.Image) -> Image.Image:
+    """The photo with the region tinted and its boundary drawn."""
+    pixels = np.asarray(photo, dtype=np.float64).copy()
+    pixels[region] = 0.6 * pixels[region] + 0.4 * np.array(REGION_COLOUR)
+    pixels[region & ~ndimage.binary_erosion(region, iterations=2)] = REGION_COLOUR
+    return Image.fromarray(pixels.round().astype(np.uint8))
+
+
+def adjudication_report(round_: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
+    """The hook ``rounds ingest`` runs after an adjudication round's answers are saved: its report."""
+    rows = [item.data for item in round_.items]
+    known = all(row["gt_stuff"] is not None for row in rows)
+    stuff = {row["gt_class"] for row in rows if row["gt_stuff"]} if known else None
+    report = adjudication.summarize(rows, items, stuff)
+    folder = Path(data_root) / ADJUDICATION_DIR
+    return {"adjudication": write_json(folder / f"{round_.key}.report.json", report, indent=1),
+            "adjudication_md": atomic_write_text(folder / f"{round_.key}.report.md",
+                                                 adjudication.render_markdown(round_.key, report))}
