@@ -69,6 +69,18 @@ def test_an_adjudication_round_from_an_evaluation_report(tmp_path):
                   str(root), "--disagreements", code=1)
     assert "no Sentence-BERT classes" in str(refused.exception)
 
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    refused = run(tmp_path, "rounds", "create", "vocab_adjudication", "adj2", "--report", str(report), "--repo",
+                  str(root), "--images", str(photos), code=1)
+    assert "no photo of image 'img1'" in str(refused.exception)
+    Image.new("RGB", (6, 4), (0, 200, 0)).save(photos / "img1.png")
+    run(tmp_path, "rounds", "create", "vocab_adjudication", "adj2", "--report", str(report), "--repo", str(root),
+        "--images", str(photos))
+    on_photo = np.asarray(Image.open(tmp_path / "data" / RoundStore(tmp_path / "data" / "rounds").load("adj2")
+                                     .items[0].image))
+    assert (on_photo[2:] == [0, 200, 0]).all() and (on_photo[:2] != [0, 200, 0]).any()  # the road tinted
+
     out = run(tmp_path, "rounds", "create", "vocab_adjudication", "adj1", "--report", str(report), "--repo", str(root),
               "--backend", "files", "--overlap", "2").stdout
     assert "Adjudication round created" in out

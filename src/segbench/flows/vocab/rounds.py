@@ -135,17 +135,24 @@ def _region(repo: Path, evaluated: dict[str, Any], row: dict[str, Any]) -> np.nd
 
 
 def _photo(images: Path | None, image_id: str, region: np.ndarray) -> Image.Image:
-    """The photo of ``image_id`` from ``images`` (``.jpg``, ``.jpeg`` or ``.png``), else a grey canvas."""
+    """The photo of ``image_id`` from ``images`` (``.jpg``, ``.jpeg`` or ``.png``); a grey canvas without ``images``.
+
+    Raises:
+        InputError: ``images`` has no photo of the image, or one of another size than its ground truth.
+    """
     height, width = region.shape
-    for suffix in (".jpg", ".jpeg", ".png") if images is not None else ():
-        path = Path(images) / f"{image_id}{suffix}"
-        if path.is_file():
-            photo = open_image(path, mode="RGB", item=f"image {image_id}", hint="give the evaluated images")
-            if photo.size != (width, height):
-                raise InputError(f"the photo is {photo.size[0]}x{photo.size[1]}, its ground truth {width}x{height}",
-                                 path=path, hint="give the images the ground truth was drawn on")
-            return photo
-    return Image.new("RGB", (width, height), (GREY, GREY, GREY))
+    if images is None:
+        return Image.new("RGB", (width, height), (GREY, GREY, GREY))
+    found = [Path(images) / f"{image_id}{suffix}" for suffix in (".jpg", ".jpeg", ".png")]
+    path = next((p for p in found if p.is_file()), None)
+    if path is None:
+        raise InputError(f"no photo of image {image_id!r}", path=images, item=f"image {image_id}",
+                         hint=f"add {image_id}.jpg or .png, or leave out --images to show regions on grey")
+    photo = open_image(path, mode="RGB", item=f"image {image_id}", hint="give the evaluated images")
+    if photo.size != (width, height):
+        raise InputError(f"the photo is {photo.size[0]}x{photo.size[1]}, its ground truth {width}x{height}",
+                         path=path, hint="give the images the ground truth was drawn on")
+    return photo
 
 
 def _shown(region: np.ndarray, photo: Image.Image) -> Image.Image:
