@@ -59,8 +59,9 @@ def test_files_backend_writes_tasks_and_reads_results(tmp_path):
     answers = backend.fetch_answers(round_, ImportPolicy(on_error=OnError.FAIL))
     assert sorted((a.annotator, a.item_id, a.choices["context"][0]) for a in answers) == [
         ("worker:WA", "1", "indoor"), ("worker:WA", "2", "indoor"), ("worker:WB", "1", "outdoor")]
-    assert backend.launch_hint(round_) == (f"Tasks: {folder}/tasks.csv — put the crowd's results files in "
-                                           f"{folder}/results/")
+    assert backend.launch_hint(round_) == (f"Tasks: {folder}/tasks.csv, their page {folder}/hit.html — put the "
+                                           f"crowd's results files in {folder}/results/")
+    assert (folder / "hit.html").is_file()
 
 
 def test_files_backend_refuses_labels_the_config_does_not_offer(tmp_path):

@@ -17,6 +17,7 @@ from segbench.annotation_ui.backends import BackendContext
 from segbench.annotation_ui.batches import launched_ids
 from segbench.annotation_ui.convert import answers_from_files
 from segbench.annotation_ui.crowd_files import read_results, write_file_tasks
+from segbench.annotation_ui.hit_layout import HIT_NAME, write_hit
 from segbench.annotation_ui.kinds import answer_checks
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError
 from segbench.schemas.rounds import Answer, BackendProgress, Round
@@ -49,8 +50,9 @@ class FilesBackend:
         """Nothing to configure: the round's folder is under the data root."""
 
     def launch(self, round_: Round) -> tuple[None, dict[str, int]]:
-        """Write the task files (again on a relaunch: the same round gives the same files)."""
+        """Write the task files and the HIT layout (again on a relaunch: the same round gives the same files)."""
         write_file_tasks(round_, self.folder(round_))
+        write_hit(round_, self.folder(round_))
         return None, {"tasks_written": len(round_.items)}  # the launched items (see batches.plan_launch)
 
     def progress(self, round_: Round) -> BackendProgress:
@@ -75,7 +77,8 @@ class FilesBackend:
 
     def launch_hint(self, round_: Round) -> str:
         where = self.folder(round_)
-        return f"Tasks: {where}/tasks.csv — put the crowd's results files in {where}/results/"
+        return (f"Tasks: {where}/tasks.csv, their page {where}/{HIT_NAME} — put the crowd's results files in "
+                f"{where}/results/")
 
     def _results(self, round_: Round) -> list[tuple[Path, list[dict[str, Any]]]]:
         """Every results file (in name order) with its rows; a row repeated as it was (a file
