@@ -80,6 +80,8 @@ def test_candidates_are_bounded_and_ranked(index):
     assert mined == ["dog bed", "puppy", "cat"]  # containment first, then similarity
     assert [r["noun"] for r in out if r["source"] == "category"] == ["hound"]
     assert "dog" not in mined  # the category's own name is exact without asking
+    every = [r["noun"] for r in vb.select_candidates([DOG], nouns, index, top_k=None)[1] if r["source"] == "mined"]
+    assert every[:3] == mined and len(every) == len(nouns) - 1  # no pre-filter: every noun but the name, ranked
 
 
 def test_questions_are_batched():

@@ -338,3 +338,27 @@ def test_evaluate_vocab_own_segments_errors_name_the_item(tmp_path, damage, said
     assert isinstance(result.exception, InputError), result.output + repr(result.exception)
     assert said in str(result.exception)
     assert not (root / "report" / "metrics.json").exists()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_build_vocab_all_candidates_puts_every_mined_noun_to_the_judge(tmp_path):
+    from segbench.demo.vocab.captions import generate_demo_captions
+    from segbench.demo.world import generate_demo_world
+
+    world = tmp_path / "world"
+    generate_demo_world(world, seed=0)
+    captions = [arg for path in generate_demo_captions(world, seed=0) for arg in ("--captions", str(path))]
+    refused = run(tmp_path, "build", "vocab", *captions, "--categories", "coco_cd", "--top-k", "3", "--all-candidates",
+                  code=1)
+    assert "contradict" in str(refused.exception)
+    out = tmp_path / "every"
+    run(tmp_path, "build", "vocab", *captions, "--categories", "coco_cd", "--top-k", "3", "--out", str(tmp_path / "few"))
+    run(tmp_path, "build", "vocab", *captions, "--categories", "coco_cd", "--all-candidates", "--out", str(out))
+    few = [json.loads(line) for line in (tmp_path / "few" / "candidates.jsonl").read_text().splitlines()]
+    every = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
+    def mined(rows, category):
+        return {r["noun"] for r in rows if r["source"] == "mined" and r["category"] == category}
+
+    assert len(mined(few, "dog")) == 3 < len(mined(every, "dog")) == len(mined(every, "cat"))
+    assert mined(few, "dog") < mined(every, "dog")
+    assert json.loads((out / "manifest.json").read_text())["params"]["top_k"] is None

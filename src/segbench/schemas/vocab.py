@@ -69,7 +69,8 @@ class VocabParams(BaseModel):
     workers: int = Field(2, ge=0, description="mining worker processes; 0 or 1 mines in-process")
     batch_size: int = Field(256, ge=1, description="spaCy nlp.pipe batch size")
     min_count: int = Field(2, ge=1, description="drop nouns seen fewer times than this")
-    top_k: int = Field(50, ge=1, description="mined candidates per category put to the judge")
+    top_k: int | None = Field(50, ge=1, description="mined candidates per category put to the judge, the best by "
+                                                   "the WordNet pre-filter; None: every mined noun")
     question_batch: int = Field(25, ge=1, description="candidates per question")
     questions_per_task: int = Field(8, ge=1, description="questions per judging task")
 

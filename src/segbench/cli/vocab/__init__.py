@@ -51,7 +51,10 @@ def build_command(
     out: Path = typer.Option(None, "--out", help="Output folder (default: <data root>/vocab/<categories>).",
                              callback=check_output_folder),
     min_count: int = typer.Option(None, "--min-count", help="Drop nouns seen fewer times (default: 2)."),
-    top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge (default: 50)."),
+    top_k: int = typer.Option(None, "--top-k", help="Candidates per category put to the judge, the best by the "
+                              "WordNet pre-filter (default: 50)."),
+    all_candidates: bool = typer.Option(False, "--all-candidates", help="No pre-filter: put every mined noun to the "
+                                        "judge for every category (one question per noun and category)."),
     replay_only: bool = typer.Option(False, "--replay-only", help="Answer only from the cache; a miss is an error."),
     compare_with: Path = typer.Option(None, "--compare-with", callback=existing,
                                       help="A published vocabulary (the open-ended benchmark's JSON) to compare a "
@@ -68,6 +71,9 @@ def build_command(
     from segbench.schemas.vocab import VocabParams
     from segbench.tasks.vocab.vocabulary import load_categories
 
+    if all_candidates and top_k is not None:
+        raise InputError("--top-k and --all-candidates contradict each other", item="--all-candidates",
+                         hint="give one: --top-k N judges the best N per category, --all-candidates every noun")
     settings = settings_of(ctx)
     dataset, _, _ = load_categories(categories)  # a bad name or file fails before Prefect starts
     if compare_with is not None:
@@ -75,7 +81,8 @@ def build_command(
 
         read_public(compare_with)  # so does a published vocabulary that cannot be read, before any question
     params = VocabParams(spacy_model=settings.spacy_model,
-                         **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None})
+                         **{k: v for k, v in {"min_count": min_count, "top_k": top_k}.items() if v is not None},
+                         **({"top_k": None} if all_candidates else {}))
     provider = make_provider(settings, replay_only=replay_only or settings.replay_only)
     from segbench.flows.vocab.build import build_vocab
 

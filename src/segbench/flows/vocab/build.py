@@ -75,7 +75,7 @@ def mine_shard(unit_key: str, shard: mining.Shard, model: str, batch_size: int) 
 
 
 @task(**task_name("select-candidates"), cache_policy=NO_CACHE)
-def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top_k: int,
+def select_candidates(categories: list[CategorySpec], nouns: dict[str, int], top_k: int | None,
                       nltk_data: Path) -> dict[int, list[vb.CandidateRow]]:
     from segbench.providers.wordnet_data import load_wordnet
 

@@ -93,8 +93,10 @@ def plan(source: DatasetSource, data_dir: str, policy: ImagePolicy) -> ReleasePl
                        f"relation judge: {judge}"],
         collection="Nouns are mined from image captions (the caption files named under Sources); no new text was "
                    "collected.",
-        preprocessing=(f"Nouns seen at least {params['min_count']} times are kept; the top {params['top_k']} "
-                       "candidates per category by WordNet similarity and string containment are judged."),
+        preprocessing=(f"Nouns seen at least {params['min_count']} times are kept; "
+                       + ("every one is judged for every category." if params["top_k"] is None else
+                          f"the top {params['top_k']} candidates per category by WordNet similarity and string "
+                          "containment are judged.")),
         annotation_protocol=f"Each candidate's relation to its category is judged by {judge}; a term is kept at its "
                             "strongest relation.",
         biases=["Caption nouns reflect what people mention in English captions of COCO-like photos.",

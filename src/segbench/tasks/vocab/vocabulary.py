@@ -201,8 +201,9 @@ def _contains(noun: str, names: Iterable[str]) -> bool:
 
 
 def select_candidates(categories: Sequence[CategorySpec], nouns: Mapping[str, int], index: WordNetIndex,
-                      *, top_k: int = 50) -> dict[int, list[CandidateRow]]:
-    """The candidates each category's judge sees: at most ``top_k`` mined nouns plus its synonyms.
+                      *, top_k: int | None = 50) -> dict[int, list[CandidateRow]]:
+    """The candidates each category's judge sees: at most ``top_k`` mined nouns (every one with ``None``)
+    plus its synonyms.
 
     Mined nouns rank by (string containment either way, a WordNet link — gloss or inherited part,
     see :meth:`WordNetIndex.linked` —, path similarity, count, noun); the category's own names are
@@ -220,14 +221,18 @@ def select_candidates(categories: Sequence[CategorySpec], nouns: Mapping[str, in
             if noun in names:
                 continue
             rows.append(_row(index, noun, count, names, "mined"))
-        best = heapq.nsmallest(top_k, rows, key=lambda r: (not r["contains"], not r["linked"], -r["score"],
-                                                            -r["count"], r["noun"]))
+        best = sorted(rows, key=_rank) if top_k is None else heapq.nsmallest(top_k, rows, key=_rank)
         chosen = {r["noun"] for r in best}
         for synonym in sorted({s.strip().lower() for s in category.synonyms} - chosen - set(names)):
             if synonym:
                 best.append(_row(index, synonym, nouns.get(synonym, 0), names, "category"))
         out[category.id] = best
     return out
+
+
+def _rank(row: CandidateRow) -> tuple[bool, bool, float, int, str]:
+    """The pre-filter's order: containment, a WordNet link, path similarity, count, then the noun."""
+    return not row["contains"], not row["linked"], -row["score"], -row["count"], row["noun"]
 
 
 class CandidateRow(TypedDict):
