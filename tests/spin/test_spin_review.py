@@ -136,8 +136,11 @@ def test_ties_and_redraws_without_an_outline_change_nothing():
                      data={"image_id": 1, "part_ann_id": 2, "object": "Quadruped", "object_class": "dog",
                            "part": "Head", "subparts": ["Ears", "Nose"], "shown": {"Ears": None, "Nose": None}})
     tie = ItemAnswer(item_id="a", annotators=["r1", "r2"], majority={"part_usable": None}, agreement={})
-    assert review.decide("rev", [item], [tie]).undecided == [{"item_id": "a", "control": "part_usable",
-                                                              "reason": "no majority"}]
+    settled = ItemAnswer(item_id="a", annotators=["r1", "r2"], majority={"part_usable": "no"}, agreement={},
+                         model_settled={"part_usable": 0.6})  # a model broke the people's tie: still a tie
+    for answer in (tie, settled):
+        assert review.decide("rev", [item], [answer]).undecided == [{"item_id": "a", "control": "part_usable",
+                                                                     "reason": "no majority"}]
     undrawn = ItemAnswer(item_id="a", annotators=["r1"], agreement={},
                          majority={"part_usable": "yes", "review_ears": "redrawn", "review_nose": None})
     outcome = review.decide("rev", [item], [undrawn])

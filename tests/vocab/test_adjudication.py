@@ -35,7 +35,10 @@ PEOPLE = {1: ("road", "exact"), 2: ("car", "meronym"), 3: ("none", "none"), 4: (
 def test_alignment_recovery_and_relations_by_hand():
     answers = [ItemAnswer(item_id=f"i-{n}", annotators=["a", "b"], agreement={},
                           majority={"category": c, "relation": r}) for n, (c, r) in PEOPLE.items()]
-    report = adjudication.summarize(ROWS, answers, stuff={"road"})
+    settled = ItemAnswer(item_id="i-5", annotators=["a", "b"], agreement={}, majority={"category": "car"},
+                         model_settled={"category": 0.7})  # people tied, a model chose: left out as a tie
+    report = adjudication.summarize([*ROWS, _row(5, ["car"] * 4, "car", "car")], [*answers, settled], stuff={"road"})
+    assert (report["adjudicated"], report["ties"]) == (4, 1)
     assert report["alignment"] == {"exact": 0.5, "synonyms": 0.75, "hyponyms": 0.75, "meronyms": 1.0,
                                    "sentence_bert": 0.5}
     assert report["alignment_stuff"] == {"exact": 1.0, "synonyms": 1.0, "hyponyms": 1.0, "meronyms": 1.0,

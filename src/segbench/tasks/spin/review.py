@@ -10,8 +10,8 @@ outline of each of its page's subparts drawn in that subpart's label colour. The
   outlined), ``redrawn`` (the reviewer outlined it again, every piece with the subpart's label: that
   outline replaces the crowd's), or ``absent`` (it is not there: the outline goes).
 
-With several reviewers on a task a choice counts when it has a strict majority; a tie changes nothing
-and is reported. A redrawn subpart takes the polygons of the first reviewer, in id order, who drew it.
+With several reviewers on a task a choice counts when it has a strict majority of the people; a tie
+changes nothing and is reported, even one the round's aggregation model settled. A redrawn subpart takes the polygons of the first reviewer, in id order, who drew it.
 
 A decision applies while the resolved record is still the one the reviewer saw (its digest is in
 the review item, :func:`shown_digest`), so ``resolved.json`` is the crowd's resolution with every
@@ -99,7 +99,7 @@ def _decide_item(review_key: str, item: RoundItem, answer: ItemAnswer, outcome: 
         return ReviewDecision(review=review_key, image_id=item.data["image_id"], part_ann_id=item.data["part_ann_id"],
                               subpart=name, verdict=verdict, shown=shown[name], reviewers=reviewers, record=record)
 
-    usable = answer.majority.get(USABLE)
+    usable = answer.people_label(USABLE)
     if usable is None:
         outcome.undecided.append({"item_id": item.item_id, "control": USABLE, "reason": "no majority"})
         return
@@ -108,7 +108,7 @@ def _decide_item(review_key: str, item: RoundItem, answer: ItemAnswer, outcome: 
         outcome.decisions += [decision(name, "again") for name in item.data["subparts"]]
         return
     for name in item.data["subparts"]:
-        verdict = answer.majority.get(control(name))
+        verdict = answer.people_label(control(name))
         if verdict is None:
             outcome.undecided.append({"item_id": item.item_id, "subpart": name, "reason": "no majority"})
         elif verdict == "right":

@@ -9,8 +9,8 @@ names none of them) and how (exact, synonym, hyponym, meronym). Stage one asks a
 rows; stage two about the rows where the two mappings disagree (Sentence-BERT's class is not the
 lexical mapping's at the meronym level).
 
-The report, per round, over the descriptions whose category has a strict majority (ties are counted
-and left out):
+The report, per round, over the descriptions whose category has a strict majority of the people (ties
+are counted and left out, even those the round's aggregation model settled):
 
 - **alignment**: the share where a mapping's class is the people's category (both ``none`` counts as
   agreeing), for the lexical mapping at each level and for Sentence-BERT; over all descriptions and
@@ -88,11 +88,11 @@ def summarize(rows: Sequence[Mapping[str, Any]], answers: Sequence[ItemAnswer], 
         answer = by_id.get(item_id(row))
         if answer is None:
             continue
-        category = answer.majority.get("category")
+        category = answer.people_label("category")
         if category is None:
             ties += 1
             continue
-        decided.append((row, category, answer.majority.get("relation")))
+        decided.append((row, category, answer.people_label("relation")))
     baseline = [d for d in decided if "baseline" in d[0]]
 
     def alignment(subset: Sequence[tuple[Mapping[str, Any], str, str | None]]) -> dict[str, float | None]:
