@@ -11,6 +11,7 @@ from PIL import Image
 from support.cli import run
 from support.vocab_eval_data import write_vocab_evaluation
 
+from segbench.annotation_ui.round_view import round_view
 from segbench.annotation_ui.rounds import RoundStore
 from segbench.core.io import read_json
 from segbench.demo.crowd import write_results_csv
@@ -110,3 +111,7 @@ def test_an_adjudication_round_from_an_evaluation_report(tmp_path):
                                    "sentence_bert": None}
     assert result["alignment_stuff"] is None  # the vocabulary does not say which classes are stuff
     assert (data / "vocab" / "adjudication" / "adj1.report.md").read_text().startswith("# Adjudication of round adj1")
+    # segbench view's round: the lexical mapping is the automatic label people are compared with
+    view = {s.fields["item_id"]: s for s in round_view(data, "adj1").samples}
+    assert view["img1-1"].labels["category_automatic"] == "car" and not view["img1-1"].fields["category_disagrees"]
+    assert view["img1-2"].fields["tie"] and "disagree-with-automatic" in {v.name for v in round_view(data, "adj1").views}

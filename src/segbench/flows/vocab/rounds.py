@@ -70,6 +70,7 @@ ADJUDICATION = RoundKind(
     label_config=ADJUDICATION_CONFIG,
     report=Ref("segbench.flows.vocab.rounds:adjudication_report"),
     create=Ref("segbench.cli.vocab.adjudication:create_adjudication_command"),
+    automatic_labels=Ref("segbench.flows.vocab.rounds:mapped_categories"),
 )
 ADJUDICATION_DIR = "vocab/adjudication"  # under the data root: task images, reports
 REGION_COLOUR = (230, 25, 75)
@@ -161,6 +162,13 @@ def _shown(region: np.ndarray, photo: Image.Image) -> Image.Image:
     pixels[region] = 0.6 * pixels[region] + 0.4 * np.array(REGION_COLOUR)
     pixels[region & ~ndimage.binary_erosion(region, iterations=2)] = REGION_COLOUR
     return Image.fromarray(pixels.round().astype(np.uint8))
+
+
+def mapped_categories(round_: Round, data_root: Path) -> dict[str, dict[str, str]]:
+    """The category the lexical mapping gave each description (meronym level; ``none`` unmapped), so
+    ``segbench view`` shows where people named another."""
+    return {item.item_id: {"category": item.data["mapping"]["meronyms"] or adjudication.NONE}
+            for item in round_.items}
 
 
 def adjudication_report(round_: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
