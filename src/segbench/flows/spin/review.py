@@ -33,7 +33,7 @@ REVIEW = RoundKind(
     label_config=LabelConfig(review.LABEL_CONFIG, required=("object", "part", "subparts"),
                              defaults={"page": 1, "pages": 1}, prepare=prepare_subparts_page),
     report=Ref("segbench.flows.spin.review:ingest_review"),
-    create=Ref("segbench.cli.spin.review:create_review_command"),
+    create=Ref("segbench.cli.spin.rounds:create_review_command"),
 )
 
 

@@ -78,7 +78,7 @@ SUBPARTS = RoundKind(
                              defaults={"page": 1, "pages": 1}, prepare=prepare_subparts_page),
     report=Ref("segbench.flows.spin.crowd:ingest_report"),
     flags_own_polygons=True,
-    create=Ref("segbench.cli.spin:create_rounds_command"),
+    create=Ref("segbench.cli.spin.rounds:create_rounds_command"),
 )
 
 
