@@ -1,6 +1,6 @@
-"""The HIT layout of a files-backend round: one HTML page an external crowd (Amazon Mechanical Turk's
-HTMLQuestion, or any platform that fills ``${column}`` from ``tasks.csv``) shows for every task, made
-from the same label config Label Studio shows.
+"""The HIT layout of a files-backend round: one HTML page an external crowd shows for every task (the
+layout of a Mechanical Turk project on the requester site, whose batch upload of ``tasks.csv`` fills
+``${column}``, or any platform that does the same), made from the same label config Label Studio shows.
 
 The page is a plain form, so each answer comes back as the ``Answer.<control>`` column the results
 import reads (:mod:`segbench.annotation_ui.convert`): a radio group per ``Choices`` control, and for a
