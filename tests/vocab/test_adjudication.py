@@ -115,3 +115,21 @@ def test_an_adjudication_round_from_an_evaluation_report(tmp_path):
     view = {s.fields["item_id"]: s for s in round_view(data, "adj1").samples}
     assert view["img1-1"].labels["category_automatic"] == "car" and not view["img1-1"].fields["category_disagrees"]
     assert view["img1-2"].fields["tie"] and "disagree-with-automatic" in {v.name for v in round_view(data, "adj1").views}
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize("damage, said", [
+    ("mappings.json", "row needs image_id"),
+    ("metrics.json", "not a vocabulary evaluation's metrics.json"),
+])
+def test_a_damaged_report_is_refused_by_name(tmp_path, damage, said):
+    root = write_vocab_evaluation(tmp_path / "project")
+    report = tmp_path / "report"
+    run(tmp_path, "evaluate", "vocab", "--vocab", "vocab.json", "--descriptions", str(root / "desc.json"), "--gt", "gt",
+        "--repo", str(root), "--out", str(report), "--no-baseline")
+    (report / damage).write_text(json.dumps([{"image_id": "img1"}] if damage == "mappings.json" else {"metrics": {}}))
+    refused = run(tmp_path, "rounds", "create", "vocab_adjudication", "adj", "--report", str(report), "--repo",
+                  str(root), code=1)
+    assert said in str(refused.exception) and damage in str(refused.exception)
+    assert not (tmp_path / "data" / "rounds" / "adj.json").exists()

@@ -96,10 +96,15 @@ def create_adjudication_round(data_root: Path, key: str, report_dir: Path, *, re
         raise InputError("not a vocabulary evaluation report (no mappings.json)", path=report_dir,
                          hint="give the --out folder of segbench evaluate vocab")
     metrics = read_json(report_dir / "metrics.json")
-    evaluated, kinds = metrics["evaluated"], metrics["metrics"].get("kinds")
+    evaluated = metrics.get("evaluated") if isinstance(metrics, dict) else None
+    if not isinstance(evaluated, dict) or not {"rev", "vocab"} <= set(evaluated) or not isinstance(
+            metrics.get("metrics"), dict):
+        raise InputError("not a vocabulary evaluation's metrics.json", path=report_dir / "metrics.json",
+                         hint="give the --out folder of segbench evaluate vocab, or evaluate again")
+    kinds = metrics["metrics"].get("kinds")
     vocabulary = load_vocabulary(str(repo), evaluated["rev"], evaluated["vocab"])
-    rows = adjudication.select_rows(read_json(mappings), disagreements=disagreements, sample=sample, seed=seed,
-                                    source=str(mappings))
+    rows = adjudication.select_rows(adjudication.check_rows(read_json(mappings), source=str(mappings)),
+                                    disagreements=disagreements, sample=sample, seed=seed, source=str(mappings))
     stuff = None if kinds is None else set(kinds["stuff"])
     items = []
     for row in rows:

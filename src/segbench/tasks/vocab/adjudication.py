@@ -47,6 +47,26 @@ def disagree(row: Mapping[str, Any]) -> bool:
     return row.get("baseline") != row["mapping"][LEVELS[-1]]
 
 
+def check_rows(data: Any, *, source: str) -> list[dict[str, Any]]:
+    """``mappings.json``'s rows, each checked to carry what a round asks about.
+
+    Raises:
+        InputError: not a list, or a row without ``image_id``, an integer ``segment_id``, a ``description``
+            or a ``mapping`` per level (names the file and the row).
+    """
+    if not isinstance(data, list):
+        raise InputError("mappings must be a JSON list of rows", path=source,
+                         hint="give the --out folder of segbench evaluate vocab, or evaluate again")
+    for index, row in enumerate(data):
+        ok = (isinstance(row, dict) and "image_id" in row and isinstance(row.get("segment_id"), int)
+              and isinstance(row.get("description"), str) and isinstance(row.get("mapping"), dict)
+              and all(level in row["mapping"] for level in LEVELS))
+        if not ok:
+            raise InputError("row needs image_id, an integer segment_id, a description and a mapping per level",
+                             path=source, item=f"row {index}", hint="evaluate again: segbench evaluate vocab --force")
+    return data
+
+
 def select_rows(rows: Sequence[Mapping[str, Any]], *, disagreements: bool, sample: int | None, seed: int,
                 source: str) -> list[dict[str, Any]]:
     """The rows a round asks about, in (image, segment) order: every row or only the disagreements, then
