@@ -92,6 +92,11 @@ def test_every_help_at_80_columns_cuts_nothing_and_breaks_no_summary(path, monke
     command = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]
     for sub in getattr(command, "commands", {}).values():  # a command list shows each summary as one paragraph
         assert "\n" not in (sub.help or "").split("\n\n")[0].strip(), sub.name
+    # the description above the boxes wraps to the page: inside a paragraph only its last line is short
+    description = result.output.split("╭")[0].split("\n")[3:]
+    for line, following in zip(description, description[1:], strict=False):
+        if line.strip() and following.strip():
+            assert len(line.rstrip()) > 60, f"a paragraph breaks mid-sentence: {line!r}\n{result.output}"
 
 
 def test_spin_import_help_shows_the_polygon_format():

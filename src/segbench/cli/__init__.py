@@ -43,6 +43,7 @@ TERMINATED_HINT = f"terminated (SIGTERM); {_RESUME}"
 _watch_prefect = False
 
 help_text.tidy_flag_types()
+help_text.join_paragraph_lines()
 help_text.widen_help_in_pipes(sys.stdout is not None and sys.stdout.isatty(), os.environ)  # type: ignore[arg-type]
 app = typer.Typer(
     help="Build segmentation evaluation datasets end to end and evaluate models on them.",

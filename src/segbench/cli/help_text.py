@@ -4,7 +4,8 @@ Typer prints a value type after every option (``<path>``, ``<int>``), also after
 no value (``--force <bool>``), which reads as if the flag wanted one. :func:`tidy_flag_types`
 drops that type for flags. Options with a fixed set of values are enums, so their help lists the
 choices (``<threads|dask>``). In a pipe, typer would lay help out at 80 columns, splitting long
-choice lists and paths mid-word; :func:`widen_help_in_pipes` gives it a wide page instead.
+choice lists and paths mid-word; :func:`widen_help_in_pipes` gives it a wide page instead. A command's
+description paragraphs are wrapped to the page (:func:`join_paragraph_lines`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,44 @@ def tidy_flag_types() -> None:
         TyperOption.display_type_rich = _flag_aware(TyperOption.display_type_rich)  # type: ignore[method-assign]
 
 
+def _joined(paragraph: str) -> str:
+    """A docstring paragraph as one line, unless it is laid out on purpose (click's ``\\b`` marker, or
+    lines that start indented or as list items)."""
+    lines = paragraph.splitlines()
+    if paragraph.startswith("\b") or any(line.startswith((" ", "- ", "* ", "• ")) for line in lines[1:]):
+        return paragraph
+    return " ".join(line.strip() for line in lines)
+
+
+def join_paragraph_lines() -> None:
+    """Let ``--help`` wrap each paragraph of a command's description to the terminal (idempotent).
+
+    Typer keeps the single line breaks of every paragraph after the first, so a paragraph wrapped at
+    the source's width breaks mid-sentence in an 80-column terminal. The help renderer is patched when
+    a help page is drawn, the moment typer imports it anyway."""
+    from typer.core import TyperCommand, TyperGroup
+
+    for cls in (TyperCommand, TyperGroup):
+        original = cls.format_help
+        if hasattr(original, "__wrapped__"):
+            continue
+
+        def format_help(self: Any, ctx: Any, formatter: Any, _original: Any = original) -> None:
+            from typer import rich_utils
+
+            fix = rich_utils._fix_linebreaks
+            if not hasattr(fix, "__wrapped__"):
+                def joined(paragraphs: list[str], markup_mode: Any) -> str:
+                    return fix([_joined(p) for p in paragraphs], markup_mode)
+
+                joined.__wrapped__ = fix  # type: ignore[attr-defined]
+                rich_utils._fix_linebreaks = joined
+            return _original(self, ctx, formatter)
+
+        format_help.__wrapped__ = original  # type: ignore[attr-defined]
+        cls.format_help = format_help  # type: ignore[method-assign]
+
+
 PIPE_HELP_WIDTH = 120
 
 
@@ -57,4 +96,4 @@ def widen_help_in_pipes(is_terminal: bool, environ: dict[str, str]) -> None:
         environ["TERMINAL_WIDTH"] = str(PIPE_HELP_WIDTH)
 
 
-__all__ = ["Runner", "tidy_flag_types", "widen_help_in_pipes"]
+__all__ = ["Runner", "join_paragraph_lines", "tidy_flag_types", "widen_help_in_pipes"]
