@@ -57,6 +57,7 @@ def test_alignment_recovery_and_relations_by_hand():
 def test_stage_two_asks_only_where_the_mappings_disagree():
     chosen = adjudication.select_rows(ROWS, disagreements=True, sample=None, seed=0, source="m.json")
     assert [r["segment_id"] for r in chosen] == [2, 3]
+    assert adjudication.item_id({"image_id": "frankfurt/f 1", "segment_id": 3}) == "frankfurt_f_1-3"  # a file name
     one = adjudication.select_rows(ROWS, disagreements=False, sample=1, seed=0, source="m.json")
     assert len(one) == 1 and one == adjudication.select_rows(ROWS, disagreements=False, sample=1, seed=0,
                                                              source="m.json")

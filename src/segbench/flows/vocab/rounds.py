@@ -113,8 +113,8 @@ def create_adjudication_round(data_root: Path, key: str, report_dir: Path, *, re
         atomic_write_bytes(data_root / relative, png_bytes(_shown(region, _photo(images, row["image_id"], region))),
                            durable=False)
         data = {"description": row["description"], "image_id": str(row["image_id"]), "segment_id": row["segment_id"],
-                "gt_class": row["gt_class"], "mapping": row["mapping"],
-                "gt_stuff": None if stuff is None or row["gt_class"] is None else row["gt_class"] in stuff}
+                "gt_class": row.get("gt_class"), "mapping": row["mapping"],
+                "gt_stuff": None if stuff is None else row.get("gt_class") in stuff}
         if "baseline" in row:
             data["baseline"] = row["baseline"]
         items.append(RoundItem(item_id=adjudication.item_id(row), image=relative, width=region.shape[1],

@@ -23,6 +23,7 @@ are counted and left out, even those the round's aggregation model settled):
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -38,8 +39,8 @@ REACHED = (*LEVELS, "never")
 
 
 def item_id(row: Mapping[str, Any]) -> str:
-    """A row's item id: ``<image_id>-<segment_id>``."""
-    return f"{row['image_id']}-{row['segment_id']}"
+    """A row's item id, ``<image_id>-<segment_id>``, as a file name (an image id may name a sub-folder)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{row['image_id']}-{row['segment_id']}")
 
 
 def disagree(row: Mapping[str, Any]) -> bool:
