@@ -35,9 +35,8 @@ def _crowd_rows(key, items, truth):
     return rows
 
 
-@pytest.mark.integration
-@pytest.mark.usefixtures("prefect_harness")
-def test_a_review_round_keeps_redraws_removes_and_sends_back(tmp_path):
+def _crowd_round(tmp_path):
+    """A files-backend subparts round of the demo world's quadruped heads, answered (not yet ingested)."""
     from segbench.flows.spin.build import spin_round_items
     from segbench.flows.spin.crowd import create_spin_rounds
 
@@ -50,6 +49,14 @@ def test_a_review_round_keeps_redraws_removes_and_sends_back(tmp_path):
     (crowd,) = create_spin_rounds(data, items, key_prefix="spin", dataset_version="test", backend="files", overlap=1)
     run(tmp_path, "rounds", "launch", crowd.key)
     write_results_csv(_crowd_rows(crowd.key, crowd.items, truth), data / "rounds" / crowd.key / "results" / "a.csv")
+    return crowd
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_review_round_keeps_redraws_removes_and_sends_back(tmp_path):
+    crowd = _crowd_round(tmp_path)
+    data = tmp_path / "data"
     refused = run(tmp_path, "rounds", "create", "spin_review", "rev1", "--of", crowd.key, code=1)
     assert "no imported answers to review" in str(refused.exception)  # not ingested yet
     run(tmp_path, "rounds", "ingest", crowd.key)
@@ -100,6 +107,26 @@ def test_a_review_round_keeps_redraws_removes_and_sends_back(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.integration
+@pytest.mark.usefixtures("prefect_harness")
+def test_two_reviewers_who_split_change_nothing(tmp_path):
+    crowd = _crowd_round(tmp_path)
+    data = tmp_path / "data"
+    run(tmp_path, "rounds", "ingest", crowd.key)
+    resolved = (data / "spin" / "crowd" / "resolved.json").read_bytes()
+    run(tmp_path, "rounds", "create", "spin_review", "rev2", "--of", crowd.key, "--backend", "files", "--overlap", "2")
+    run(tmp_path, "rounds", "launch", "rev2")
+    first = RoundStore(data / "rounds").load("rev2").items[0]
+    write_results_csv([{"WorkerId": reviewer, "AssignmentId": f"r-{reviewer}", "Input.item_id": first.item_id,
+                        "Answer.part_usable": "yes", "Answer.review_eyes": "right", "Answer.review_ears": "right",
+                        "Answer.review_nose": verdict} for reviewer, verdict in (("R1", "absent"), ("R2", "right"))],
+                      data / "rounds" / "rev2" / "results" / "r.csv")
+    run(tmp_path, "rounds", "ingest", "rev2")
+    report = read_json(data / "spin" / "crowd" / "rev2.review.json")
+    assert report["counts"]["undecided"] == 1 and report["undecided"][0]["subpart"] == "Nose"
+    assert (data / "spin" / "crowd" / "resolved.json").read_bytes() == resolved  # a split review removes nothing
+
+
 def test_a_review_of_a_round_that_does_not_exist_is_refused(tmp_path):
     result = run(tmp_path, "rounds", "create", "spin_review", "rev1", "--of", "nothing", code=1)
     assert "nothing" in str(result.exception) and not (tmp_path / "data" / "rounds" / "rev1.json").exists()
