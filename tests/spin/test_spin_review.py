@@ -66,6 +66,10 @@ def test_a_review_round_keeps_redraws_removes_and_sends_back(tmp_path):
 
     out = run(tmp_path, "rounds", "create", "spin_review", "rev1", "--of", crowd.key, "--backend", "files").stdout
     assert "Review round created" in out and "rounds launch rev1" in out
+    overlay_bytes = {p: p.read_bytes() for p in (data / "spin" / "review" / "rev1").iterdir()}
+    again = run(tmp_path, "rounds", "create", "spin_review", "rev1", "--of", crowd.key, code=1)
+    assert "already exists" in str(again.exception)
+    assert {p: p.read_bytes() for p in (data / "spin" / "review" / "rev1").iterdir()} == overlay_bytes
     rev = RoundStore(data / "rounds").load("rev1")
     assert rev.kind == "spin_review" and len(rev.items) == len(crowd.items) >= 2
     first, second = rev.items[:2]

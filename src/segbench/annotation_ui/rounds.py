@@ -129,6 +129,17 @@ class RoundStore:
     def exists(self, key: str) -> bool:
         return self.path(key).is_file()
 
+    def check_free(self, key: str, overwrite: bool = False) -> None:
+        """Refuse a key that is taken (unless ``overwrite``) before a create writes anything for it.
+
+        Raises:
+            RoundStateError: a round with that key exists and ``overwrite`` is false.
+        """
+        if self.exists(key) and not overwrite:
+            existing = self.load(key)
+            raise RoundStateError(f"round {key!r} already exists (status {existing.status.value})",
+                                  path=self.path(key), hint="choose another key, or pass --overwrite to replace it")
+
     def create(self, round_: Round, overwrite: bool = False) -> Round:
         """Save a new round under its key.
 

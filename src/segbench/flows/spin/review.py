@@ -52,6 +52,7 @@ def create_review_round(data_root: Path, source_key: str, key: str, *,
     """
     data_root = Path(data_root)
     store = RoundStore(data_root / "rounds")
+    store.check_free(key, overwrite)  # before its overlays replace another round's
     source = store.load(source_key)
     if source.kind != sc.KIND:
         raise InputError(f"round {source_key!r} is a {source.kind} round; a review reviews a {sc.KIND} round",

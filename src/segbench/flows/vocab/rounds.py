@@ -91,6 +91,8 @@ def create_adjudication_round(data_root: Path, key: str, report_dir: Path, *, re
     from segbench.tasks.vocab.evaluation import MAPPINGS_NAME, load_vocabulary
 
     data_root, report_dir = Path(data_root), Path(report_dir)
+    store = RoundStore(data_root / "rounds")
+    store.check_free(key, overwrite)  # before its task images replace another round's
     mappings = report_dir / MAPPINGS_NAME
     if not mappings.is_file():
         raise InputError("not a vocabulary evaluation report (no mappings.json)", path=report_dir,
@@ -123,7 +125,7 @@ def create_adjudication_round(data_root: Path, key: str, report_dir: Path, *, re
                          params={"categories": list(vocabulary.classes)})
     version = hashlib.sha256(read_bytes(mappings)).hexdigest()
     round_ = new_round(key, adjudication.KIND, "vocab", version, config, items, backend, clock.timestamp())
-    return RoundStore(data_root / "rounds").create(round_, overwrite=overwrite)
+    return store.create(round_, overwrite=overwrite)
 
 
 def _region(repo: Path, evaluated: dict[str, Any], row: dict[str, Any]) -> np.ndarray:
