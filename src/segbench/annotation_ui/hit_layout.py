@@ -8,7 +8,8 @@ import reads (:mod:`segbench.annotation_ui.convert`): a radio group per ``Choice
 ``[{"label", "points": [[x, y], ...]}]`` in image pixels. ``visibleWhen`` views show and hide as in
 Label Studio (hidden questions are not sent and not required); a required question left unanswered
 stops the submit with its ``requiredMessage``. ``$name`` in the config becomes ``${name}``: the task's
-``tasks.csv`` column (``image`` must then be a URL the workers' browsers can load). The form posts to
+``tasks.csv`` column (``image`` must then be a URL the workers' browsers can load; a platform inserts
+each value as it is, so a text holding HTML is shown as HTML). The form posts to
 ``<turkSubmitTo>/mturk/externalSubmit`` with the ``assignmentId`` of the page's query string, as MTurk
 requires; in MTurk's preview (no assignment) it cannot be submitted.
 """
