@@ -102,6 +102,15 @@ def test_a_review_round_keeps_redraws_removes_and_sends_back(tmp_path):
     assert report["counts"] == {"right": 1, "redrawn": 1, "absent": 1, "again": 3, "undecided": 0}
     assert report["annotate_again"] == [second.item_id]
 
+    # a reviewer who changes an answer: the re-ingest undoes what the old one did
+    rows = (data / "rounds" / "rev1" / "results" / "r.csv").read_text()
+    (data / "rounds" / "rev1" / "results" / "r.csv").write_text(rows.replace("absent", "right"))
+    run(tmp_path, "rounds", "ingest", "rev1")
+    assert {(r.part_ann_id, r.subpart): r for r in read_resolved(resolved_path)}[(one, "Nose")] == before[(one, "Nose")]
+    (data / "rounds" / "rev1" / "results" / "r.csv").write_text(rows)
+    run(tmp_path, "rounds", "ingest", "rev1")
+    assert (one, "Nose") not in {(r.part_ann_id, r.subpart) for r in read_resolved(resolved_path)}
+
     # the review stays when the crowd round is imported again, and a re-ingest changes no byte
     outputs = sorted((data / "spin" / "crowd").glob("*"))
     snapshot = {p.name: p.read_bytes() for p in outputs}

@@ -10,9 +10,11 @@ annotate again). Registered in :mod:`segbench.registry`.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Literal
 
+from segbench.annotation_ui.followups import chain
 from segbench.annotation_ui.gold import without_gold
 from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig
@@ -20,13 +22,22 @@ from segbench.annotation_ui.rounds import RoundStore, new_round
 from segbench.core import clock
 from segbench.core.errors import InputError
 from segbench.core.io import atomic_write_bytes, open_image, png_bytes, write_json
-from segbench.flows.spin.crowd import CROWD_DIR, RESOLVED_FILE, REVIEWS_FILE
+from segbench.flows.spin.crowd import (
+    CROWD_DIR,
+    RESOLVED_FILE,
+    REVIEWS_FILE,
+    contexts_from_items,
+    import_spin_round,
+    last_mask_aggregation,
+)
 from segbench.flows.spin.rounds import PALETTE, prepare_subparts_page
 from segbench.registry import Ref
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundItem
 from segbench.schemas.spin import ResolvedSubpart, read_resolved, read_reviews
 from segbench.tasks.spin import crowd as sc
 from segbench.tasks.spin import review
+
+logger = logging.getLogger(__name__)
 
 REVIEW = RoundKind(
     name=review.KIND,
@@ -90,16 +101,26 @@ def _write_overlay(data_root: Path, item: RoundItem, relative: str,
 
 def ingest_review(round_: Round, items: list[ItemAnswer], data_root: Path) -> dict[str, Path]:
     """The hook ``rounds ingest`` runs after a review round's answers are saved: decide, record the
-    decisions, lay every review over ``resolved.json`` and write the review report."""
+    decisions, write the review report, and import the reviewed crowd round again, so that
+    ``resolved.json`` is its resolution with every review laid over it (a re-ingest after a reviewer
+    changed an answer undoes what the old answer did)."""
     data_root = Path(data_root)
     crowd = data_root / CROWD_DIR
     outcome = review.decide(round_.key, round_.items, items)
     decisions = review.merge_decisions(read_reviews(crowd / REVIEWS_FILE), round_.key, outcome.decisions)
-    resolved_path = crowd / RESOLVED_FILE
-    resolved = review.apply_reviews(read_resolved(resolved_path) if resolved_path.is_file() else [], decisions)
     report: dict[str, Any] = {"round": round_.key, "reviewed": sorted({i.item_id for i in items}),
                               "counts": outcome.counts(), "undecided": outcome.undecided,
                               "annotate_again": sorted(outcome.again)}
-    return {"reviews": write_json(crowd / REVIEWS_FILE, [d.model_dump(mode="json") for d in decisions], indent=1),
-            "resolved": write_json(resolved_path, [r.model_dump(mode="json") for r in resolved], indent=1),
-            "review_report": write_json(crowd / f"{round_.key}.review.json", report, indent=1)}
+    paths = {"reviews": write_json(crowd / REVIEWS_FILE, [d.model_dump(mode="json") for d in decisions], indent=1),
+             "review_report": write_json(crowd / f"{round_.key}.review.json", report, indent=1)}
+    store = RoundStore(data_root / "rounds")
+    source = store.load(round_.items[0].data["source_round"]) if round_.items else None
+    if source is not None and contexts_from_items(source) is not None:
+        root = chain(store, source)[0].key
+        return paths | import_spin_round(data_root, root, mask_aggregation=last_mask_aggregation(data_root, root)).paths
+    # The crowd round's parts came from a COCO file (spin import --parts): lay the decisions over what is there.
+    logger.warning("round %s: its crowd round's items carry no part masks; the review is laid over resolved.json "
+                   "as it is (import the crowd round again with --parts to rebuild it)", round_.key)
+    resolved_path = crowd / RESOLVED_FILE
+    resolved = review.apply_reviews(read_resolved(resolved_path) if resolved_path.is_file() else [], decisions)
+    return paths | {"resolved": write_json(resolved_path, [r.model_dump(mode="json") for r in resolved], indent=1)}
