@@ -90,9 +90,9 @@ def render_hit(label_config: str, *, title: str, instructions: str) -> str:
 
 def write_hit(round_: Round, out_dir: str | Path) -> Path:
     """Write ``hit.html``, the round's HIT layout, into ``out_dir`` (beside its ``tasks.csv``)."""
-    from segbench.annotation_ui.kinds import label_configs, render_label_config
+    from segbench.annotation_ui.kinds import label_config_instructions, render_label_config
 
     name = round_.config.label_config
     page = render_hit(render_label_config(name, **round_.config.params), title=f"{round_.kind}: {round_.key}",
-                      instructions=label_configs()[name].instructions())
+                      instructions=label_config_instructions(name))
     return atomic_write_text(Path(out_dir) / HIT_NAME, page)

@@ -178,8 +178,6 @@ def evaluate_command(
     Does nothing when the report is up to date with the vocabulary, ground truth, descriptions and segments."""
     if (gt is None) == (panoptic is None):
         raise InputError("give exactly one ground truth: --gt (label maps) or --panoptic (segments)")
-    if segments is not None and panoptic is None:
-        raise InputError("--segments are scored against panoptic ground truth", hint="add --panoptic DIR")
     from segbench.core.versioning import revision_label
     out = out or settings_of(ctx).reports_dir / "vocab" / f"{revision_label(repo, rev)}-{Path(vocab).stem}-{descriptions.stem}"
     spec = registry.dataset("vocab")

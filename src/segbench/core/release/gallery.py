@@ -92,13 +92,14 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def overlay(image: Image.Image, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]],
-            alpha: float = 0.45, outline: bool = True, *, tile: int = TILE) -> Image.Image:
-    """``image`` shrunk to fit a sheet's ``tile``, with each boolean mask (of the image's size) filled in
-    its colour and outlined. Shrinking first keeps the work to the tile's pixels and the outline two of
-    them wide, so it shows."""
+            alpha: float = 0.45, outline: bool = True, *, tile: int | None = TILE) -> Image.Image:
+    """``image`` shrunk to fit a sheet's ``tile`` (``None``: kept at its size), with each boolean mask (of
+    the image's size) filled in its colour and outlined. Shrinking first keeps the work to the tile's
+    pixels and the outline two of them wide, so it shows."""
     full = image.size
     image = image.convert("RGB") if image.mode != "RGB" else image.copy()
-    image.thumbnail((tile - 4, tile - 4), Image.Resampling.BILINEAR)
+    if tile is not None:
+        image.thumbnail((tile - 4, tile - 4), Image.Resampling.BILINEAR)
     pixels = np.asarray(image, dtype=np.float32).copy()
     for mask, colour in masks:
         if mask.shape != (full[1], full[0]):

@@ -17,7 +17,6 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from segbench.annotation_ui.kinds import RoundKind
 from segbench.annotation_ui.label_configs import LabelConfig, texts
@@ -33,6 +32,7 @@ from segbench.core.io import (
     read_json,
     write_json,
 )
+from segbench.core.release.gallery import overlay
 from segbench.registry import Ref
 from segbench.schemas.rounds import ItemAnswer, Round, RoundConfig, RoundItem
 from segbench.tasks.vocab import adjudication
@@ -112,7 +112,8 @@ def create_adjudication_round(data_root: Path, key: str, report_dir: Path, *, re
     for row in rows:
         relative = f"{ADJUDICATION_DIR}/{key}/{adjudication.item_id(row)}.png"
         region = _region(repo, evaluated, row)
-        atomic_write_bytes(data_root / relative, png_bytes(_shown(region, _photo(images, row["image_id"], region))),
+        atomic_write_bytes(data_root / relative, png_bytes(overlay(_photo(images, row["image_id"], region), [(region, REGION_COLOUR)],
+                                                            alpha=0.4, tile=None)),
                            durable=False)
         data = {"description": row["description"], "image_id": str(row["image_id"]), "segment_id": row["segment_id"],
                 "gt_class": row.get("gt_class"), "mapping": row["mapping"],
@@ -161,14 +162,6 @@ def _photo(images: Path | None, image_id: str, region: np.ndarray) -> Image.Imag
         raise InputError(f"the photo is {photo.size[0]}x{photo.size[1]}, its ground truth {width}x{height}",
                          path=path, hint="give the images the ground truth was drawn on")
     return photo
-
-
-def _shown(region: np.ndarray, photo: Image.Image) -> Image.Image:
-    """The photo with the region tinted and its boundary drawn."""
-    pixels = np.asarray(photo, dtype=np.float64).copy()
-    pixels[region] = 0.6 * pixels[region] + 0.4 * np.array(REGION_COLOUR)
-    pixels[region & ~ndimage.binary_erosion(region, iterations=2)] = REGION_COLOUR
-    return Image.fromarray(pixels.round().astype(np.uint8))
 
 
 def mapped_categories(round_: Round, data_root: Path) -> dict[str, dict[str, str]]:

@@ -26,11 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from segbench.core.masks import bitmap_to_rle, rle_to_bitmap
+from segbench.core.release import gallery
 from segbench.schemas.rounds import ItemAnswer, Polygon, RoundItem, slugify
 from segbench.schemas.spin import ResolvedSubpart, ReviewDecision
 from segbench.tasks.spin.crowd import merge_polygons, polygon_flags
@@ -40,7 +39,6 @@ LABEL_CONFIG = "spin_review"
 RULE = "redrawn-in-review/v1"
 USABLE = "part_usable"
 VERDICTS = ("right", "redrawn", "absent")
-OUTLINE_WIDTH = 2
 REVIEW_DIR = "spin/review"  # overlays, relative to the data root
 
 
@@ -58,12 +56,9 @@ def shown_digest(record: ResolvedSubpart | None) -> str | None:
 
 def overlay(task_image: Image.Image, outlines: Sequence[tuple[ResolvedSubpart, str]]) -> Image.Image:
     """The task image with each resolved subpart's boundary drawn in its colour (``#rrggbb``)."""
-    pixels = np.asarray(task_image.convert("RGB")).copy()
-    for record, colour in outlines:
-        mask = rle_to_bitmap(record.segmentation.model_dump()).astype(bool)
-        edge = mask & ~ndimage.binary_erosion(mask, iterations=OUTLINE_WIDTH)
-        pixels[edge] = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
-    return Image.fromarray(pixels)
+    masks = [(rle_to_bitmap(record.segmentation.model_dump()).astype(bool),
+              (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))) for record, colour in outlines]
+    return gallery.overlay(task_image, masks, alpha=0.0, tile=None)
 
 
 @dataclass

@@ -40,7 +40,7 @@ from segbench.schemas.vocab import LEVELS
 from segbench.schemas.vocab_metrics import Kinds, VocabMetrics
 from segbench.tasks.vocab import lac, lac_report, scoring, versions
 from segbench.tasks.vocab import panoptic_quality as pqm
-from segbench.tasks.vocab.instance_ap import attach_ap
+from segbench.tasks.vocab.instance_ap import APAccumulator, attach_ap
 from segbench.tasks.vocab.lexical_mapping import (
     Vocabulary,
     class_names,
@@ -361,8 +361,11 @@ def _kinds(vocabulary: Vocabulary) -> Kinds | None:
 def _summarize(vocabulary: Vocabulary, kinds: Kinds | None, scored: list[Any]
                ) -> tuple[dict[str, Any], lac.LacAccumulator]:
     """Add the shards' accumulators (in shard order) and summarize, with PQ and AP for panoptic ground truth."""
-    total, pq_total, ap_total = scored[0]
-    for shard, shard_pq, shard_ap in scored[1:]:
+    classes, (_, first_pq, first_ap) = len(vocabulary.classes), scored[0]
+    total = lac.LacAccumulator(classes)
+    pq_total = None if first_pq is None else [pqm.PQAccumulator(classes) for _ in LEVELS]
+    ap_total = None if first_ap is None else APAccumulator(first_ap.classes, first_ap.levels)
+    for shard, shard_pq, shard_ap in scored:
         total += shard
         for level_total, level_shard in zip(pq_total or [], shard_pq or [], strict=True):
             level_total += level_shard

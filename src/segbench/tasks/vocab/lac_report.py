@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 PLOT_NAME = "lac.png"
 METRIC_HEADS = ("mIoU", "mACC", "pACC", "region acc")
-PQ_METRICS = ("pq", "sq", "rq", "ap", "ap50", "ap75")
-PQ_HEADS = ("PQ", "SQ", "RQ", "AP", "AP50", "AP75")
+PANOPTIC_METRICS = ("pq", "sq", "rq", "ap", "ap50", "ap75")
+PANOPTIC_HEADS = ("PQ", "SQ", "RQ", "AP", "AP50", "AP75")
 
 
 def _fmt(value: float | None) -> str:
@@ -38,13 +38,13 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
               f"- **{regions} without a description** (scored unmatched): {summary['undescribed_regions']}",
               f"- **described segments absent from their segment map** (skipped): {summary['absent_segments']}", ""]
     pq = summary.get("pq") is not None
-    keys, heads = (METRICS + PQ_METRICS, METRIC_HEADS + PQ_HEADS) if pq else (METRICS, METRIC_HEADS)
+    keys, heads = (METRICS + PANOPTIC_METRICS, METRIC_HEADS + PANOPTIC_HEADS) if pq else (METRICS, METRIC_HEADS)
     lines += ["## Metrics per lexical level", "", "| level | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     lines += [f"| {lv['level']} | " + " | ".join(_fmt(lv[k]) for k in keys) + " |" for lv in summary["levels"]]
     area_keys, area_heads = (METRICS + ("pq", "ap"), METRIC_HEADS + ("PQ", "AP")) if pq else (METRICS, METRIC_HEADS)
     lines += ["", "Normalised LAC area (trapezoid over the four levels at x = 0, 1/3, 2/3, 1):", "",
               "| " + " | ".join(area_heads) + " |", "|---" * len(area_keys) + "|",
-              "| " + " | ".join(_area(summary, k) for k in area_keys) + " |", ""]
+              "| " + " | ".join(_fmt(summary["lac"][k]["area"]) for k in area_keys) + " |", ""]
     lines += _kinds_section(summary)
     base = summary.get("baseline")
     lines += ["## Sentence-BERT baseline (forced choice)", ""]
@@ -53,7 +53,7 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     else:
         lines += ["| mIoU | mACC | pACC | region acc |", "|---|---|---|---|",
                   "| " + " | ".join(_fmt(base[k]) for k in METRICS) + " |", "",
-                  "Agreement with the lexical mapping (share of gt regions mapped to the same class):", "",
+                  "Agreement with the lexical mapping (share of regions mapped to the same class):", "",
                   "| " + " | ".join(LEVELS) + " |", "|" + "---|" * len(LEVELS),
                   "| " + " | ".join(_fmt(base["agreement"][n]) for n in LEVELS) + " |", ""]
     if not pq:
@@ -61,11 +61,6 @@ def render_markdown(summary: Mapping[str, Any], evaluated: Mapping[str, Any]) ->
     else:
         lines += [_panoptic_note(summary, bool(evaluated.get("segments"))), ""]
     return "\n".join(lines)
-
-
-def _area(summary: Mapping[str, Any], key: str) -> str:
-    curve = summary["lac"].get(key)
-    return "" if curve is None else _fmt(curve["area"])
 
 
 def _panoptic_note(summary: Mapping[str, Any], own_segments: bool) -> str:
