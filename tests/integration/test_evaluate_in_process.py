@@ -114,10 +114,12 @@ def _children(pid: int) -> list[int]:
     return [int(child) for child in found.read_text().split()] if found.exists() else []
 
 
+@pytest.mark.parametrize("pause", [0.0, 1.0], ids=["while-starting", "while-scoring"])
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupted_evaluation_ends_with_its_drawing_process(tmp_path, signum, code):
-    """Ctrl-C (to the whole group, as a terminal sends it) or SIGTERM, while the command scores: the
-    command says so and exits as it always does, and its drawing process is gone."""
+def test_an_interrupted_evaluation_ends_with_its_drawing_process(tmp_path, signum, code, pause):
+    """Ctrl-C (to the whole group, as a terminal sends it) or SIGTERM, while the command still imports its
+    command line or while it scores: the command says so and exits as it always does, and its drawing
+    process is gone."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from cafe_eval import generate  # the benchmark's CAFE-style pairs: 40k pairs score for a few seconds
 
@@ -133,7 +135,7 @@ def test_an_interrupted_evaluation_ends_with_its_drawing_process(tmp_path, signu
     while not (drawing := _children(command.pid)):
         assert command.poll() is None and time.monotonic() < deadline, command.communicate()[1][-2000:]
         time.sleep(0.01)
-    time.sleep(1.0)  # the command is past its start-up, reading and scoring
+    time.sleep(pause)  # 0: the command line is still being imported; 1 s: past start-up, reading and scoring
     assert command.poll() is None, "the command ended before the signal: give it more pairs"
     if signum == signal.SIGINT:
         os.killpg(command.pid, signal.SIGINT)
