@@ -215,14 +215,15 @@ def crowds() -> dict[str, Any]:
     }
 
 
-def crowd_rows(trials: int, seed: int = 0) -> dict[str, dict[str, float | None]]:
+def crowd_rows(trials: int, seed: int = 0,
+               rules: dict[str, float] | None = None) -> dict[str, dict[str, float | None]]:
     """Per crowd of :func:`crowds`: the default aggregation and crowd-kit's methods, mean of ``trials``
     rounds (a method this scikit-learn cannot run is None)."""
     from crowd_trial import CROWDKIT, run_trial
 
     out: dict[str, dict[str, float | None]] = {}
     for name, mix in crowds().items():
-        runs = [run_trial(mix, seed + n, methods=("screened",), crowdkit=CROWDKIT) for n in range(trials)]
+        runs = [run_trial(mix, seed + n, methods=("screened",), crowdkit=CROWDKIT, rules=rules) for n in range(trials)]
         out[name] = {key: None if runs[0][key] is None else round(float(np.mean([r[key] for r in runs])), 3)
                      for key in ("screened", *CROWDKIT, "oracle")}
     return out
@@ -230,7 +231,7 @@ def crowd_rows(trials: int, seed: int = 0) -> dict[str, dict[str, float | None]]
 
 def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_ACCURACY,
             polygons: bool = True, overlap: int = OVERLAP, adversarial: bool = True,
-            crowds: bool = False) -> dict[str, Any]:
+            crowds: bool = False, rules: dict[str, float] | None = None) -> dict[str, Any]:
     cat_items, poly_items, trials = (600, 60, 3) if quick else (2000, 200, TRIAL_SEEDS)
     tables: dict[str, Any] = {"categorical": {}, "polygons": {}, "adversarial": {}, "sizes": {
         "categorical_items": cat_items, "polygon_items": poly_items, "workers": WORKERS,
@@ -245,7 +246,7 @@ def run_all(quick: bool, seed: int = 0, accuracy: tuple[float, float] = HONEST_A
     if adversarial:
         tables["adversarial"] = adversarial_rows(trials, seed)
     if crowds:
-        tables["crowds"] = crowd_rows(trials, seed)
+        tables["crowds"] = crowd_rows(trials, seed, rules)
     return tables
 
 
@@ -307,9 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-adversarial", action="store_true", help="skip the adversarial crowd")
     parser.add_argument("--crowds", action="store_true",
                         help="also one kind of adversary at a time, beside crowd-kit's methods (minutes)")
+    parser.add_argument("--rule", action="append", default=[], metavar="NAME=VALUE",
+                        help="a quality rule for the --crowds rounds, as rounds create --rule sets it")
     args = parser.parse_args(argv)
+    rules = {name: float(value) for name, _, value in (r.partition("=") for r in args.rule)}
     print(markdown(run_all(args.quick, args.seed, tuple(args.accuracy), polygons=not args.categorical_only,
-                           overlap=args.overlap, adversarial=not args.no_adversarial, crowds=args.crowds)))
+                           overlap=args.overlap, adversarial=not args.no_adversarial, crowds=args.crowds,
+                           rules=rules)))
     return 0
 
 

@@ -18,7 +18,7 @@ import csv
 import math
 import random
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,13 @@ CROWDKIT = ("MajorityVote", "Wawa", "ZeroBasedSkill", "DawidSkene", "OneCoinDawi
 
 def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
               methods: Sequence[str] = ("screened", *PLAIN), crowdkit: Sequence[str] = (),
-              traps: float = 0.35) -> dict[str, Any]:
+              traps: float = 0.35, rules: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Accuracy per method (segbench's ``methods``, crowd-kit's ``crowdkit`` on the same answers,
     the oracle) and the worker report's hits, for one seeded round.
 
     ``traps``: the share of the indoor work items on which the Sybils' policy says outdoor (gold
-    items are clear scenes: the policy is right on every one)."""
+    items are clear scenes: the policy is right on every one). ``rules``: quality rules set for the
+    round, as ``rounds create --rule`` sets them."""
     from segbench.flows.coco_cd.rounds import CONTEXT_AUDIT  # its label config decides the allowed labels
 
     rng = random.Random(f"trial:{seed}")
@@ -58,7 +59,8 @@ def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
     with tempfile.TemporaryDirectory() as tmp:
         round_ = new_round(f"trial-{seed}", CONTEXT_AUDIT.name, "coco_cd", "trial",
                            RoundConfig(label_config=CONTEXT_AUDIT.label_config.name, overlap=mix.overlap),
-                           work_items, "files", "2026-03-01T00:00:00+00:00")
+                           work_items, "files", "2026-03-01T00:00:00+00:00").model_copy(
+            update={"quality_rules": dict(rules or {})})
         round_ = with_quality(round_, candidates, QualityOptions(gold=gold, seed=seed), RoundStore(Path(tmp)))
         tasks_csv = write_file_tasks(round_, Path(tmp))[0]
         with open(tasks_csv, newline="", encoding="utf-8") as handle:

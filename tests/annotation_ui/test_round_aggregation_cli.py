@@ -73,6 +73,10 @@ def test_the_aggregation_is_chosen_recorded_and_stable(crowd_round):
     assert "screened" in first.output and "Krippendorff" in first.output
     round_, answers = _saved(project)
     assert round_["aggregation"] == answers["aggregation"] == "screened" and "left_out" in answers
+    assert "labels by: dawid-skene" in first.output and "labels_by" not in round_["counts"]  # counts are numbers
+    assert answers["model_choice"]["held_out"] == {} and "too little gold" in answers["model_choice"]["reason"]
+    report = (project / "data" / "rounds" / f"{KEY}.workers.md").read_text()
+    assert "## The model behind the labels" in report and "too little gold" in report
 
     plain = run(project, "rounds", "ingest", KEY, "--aggregation", "majority")
     assert "majority" in plain.output

@@ -149,3 +149,40 @@ def test_summary_without_kappa_says_why():
     assert none.reason == "no answers for control 'context'" and none.items == 0
     same = agreement_summary([_answer("1", "A", "a"), _answer("1", "B", "a")], "context")
     assert (same.method, same.kappa) == ("cohen", None) and "undefined" in same.reason
+
+
+# --- a model overruling the people --------------------------------------------------------------------
+
+def _overrule_round() -> tuple[list[Answer], dict[str, dict[str, str]]]:
+    """Twelve gold items: A right on 9, B and C on 7. Work item ``w`` (B and C say indoor,
+    A outdoor) and ``t`` (A and B split, C silent)."""
+    rng = random.Random(5)
+    gold, answers = {}, []
+    for n in range(12):
+        label = rng.choice(["indoor", "outdoor"])
+        other = "outdoor" if label == "indoor" else "indoor"
+        gold[f"g{n}"] = {"context": label}
+        answers += [_answer(f"g{n}", "A", label if n < 9 else other), _answer(f"g{n}", "B", label if n < 7 else other),
+                    _answer(f"g{n}", "C", label if n % 2 or n < 2 else other)]
+    answers += [_answer("w", "A", "outdoor"), _answer("w", "B", "indoor"), _answer("w", "C", "indoor"),
+                _answer("t", "A", "outdoor"), _answer("t", "B", "indoor")]
+    return answers, gold
+
+
+def test_a_model_overrules_the_peoples_majority_only_at_the_posterior_asked_for():
+    from segbench.core.aggregation import model_posteriors
+
+    answers, gold = _overrule_round()
+    votes: dict[str, dict[str, str]] = {}
+    for a in answers:
+        votes.setdefault(a.item_id, {})[a.annotator] = a.choices["context"][0]
+    posterior = model_posteriors(votes, "dawid-skene", {k: v["context"] for k, v in gold.items()})["w"]["outdoor"]
+    assert 0.5 < posterior < 0.99  # the model sides with A against the two, but not beyond doubt
+
+    def labels(overrule_at: float | None) -> dict[str, str | None]:
+        return {i.item_id: i.majority["context"]
+                for i in aggregate(answers, ["context"], method="dawid-skene", gold=gold, overrule_at=overrule_at)}
+
+    assert labels(None)["w"] == labels(posterior - 0.001)["w"] == "outdoor"
+    assert labels(posterior + 0.001)["w"] == "indoor"  # the people's majority stands
+    assert labels(posterior + 0.001)["t"] == labels(None)["t"] is not None  # a people's tie is still settled

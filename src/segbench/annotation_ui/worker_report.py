@@ -80,6 +80,15 @@ def worker_markdown(report: dict[str, Any]) -> str:
         if report.get("left_out_capped"):
             lines += ["The rules flag more than half of the voters, so none of those was left out: they say more "
                       "about this round than about its workers (set them per round with `--rule`).", ""]
+        choice = report.get("model_choice")
+        if choice:
+            lines += ["## The model behind the labels", "", f"{choice['reason']}.", ""]
+            if choice["held_out"]:
+                lines += [f"Each of {choice['folds']} parts of the gold was held out in turn; every model was fitted "
+                          "with the rest of the gold as its anchors and judged on the part held out. The most right "
+                          "wins; a tie keeps Dawid–Skene, the default.", "",
+                          markdown_table(["model", "held-out gold right", "held out"],
+                                         [[m, r, n] for m, (r, n) in choice["held_out"].items()]), ""]
         blocs = report.get("blocs", [])
         lines += [f"## Accounts that answered as one ({len(blocs)} blocs)", "",
                   "Every pair of a bloc's accounts that shared enough judgments gave the same answers (the rules "

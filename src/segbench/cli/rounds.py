@@ -263,6 +263,9 @@ def print_ingest(result: RoundIngest) -> None:
                       + (f", {counts.workers_left_out} left out of the masks" if counts.workers_left_out else "")
                       + (f", {counts.accounts_in_blocs} accounts answering as one counted as blocs"
                          if counts.accounts_in_blocs else "") + ")")
+    if counts.labels_by:
+        console.out.print(f"labels by: [bold]{counts.labels_by}[/] (chosen by the round's held-out gold; the worker "
+                          "report says why)")
     if workers.passed is not None:
         console.out.print(f"pass list: [bold]{display_path(Path(workers.paths['pass_list']))}[/] ({workers.passed} passed)"
                           + (f"; MTurk qualification upload: {display_path(Path(workers.paths['qualification_csv']))}"

@@ -47,7 +47,8 @@ _DEGENERATE = 1e-12
 
 def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str = MAJORITY,
               exclude_workers: Iterable[str] = (),
-              gold: Mapping[str, Mapping[str, Any]] | None = None) -> list[ItemAnswer]:
+              gold: Mapping[str, Mapping[str, Any]] | None = None,
+              overrule_at: float | None = None) -> list[ItemAnswer]:
     """The aggregated label per item and choice control; polygons kept per annotator.
 
     Majority vote (the default): the label most of the item's annotators chose. Tie rule: when two
@@ -72,6 +73,8 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
         gold: gold item id → its known answer (control → label). With ``dawid-skene`` the answers on
             gold items are fitted with their labels fixed (see :func:`~segbench.core.aggregation.model_labels`);
             gold items are never in the result, whatever the method.
+        overrule_at: a model (``dawid-skene``, ``glad``) overrules the people's majority only when its
+            posterior for its own label reaches this; below it the people's label stands. None: always.
 
     Returns:
         One ItemAnswer per answered item, sorted by item id; annotators sorted.
@@ -107,7 +110,10 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
             people_tied = label is None
             if control in modelled and item_id in modelled[control]:
                 posterior = modelled[control][item_id]
-                label = top_label(posterior)
+                chosen = top_label(posterior)
+                overrules = not people_tied and chosen != label
+                if not overrules or overrule_at is None or (chosen is not None and posterior[chosen] >= overrule_at):
+                    label = chosen
                 top = labels.count(label) if label is not None else top
                 if people_tied and label is not None:  # the model, not the people, chose this label
                     settled[control] = round(posterior[label], 4)

@@ -5,7 +5,10 @@ voters rather than accounts, with a worker report that screens every worker.
    meet count as one voter, whatever the aggregate says of them.
 2. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
    (crowd-kit's ``true_labels``: each voter's confusion matrix starts from, and stays anchored on,
-   their gold answers). These are the labels.
+   their gold answers). These are the labels, with two checks on the model: it overrules the
+   voters' majority on an item only at a posterior of ``overrule_posterior`` or more (a confusion
+   matrix fitted on twenty answers is not evidence enough to outvote two people), and another
+   model replaces it when the round's held-out gold says so (:mod:`segbench.core.model_choice`).
 3. Score the workers against them (:func:`segbench.core.worker_quality.score_workers`); the
    suspicious workers are *left out* of what weighs no one: SPIN's masks (a medoid counts every
    polygon alike). The labels keep them: Dawid–Skene already weighs each voter by their confusion
@@ -27,9 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from segbench.core.aggregation import DAWID_SKENE, SCREENED
+from segbench.core.aggregation import SCREENED
 from segbench.core.agreement import aggregate
 from segbench.core.blocs import Bloc, as_one_voter, find_blocs, judgments
+from segbench.core.model_choice import ModelChoice, choose_model
 from segbench.core.worker_quality import POLYGONS, QualityRules, WorkerReport, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
 
@@ -55,6 +59,7 @@ class Screened:
     left_out: dict[str, list[str]]
     capped: bool = False
     blocs: tuple[Bloc, ...] = ()
+    choice: ModelChoice | None = None
 
 
 def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],
@@ -73,12 +78,14 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
     blocs = find_blocs(judgments(counted, controls), min_shared=rules.bloc_min_shared,
                        min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size)
     votes = as_one_voter(counted, blocs, controls)
-    items = aggregate(votes, controls, method=DAWID_SKENE, gold=known)
+    choice = choose_model(votes, controls, known, folds=rules.model_choice_folds, alpha=rules.model_choice_p,
+                          overrule_at=rules.overrule_posterior)
+    items = aggregate(votes, controls, method=choice.method, gold=known, overrule_at=rules.overrule_posterior)
     report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
     flagged = {s["worker"]: s["reasons"] for s in report["suspicious"]}
     capped = len(_voters_out(flagged, blocs)) > MAX_LEFT_OUT_SHARE * len({a.annotator for a in votes})
     return Screened(items=items, report=report, left_out={} if capped else flagged, capped=capped,
-                    blocs=tuple(blocs))
+                    blocs=tuple(blocs), choice=choice)
 
 
 def aggregate_round(method: str, counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequence[str],

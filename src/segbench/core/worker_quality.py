@@ -98,6 +98,9 @@ class QualityRules:
     bloc_min_shared: int = 8
     bloc_min_agreement: float = 1.0
     bloc_min_size: int = 3
+    model_choice_folds: int = 2
+    model_choice_p: float = 0.05
+    overrule_posterior: float = 0.8
 
     @classmethod
     def with_overrides(cls, overrides: Mapping[str, float] | None) -> QualityRules:

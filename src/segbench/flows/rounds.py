@@ -135,23 +135,26 @@ def ingest_round(data_root: Path, key: str, label_studio: LabelStudioConnection 
         answers=len(answers), items=len(gold.without_gold(round_).items), items_answered=chain.items_answered(),
         annotators=len({a.annotator for a in answers}), skipped=len(policy.report),
         **gold.gold_counts(round_, gold_answers, answers, counted),
-        **({"accounts_in_blocs": sum(len(b.members) for b in result.blocs)} if method == SCREENED else {}),
+        **({"accounts_in_blocs": sum(len(b.members) for b in result.blocs),
+            "labels_by": result.choice.method if result.choice else None} if method == SCREENED else {}),
         **({"workers_left_out": len(left_out), "answers_left_out": sum(a.annotator in left_out for a in counted)}
            if method == SCREENED and masks else {}))
+    screened = {"left_out_capped": capped, "blocs": [b.row() for b in result.blocs],
+                **({"model_choice": result.choice.row()} if result.choice else {})}
     write_json(store.answers_path(key), {
         "format": ANSWERS_FORMAT, "round": key, "dataset": round_.dataset, "dataset_version": round_.dataset_version,
         "aggregation": method, "answers": [a.model_dump(mode="json") for a in answers],
         "items": [i.model_dump(mode="json") for i in items],
         "agreement": {control: a.model_dump(mode="json") for control, a in agreement.items()}, "skipped": policy.report.to_json(), **gold.answers_fields(gold_answers, qualified),
-        **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())],
-            "left_out_capped": capped, "blocs": [b.row() for b in result.blocs]} if method == SCREENED else {})},
+        **({"left_out": [{"worker": w, "reasons": r} for w, r in sorted(left_out.items())], **screened}
+           if method == SCREENED else {})},
         indent=1)
-    ingested = rounds.mark_ingested(round_, {**round_.counts, **counts.model_dump()}, _now()).model_copy(
+    numbers = counts.model_dump(exclude={"labels_by"})  # a round's counts are numbers; the model is in the report
+    ingested = rounds.mark_ingested(round_, {**round_.counts, **numbers}, _now()).model_copy(
         update={"aggregation": method})
     store.save(ingested)
     reports = kind.write_reports(gold.without_gold(followups.report_round(store, ingested)), items, Path(data_root))
-    report = {**result.report, **({"left_out_capped": capped, "blocs": [b.row() for b in result.blocs]}
-                                  if method == SCREENED else {})}
+    report = {**result.report, **(screened if method == SCREENED else {})}
     names = _as_task("read-worker-names", _backend(round_, Path(data_root), label_studio).worker_names, round_)
     workers = write_worker_report(store, ingested, report, left_out, qualified, files_dir(data_root, key), names)
     publish_round(key, reports, Path(workers.paths["workers_markdown"]))

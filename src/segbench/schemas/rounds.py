@@ -264,6 +264,8 @@ class IngestCounts(WithoutNone):
     answers_left_out: int | None = None
     accounts_in_blocs: int | None = Field(None, description="screened aggregation: accounts that answered as one "
                                                             "and counted as one voter per bloc")
+    labels_by: str | None = Field(None, description="screened aggregation: the model the labels come from, chosen "
+                                                    "by the round's held-out gold")
 
 
 class BatchProgress(BaseModel):
