@@ -212,6 +212,11 @@ def crowds() -> dict[str, Any]:
                                                                                spammer_kinds=("camouflaged",)),
         "30% herders (copying the answers given so far)": CrowdMix(spammers=0.3, overlap=7, spammer_kinds=("herder",)),
         "30% gold spotters": CrowdMix(spammers=0.3, overlap=7, spammer_kinds=("spotter",)),
+        "Sybils (8 accounts, 3 of 5 seats) and 20% spammers": CrowdMix(spammers=0.2, overlap=5, sybils=8,
+                                                                        sybil_seats=3),
+        "95/5, 5 per item": CrowdMix(spammers=0.05, overlap=5),
+        "60% mixed adversaries, 9 per item": CrowdMix(spammers=0.6, overlap=9),
+        "50 workers, 25% mixed adversaries, 4 per item": CrowdMix(workers=50, spammers=0.25, overlap=4),
     }
 
 

@@ -29,3 +29,14 @@ def test_a_round_with_masks_lists_who_is_left_out_of_them():
     assert "## Left out of the masks (1)" in text and "Cohen's κ 0.01" in text
     assert "## Accounts that answered as one (0 blocs)" in text
     assert "Left out" not in worker_markdown(_report(aggregation="majority", left_out=[]))
+
+
+def test_the_model_behind_the_labels_shows_its_held_out_gold():
+    from segbench.core.model_choice import ModelChoice
+
+    choice = ModelChoice(method="majority", held_out={"dawid-skene": (20, 30), "majority": (28, 30)}, folds=2,
+                         p_values={"majority": 0.0039})
+    text = worker_markdown(_report(left_out=[], blocs=[], model_choice=choice.row()))
+    assert "## The model behind the labels" in text
+    assert "majority got 28 of 30 held-out gold judgments right, significantly more than dawid-skene's 20" in text
+    assert "| majority | 28 | 30 | 0.0039 |" in text and "| dawid-skene | 20 | 30 | - |" in text

@@ -54,7 +54,7 @@ def test_the_same_answers_in_another_order_give_the_same_choice():
 
 
 def test_a_small_lead_on_the_gold_keeps_the_default():
-    # Four of part 1's gold items kept: majority leads 4 to 0, p = 1/16, above 0.05 / 2 (two candidates).
+    # Four of part 1's gold items kept: majority leads 4 to 0, p = 1/16, above 0.05.
     answers, gold, part_one = _gold_round(items=30)
     keep = set(part_one[:4]) | {item for item in gold if item not in part_one}
     answers = [a for a in answers if not a.item_id.startswith("g") or a.item_id in keep]

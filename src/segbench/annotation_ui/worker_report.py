@@ -85,10 +85,12 @@ def worker_markdown(report: dict[str, Any]) -> str:
             lines += ["## The model behind the labels", "", f"{choice['reason']}.", ""]
             if choice["held_out"]:
                 lines += [f"Each of {choice['folds']} parts of the gold was held out in turn; every model was fitted "
-                          "with the rest of the gold as its anchors and judged on the part held out. The most right "
-                          "wins; a tie keeps Dawid–Skene, the default.", "",
-                          markdown_table(["model", "held-out gold right", "held out"],
-                                         [[m, r, n] for m, (r, n) in choice["held_out"].items()]), ""]
+                          "with the rest of the gold as its anchors and judged on the part held out. Another model "
+                          "replaces Dawid–Skene, the default, only when it is right significantly more often "
+                          "(one-sided exact binomial test on the judgments where one of the two is right).", "",
+                          markdown_table(["model", "held-out gold right", "held out", "p (better than the default)"],
+                                         [[m, r, n, choice["p_values"].get(m, "-")]
+                                          for m, (r, n) in choice["held_out"].items()]), ""]
         blocs = report.get("blocs", [])
         lines += [f"## Accounts that answered as one ({len(blocs)} blocs)", "",
                   "Every pair of a bloc's accounts that shared enough judgments gave the same answers (the rules "
