@@ -217,6 +217,8 @@ def crowds() -> dict[str, Any]:
         "95/5, 5 per item": CrowdMix(spammers=0.05, overlap=5),
         "60% mixed adversaries, 9 per item": CrowdMix(spammers=0.6, overlap=9),
         "50 workers, 25% mixed adversaries, 4 per item": CrowdMix(workers=50, spammers=0.25, overlap=4),
+        "Sybil majority (12 accounts) answering at random 10% of the time": CrowdMix(spammers=0.0, overlap=7,
+                                                                                    sybils=12, sybil_noise=0.1),
     }
 
 

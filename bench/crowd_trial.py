@@ -59,9 +59,9 @@ def run_trial(mix: CrowdMix, seed: int, *, work: int = 192, gold: int = 32,
     with tempfile.TemporaryDirectory() as tmp:
         round_ = new_round(f"trial-{seed}", CONTEXT_AUDIT.name, "coco_cd", "trial",
                            RoundConfig(label_config=CONTEXT_AUDIT.label_config.name, overlap=mix.overlap),
-                           work_items, "files", "2026-03-01T00:00:00+00:00").model_copy(
-            update={"quality_rules": dict(rules or {})})
-        round_ = with_quality(round_, candidates, QualityOptions(gold=gold, seed=seed), RoundStore(Path(tmp)))
+                           work_items, "files", "2026-03-01T00:00:00+00:00")
+        round_ = with_quality(round_, candidates, QualityOptions(gold=gold, seed=seed, rules=dict(rules or {})),
+                              RoundStore(Path(tmp)))
         tasks_csv = write_file_tasks(round_, Path(tmp))[0]
         with open(tasks_csv, newline="", encoding="utf-8") as handle:
             tasks = list(csv.DictReader(handle))

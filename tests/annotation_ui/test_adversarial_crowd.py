@@ -84,3 +84,39 @@ def test_a_sybil_majority_with_a_plausible_policy_counts_as_one_voter(run_trial)
             for key in ("screened", "majority", "MajorityVote", "DawidSkene", "KOS")}
     assert mean["majority"] < 0.85 and max(mean["MajorityVote"], mean["DawidSkene"], mean["KOS"]) < 0.85
     assert mean["screened"] >= 0.95
+
+
+def test_each_person_works_on_their_own_clock_and_the_sybils_on_one():
+    import datetime as dt
+
+    tasks = [{"item_id": f"t{n:03d}"} for n in range(60)]
+    truth = {t["item_id"]: "indoor" for t in tasks}
+    rows, workers = answer_rows(tasks, truth, ("indoor", "outdoor"), control="context", seed=3,
+                                mix=CrowdMix(spammers=0.0, overlap=5, sybils=6, sybil_noise=0.2))
+    sybils = {w.name for w in workers if w.kind == "sybil"}
+    times: dict[str, list[tuple[dt.datetime, float]]] = {}
+    for row in rows:
+        times.setdefault(row["WorkerId"], []).append((dt.datetime.fromisoformat(row["SubmitTime"]),
+                                                      row["WorkTimeInSeconds"]))
+    # One person does one task at a time: every Sybil account's work starts after the last submission.
+    person = sorted(t for name in sybils for t in times[name])
+    assert all(later - dt.timedelta(seconds=took - 1) >= earlier
+               for (earlier, _), (later, took) in zip(person, person[1:], strict=False))
+    # Everyone's submissions grow along the task file; honest people start at their own times.
+    assert all(when == sorted(when) for when in times.values())
+    starts = {min(t for t, _ in times[w.name]) for w in workers if w.name not in sybils}
+    assert len(starts) == len(workers) - len(sybils)
+    # The noise makes every pair of accounts differ somewhere.
+    said = {name: {r["Input.item_id"]: r["Answer.context"] for r in rows if r["WorkerId"] == name} for name in sybils}
+    assert "outdoor" in {label for answers in said.values() for label in answers.values()}
+
+
+def test_a_sybil_majority_adding_noise_is_found_by_its_lockstep_times(run_trial):
+    """The same person, but each account answers at random a tenth of the time: no two accounts match,
+    so only their lockstep submissions give them away."""
+    mix = CrowdMix(workers=30, spammers=0.0, overlap=7, sybils=12, sybil_noise=0.1)
+    trials = [run_trial(mix, seed, methods=("screened", "majority")) for seed in range(2)]
+    off = [run_trial(mix, seed, methods=("screened",), rules={"bloc_lockstep_seconds": 0}) for seed in range(2)]
+    assert statistics.mean(t["majority"] for t in trials) < 0.87
+    assert statistics.mean(t["screened"] for t in off) < 0.87
+    assert statistics.mean(t["screened"] for t in trials) >= 0.95

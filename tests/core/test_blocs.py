@@ -5,6 +5,7 @@ from __future__ import annotations
 from segbench.core.agreement import aggregate
 from segbench.core.blocs import as_one_voter, find_blocs, judgments
 from segbench.core.screening import screen
+from segbench.core.worker_quality import QualityRules
 from segbench.schemas.rounds import Answer
 
 RULES = {"min_shared": 8, "min_agreement": 1.0, "min_size": 3}
@@ -84,3 +85,57 @@ def test_a_bloc_holding_the_majority_no_longer_outvotes_the_honest_workers():
     result = screen(answers, answers, ["context"], {})
     assert {i.item_id: i.majority["context"] for i in result.items} == truth
     assert [b.members for b in result.blocs] == [("s1", "s2", "s3", "s4")]
+
+
+def _timed(worker: str, item: str, label: str, second: float, took: float = 10.0) -> Answer:
+    import datetime as dt
+
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=second)
+    return Answer(item_id=item, annotator=worker, source_id=f"{worker}-{item}", choices={"context": [label]},
+                  updated_at=when.isoformat(), seconds=took)
+
+
+def lockstep_round(side_by_side: bool = False) -> list[Answer]:
+    """12 items, a minute apart. One person answers each item with accounts s1..s4, one after another
+    (20 s each), flipping one answer per account so no two accounts match; three honest people
+    answer at their own times an hour apart. ``side_by_side``: the four accounts are four people who
+    work on each item at once (their work overlaps)."""
+    items = [f"i{n:02d}" for n in range(12)]
+    answers = []
+    for n, item in enumerate(items):
+        for k in range(1, 5):
+            label = "outdoor" if n == 2 * k else "indoor"  # each account's own slip
+            start = 60 * n + (2 * k if side_by_side else 20 * (k - 1))
+            answers.append(_timed(f"s{k}", item, label, start + 10))
+        for h in range(1, 4):
+            answers.append(_timed(f"h{h}", item, "indoor" if n != h else "outdoor", 3600 * h + 45 * n))
+    return answers
+
+
+def test_accounts_worked_one_after_another_are_a_bloc_though_their_answers_differ():
+    from segbench.core.blocs import Lockstep, judgment_times
+
+    answers = lockstep_round()
+    labels, times = judgments(answers, ["context"]), judgment_times(answers, ["context"])
+    assert find_blocs(labels, **RULES) == []  # no two accounts answer alike everywhere
+    lockstep = Lockstep(seconds=180, share=0.8, agreement=0.7)
+    blocs = find_blocs(labels, **RULES, times=times, lockstep=lockstep)
+    assert [b.members for b in blocs] == [("s1", "s2", "s3", "s4")]
+    assert (blocs[0].shared, blocs[0].agreed) == (72, 60)  # each pair differs on its two slips
+
+    # Four people working on each item at the same moments are not one person.
+    side = lockstep_round(side_by_side=True)
+    assert find_blocs(judgments(side, ["context"]), **RULES, times=judgment_times(side, ["context"]),
+                      lockstep=lockstep) == []
+    # Nor are accounts in lockstep that disagree too often, nor answers without a work time.
+    assert find_blocs(labels, **RULES, times=times, lockstep=Lockstep(180, 0.8, 0.9)) == []
+    untimed = [a.model_copy(update={"seconds": None}) for a in answers]
+    assert judgment_times(untimed, ["context"]) == {}
+
+
+def test_screening_counts_a_lockstep_bloc_as_one_voter():
+    result = screen(lockstep_round(), lockstep_round(), ["context"], {})
+    assert [b.members for b in result.blocs] == [("s1", "s2", "s3", "s4")]
+    off = screen(lockstep_round(), lockstep_round(), ["context"], {},
+                 rules=QualityRules(bloc_lockstep_seconds=0))
+    assert off.blocs == ()

@@ -12,17 +12,23 @@ The cost of a false bloc is small by design: its members are merged, not left ou
 of two careful honest workers who happened to agree everywhere still give their (shared) answer, as
 one voter instead of two. The gain against a real bloc is that twelve accounts weigh as one.
 
+Identical answers are not the only trace one person leaves: one who adds noise so that no two
+accounts match still works through the accounts one after another, so their submissions of a task
+fall moments apart (:class:`Lockstep`). Honest people's clocks are their own.
+
 Pure functions: no files, no backend; the same answers give the same blocs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TypedDict
 
+from segbench.core.clock import parse_time
 from segbench.core.worker_quality import latest_per_worker
 from segbench.schemas.rounds import Answer
 
@@ -65,8 +71,27 @@ class Bloc:
                 "agreed": self.agreed}
 
 
+Submission = tuple[dt.datetime, float]  # when an answer was submitted, and the seconds its work took
+
+
+@dataclass(frozen=True)
+class Lockstep:
+    """The second test for a link: two accounts that one person works through submit the same task
+    one after the other, however much noise they add to their answers. A shared judgment is in
+    lockstep when the two submissions are at most ``seconds`` apart *and* the later one's work began
+    after the earlier was submitted (one person does one task at a time; two people working side by
+    side, as on a Label Studio queue that hands both the same task, overlap). A pair is linked when
+    at least ``share`` of its shared judgments are in lockstep and it agreed on at least
+    ``agreement`` of them."""
+
+    seconds: float
+    share: float
+    agreement: float
+
+
 def find_blocs(labels: Mapping[str, Mapping[str, str]], *, min_shared: int, min_agreement: float,
-               min_size: int) -> list[Bloc]:
+               min_size: int, times: Mapping[str, Mapping[str, Submission]] | None = None,
+               lockstep: Lockstep | None = None) -> list[Bloc]:
     """The blocs among the workers (see the module docstring).
 
     Pairs that share at least ``min_shared`` judgments and agree on at least ``min_agreement`` of
@@ -76,8 +101,12 @@ def find_blocs(labels: Mapping[str, Mapping[str, str]], *, min_shared: int, min_
     most unlinked pairs, the name) leaves. What remains with ``min_size`` members or
     more is a bloc; a peeled member may still form a bloc of its own with others who left.
 
+    With ``times`` and ``lockstep``, pairs that worked in lockstep (:class:`Lockstep`) are linked too.
+
     Args:
         labels: worker → judgment key (``item|control``) → the worker's label.
+        times: worker → judgment key → when the worker submitted it and how long it took (keys
+            without one never count as in lockstep).
 
     Returns:
         The blocs, largest first, then by their first member.
@@ -86,22 +115,28 @@ def find_blocs(labels: Mapping[str, Mapping[str, str]], *, min_shared: int, min_
     for worker in sorted(labels):
         for key in labels[worker]:
             by_key[key].append(worker)
-    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])  # shared, agreed, in lockstep
+    when = times or {}
+    window = lockstep.seconds if lockstep else -1.0
     for key, workers in by_key.items():
         for first, second in combinations(workers, 2):
             counted = tally[(first, second)]
             counted[0] += 1
             counted[1] += labels[first][key] == labels[second][key]
+            a, b = when.get(first, {}).get(key), when.get(second, {}).get(key)
+            counted[2] += a is not None and b is not None and _one_after_the_other(a, b, window)
     compared: dict[str, set[str]] = defaultdict(set)
     linked: dict[str, set[str]] = defaultdict(set)
     counts: dict[tuple[str, str], tuple[int, int]] = {}
-    for (first, second), (shared, agreed) in sorted(tally.items()):
+    for (first, second), (shared, agreed, together) in sorted(tally.items()):
         if shared < min_shared:
             continue
         compared[first].add(second)
         compared[second].add(first)
         counts[(first, second)] = (shared, agreed)
-        if agreed >= min_agreement * shared:
+        in_lockstep = lockstep is not None and together >= lockstep.share * shared \
+            and agreed >= lockstep.agreement * shared
+        if agreed >= min_agreement * shared or in_lockstep:
             linked[first].add(second)
             linked[second].add(first)
     blocs = []
@@ -112,6 +147,12 @@ def find_blocs(labels: Mapping[str, Mapping[str, str]], *, min_shared: int, min_
                 blocs.append(Bloc(tuple(sorted(members)), len(pairs), sum(n for n, _ in pairs),
                                   sum(a for _, a in pairs)))
     return sorted(blocs, key=lambda b: (-len(b.members), b.members))
+
+
+def _one_after_the_other(a: Submission, b: Submission, window: float) -> bool:
+    (earlier, _), (later, took) = sorted((a, b))
+    # Submit times are given to the second (MTurk): a second's slack for the later work's start.
+    return (later - earlier).total_seconds() <= window and later - dt.timedelta(seconds=took - 1) >= earlier
 
 
 def _components(linked: Mapping[str, set[str]]) -> list[set[str]]:
@@ -163,6 +204,19 @@ def judgments(answers: Sequence[Answer], controls: Sequence[str]) -> dict[str, d
             chosen = answer.choices.get(control)
             if chosen and len(chosen) == 1:
                 out[answer.annotator][f"{answer.item_id}|{control}"] = chosen[0]
+    return dict(out)
+
+
+def judgment_times(answers: Sequence[Answer], controls: Sequence[str]) -> dict[str, dict[str, Submission]]:
+    """worker → ``item|control`` → when the worker's latest answer to the item was submitted and the
+    seconds it took, for the judgments of :func:`judgments` (answers without both are left out)."""
+    out: dict[str, dict[str, Submission]] = defaultdict(dict)
+    for answer in latest_per_worker(answers):
+        when = parse_time(answer.updated_at) if answer.updated_at else None
+        for control in controls:
+            chosen = answer.choices.get(control)
+            if when is not None and answer.seconds is not None and chosen and len(chosen) == 1:
+                out[answer.annotator][f"{answer.item_id}|{control}"] = (when, answer.seconds)
     return dict(out)
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from segbench.core.aggregation import SCREENED
 from segbench.core.agreement import aggregate
-from segbench.core.blocs import Bloc, as_one_voter, find_blocs, judgments
+from segbench.core.blocs import Bloc, Lockstep, as_one_voter, find_blocs, judgment_times, judgments
 from segbench.core.model_choice import ModelChoice, choose_model
 from segbench.core.worker_quality import POLYGONS, QualityRules, WorkerReport, score_workers
 from segbench.schemas.rounds import Answer, ItemAnswer
@@ -75,8 +75,11 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
         qualified: the gate's pass list (None: not gated).
     """
     known = {item: {c: label for c, label in answer.items() if c != POLYGONS} for item, (answer, _) in gold.items()}
+    lockstep = Lockstep(rules.bloc_lockstep_seconds, rules.bloc_lockstep_share, rules.bloc_lockstep_agreement) \
+        if rules.bloc_lockstep_seconds > 0 else None
     blocs = find_blocs(judgments(counted, controls), min_shared=rules.bloc_min_shared,
-                       min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size)
+                       min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size,
+                       times=judgment_times(counted, controls) if lockstep else None, lockstep=lockstep)
     votes = as_one_voter(counted, blocs, controls)
     choice = choose_model(votes, controls, known, folds=rules.model_choice_folds, alpha=rules.model_choice_p,
                           overrule_at=rules.overrule_posterior)

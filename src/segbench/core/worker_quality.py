@@ -98,6 +98,9 @@ class QualityRules:
     bloc_min_shared: int = 8
     bloc_min_agreement: float = 1.0
     bloc_min_size: int = 3
+    bloc_lockstep_seconds: float = 180.0
+    bloc_lockstep_share: float = 0.8
+    bloc_lockstep_agreement: float = 0.7
     model_choice_folds: int = 2
     model_choice_p: float = 0.05
     overrule_posterior: float = 0.8

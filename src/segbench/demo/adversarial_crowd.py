@@ -20,7 +20,8 @@ Sybils (``CrowdMix.sybils`` accounts, one person behind them all): on ``sybil_re
 the person takes ``sybil_seats`` of the seats and answers each with one plausible policy, the same
 for every account: a label that is the true one on clear scenes and wrong on the tasks the caller
 marks as traps (``policy``: "outdoor whenever sky is visible" on indoor rooms with windows). Gold
-drawn from clear scenes cannot tell that policy from the truth.
+drawn from clear scenes cannot tell that policy from the truth. With ``sybil_noise`` each account
+answers at random that share of the time, so that no two accounts' answers are identical.
 
 Honest workers, cycled through ``CrowdMix.honest_kinds`` (default :data:`HONEST_KINDS`): ``plain``
 (right with a probability drawn from ``accuracy``), ``biased`` (as plain on the majority label, less
@@ -29,17 +30,25 @@ accurate on the others: they lean to the majority), ``drifting`` (accuracy falli
 (as plain on the items of one true label, the true labels in turn from worker to worker, and
 guessing uniformly on the others).
 
-Every task gets ``overlap`` distinct workers; a worker does their tasks in the order of the task
-file, so ``SubmitTime`` grows along it. Work times are drawn alike for everyone (time gives nothing
-away). Everything is seeded.
+Every task gets ``overlap`` distinct workers. Each person works at their own pace from a start
+drawn within the round's first four hours, doing their tasks in the order of the task file (a work
+time, then a pause); ``SubmitTime`` is their clock. A task's workers answer in the order their
+clocks reach it (a herder copies the answers before theirs). The Sybil accounts share one person's
+clock, so they answer a task one after another. Work times are drawn alike for everyone. Everything
+is seeded.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+OPENS = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+START_SPREAD_S = 4 * 3600  # workers start within the round's first four hours
+PAUSE_S = 20  # the mean pause between two tasks of one person
 
 SPAMMER_KINDS = ("ring", "same", "random", "spotter")
 ADVERSARIES = (*SPAMMER_KINDS, "camouflaged", "herder", "sybil")
@@ -62,6 +71,7 @@ class CrowdMix:
     sybils: int = 0
     sybil_seats: int = 4
     sybil_reach: float = 2 / 3
+    sybil_noise: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -119,12 +129,15 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
     assigned = {task: _seats(sybils, others, mix, rng) for task in order}
     done: dict[str, int] = {w.name: 0 for w in workers}
     loads = {w.name: sum(w in who for who in assigned.values()) for w in workers}
+    # Who sits at the keyboard: one person behind every Sybil account, so they share one clock.
+    person = {w.name: "sybil" if w.kind == "sybil" else w.name for w in workers}
+    clock = {who: rng.uniform(0, START_SPREAD_S) for who in sorted(set(person.values()))}
     rows = []
     for position, task in enumerate(order):
         given: list[str] = []
-        for worker in sorted(assigned[task], key=lambda w: w.name):
-            if worker.kind == "sybil":
-                label = (policy or truth)[task]
+        for worker in sorted(assigned[task], key=lambda w: (clock[person[w.name]], w.name)):
+            if worker.kind == "sybil":  # the policy's answer, or now and then another, so no two accounts match
+                label = rng.choice(labels) if rng.random() < mix.sybil_noise else (policy or truth)[task]
             elif worker.kind == "herder":
                 label = _herd(given, labels, rng)
             else:
@@ -134,10 +147,12 @@ def answer_rows(tasks: Sequence[Mapping[str, Any]], truth: Mapping[str, str], la
                                 done[worker.name] / max(loads[worker.name] - 1, 1), mix, rng)
             given.append(label)
             done[worker.name] += 1
+            seconds = round(rng.lognormvariate(2.5, 0.4), 1)
+            clock[person[worker.name]] += seconds + rng.expovariate(1 / PAUSE_S)
+            submitted = OPENS + dt.timedelta(seconds=round(clock[person[worker.name]]))
             rows.append({"WorkerId": worker.name, "AssignmentId": f"{worker.name}-{position:05d}",
                          "Input.item_id": task, f"Answer.{control}": label,
-                         "SubmitTime": f"2026-03-01T{position // 3600:02d}:{position // 60 % 60:02d}:{position % 60:02d}",
-                         "WorkTimeInSeconds": round(rng.lognormvariate(2.5, 0.4), 1)})
+                         "SubmitTime": submitted.isoformat(), "WorkTimeInSeconds": seconds})
     return rows, workers
 
 
