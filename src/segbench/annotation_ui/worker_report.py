@@ -94,7 +94,9 @@ def worker_markdown(report: dict[str, Any]) -> str:
         blocs = report.get("blocs", [])
         lines += [f"## Accounts that answered as one ({len(blocs)} blocs)", "",
                   "Every pair of a bloc's accounts that shared enough judgments gave the same answers (the rules "
-                  "bloc min shared and bloc min agreement); its accounts count as one voter in the aggregation.", "",
+                  "bloc min shared and bloc min agreement), or submitted them one after another, as one person "
+                  "working through several accounts does (the bloc lockstep rules); its accounts count as one "
+                  "voter in the aggregation.", "",
                   markdown_table(["voter", "accounts", "pairs compared", "shared judgments", "agreed"],
                                  [[b["voter"], ", ".join(named.get(m, m) for m in b["members"]), b["pairs"],
                                    b["shared"], b["agreed"]] for b in blocs]) if blocs else "None.", ""]

@@ -2,7 +2,8 @@
 voters rather than accounts, with a worker report that screens every worker.
 
 1. Find the blocs (:mod:`segbench.core.blocs`): accounts whose answers are identical wherever they
-   meet count as one voter, whatever the aggregate says of them.
+   meet, or that were worked through one after another (lockstep), count as one voter, whatever the
+   aggregate says of them.
 2. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
    (crowd-kit's ``true_labels``: each voter's confusion matrix starts from, and stays anchored on,
    their gold answers). These are the labels, with two checks on the model: it overrules the
