@@ -150,3 +150,29 @@ def test_the_command_offers_exactly_the_methods_aggregate_knows():
     from segbench.core.aggregation import METHODS
 
     assert tuple(choice.value for choice in Aggregation) == METHODS
+
+
+def test_accounts_worked_one_after_another_count_as_one_voter_though_their_answers_differ(crowd_round):
+    """The four accounts of the test above each flip one answer of their own, so no two match; one
+    person still submits each task with them one after another (15 s of work, 5 s apart), while the
+    three people work at their own times. The ingest finds the accounts by their times."""
+    project, truth = crowd_round
+    items = sorted(truth)
+    policy = {item: "no" if item == items[0] else "yes" for item in items}
+    policies = {f"acct{k}": {**policy, items[k + 2]: "no"} for k in range(1, 5)}
+    for n, person in enumerate(("ann", "bob", "cid")):
+        policies[person] = {**truth, items[2 * n]: "yes"}
+    rows = _answers_of(policies)
+    for row in rows:
+        n, worker = items.index(row["Input.item_id"]), row["WorkerId"]
+        second = (3600 + 200 * n + 20 * int(worker[-1]) if worker.startswith("acct")
+                  else 10_000 * (1 + ("ann", "bob", "cid").index(worker)) + 100 * n)
+        row["SubmitTime"] = f"2026-03-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}+00:00"
+        row["WorkTimeInSeconds"] = "15" if worker.startswith("acct") else "30"
+    write_results_csv(rows, project / "data" / "rounds" / KEY / "results" / "batch-1.csv")
+
+    ingested = run(project, "rounds", "ingest", KEY, "--aggregation", "screened")
+    _, answers = _saved(project)
+    assert [b["members"] for b in answers["blocs"]] == [[f"worker:acct{k}" for k in range(1, 5)]]
+    assert "4 accounts answering as one counted as blocs" in ingested.output
+    assert {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]} == truth
