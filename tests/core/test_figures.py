@@ -145,3 +145,36 @@ def test_evaluate_cafe_as_a_user_types_it_draws_the_same_report_as_in_process(tm
         if name != "manifest.json":  # it records when the report was written
             assert (tmp_path / "process" / name).read_bytes() == (tmp_path / "here" / name).read_bytes(), name
 
+
+
+def test_ctrl_c_to_the_group_while_the_drawing_processes_fork_stops_the_command_alone():
+    """Ctrl-C reaches the whole process group. Sent the moment the drawing process is forked, before it
+    could ignore it, it is the command's KeyboardInterrupt, raised once the fork is done; the drawing
+    process prints no traceback of it."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os, signal, time
+        from concurrent.futures import ProcessPoolExecutor
+        from segbench.core import figures
+
+        submit, ready = ProcessPoolExecutor.submit, figures._ready
+
+        def slow_ready(*args):  # a drawing process slow to start, as under load
+            time.sleep(0.5)
+            ready(*args)
+
+        figures._ready = slow_ready
+
+        def submit_then_ctrl_c(self, *args):
+            future = submit(self, *args)  # forks the drawing process
+            os.killpg(0, signal.SIGINT)
+            return future
+
+        ProcessPoolExecutor.submit = submit_then_ctrl_c
+        try:
+            with figures.drawing_processes():
+                print("the block ran", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        """)], capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert done.stdout == "interrupted\n", done.stderr
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr

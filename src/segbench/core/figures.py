@@ -28,6 +28,10 @@ Drawing = tuple[Callable[..., bytes], tuple[Any, ...]]
 """A module-level function returning PNG bytes, and its arguments (both picklable)."""
 
 _pool: ProcessPoolExecutor | None = None
+# Held (blocked) across the fork: Ctrl-C reaches the whole group, and a drawing process it reached before
+# _ready ignores it would print a KeyboardInterrupt traceback. Held, it waits; the child drops it, the
+# command gets it the moment the fork is done.
+_STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
 def _ready(die_with_parent: Callable[[], None]) -> None:
@@ -35,6 +39,7 @@ def _ready(die_with_parent: Callable[[], None]) -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the command handles it
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the command's handler raises where there is no command
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     import matplotlib.backends.backend_agg  # noqa: F401  (the import is the point: it is paid now, in parallel)
     import matplotlib.figure  # noqa: F401
 
@@ -53,14 +58,8 @@ def drawing_processes(workers: int = 1) -> Iterator[None]:
             or "fork" not in multiprocessing.get_all_start_methods():
         yield
         return
-    pool: ProcessPoolExecutor | None = None
-    try:
-        pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_ready,
-                                   initargs=(process.tie_to_parent(),))
-        pool.submit(int)  # the first task forks the processes: now, before this process starts threads
-    except (OSError, BrokenProcessPool):  # no process or semaphore to spare (a limit, no /dev/shm): draw here
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+    pool = _forked(count)
+    if pool is None:
         yield
         return
     _pool = pool
@@ -69,6 +68,27 @@ def drawing_processes(workers: int = 1) -> Iterator[None]:
     finally:
         _pool = None
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _forked(count: int) -> ProcessPoolExecutor | None:
+    """``count`` drawing processes, forked now; None when there is no process or semaphore to spare (a
+    limit, no /dev/shm)."""
+    pool: ProcessPoolExecutor | None = None
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        try:
+            pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_ready,
+                                       initargs=(process.tie_to_parent(),))
+            pool.submit(int)  # the first task forks the processes: now, before this process starts threads
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal that waited is raised here
+    except BaseException as exc:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(exc, (OSError, BrokenProcessPool)):
+            return None
+        raise  # Ctrl-C or SIGTERM while forking: the command stops
+    return pool
 
 
 def drawn(drawings: Mapping[str, Drawing]) -> dict[str, bytes]:
