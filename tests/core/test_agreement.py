@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from segbench.core.agreement import aggregate, agreement_summary, cohen_kappa, fleiss_kappa
+from segbench.core.agreement import Overrule, aggregate, agreement_summary, cohen_kappa, fleiss_kappa
 from segbench.schemas.rounds import Answer, Polygon
 
 
@@ -169,7 +169,7 @@ def _overrule_round() -> tuple[list[Answer], dict[str, dict[str, str]]]:
     return answers, gold
 
 
-def test_a_model_overrules_the_peoples_majority_only_at_the_posterior_asked_for():
+def test_a_model_overrules_the_peoples_majority_only_at_the_posterior_and_answers_asked_for():
     from segbench.core.aggregation import model_posteriors
 
     answers, gold = _overrule_round()
@@ -179,10 +179,14 @@ def test_a_model_overrules_the_peoples_majority_only_at_the_posterior_asked_for(
     posterior = model_posteriors(votes, "dawid-skene", {k: v["context"] for k, v in gold.items()})["w"]["outdoor"]
     assert 0.5 < posterior < 0.99  # the model sides with A against the two, but not beyond doubt
 
-    def labels(overrule_at: float | None) -> dict[str, str | None]:
+    def labels(overrule: Overrule | None) -> dict[str, str | None]:
         return {i.item_id: i.majority["context"]
-                for i in aggregate(answers, ["context"], method="dawid-skene", gold=gold, overrule_at=overrule_at)}
+                for i in aggregate(answers, ["context"], method="dawid-skene", gold=gold, overrule=overrule)}
 
-    assert labels(None)["w"] == labels(posterior - 0.001)["w"] == "outdoor"
-    assert labels(posterior + 0.001)["w"] == "indoor"  # the people's majority stands
-    assert labels(posterior + 0.001)["t"] == labels(None)["t"] is not None  # a people's tie is still settled
+    assert labels(None)["w"] == labels(Overrule(posterior - 0.001))["w"] == "outdoor"
+    assert labels(Overrule(posterior + 0.001))["w"] == "indoor"  # the people's majority stands
+    assert labels(Overrule(posterior + 0.001))["t"] == labels(None)["t"] is not None  # a tie is still settled
+    # Three answers on w: an overrule asked to need four lets the people's majority stand, not the tie.
+    assert labels(Overrule(0.0, min_answers=3))["w"] == "outdoor"
+    assert labels(Overrule(0.0, min_answers=4))["w"] == "indoor"
+    assert labels(Overrule(0.0, min_answers=4))["t"] == labels(None)["t"]

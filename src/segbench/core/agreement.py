@@ -26,6 +26,7 @@ import datetime as dt
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,10 +46,23 @@ from segbench.schemas.rounds import Agreement, Answer, ItemAnswer, Polygon
 _DEGENERATE = 1e-12
 
 
+@dataclass(frozen=True)
+class Overrule:
+    """When a model (``dawid-skene``, ``glad``) may overrule the people's majority on an item: only
+    when its posterior for its own label reaches ``posterior``, and only on an item with at least
+    ``min_answers`` answers to the control. Where the people tied, the model always decides."""
+
+    posterior: float = 0.0
+    min_answers: int = 0
+
+    def allows(self, posterior: float, answers: int) -> bool:
+        return posterior >= self.posterior and answers >= self.min_answers
+
+
 def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str = MAJORITY,
               exclude_workers: Iterable[str] = (),
               gold: Mapping[str, Mapping[str, Any]] | None = None,
-              overrule_at: float | None = None) -> list[ItemAnswer]:
+              overrule: Overrule | None = None) -> list[ItemAnswer]:
     """The aggregated label per item and choice control; polygons kept per annotator.
 
     Majority vote (the default): the label most of the item's annotators chose. Tie rule: when two
@@ -73,8 +87,8 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
         gold: gold item id → its known answer (control → label). With ``dawid-skene`` the answers on
             gold items are fitted with their labels fixed (see :func:`~segbench.core.aggregation.model_labels`);
             gold items are never in the result, whatever the method.
-        overrule_at: a model (``dawid-skene``, ``glad``) overrules the people's majority only when its
-            posterior for its own label reaches this; below it the people's label stands. None: always.
+        overrule: when a model (``dawid-skene``, ``glad``) overrules the people's majority; where it
+            may not, the people's label stands. None: always.
 
     Returns:
         One ItemAnswer per answered item, sorted by item id; annotators sorted.
@@ -112,7 +126,8 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
                 posterior = modelled[control][item_id]
                 chosen = top_label(posterior)
                 overrules = not people_tied and chosen != label
-                if not overrules or overrule_at is None or (chosen is not None and posterior[chosen] >= overrule_at):
+                if not overrules or overrule is None or (chosen is not None
+                                                         and overrule.allows(posterior[chosen], len(labels))):
                     label = chosen
                 top = labels.count(label) if label is not None else top
                 if people_tied and label is not None:  # the model, not the people, chose this label

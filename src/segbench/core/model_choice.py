@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from segbench.core.aggregation_methods import DAWID_SKENE, MAJORITY
-from segbench.core.agreement import aggregate
+from segbench.core.agreement import Overrule, aggregate
 from segbench.schemas.rounds import Answer
 
 # GLAD is no candidate: crowd-kit's takes about 25 times Dawid–Skene's time to fit (4.5 s against
@@ -82,7 +82,7 @@ class ModelChoice:
 
 def choose_model(votes: Sequence[Answer], controls: Sequence[str], known: Mapping[str, Mapping[str, Any]], *,
                  folds: int = 2, min_judgments: int = 20, alpha: float = 0.05,
-                 overrule_at: float | None = None) -> ModelChoice:
+                 overrule: Overrule | None = None) -> ModelChoice:
     """The default of :data:`CANDIDATES`, unless another is significantly more often right on the
     held-out gold (see the module docstring).
 
@@ -93,7 +93,7 @@ def choose_model(votes: Sequence[Answer], controls: Sequence[str], known: Mappin
         folds: the parts the gold is split into (each held out once).
         min_judgments: fewer known gold judgments among ``votes`` than this: no choice, the default.
         alpha: the significance a challenger needs to replace the default (Bonferroni over the challengers).
-        overrule_at: passed to every fit (:func:`segbench.core.agreement.aggregate`).
+        overrule: passed to every fit (:func:`segbench.core.agreement.aggregate`).
     """
     answered = {a.item_id for a in votes}
     judged = {item: {c: label for c, label in answer.items() if c in controls and label is not None}
@@ -111,7 +111,7 @@ def choose_model(votes: Sequence[Answer], controls: Sequence[str], known: Mappin
         right: dict[str, dict[tuple[str, str], bool]] = {}
         for method in CANDIDATES:
             labels = {i.item_id: i.majority for i in aggregate(votes, controls, method=method, gold=anchors,
-                                                               overrule_at=overrule_at) if i.item_id in held}
+                                                               overrule=overrule) if i.item_id in held}
             right[method] = {(item, control): labels.get(item, {}).get(control) == label
                              for item in sorted(held) for control, label in judged[item].items()}
             score[method][0] += sum(right[method].values())

@@ -7,9 +7,10 @@ voters rather than accounts, with a worker report that screens every worker.
 2. Fit Dawid–Skene on every counted answer, gold items included with their known labels fixed
    (crowd-kit's ``true_labels``: each voter's confusion matrix starts from, and stays anchored on,
    their gold answers). These are the labels, with two checks on the model: it overrules the
-   voters' majority on an item only at a posterior of ``overrule_posterior`` or more (a confusion
-   matrix fitted on twenty answers is not evidence enough to outvote two people), and another
-   model replaces it when the round's held-out gold says so (:mod:`segbench.core.model_choice`).
+   voters' majority on an item only at a posterior of ``overrule_posterior`` or more, and only where
+   the item has ``overrule_min_answers`` answers or more (with three, an overrule is one voter's
+   word against two, on confusion matrices fitted from some twenty answers each), and another model
+   replaces it when the round's held-out gold says so (:mod:`segbench.core.model_choice`).
 3. Score the workers against them (:func:`segbench.core.worker_quality.score_workers`); the
    suspicious workers are *left out* of what weighs no one: SPIN's masks (a medoid counts every
    polygon alike). The labels keep them: Dawid–Skene already weighs each voter by their confusion
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from segbench.core.aggregation import SCREENED
-from segbench.core.agreement import aggregate
+from segbench.core.agreement import Overrule, aggregate
 from segbench.core.blocs import Bloc, Lockstep, as_one_voter, find_blocs, judgment_times, judgments
 from segbench.core.model_choice import ModelChoice, choose_model
 from segbench.core.worker_quality import POLYGONS, QualityRules, WorkerReport, score_workers
@@ -82,9 +83,10 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
                        min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size,
                        times=judgment_times(counted, controls) if lockstep else None, lockstep=lockstep)
     votes = as_one_voter(counted, blocs, controls)
+    overrule = Overrule(rules.overrule_posterior, rules.overrule_min_answers)
     choice = choose_model(votes, controls, known, folds=rules.model_choice_folds, alpha=rules.model_choice_p,
-                          overrule_at=rules.overrule_posterior)
-    items = aggregate(votes, controls, method=choice.method, gold=known, overrule_at=rules.overrule_posterior)
+                          overrule=overrule)
+    items = aggregate(votes, controls, method=choice.method, gold=known, overrule=overrule)
     report = score_workers(scored, items, gold, qualified=qualified, rules=rules)
     flagged = {s["worker"]: s["reasons"] for s in report["suspicious"]}
     capped = len(_voters_out(flagged, blocs)) > MAX_LEFT_OUT_SHARE * len({a.annotator for a in votes})

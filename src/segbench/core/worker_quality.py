@@ -104,6 +104,7 @@ class QualityRules:
     model_choice_folds: int = 2
     model_choice_p: float = 0.05
     overrule_posterior: float = 0.8
+    overrule_min_answers: int = 4
 
     @classmethod
     def with_overrides(cls, overrides: Mapping[str, float] | None) -> QualityRules:
