@@ -190,3 +190,5 @@ def test_a_model_overrules_the_peoples_majority_only_at_the_posterior_and_answer
     assert labels(Overrule(0.0, min_answers=3))["w"] == "outdoor"
     assert labels(Overrule(0.0, min_answers=4))["w"] == "indoor"
     assert labels(Overrule(0.0, min_answers=4))["t"] == labels(None)["t"]
+    # Five accounts answered w, three of them as one voter (a bloc): the item has the answers asked for.
+    assert labels(Overrule(0.0, min_answers=4, answers={"w": 5}))["w"] == "outdoor"

@@ -26,7 +26,7 @@ import datetime as dt
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,13 +50,17 @@ _DEGENERATE = 1e-12
 class Overrule:
     """When a model (``dawid-skene``, ``glad``) may overrule the people's majority on an item: only
     when its posterior for its own label reaches ``posterior``, and only on an item with at least
-    ``min_answers`` answers to the control. Where the people tied, the model always decides."""
+    ``min_answers`` answers. Where the people tied, the model always decides.
+
+    ``answers``: item id → the answers it was given, where they are more than its votes (a bloc's
+    accounts answer as one voter, on a confusion matrix fitted on all of their answers)."""
 
     posterior: float = 0.0
     min_answers: int = 0
+    answers: Mapping[str, int] = field(default_factory=dict)
 
-    def allows(self, posterior: float, answers: int) -> bool:
-        return posterior >= self.posterior and answers >= self.min_answers
+    def allows(self, item_id: str, posterior: float, votes: int) -> bool:
+        return posterior >= self.posterior and self.answers.get(item_id, votes) >= self.min_answers
 
 
 def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str = MAJORITY,
@@ -127,7 +131,7 @@ def aggregate(answers: Iterable[Answer], controls: Sequence[str], *, method: str
                 chosen = top_label(posterior)
                 overrules = not people_tied and chosen != label
                 if not overrules or overrule is None or (chosen is not None
-                                                         and overrule.allows(posterior[chosen], len(labels))):
+                                                         and overrule.allows(item_id, posterior[chosen], len(labels))):
                     label = chosen
                 top = labels.count(label) if label is not None else top
                 if people_tied and label is not None:  # the model, not the people, chose this label

@@ -8,9 +8,10 @@ voters rather than accounts, with a worker report that screens every worker.
    (crowd-kit's ``true_labels``: each voter's confusion matrix starts from, and stays anchored on,
    their gold answers). These are the labels, with two checks on the model: it overrules the
    voters' majority on an item only at a posterior of ``overrule_posterior`` or more, and only where
-   the item has ``overrule_min_answers`` answers or more (with three, an overrule is one voter's
-   word against two, on confusion matrices fitted from some twenty answers each), and another model
-   replaces it when the round's held-out gold says so (:mod:`segbench.core.model_choice`).
+   the item has ``overrule_min_answers`` answers or more, a bloc's accounts each counted (at three
+   answers per item an overrule is one voter's word against two, on confusion matrices fitted from
+   some twenty answers each; a bloc's matrix rests on all of its accounts' answers), and another
+   model replaces it when the round's held-out gold says so (:mod:`segbench.core.model_choice`).
 3. Score the workers against them (:func:`segbench.core.worker_quality.score_workers`); the
    suspicious workers are *left out* of what weighs no one: SPIN's masks (a medoid counts every
    polygon alike). The labels keep them: Dawid–Skene already weighs each voter by their confusion
@@ -83,7 +84,11 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
                        min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size,
                        times=judgment_times(counted, controls) if lockstep else None, lockstep=lockstep)
     votes = as_one_voter(counted, blocs, controls)
-    overrule = Overrule(rules.overrule_posterior, rules.overrule_min_answers)
+    answered: dict[str, set[str]] = {}
+    for answer in counted:
+        answered.setdefault(answer.item_id, set()).add(answer.annotator)
+    overrule = Overrule(rules.overrule_posterior, rules.overrule_min_answers,
+                        {item: len(accounts) for item, accounts in answered.items()})
     choice = choose_model(votes, controls, known, folds=rules.model_choice_folds, alpha=rules.model_choice_p,
                           overrule=overrule)
     items = aggregate(votes, controls, method=choice.method, gold=known, overrule=overrule)
