@@ -53,7 +53,7 @@ class Overrule:
     ``min_answers`` answers. Where the people tied, the model always decides.
 
     ``answers``: item id → the answers it was given, where they are more than its votes (a bloc's
-    accounts answer as one voter, on a confusion matrix fitted on all of their answers)."""
+    accounts answer as one voter, whose confusion matrix is fitted on every item any of them answered)."""
 
     posterior: float = 0.0
     min_answers: int = 0

@@ -10,7 +10,7 @@ voters rather than accounts, with a worker report that screens every worker.
    voters' majority on an item only at a posterior of ``overrule_posterior`` or more, and only where
    the item has ``overrule_min_answers`` answers or more, a bloc's accounts each counted (at three
    answers per item an overrule is one voter's word against two, on confusion matrices fitted from
-   some twenty answers each; a bloc's matrix rests on all of its accounts' answers), and another
+   some twenty answers each; a bloc's matrix is fitted on every item its accounts answered), and another
    model replaces it when the round's held-out gold says so (:mod:`segbench.core.model_choice`).
 3. Score the workers against them (:func:`segbench.core.worker_quality.score_workers`); the
    suspicious workers are *left out* of what weighs no one: SPIN's masks (a medoid counts every
