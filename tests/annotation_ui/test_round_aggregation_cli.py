@@ -176,3 +176,39 @@ def test_accounts_worked_one_after_another_count_as_one_voter_though_their_answe
     assert [b["members"] for b in answers["blocs"]] == [[f"worker:acct{k}" for k in range(1, 5)]]
     assert "4 accounts answering as one counted as blocs" in ingested.output
     assert {i["item_id"]: i["majority"]["has_rim"] for i in answers["items"]} == truth
+
+
+# Three answers per item, one of two workers who are always right among them; three guessers fill
+# the other seats (seeded). Dawid–Skene, free to, overrules the answers' majority on some items.
+THREE_PER_ITEM = {
+    "good1": {"img0-41": "no", "img2-41": "no", "img6-41": "no", "img7-41": "yes"},
+    "good2": {"img1-41": "yes", "img2-41": "no", "img3-41": "yes", "img5-41": "yes", "img7-41": "yes"},
+    "guess1": {"img1-41": "yes", "img2-41": "yes", "img4-41": "no"},
+    "guess2": {"img0-41": "no", "img1-41": "no", "img3-41": "no", "img4-41": "no", "img5-41": "yes",
+               "img6-41": "yes", "img7-41": "yes"},
+    "guess3": {"img0-41": "no", "img3-41": "yes", "img4-41": "yes", "img5-41": "no", "img6-41": "yes"},
+}
+
+
+def test_at_three_answers_an_item_keeps_its_majority_unless_the_round_lets_the_model_overrule(crowd_round):
+    from segbench.annotation_ui.rounds import RoundStore
+
+    project, truth = crowd_round
+    store = RoundStore(project / "data" / "rounds")
+    write_results_csv(_answers_of(THREE_PER_ITEM), project / "data" / "rounds" / KEY / "results" / "batch-1.csv")
+    said: dict[str, list[str]] = {}
+    for answers in THREE_PER_ITEM.values():
+        for item, label in answers.items():
+            said.setdefault(item, []).append(label)
+    majority = {item: max(set(labels), key=labels.count) for item, labels in said.items()}
+    assert all(len(labels) == 3 for labels in said.values())
+
+    run(project, "rounds", "ingest", KEY, "--aggregation", "screened")
+    kept = {i["item_id"]: i["majority"]["has_rim"] for i in _saved(project)[1]["items"]}
+    assert kept == majority
+
+    store.save(store.load(KEY).model_copy(update={"quality_rules": {"overrule_min_answers": 0}}))
+    run(project, "rounds", "ingest", KEY, "--aggregation", "screened")
+    overruled = {i["item_id"]: i["majority"]["has_rim"] for i in _saved(project)[1]["items"]}
+    assert overruled != majority
+    assert sum(overruled[i] == truth[i] for i in truth) < sum(kept[i] == truth[i] for i in truth)
