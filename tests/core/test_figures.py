@@ -146,7 +146,6 @@ def test_evaluate_cafe_as_a_user_types_it_draws_the_same_report_as_in_process(tm
             assert (tmp_path / "process" / name).read_bytes() == (tmp_path / "here" / name).read_bytes(), name
 
 
-
 def test_ctrl_c_to_the_group_while_the_drawing_processes_fork_stops_the_command_alone():
     """Ctrl-C reaches the whole process group. Sent the moment the drawing process is forked, before it
     could ignore it, it is the command's KeyboardInterrupt, raised once the fork is done; the drawing

@@ -29,6 +29,7 @@ the same result.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,11 +85,8 @@ def screen(counted: Sequence[Answer], scored: Sequence[Answer], controls: Sequen
                        min_agreement=rules.bloc_min_agreement, min_size=rules.bloc_min_size,
                        times=judgment_times(counted, controls) if lockstep else None, lockstep=lockstep)
     votes = as_one_voter(counted, blocs, controls)
-    answered: dict[str, set[str]] = {}
-    for answer in counted:
-        answered.setdefault(answer.item_id, set()).add(answer.annotator)
-    overrule = Overrule(rules.overrule_posterior, rules.overrule_min_answers,
-                        {item: len(accounts) for item, accounts in answered.items()})
+    accounts = Counter(item for item, _ in {(a.item_id, a.annotator) for a in counted})  # per item
+    overrule = Overrule(rules.overrule_posterior, rules.overrule_min_answers, accounts)
     choice = choose_model(votes, controls, known, folds=rules.model_choice_folds, alpha=rules.model_choice_p,
                           overrule=overrule)
     items = aggregate(votes, controls, method=choice.method, gold=known, overrule=overrule)
