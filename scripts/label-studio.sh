@@ -10,7 +10,7 @@ HEALTH_TIMEOUT=${SEGBENCH_LABEL_STUDIO_START_TIMEOUT:-120}
 
 usage() {
   cat <<EOF
-usage: scripts/label-studio.sh install|start|stop|status|env|--help
+usage: scripts/label-studio.sh install|start|stop|status|env [--annotator NAME]|--help
 
   install   create the server's own virtualenv and pip install label-studio==$LS_VERSION
             (~1 min, ~1 GB; skipped when already there)
@@ -20,9 +20,19 @@ usage: scripts/label-studio.sh install|start|stop|status|env|--help
             test servers only (SEGBENCH_LABEL_STUDIO_TEST=1): unless one is already running, discard
             its data and files first, so the server starts on an empty database
   stop      stop the server (SIGTERM, SIGKILL after 20 s)
+  stop --all
+            stop the server and every annotator's server
   status    running / healthy, url, pid (exit 0 only when healthy)
-  env       print export lines for SEGBENCH_LABEL_STUDIO_URL, _TOKEN, _FILES (for eval; segbench
+  env       print export lines for SEGBENCH_LABEL_STUDIO_URL, _TOKEN, _FILES, _DIR (for eval; segbench
             needs none of them for a server this script started: it reads connection.json)
+
+  --annotator NAME
+            the same command for one annotator's own server (NAME: lowercase letters, digits, - _),
+            in <server folder>/annotators/NAME, on the first free port from
+            SEGBENCH_LABEL_STUDIO_ANNOTATOR_PORT (default 8100), kept across restarts. A round
+            launched with `segbench rounds launch KEY --annotator NAME ...` puts its tasks on each
+            named annotator's server, where nobody else's answers exist to be seen. It shares the
+            main server's admin account, template and files folder.
 
 environment (paths relative to the project root):
   SEGBENCH_WORK_DIR                default .segbench
@@ -64,6 +74,34 @@ load_config() {
   LOG=$LS_DIR/server.log
   PID_FILE=$LS_DIR/server.pid
   CONNECTION=$LS_DIR/connection.json
+  if [ -n "${ANNOTATOR:-}" ]; then
+    # An annotator's server: its own data, home, log and port; the main server's template (the same
+    # admin account) and files folder (the same images).
+    LS_DIR=$LS_DIR/annotators/$ANNOTATOR
+    DATA_DIR=$LS_DIR/data
+    LS_HOME=$LS_DIR/home
+    LOG=$LS_DIR/server.log
+    PID_FILE=$LS_DIR/server.pid
+    CONNECTION=$LS_DIR/connection.json
+    PORT=$(annotator_port)
+    URL="http://127.0.0.1:$PORT"
+  fi
+}
+
+annotator_port() {
+  # The port recorded at the server's first start, else the first port from the base that no other
+  # annotator's server has recorded and nothing listens on.
+  if [ -s "$LS_DIR/port" ]; then
+    cat "$LS_DIR/port"
+    return 0
+  fi
+  local taken port
+  taken=$(cat "$(dirname "$LS_DIR")"/*/port 2>/dev/null | tr '\n' ' ' || true)
+  port=${SEGBENCH_LABEL_STUDIO_ANNOTATOR_PORT:-8100}
+  while case " $taken " in *" $port "*) true ;; *) false ;; esac || PORT=$port port_in_use; do
+    port=$((port + 1))
+  done
+  echo "$port"
 }
 
 require_credentials() {
@@ -112,7 +150,7 @@ EOF
 }
 
 port_in_use() {
-  "$VENV/bin/python" - "$PORT" <<'EOF' >/dev/null 2>&1
+  python3 - "$PORT" <<'EOF' >/dev/null 2>&1
 import socket, sys
 with socket.socket() as s:
     sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0 else 1)
@@ -198,7 +236,6 @@ EOF
 
 cmd_start() {
   local fresh=${1:-}
-  [ -z "$fresh" ] || [ "$fresh" = "--fresh" ] || die "unknown option $fresh (see --help)"
   require_credentials
   installed || die "label-studio is not installed in $VENV; run: scripts/label-studio.sh install"
   if healthy; then
@@ -214,9 +251,12 @@ cmd_start() {
   if [ -n "$fresh" ]; then
     # Never on a real server: its data folder holds people's annotations.
     [ "${SEGBENCH_LABEL_STUDIO_TEST:-}" = "1" ] || die "start --fresh is for test servers (SEGBENCH_LABEL_STUDIO_TEST=1)"
-    rm -rf "$DATA_DIR" "$FILES_DIR"
+    rm -rf "$DATA_DIR"
+    # An annotator's server shares the main server's files folder.
+    [ -n "${ANNOTATOR:-}" ] || rm -rf "$FILES_DIR"
   fi
   mkdir -p "$LS_DIR" "$FILES_DIR" "$LS_HOME"
+  [ -z "${ANNOTATOR:-}" ] || echo "$PORT" >"$LS_DIR/port"
   : >"$LOG"
   local t0 pid
   prepare_data_dir
@@ -286,13 +326,43 @@ cmd_env() {
   require_credentials
   printf 'export SEGBENCH_LABEL_STUDIO_URL=%q\nexport SEGBENCH_LABEL_STUDIO_TOKEN=%q\nexport SEGBENCH_LABEL_STUDIO_FILES=%q\n' \
     "$URL" "$SEGBENCH_LABEL_STUDIO_TOKEN" "$FILES_DIR"
+  [ -n "${ANNOTATOR:-}" ] || printf 'export SEGBENCH_LABEL_STUDIO_DIR=%q\n' "$LS_DIR"
 }
 
-case "${1:-}" in
+cmd_stop_all() {
+  cmd_stop
+  local folder
+  for folder in "$LS_DIR"/annotators/*/; do
+    [ -d "$folder" ] || continue
+    (ANNOTATOR=$(basename "$folder"); load_config; cmd_stop)
+  done
+}
+
+COMMAND=${1:-}
+[ $# -eq 0 ] || shift
+ANNOTATOR=
+FRESH=
+ALL=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --annotator)
+      [ $# -ge 2 ] || die "--annotator needs a name (see --help)"
+      ANNOTATOR=$2
+      [[ "$ANNOTATOR" =~ ^[a-z0-9][a-z0-9_-]{0,31}$ ]] \
+        || die "annotator name '$ANNOTATOR' must be lowercase letters, digits, - or _ (at most 32)"
+      shift 2 ;;
+    --fresh) [ "$COMMAND" = start ] || die "--fresh goes with start (see --help)"; FRESH=--fresh; shift ;;
+    --all) [ "$COMMAND" = stop ] || die "--all goes with stop (see --help)"; ALL=1; shift ;;
+    *) die "unknown option $1 (see --help)" ;;
+  esac
+done
+[ -z "$ALL" ] || [ -z "$ANNOTATOR" ] || die "stop --all stops every server; leave out --annotator"
+
+case "$COMMAND" in
   -h | --help | help) usage ;;
   install) load_config; cmd_install ;;
-  start) load_config; cmd_start "${2:-}" ;;
-  stop) load_config; cmd_stop ;;
+  start) load_config; cmd_start "$FRESH" ;;
+  stop) load_config; if [ -n "$ALL" ]; then cmd_stop_all; else cmd_stop; fi ;;
   status) load_config; cmd_status ;;
   env) load_config; cmd_env ;;
   *) usage >&2; exit 2 ;;

@@ -35,7 +35,7 @@ pytest_run() {
 
 stop_servers() {
   if [ "${SEGBENCH_TEST_LABEL_STUDIO:-1}" != "0" ]; then
-    test_server stop >/dev/null || echo "warning: could not stop the Label Studio test server" >&2
+    test_server stop --all >/dev/null || echo "warning: could not stop the Label Studio test servers" >&2
   fi
   if [ "${SEGBENCH_TEST_LOCAL_MODEL:-1}" != "0" ]; then
     bash scripts/local-llm.sh stop >/dev/null || echo "warning: could not stop the local model server" >&2
