@@ -155,12 +155,7 @@ class Settings(BaseSettings):
         path = self.label_studio_dir / LABEL_STUDIO_CONNECTION
         if not path.is_file():
             return self
-        try:
-            recorded = json.loads(path.read_text(encoding="utf-8"))
-            url, token, files = recorded["url"], recorded["token"], recorded["files"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"unreadable Label Studio connection file ({type(exc).__name__})", path=path,
-                             hint="restart the server with scripts/label-studio.sh start, or delete the file") from exc
+        url, token, files = _recorded_connection(path)
         if "label_studio_url" not in self.model_fields_set:
             self.label_studio_url = url
         if "label_studio_token" not in self.model_fields_set:
@@ -172,7 +167,17 @@ class Settings(BaseSettings):
     def label_studio(self) -> LabelStudioConnection:
         """The Label Studio server these settings point at, as the round flows take it."""
         return LabelStudioConnection(url=self.label_studio_url, token=self.label_studio_token,
-                                     files=self.label_studio_files, timeout=self.label_studio_timeout)
+                                     files=self.label_studio_files, timeout=self.label_studio_timeout,
+                                     annotators=self._annotator_servers())
+
+    def _annotator_servers(self) -> dict[str, LabelStudioConnection]:
+        """The annotators' own servers ``scripts/label-studio.sh start --annotator NAME`` recorded."""
+        servers = {}
+        for path in sorted((self.label_studio_dir / "annotators").glob(f"*/{LABEL_STUDIO_CONNECTION}")):
+            url, token, files = _recorded_connection(path)
+            servers[path.parent.name] = LabelStudioConnection(url=url, token=SecretStr(token), files=Path(files),
+                                                              timeout=self.label_studio_timeout)
+        return servers
 
     @classmethod
     def settings_customise_sources(
@@ -329,3 +334,13 @@ def configure_runtime(settings: Settings, *, verbose: bool = False) -> None:
         os.environ.update(
             {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "DVC_NO_ANALYTICS": "1"}
         )
+
+
+def _recorded_connection(path: Path) -> tuple[str, str, str]:
+    """The URL, token and files folder ``scripts/label-studio.sh start`` recorded in ``path``."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        return str(recorded["url"]), str(recorded["token"]), str(recorded["files"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"unreadable Label Studio connection file ({type(exc).__name__})", path=path,
+                         hint="restart the server with scripts/label-studio.sh start, or delete the file") from exc

@@ -95,7 +95,7 @@ def test_label_studio_launch_creates_the_project_once_and_runs_its_steps(tmp_pat
 
     round_ = _round("labelstudio")
     _images(tmp_path / "data", round_)
-    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self, connection=None: client)
     connection = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
     backend = LabelStudioBackend(BackendContext(tmp_path / "data", label_studio=connection, step=step))
     project_id, counts = backend.launch(round_)
@@ -110,7 +110,7 @@ def test_a_label_studio_launch_killed_before_recording_its_project_is_resumed_no
     client = StandInClient()
     round_ = _round("labelstudio")
     _images(tmp_path / "data", round_)
-    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self, connection=None: client)
     connection = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
     backend = LabelStudioBackend(BackendContext(tmp_path / "data", label_studio=connection,
                                                 step=lambda name, fn, *args: fn(*args)))

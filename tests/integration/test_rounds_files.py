@@ -150,7 +150,7 @@ def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, m
     from segbench.schemas.rounds import LabelStudioConnection
 
     client = StandInClient()
-    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self, connection=None: client)
     create_coco_cd_audit(data_root, "audit-ls", per_group=1, seed=4, backend="labelstudio", overlap=1)
     stand_in = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
     launched = launch_round(data_root, "audit-ls", stand_in)

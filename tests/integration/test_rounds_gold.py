@@ -198,7 +198,7 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
     from segbench.schemas.rounds import LabelStudioConnection
 
     client = StandInClient()
-    monkeypatch.setattr(LabelStudioBackend, "client", lambda self: client)
+    monkeypatch.setattr(LabelStudioBackend, "client", lambda self, connection=None: client)
     data = project / "data"
     round_ = create_coco_cd_audit(data, "ls-audit", per_group=1, seed=6, backend="labelstudio", overlap=2, gold=2,
                                   rules={"min_judgments": 3})

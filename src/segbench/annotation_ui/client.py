@@ -322,10 +322,10 @@ class LabelStudioClient:
             if "item_id" in task.get("data", {})
         }
 
-    def progress(self, project_id: int) -> BackendProgress:
+    def progress(self, project_id: int, prefix: str = "labelstudio") -> BackendProgress:
         """How far the project is: ``tasks``, ``done`` (tasks with ≥1 answer that was not
         cancelled), ``annotations`` (answers not cancelled), ``by_annotator``
-        (``labelstudio:<user id>`` → answers) and ``done_items`` (item ids of the done tasks)."""
+        (``<prefix>:<user id>`` → answers) and ``done_items`` (item ids of the done tasks)."""
         tasks = self.export(project_id)
         by_annotator: Counter[str] = Counter()
         done, done_items = 0, set()
@@ -334,7 +334,7 @@ class LabelStudioClient:
             done += bool(answers)
             if answers and "item_id" in task.get("data", {}):
                 done_items.add(str(task["data"]["item_id"]))
-            by_annotator.update(f"labelstudio:{a.get('completed_by')}" for a in answers)
+            by_annotator.update(f"{prefix}:{a.get('completed_by')}" for a in answers)
         return {
             "tasks": len(tasks),
             "done": done,

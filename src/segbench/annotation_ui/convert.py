@@ -53,6 +53,7 @@ def answers_from_labelstudio(
     allowed: Allowed = None,
     source: str | Path | None = None,
     check_polygons: bool = True,
+    prefix: str = "labelstudio",
 ) -> list[Answer]:
     """One Answer per non-cancelled annotation of a Label Studio JSON export.
 
@@ -69,6 +70,8 @@ def answers_from_labelstudio(
         check_polygons: refuse polygons with fewer than 3 points or points outside the image. False
             keeps them as drawn (converted to pixels, not clamped) for importers that flag bad
             polygons themselves and keep the rest of the answer (the SPIN crowd import).
+        prefix: what the annotator and answer ids start with (``<prefix>:<user id>``):
+            ``labelstudio``, or ``labelstudio@<annotator>`` for an annotator's own server.
 
     Returns:
         The answers, sorted by (item_id, annotator, source_id).
@@ -101,15 +104,17 @@ def answers_from_labelstudio(
                                           hint="the server's export is inconsistent: export the project again; "
                                                "--on-error skip keeps the first")
                 seen[str(key)] = task.get("id")
-                answers.append(_labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons))
+                answers.append(_labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons,
+                                                   prefix))
             except AnnotationError as error:
                 policy.handle(error)
     if cancelled:
         logger.info("round %s: %d cancelled Label Studio annotations carry no answer", round_.key, cancelled)
-    return sorted(answers, key=_order)
+    return sorted(answers, key=answer_order)
 
 
-def _labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons=True) -> Answer:
+def _labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons=True,
+                        prefix="labelstudio") -> Answer:
     def fail(message: str, hint: str = SKIP_HINT) -> AnnotationError:
         return AnnotationError(message, path=source, item=where, hint=hint)
 
@@ -142,8 +147,8 @@ def _labelstudio_answer(task, annotation, items, allowed, where, source, check_p
         completed_by = completed_by.get("id")
     return Answer(
         item_id=item.item_id,
-        annotator=f"labelstudio:{completed_by}",
-        source_id=f"labelstudio:{annotation.get('id')}",
+        annotator=f"{prefix}:{completed_by}",
+        source_id=f"{prefix}:{annotation.get('id')}",
         updated_at=annotation.get("updated_at") or annotation.get("created_at"),
         choices=dict(sorted(choices.items())),
         polygons=dict(sorted(polygons.items())),
@@ -234,7 +239,7 @@ def answers_from_files(
             policy.handle(error)
     if rejected:
         logger.warning("round %s: left out %d rejected assignments", round_.key, rejected)
-    return sorted(answers, key=_order)
+    return sorted(answers, key=answer_order)
 
 
 def _files_answer(row: Mapping[str, Any], items: Mapping[str, Any], allowed: Allowed, where: str,
@@ -362,7 +367,7 @@ def merge_answers(old: list[Answer], new: list[Answer], *, drop_missing: bool = 
         current = merged.get(answer.source_id)
         if current is None or not _older(answer, current):
             merged[answer.source_id] = answer
-    return sorted(merged.values(), key=_order)
+    return sorted(merged.values(), key=answer_order)
 
 
 def merge_counts(old: list[Answer], new: list[Answer]) -> dict[str, int]:
@@ -394,5 +399,6 @@ def _older(candidate: Answer, current: Answer) -> bool:
     return a is not None and b is not None and a < b
 
 
-def _order(answer: Answer) -> tuple[str, str, str]:
+def answer_order(answer: Answer) -> tuple[str, str, str]:
+    """How answers are listed everywhere: by item, annotator, answer id."""
     return (answer.item_id, answer.annotator, answer.source_id)

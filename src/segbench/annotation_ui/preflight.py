@@ -8,13 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import TypeAdapter, ValidationError
+
 from segbench.annotation_ui import gold
 from segbench.annotation_ui.backends import RoundBackend, backend_for
 from segbench.annotation_ui.batches import plan_launch
 from segbench.annotation_ui.kinds import RoundKind, round_kind
 from segbench.annotation_ui.rounds import RoundStatus, RoundStore, check_step
-from segbench.core.errors import ImportPolicy, OnError
-from segbench.schemas.rounds import Answer, LabelStudioConnection, Round
+from segbench.core.errors import ImportPolicy, InputError, OnError, RoundStateError
+from segbench.schemas.rounds import Annotator, Answer, LabelStudioConnection, Round
 
 
 @dataclass(frozen=True)
@@ -40,16 +42,51 @@ class IngestCheck:
 
 
 def check_launch(data_root: Path, key: str, label_studio: LabelStudioConnection | None,
-                 batch: str | None) -> LaunchCheck:
-    """Raise for a round that cannot be launched: unknown, closed, a bad ``batch``, an unknown kind, or a
-    backend that is not ready (a token or files folder not configured, a server that does not answer)."""
+                 batch: str | None, annotators: list[str] | None = None) -> LaunchCheck:
+    """Raise for a round that cannot be launched: unknown, closed, a bad ``batch``, ``annotators`` that
+    do not fit the round (see :func:`keep_apart`), an unknown kind, or a backend that is not ready (a
+    token or files folder not configured, a server that does not answer)."""
     store = RoundStore(Path(data_root) / "rounds")
-    round_ = store.load(key)
+    round_ = keep_apart(store.load(key), annotators)
     launching, out = plan_launch(round_, batch)
     round_kind(round_.kind)
     backend = backend_for(round_, data_root, label_studio=label_studio)
-    backend.check_ready(launching=True)
+    backend.check_ready(round_, launching=True)
     return LaunchCheck(store, round_, launching, out, backend)
+
+
+def keep_apart(round_: Round, annotators: list[str] | None) -> Round:
+    """The round put on its ``annotators``' own Label Studio servers, each answering every task, so
+    that nobody can open another's answers (None: as it was launched, or on the shared server).
+
+    Raises:
+        InputError: the round is not a Label Studio round, or the annotators are not as many as the
+            answers it asks per task (its overlap), or one is named twice.
+        RoundStateError: the round was launched before on other servers.
+    """
+    if annotators is None:
+        return round_
+    where = f"round {round_.key}"
+    if round_.backend != "labelstudio":
+        raise InputError(f"round {round_.key!r} is a {round_.backend} round; --annotator puts Label Studio rounds "
+                         "on annotators' own servers", item=where, hint="launch it without --annotator")
+    try:
+        names = sorted(TypeAdapter(list[Annotator]).validate_python(annotators))
+    except ValidationError as exc:
+        raise InputError(f"annotator names are lowercase letters, digits, - and _: {', '.join(annotators)}",
+                         item=where, hint="the NAME of scripts/label-studio.sh start --annotator NAME") from exc
+    if len(set(names)) != len(names):
+        raise InputError(f"an annotator is named twice: {', '.join(annotators)}", item=where)
+    if round_.launched_at is not None and names != (round_.annotators or []):
+        shared = "the shared server" if round_.annotators is None else f"the servers of {', '.join(round_.annotators)}"
+        raise RoundStateError(f"round {round_.key!r} was launched on {shared}; a relaunch keeps them", item=where,
+                              hint="relaunch without --annotator, or create a new round under another key")
+    overlap = round_.config.overlap
+    if len(names) != overlap:
+        raise InputError(f"round {round_.key!r} asks {overlap} answer(s) per task and each annotator on their own "
+                         f"server answers every task: name {overlap} annotator(s), not {len(names)}", item=where,
+                         hint="or create the round with --overlap " + str(len(names)))
+    return round_.model_copy(update={"annotators": names})
 
 
 def check_ingest(data_root: Path, key: str, label_studio: LabelStudioConnection | None,
@@ -65,7 +102,7 @@ def check_ingest(data_root: Path, key: str, label_studio: LabelStudioConnection 
     previous = store.load_answers(key) + gold.saved_gold_answers(store, key)
     qualified = gold.pass_list(store, round_)
     backend = backend_for(round_, data_root, label_studio=label_studio)
-    backend.check_ready()
+    backend.check_ready(round_)
     if read_crowd_files and round_.backend == "files":  # local files: reading them is the check
         backend.fetch_answers(round_, ImportPolicy(on_error=on_error))
     return IngestCheck(store, round_, kind, previous, qualified)

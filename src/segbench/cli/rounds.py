@@ -144,7 +144,9 @@ def print_round(round_: Any, title: str) -> None:
     console.set_summary(round_)
     console.out.print(console.key_values(title, {
         "key": round_.key, "kind": round_.kind, "status": round_.status.value, "backend": round_.backend,
-        "project id": round_.project_id, "items": len(round_.items), "overlap": round_.config.overlap,
+        **({"annotators' own servers": ", ".join(round_.annotators)} if round_.annotators
+           else {"project id": round_.project_id}),
+        "items": len(round_.items), "overlap": round_.config.overlap,
         **({"gold items": sum(1 for i in round_.items if i.gold)} if any(i.gold for i in round_.items) else {}),
         **({"purpose": f"qualification (pass at gold accuracy ≥ {round_.pass_threshold})"}
            if round_.purpose == "qualification" else {}),
@@ -161,21 +163,28 @@ def launch(
     key: str = typer.Argument(..., help="The round."),
     batch: str | None = typer.Option(None, "--batch", help="Launch only this batch's items (SPIN: a "
                                      "super-category; CAFE: SM, CC or OC); later launches add other batches."),
+    annotators: list[str] | None = typer.Option(
+        None, "--annotator", metavar="NAME", show_default=False,
+        help="Keep annotators apart: put every task on this annotator's own Label Studio server (started with "
+             "scripts/label-studio.sh start --annotator NAME), where nobody else's answers exist. Repeat it once "
+             "per answer the round asks for each task (its overlap)."),
 ) -> None:
     """Create the Label Studio project and import the tasks (or write the crowd's task files).
 
     Safe to repeat. With --batch, only that batch's tasks go out (a phased rollout); launching
-    another batch later adds its tasks, also after an ingest; without --batch every item goes out."""
+    another batch later adds its tasks, also after an ingest; without --batch every item goes out.
+    With --annotator, each named annotator gets every task on a server of their own: on one
+    community-edition server every annotator can open every other's answers."""
     from segbench.annotation_ui.preflight import check_launch
 
     settings = settings_of(ctx)
     # A bad batch, a token not configured or a server that does not answer fails before Prefect starts.
-    check = check_launch(settings.data_root, key, settings.label_studio(), batch)
+    check = check_launch(settings.data_root, key, settings.label_studio(), batch, annotators or None)
 
     from segbench.flows.rounds import launch_round
 
     with flow_command_lock(ctx):
-        round_ = launch_round(settings.data_root, key, settings.label_studio(), batch)
+        round_ = launch_round(settings.data_root, key, settings.label_studio(), batch, annotators or None)
     print_round(round_, "Round launched")
     console.out.print(check.backend.launch_hint(round_))
 
@@ -308,23 +317,43 @@ def list_(ctx: typer.Context) -> None:
                       "KIND KEY creates one (KIND: see segbench rounds create --help; another data root: --data-root)")
 
 
-def invite(ctx: typer.Context) -> None:
+def invite(
+    ctx: typer.Context,
+    annotator: str | None = typer.Option(None, "--annotator", metavar="NAME",
+                                         help="The sign-up link of this annotator's own server instead."),
+) -> None:
     """Print the sign-up link that adds an annotator to the Label Studio server.
 
     Sign-up is closed without it: send the link to each annotator, who opens it, signs up with an
-    e-mail and a password, and then sees every project (the community edition shares them all).
-    Worker reports show annotators by that e-mail."""
+    e-mail and a password, and then sees every project and every answer on the server (the
+    community edition shares them all). With --annotator, the link of that annotator's own server,
+    for them alone. Worker reports show annotators by that e-mail."""
     from segbench.annotation_ui.backends import BackendContext
     from segbench.annotation_ui.backends.labelstudio import LabelStudioBackend
+    from segbench.core.errors import InputError
 
     settings = settings_of(ctx)
-    backend = LabelStudioBackend(BackendContext(settings.data_root, label_studio=settings.label_studio()))
-    with backend.client() as client:
+    connection = settings.label_studio()
+    server = connection
+    if annotator is not None:
+        if annotator not in connection.annotators:
+            started = ", ".join(connection.annotators) or "none"
+            raise InputError(f"no server of annotator {annotator!r} was started here (started: {started})",
+                             item=f"--annotator {annotator}",
+                             hint=f"scripts/label-studio.sh start --annotator {annotator}")
+        server = connection.annotators[annotator]
+    backend = LabelStudioBackend(BackendContext(settings.data_root, label_studio=connection))
+    with backend.client(server) as client:
         link = client.invite_url()
-    console.set_summary({"invite_url": link})
-    console.out.print(f"Annotator sign-up link: [bold]{link}[/]")
-    console.out.print("Send it to each annotator: they sign up with an e-mail and a password, then annotate at "
-                      f"{client.url}/projects")
+    console.set_summary({"invite_url": link, **({"annotator": annotator} if annotator else {})})
+    if annotator is None:
+        console.out.print(f"Annotator sign-up link: [bold]{link}[/]")
+        console.out.print("Send it to each annotator: they sign up with an e-mail and a password, then annotate at "
+                          f"{client.url}/projects")
+    else:
+        console.out.print(f"Sign-up link of {annotator}'s own server: [bold]{link}[/]")
+        console.out.print(f"Send it to {annotator} alone: they sign up with an e-mail and a password, then annotate "
+                          f"at {client.url}/projects")
 
 
 def follow_up(

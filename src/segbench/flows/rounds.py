@@ -63,15 +63,17 @@ def _backend(round_: Round, data_root: Path, label_studio: LabelStudioConnection
 
 @flow(name="round-launch", flow_run_name=run_name("round-launch", ("key",)))
 def launch_round(data_root: Path, key: str, label_studio: LabelStudioConnection | None = None,
-                 batch: str | None = None) -> Round:
+                 batch: str | None = None, annotators: list[str] | None = None) -> Round:
     """Launch a created round (or relaunch it: nothing is created twice), or only its ``batch``.
 
     Label Studio: create (or reuse) the round's project, copy its images under the server's files
     root, import one task per item carrying the item id. Files backend: write ``tasks.csv`` and
     ``tasks.json`` under ``data/rounds/<key>/`` for an external crowd. With ``batch``, only the
-    items of the batches launched so far go out (see :mod:`segbench.annotation_ui.batches`).
+    items of the batches launched so far go out (see :mod:`segbench.annotation_ui.batches`). With
+    ``annotators``, a Label Studio round goes on each one's own server instead, where nobody sees
+    another's answers (see :func:`segbench.annotation_ui.preflight.keep_apart`).
     """
-    check = check_launch(data_root, key, label_studio, batch)  # what `rounds launch` checks before Prefect starts
+    check = check_launch(data_root, key, label_studio, batch, annotators)  # what `rounds launch` checks before Prefect starts
     store, round_, launching, out = check.store, check.round, check.launching, check.batches_out
     project_id, counts = _backend(round_, data_root, label_studio).launch(launching)
     launched = batches.mark_batches_launched(round_, project_id, out, _now())

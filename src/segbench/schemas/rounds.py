@@ -12,7 +12,7 @@ import enum
 import hashlib
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     SecretStr,
     SerializerFunctionWrapHandler,
+    StringConstraints,
     field_validator,
     model_serializer,
 )
@@ -38,6 +39,8 @@ class LabelStudioConnection(BaseModel):
         token: its API token (None: not configured; a launch or ingest then says how to set it).
         files: the folder the server serves local files from; rounds copy their images into it.
         timeout: seconds a connection or a read may wait; a whole request ends within four times this.
+        annotators: annotator name → that annotator's own server (``scripts/label-studio.sh start
+            --annotator NAME``), for rounds whose annotators must not see each other's answers.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -46,6 +49,7 @@ class LabelStudioConnection(BaseModel):
     token: SecretStr | None = None
     files: Path | None = None
     timeout: float = 30.0
+    annotators: dict[str, LabelStudioConnection] = Field(default_factory=dict)
 
 
 class RoundStatus(str, enum.Enum):
@@ -95,6 +99,10 @@ class RoundConfig(BaseModel):
     overlap: int = Field(1, ge=1, description="annotators per task")
 
 
+# The name of an annotator's own Label Studio server (scripts/label-studio.sh start --annotator NAME).
+Annotator = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
+
+
 class Round(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -109,6 +117,9 @@ class Round(BaseModel):
     items: list[RoundItem]
     backend: Literal["labelstudio", "files"] = "labelstudio"
     project_id: int | None = Field(None, description="Label Studio project id once launched")
+    annotators: list[Annotator] | None = Field(
+        None, description="Label Studio rounds kept apart: the annotators whose own servers hold the round, one "
+                          "project each with every task (None: one project on the shared server)")
     status: RoundStatus = RoundStatus.CREATED
     created_at: str
     updated_at: str
@@ -129,6 +140,14 @@ class Round(BaseModel):
         if method not in METHODS:
             raise ValueError(f"unknown aggregation {method!r}; choose one of {', '.join(METHODS)}")
         return method
+
+    @field_validator("annotators")
+    @classmethod
+    def _distinct_annotators(cls, names: list[str] | None) -> list[str] | None:
+        if names is not None and (not names or len(set(names)) != len(names)):
+            raise ValueError("annotators must name at least one server, each once")
+        return names
+
     def task_id(self, item_id: str) -> str:
         """The id an item's task shows people (``item_id`` in the task files and the Label Studio task
         data): the item id itself, or on a round with a ``task_salt`` an opaque one, ``t`` and 12 hex

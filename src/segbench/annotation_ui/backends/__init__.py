@@ -62,9 +62,9 @@ class RoundBackend(Protocol):
     def check_project_id(cls, round_: Round, project_id: int | None) -> None:
         """Raise RoundStateError unless ``project_id`` is what a launch on this backend records."""
 
-    def check_ready(self, *, launching: bool = False) -> None:
-        """Raise for what the backend needs and lacks (a token, a server that answers): the command
-        line asks before Prefect starts."""
+    def check_ready(self, round_: Round, *, launching: bool = False) -> None:
+        """Raise for what the backend needs and lacks to run ``round_`` (a token, a server that
+        answers): the command line asks before Prefect starts."""
 
     def launch(self, round_: Round) -> tuple[int | None, dict[str, int]]:
         """Put the round's tasks where people answer them (idempotent); its project id and counts."""

@@ -46,7 +46,7 @@ class FilesBackend:
     def folder(self, round_: Round) -> Path:
         return files_dir(self.context.data_root, round_.key)
 
-    def check_ready(self, *, launching: bool = False) -> None:
+    def check_ready(self, round_: Round, *, launching: bool = False) -> None:
         """Nothing to configure: the round's folder is under the data root."""
 
     def launch(self, round_: Round) -> tuple[None, dict[str, int]]:

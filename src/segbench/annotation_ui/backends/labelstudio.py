@@ -1,4 +1,5 @@
-"""The Label Studio backend: a round is one project on the team's Label Studio server.
+"""The Label Studio backend: a round is one project on the team's Label Studio server, or, for a
+round whose annotators must not see each other's answers, one project on each annotator's own server.
 
 Launch creates the project (or reuses the round's), copies the round's images under the server's
 files root (the only folder it may serve) and imports one task per item carrying the item id;
@@ -6,6 +7,12 @@ progress and answers come from the project's JSON export. All HTTP goes through
 :class:`~segbench.annotation_ui.client.LabelStudioClient`. The server, its token and files root
 come in the context's :class:`~segbench.schemas.rounds.LabelStudioConnection`, which the command
 line resolves from its settings (the token is a secret there, masked wherever Prefect records it).
+
+The community edition puts every account of a server in one organisation, where anyone can open
+anyone's answers; only separate servers keep annotators apart. A round launched with annotators
+(``Round.annotators``) has a project with every task on each of their servers
+(``scripts/label-studio.sh start --annotator NAME``), found again by its title; answers from
+there name their annotator ``labelstudio@<name>:<user id>``.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
-from segbench.annotation_ui.convert import answers_from_labelstudio
+from segbench.annotation_ui.convert import answer_order, answers_from_labelstudio
 from segbench.annotation_ui.kinds import answer_checks, label_config_instructions, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
@@ -27,6 +34,22 @@ if TYPE_CHECKING:
     from segbench.annotation_ui.client import LabelStudioClient
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A server a round is on: the shared one (``annotator`` None) or an annotator's own."""
+
+    annotator: str | None
+    connection: LabelStudioConnection
+
+    @property
+    def prefix(self) -> str:
+        """How answers from this server name their annotators and answer ids."""
+        return "labelstudio" if self.annotator is None else f"labelstudio@{self.annotator}"
+
+    def __str__(self) -> str:
+        return self.connection.url if self.annotator is None else f"{self.annotator}'s server at {self.connection.url}"
 
 
 @dataclass(frozen=True)
@@ -40,7 +63,7 @@ class LabelStudioBackend:
 
     @classmethod
     def check_project_id(cls, round_: Round, project_id: int | None) -> None:
-        if project_id is None:
+        if project_id is None and round_.annotators is None:
             raise RoundStateError(f"round {round_.key!r} is a Label Studio round; launching it needs a project id",
                                   item=f"round {round_.key}")
 
@@ -51,24 +74,34 @@ class LabelStudioBackend:
                                   "and SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_url / _token in segbench.toml)")
         return self.context.label_studio
 
-    def check_ready(self, *, launching: bool = False) -> None:
-        """Raise for a token (and, to launch, a files folder) not configured, or a server that does
-        not answer its health check."""
-        if launching:
-            self._files_root()
-        with self.client() as client:
-            client.check()
+    def sites(self, round_: Round) -> list[Site]:
+        """The servers the round is on: the shared one, or each of its annotators' own.
 
-    def _files_root(self) -> Path:
-        files_root = self.connection().files
-        if files_root is None:
-            raise InputError("no files folder configured for the Label Studio server",
-                             hint="set SEGBENCH_LABEL_STUDIO_FILES to the folder the server serves local files from")
-        return files_root
+        Raises:
+            InputError: an annotator's server was never started here (no recorded connection).
+        """
+        if round_.annotators is None:
+            return [Site(None, self.connection())]
+        servers = self.connection().annotators
+        missing = [name for name in round_.annotators if name not in servers]
+        if missing:
+            raise InputError(f"round {round_.key!r} is on the own Label Studio server of {', '.join(missing)}, "
+                             "which was never started here", item=f"round {round_.key}",
+                             hint=" && ".join(f"scripts/label-studio.sh start --annotator {name}" for name in missing))
+        return [Site(name, servers[name]) for name in round_.annotators]
 
-    def client(self) -> LabelStudioClient:
-        """A client for the context's server, signed in with its token."""
-        connection = self.connection()
+    def check_ready(self, round_: Round, *, launching: bool = False) -> None:
+        """Raise for a token (and, to launch, a files folder) not configured, or a server of the round
+        that does not answer its health check."""
+        for site in self.sites(round_):
+            if launching:
+                _files_root(site.connection)
+            with self.client(site.connection) as client:
+                client.check()
+
+    def client(self, connection: LabelStudioConnection | None = None) -> LabelStudioClient:
+        """A client for a server (default: the shared one), signed in with its token."""
+        connection = connection or self.connection()
         if connection.token is None:
             raise InputError("no Label Studio API token configured",
                              hint="set SEGBENCH_LABEL_STUDIO_TOKEN (or label_studio_token in segbench.toml)")
@@ -77,57 +110,92 @@ class LabelStudioBackend:
         return LabelStudioClient(connection.url, connection.token.get_secret_value(), timeout=connection.timeout,
                                  deadline=4 * connection.timeout)
 
-    def launch(self, round_: Round) -> tuple[int, dict[str, int]]:
-        """Create (or reuse) the project, let it show the round's images, import the missing tasks.
+    def launch(self, round_: Round) -> tuple[int | None, dict[str, int]]:
+        """Create (or reuse) the project on each of the round's servers, let it show the round's
+        images, import the missing tasks; the shared server's project id (None on annotators' servers).
 
         The project is found by its title (one per round key) when the round has no id yet: a launch
         killed after creating the project, before the id was recorded, is resumed, not duplicated."""
-        files_root = self._files_root()
-        with self.client() as client:
-            client.check()
-            project_id = round_.project_id
-            if project_id is None or not client.project_exists(project_id):
-                project_id = _unrecorded_project(client, round_)
-            if project_id is None:
-                project_id = client.create_project(
-                    project_title(round_.key), render_label_config(round_.config.label_config, **round_.config.params),
-                    description=f"{round_.kind} on {round_.dataset} ({round_.dataset_version[:12]})",
-                    maximum_annotations=round_.config.overlap,
-                    instructions=label_config_instructions(round_.config.label_config))
-            step = self.context.step
-            folder = step("copy-round-images", copy_images, round_, self.context.data_root, files_root)
-            client.allow_local_files(project_id, folder)
-            imported = step("import-round-tasks", import_missing_tasks, client, project_id, round_)
-        return project_id, {"tasks_imported": imported}
+        imported, project_id = 0, None
+        for site in self.sites(round_):
+            files_root = _files_root(site.connection)
+            with self.client(site.connection) as client:
+                client.check()
+                project_id = round_.project_id if site.annotator is None else None
+                if project_id is None or not client.project_exists(project_id):
+                    project_id = _unrecorded_project(client, round_)
+                if project_id is None:
+                    project_id = client.create_project(
+                        project_title(round_.key), render_label_config(round_.config.label_config,
+                                                                       **round_.config.params),
+                        description=f"{round_.kind} on {round_.dataset} ({round_.dataset_version[:12]})",
+                        # On an annotator's own server, one person answers each task.
+                        maximum_annotations=round_.config.overlap if site.annotator is None else 1,
+                        instructions=label_config_instructions(round_.config.label_config))
+                step = self.context.step
+                folder = step("copy-round-images", copy_images, round_, self.context.data_root, files_root)
+                client.allow_local_files(project_id, folder)
+                imported += step("import-round-tasks", import_missing_tasks, client, project_id, round_)
+        return (project_id if round_.annotators is None else None), {"tasks_imported": imported}
 
     def progress(self, round_: Round) -> BackendProgress:
-        project_id = _project_id(round_)
-        with self.client() as client:
-            progress = client.progress(project_id)
+        _check_launched(round_)
+        total: BackendProgress = {"tasks": 0, "done": 0, "annotations": 0, "by_annotator": {}, "done_items": []}
         by_task = round_.items_by_task_id()  # the tasks carry task ids: report item ids
-        progress["done_items"] = sorted(by_task[t].item_id for t in progress["done_items"] if t in by_task)
-        return progress
+        done_items: set[str] = set()
+        for site in self.sites(round_):
+            with self.client(site.connection) as client:
+                progress = client.progress(self._project_id(client, site, round_), prefix=site.prefix)
+            for field in ("tasks", "done", "annotations"):
+                total[field] += progress[field]
+            total["by_annotator"].update(progress["by_annotator"])
+            done_items.update(by_task[t].item_id for t in progress["done_items"] if t in by_task)
+        total["by_annotator"] = dict(sorted(total["by_annotator"].items()))
+        total["done_items"] = sorted(done_items)
+        return total
 
     def fetch_answers(self, round_: Round, policy: ImportPolicy) -> list[Answer]:
+        _check_launched(round_)
         checks = answer_checks(round_)
-        project_id = _project_id(round_)
-        with self.client() as client:
-            client.check()
-            return answers_from_labelstudio(client.export(project_id), round_, policy, **checks)
+        answers: list[Answer] = []
+        for site in self.sites(round_):
+            with self.client(site.connection) as client:
+                client.check()
+                export = client.export(self._project_id(client, site, round_))
+            answers += answers_from_labelstudio(export, round_, policy, prefix=site.prefix, **checks)
+        return sorted(answers, key=answer_order)
 
     def worker_names(self, round_: Round) -> dict[str, str]:
-        """``labelstudio:<user id>`` → the user's e-mail; none when the server will not list its users
-        (the names only label the worker report: they never fail an ingest)."""
-        try:
-            with self.client() as client:
-                return {f"labelstudio:{user}": email for user, email in sorted(client.user_emails().items())}
-        except SegbenchError as exc:
-            logger.warning("round %s: the worker report shows user ids: %s", round_.key, exc.message)
-            return {}
+        """``labelstudio:<user id>`` (``labelstudio@<annotator>:<user id>`` on annotators' own servers)
+        → the user's e-mail; none from a server that will not list its users (the names only label
+        the worker report: they never fail an ingest)."""
+        names = {}
+        for site in self.sites(round_):
+            try:
+                with self.client(site.connection) as client:
+                    emails = client.user_emails()
+            except SegbenchError as exc:
+                logger.warning("round %s: the worker report shows user ids of %s: %s", round_.key, site, exc.message)
+                continue
+            names.update({f"{site.prefix}:{user}": email for user, email in sorted(emails.items())})
+        return names
 
     def launch_hint(self, round_: Round) -> str:
-        url = self.connection().url
-        return f"Annotate at {url.rstrip('/')}/projects/{round_.project_id}"
+        if round_.annotators is None:
+            return f"Annotate at {self.connection().url.rstrip('/')}/projects/{round_.project_id}"
+        return "Each annotator annotates on their own server: " + "; ".join(
+            f"{site.annotator} at {site.connection.url.rstrip('/')}/projects" for site in self.sites(round_))
+
+    def _project_id(self, client: LabelStudioClient, site: Site, round_: Round) -> int:
+        """The round's project on a server: the recorded one, or on an annotator's server the one its
+        title names."""
+        if round_.project_id is not None and site.annotator is None:
+            return round_.project_id
+        project_id = _unrecorded_project(client, round_)
+        if project_id is None:
+            raise SegbenchError(f"{site} has no project of round {round_.key}",
+                                hint=f"segbench rounds launch {round_.key} creates it")
+        return project_id
 
 
 def _unrecorded_project(client: LabelStudioClient, round_: Round) -> int | None:
@@ -140,10 +208,16 @@ def _unrecorded_project(client: LabelStudioClient, round_: Round) -> int | None:
     return project_id if set(client.task_item_ids(project_id).values()) <= ours else None
 
 
-def _project_id(round_: Round) -> int:
-    if round_.project_id is None:
+def _files_root(connection: LabelStudioConnection) -> Path:
+    if connection.files is None:
+        raise InputError("no files folder configured for the Label Studio server",
+                         hint="set SEGBENCH_LABEL_STUDIO_FILES to the folder the server serves local files from")
+    return connection.files
+
+
+def _check_launched(round_: Round) -> None:
+    if (round_.project_id if round_.annotators is None else round_.launched_at) is None:
         raise SegbenchError(f"round {round_.key} is not launched yet", hint=f"segbench rounds launch {round_.key}")
-    return round_.project_id
 
 
 def project_title(key: str, limit: int = 50) -> str:
