@@ -138,3 +138,48 @@ def test_label_studio_backend_needs_a_launch_and_a_token_before_any_request(tmp_
     with pytest.raises(InputError, match="no Label Studio API token"):
         backend.progress(_round("labelstudio", project_id=7))
     assert backend.launch_hint(_round("labelstudio", project_id=7)) == "Annotate at http://127.0.0.1:9/projects/7"
+
+
+def _context(label: str) -> list[dict]:
+    return [{"from_name": "context", "to_name": "image", "type": "choices", "value": {"choices": [label]}}]
+
+
+def test_a_round_kept_apart_has_every_task_on_each_annotators_own_server(tmp_path, monkeypatch):
+    clients = {url: StandInClient() for url in ("http://shared", "http://alice", "http://bob")}
+    monkeypatch.setattr(LabelStudioBackend, "client",
+                        lambda self, connection=None: clients[(connection or self.connection()).url])
+    own = {name: LabelStudioConnection(url=f"http://{name}", files=tmp_path / "files") for name in ("alice", "bob")}
+    connection = LabelStudioConnection(url="http://shared", files=tmp_path / "files", annotators=own)
+    backend = LabelStudioBackend(BackendContext(tmp_path / "data", label_studio=connection))
+    round_ = _round("labelstudio").model_copy(update={
+        "annotators": ["alice", "bob"], "config": RoundConfig(label_config="coco_cd_context", overlap=2)})
+    _images(tmp_path / "data", round_)
+
+    assert backend.launch(round_) == (None, {"tasks_imported": 6})
+    assert backend.launch(round_) == (None, {"tasks_imported": 0})  # each project found again by its title
+    assert not clients["http://shared"].projects
+    tasks = {}
+    for name in ("alice", "bob"):
+        (project_id, project), = clients[f"http://{name}"].projects.items()
+        assert project["maximum_annotations"] == 1  # one person per server answers each task
+        tasks[name] = {item: task for task, item in clients[f"http://{name}"].task_item_ids(project_id).items()}
+        assert sorted(tasks[name]) == ["1", "2", "3"]
+    # Each server numbers its users and answers alike: the server's name keeps them apart.
+    clients["http://alice"].annotate(tasks["alice"]["1"], _context("indoor"), completed_by=2)
+    clients["http://bob"].annotate(tasks["bob"]["1"], _context("outdoor"), completed_by=2)
+    launched = round_.model_copy(update={"launched_at": T0})
+    answers = backend.fetch_answers(launched, ImportPolicy(on_error=OnError.FAIL))
+    assert [(a.item_id, a.annotator, a.choices["context"]) for a in answers] == [
+        ("1", "labelstudio@alice:2", ["indoor"]), ("1", "labelstudio@bob:2", ["outdoor"])]
+    assert len({a.source_id for a in answers}) == 2 and answers[0].source_id.startswith("labelstudio@alice:")
+    progress = backend.progress(launched)
+    assert (progress["tasks"], progress["done"], progress["done_items"]) == (6, 2, ["1"])
+    assert progress["by_annotator"] == {"labelstudio@alice:2": 1, "labelstudio@bob:2": 1}
+    assert backend.launch_hint(launched) == ("Each annotator annotates on their own server: alice at "
+                                             "http://alice/projects; bob at http://bob/projects")
+    with pytest.raises(InputError, match="server of carol, which was never started here") as error:
+        backend.progress(launched.model_copy(update={"annotators": ["alice", "carol"]}))
+    assert error.value.hint == "scripts/label-studio.sh start --annotator carol"
+    clients["http://bob"].projects.clear()  # a server reset under the round
+    with pytest.raises(SegbenchError, match="bob's server at http://bob has no project of round audit-1"):
+        backend.fetch_answers(launched, ImportPolicy(on_error=OnError.FAIL))

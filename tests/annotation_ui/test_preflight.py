@@ -7,7 +7,7 @@ import inspect
 import pytest
 from support.cli import run
 
-from segbench.annotation_ui.preflight import check_ingest, check_launch
+from segbench.annotation_ui.preflight import check_ingest, check_launch, keep_apart
 from segbench.annotation_ui.rounds import RoundStore, mark_launched, new_round
 from segbench.cli import rounds as rounds_cli
 from segbench.core.errors import InputError, OnError, RoundStateError
@@ -55,3 +55,32 @@ def test_a_launch_checks_the_batch_and_an_ingest_reads_the_crowds_files(tmp_path
     (results / "batch.csv").write_text("not,a,results,file\n1,2,3,4\n")
     with pytest.raises(InputError):
         check_ingest(tmp_path / "data", "a2", None, OnError.FAIL)
+
+
+def _labelstudio(tmp_path, overlap=2, **update):
+    config = RoundConfig(label_config="coco_cd_context", overlap=overlap)
+    items = [RoundItem(item_id="1", image="coco_cd/images/1.png", width=8, height=8)]
+    round_ = new_round("a1", "coco_cd_context_audit", "coco_cd", "ab" * 32, config, items, "labelstudio", T0)
+    return round_.model_copy(update=update)
+
+
+@pytest.mark.parametrize(("update", "names", "error", "message"), [
+    ({}, ["alice"], InputError, "asks 2 answer.s. per task .* name 2 annotator.s., not 1"),
+    ({}, ["alice", "alice"], InputError, "named twice"),
+    ({}, ["Alice", "bob"], InputError, "lowercase letters, digits"),
+    ({"backend": "files"}, ["alice", "bob"], InputError, "is a files round"),
+    ({"launched_at": T0, "project_id": 4}, ["alice", "bob"], RoundStateError, "launched on the shared server"),
+    ({"launched_at": T0, "annotators": ["alice", "carol"]}, ["alice", "bob"], RoundStateError,
+     "launched on the servers of alice, carol"),
+])
+def test_annotators_kept_apart_must_fit_the_round(tmp_path, update, names, error, message):
+    with pytest.raises(error, match=message):
+        keep_apart(_labelstudio(tmp_path, **update), names)
+
+
+def test_annotators_kept_apart_are_recorded_sorted_and_kept_by_a_relaunch(tmp_path):
+    round_ = keep_apart(_labelstudio(tmp_path), ["bob", "alice"])
+    assert round_.annotators == ["alice", "bob"]
+    relaunch = round_.model_copy(update={"launched_at": T0})
+    assert keep_apart(relaunch, ["alice", "bob"]).annotators == ["alice", "bob"]
+    assert keep_apart(relaunch, None) is relaunch

@@ -81,6 +81,23 @@ def test_a_label_studio_server_started_by_the_script_is_found(tmp_path, monkeypa
     assert load_settings().label_studio_url == "http://127.0.0.1:9000"
 
 
+def test_the_annotators_own_servers_the_script_started_are_found(tmp_path):
+    folder = tmp_path / ".segbench" / "label-studio"
+    for name, port in (("bob", 8101), ("alice", 8100)):
+        (folder / "annotators" / name).mkdir(parents=True)
+        (folder / "annotators" / name / "connection.json").write_text(
+            f'{{"url": "http://127.0.0.1:{port}", "token": "t0ken-{name}", "files": "/srv/ls/files"}}')
+    (folder / "annotators" / "carol").mkdir()  # never started: no connection recorded
+    servers = load_settings(label_studio_timeout=7).label_studio().annotators
+    assert list(servers) == ["alice", "bob"]
+    assert servers["bob"].url == "http://127.0.0.1:8101" and servers["bob"].token.get_secret_value() == "t0ken-bob"
+    assert str(servers["alice"].files) == "/srv/ls/files" and servers["alice"].timeout == 7
+    (folder / "annotators" / "bob" / "connection.json").write_text("[]")
+    with pytest.raises(InputError, match="unreadable Label Studio connection file") as error:
+        load_settings().label_studio()
+    assert "annotators/bob/connection.json" in str(error.value.path)
+
+
 def test_an_unreadable_label_studio_connection_file_is_named(tmp_path):
     folder = tmp_path / ".segbench" / "label-studio"
     folder.mkdir(parents=True)

@@ -40,7 +40,8 @@ class StandInClient:
     def create_project(self, title: str, label_config: str, description: str = "", *,
                        maximum_annotations: int = 1, instructions: str = "") -> int:
         project_id = self._next_id()
-        self.projects[project_id] = {"title": title, "config": label_config, "tasks": [], "instructions": instructions}
+        self.projects[project_id] = {"title": title, "config": label_config, "tasks": [], "instructions": instructions,
+                                     "maximum_annotations": maximum_annotations}
         return project_id
 
     def allow_local_files(self, project_id: int, folder: Path) -> None:
