@@ -63,6 +63,17 @@ def _sign_up(browser, link: str, email: str):
     return page
 
 
+def _sign_up_without_link(browser, server: str, email: str):
+    """A browser that tried to sign up on a server without its link."""
+    page = browser.new_context().new_page()
+    page.goto(f"{server}/user/signup/")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", "stranger-password-1")
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    return page
+
+
 def _visible(page, server: str) -> dict:
     """What the signed-in annotator can read on a server: its projects and the answers on their tasks."""
     projects = page.request.get(f"{server}/api/projects/")
@@ -128,6 +139,9 @@ def test_two_annotators_of_one_round_cannot_see_each_others_answers(tmp_path, la
             assert not any(seen_by_b["answers"].values()), seen_by_b
             assert emails[NAMES[0]] not in b.request.get(f"{servers[NAMES[1]]}/api/users/").text()
             _answer(b, servers[NAMES[1]], project_b, item, "outdoor")
+            # Without the server's own link nobody signs up there.
+            stranger = _sign_up_without_link(browser, servers[NAMES[1]], f"stranger-{uuid.uuid4().hex[:6]}@example.com")
+            assert _visible(stranger, servers[NAMES[1]]) == {"status": 401}
             assert _visible(a, servers[NAMES[0]])["answers"][item] == 1  # a's own answer only
             assert _visible(b, servers[NAMES[1]])["answers"][item] == 1
             # Neither can reach the other's server: it has no account of theirs. (Last: a browser keeps
