@@ -163,9 +163,9 @@ def test_a_label_studio_round_runs_through_the_same_flows(data_root, tmp_path, m
     for task_id, item_id in client.task_item_ids(launched.project_id).items():
         client.annotate(task_id, [{"from_name": "context", "to_name": "image", "type": "choices",
                                    "value": {"choices": [auto[item_id]]}}], completed_by=7)
-    progress = round_progress(data_root, "audit-ls")
+    progress = round_progress(data_root, "audit-ls", stand_in)
     assert (progress.done, progress.by_annotator) == (4, {"labelstudio:7": 4})
-    result = ingest_round(data_root, "audit-ls")
+    result = ingest_round(data_root, "audit-ls", stand_in)
     assert result.counts.answers == 4
     assert read_json(Path(result.reports["audit_json"]))["overall"]["agree"] == 4
 

@@ -203,7 +203,8 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
     round_ = create_coco_cd_audit(data, "ls-audit", per_group=1, seed=6, backend="labelstudio", overlap=2, gold=2,
                                   rules={"min_judgments": 3})
     gold_ids = {round_.task_id(i.item_id) for i in round_.items if i.gold}
-    launched = launch_round(data, "ls-audit", LabelStudioConnection(url="http://stand-in", files=tmp_path / "files"))
+    stand_in = LabelStudioConnection(url="http://stand-in", files=tmp_path / "files")
+    launched = launch_round(data, "ls-audit", stand_in)
     tasks = client.export(launched.project_id)
     assert len(tasks) == 6 and {t["data"]["item_id"] for t in tasks} >= gold_ids
     assert len({tuple(sorted(t["data"])) for t in tasks}) == 1 and "gold" not in json.dumps(tasks)
@@ -215,7 +216,7 @@ def test_label_studio_tasks_hide_gold_and_lead_time_becomes_seconds(project, tmp
             client.annotate(task["id"], [{"from_name": "context", "to_name": "image", "type": "choices",
                                           "value": {"choices": [label]}}], completed_by=user)
             task["annotations"][-1]["lead_time"] = seconds
-    result = ingest_round(data, "ls-audit")
+    result = ingest_round(data, "ls-audit", stand_in)
     assert result.workers.suspicious == 1
     report = read_json(data / "rounds" / "ls-audit.workers.json")
     by = {w["worker"]: w for w in report["workers"]}

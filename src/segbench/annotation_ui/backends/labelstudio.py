@@ -169,8 +169,13 @@ class LabelStudioBackend:
         """``labelstudio:<user id>`` (``labelstudio@<annotator>:<user id>`` on annotators' own servers)
         → the user's e-mail; none from a server that will not list its users (the names only label
         the worker report: they never fail an ingest)."""
-        names = {}
-        for site in self.sites(round_):
+        names: dict[str, str] = {}
+        try:
+            sites = self.sites(round_)
+        except SegbenchError as exc:
+            logger.warning("round %s: the worker report shows user ids: %s", round_.key, exc.message)
+            return names
+        for site in sites:
             try:
                 with self.client(site.connection) as client:
                     emails = client.user_emails()
