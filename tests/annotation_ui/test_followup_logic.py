@@ -9,6 +9,7 @@ from segbench.annotation_ui.batches import BatchError, batch_rows, mark_batches_
 from segbench.annotation_ui.followups import (
     CONDITION_FORMS,
     ConditionError,
+    create_follow_up,
     matching_items,
     merge_chain,
     parse_condition,
@@ -156,3 +157,17 @@ def test_the_final_answers_are_those_of_the_deepest_ingested_follow_up(tmp_path)
     store.save(done.model_copy(update={"follow_up_of": "r3"}))  # a hand-edited record that loops
     with pytest.raises(InputError, match="loop"):
         chain(store, leaf)
+
+
+def test_a_follow_up_of_a_round_kept_apart_goes_to_the_same_annotators_servers(tmp_path):
+    store = RoundStore(tmp_path)
+    apart = _round().model_copy(update={"backend": "labelstudio", "annotators": ["alice", "bob", "carol"]})
+    store.save(mark_ingested(apart.model_copy(update={"status": RoundStatus.LAUNCHED, "launched_at": T0}), {}, T0))
+    answers = [_answer("a", "W1", "indoor"), _answer("a", "W2", "outdoor")]
+    write_json(store.answers_path("r1"), {"answers": [a.model_dump(mode="json") for a in answers],
+                                          "items": [i.model_dump(mode="json") for i in
+                                                    merge_chain(store, apart, answers).decide(
+                                                        aggregate(answers, ["context"]))]})
+    follow, matched = create_follow_up(store, "r1", "r2", [parse_condition("tie")], T1)
+    assert list(matched) == ["a"] and follow.annotators == ["alice", "bob", "carol"]
+    assert store.load("r2").annotators == ["alice", "bob", "carol"] and follow.launched_at is None

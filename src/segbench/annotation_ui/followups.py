@@ -287,7 +287,9 @@ def create_follow_up(store: RoundStore, key: str, new_key: str, conditions: Sequ
         return None, {}
     follow_up = new_round(new_key, source.kind, source.dataset, source.dataset_version, source.config,
                           [i for i in candidates if i.item_id in matched], source.backend, now)
-    return store.create(follow_up.model_copy(update={"follow_up_of": key, "aggregation": source.aggregation})), matched
+    # A round kept apart on its annotators' own servers is followed up there too.
+    return store.create(follow_up.model_copy(update={"follow_up_of": key, "aggregation": source.aggregation,
+                                                     "annotators": source.annotators})), matched
 
 
 def _check_controls(round_: Round, conditions: Sequence[Condition]) -> None:
