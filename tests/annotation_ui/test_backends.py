@@ -177,7 +177,7 @@ def test_a_round_kept_apart_has_every_task_on_each_annotators_own_server(tmp_pat
     assert progress["by_annotator"] == {"labelstudio@alice:2": 1, "labelstudio@bob:2": 1}
     assert backend.launch_hint(launched) == ("Each annotator annotates on their own server: alice at "
                                              "http://alice/projects; bob at http://bob/projects")
-    with pytest.raises(InputError, match="server of carol, which was never started here") as error:
+    with pytest.raises(InputError, match="no Label Studio server of annotator carol was ever started here") as error:
         backend.progress(launched.model_copy(update={"annotators": ["alice", "carol"]}))
     assert error.value.hint == "scripts/label-studio.sh start --annotator carol"
     clients["http://bob"].projects.clear()  # a server reset under the round

@@ -65,7 +65,7 @@ def _labelstudio(tmp_path, overlap=2, **update):
 
 
 @pytest.mark.parametrize(("update", "names", "error", "message"), [
-    ({}, ["alice"], InputError, "asks 2 answer.s. per task .* name 2 annotator.s., not 1"),
+    ({}, ["alice"], InputError, "1 annotator.s. named, but the round asks 2 answer.s. per task"),
     ({}, ["alice", "alice"], InputError, "named twice"),
     ({}, ["Alice", "bob"], InputError, "lowercase letters, digits"),
     ({"backend": "files"}, ["alice", "bob"], InputError, "is a files round"),
@@ -84,3 +84,14 @@ def test_annotators_kept_apart_are_recorded_sorted_and_kept_by_a_relaunch(tmp_pa
     relaunch = round_.model_copy(update={"launched_at": T0})
     assert keep_apart(relaunch, ["alice", "bob"]).annotators == ["alice", "bob"]
     assert keep_apart(relaunch, None) is relaunch
+
+
+def test_the_commands_name_annotators_that_do_not_fit(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEGBENCH_LABEL_STUDIO_DIR", str(tmp_path / "ls"))
+    _saved(tmp_path)  # a files round
+    launched = run(tmp_path, "rounds", "launch", "a1", "--annotator", "alice", code=1)
+    assert "is a files round; --annotator puts Label Studio rounds" in str(launched.exception)
+    invited = run(tmp_path, "rounds", "invite", "--annotator", "zed", code=1)
+    assert "no Label Studio server of annotator zed was ever started here (those that were: none)" in str(
+        invited.exception)
+    assert invited.exception.hint == "scripts/label-studio.sh start --annotator zed"

@@ -83,9 +83,10 @@ def keep_apart(round_: Round, annotators: list[str] | None) -> Round:
                               hint="relaunch without --annotator, or create a new round under another key")
     overlap = round_.config.overlap
     if len(names) != overlap:
-        raise InputError(f"round {round_.key!r} asks {overlap} answer(s) per task and each annotator on their own "
-                         f"server answers every task: name {overlap} annotator(s), not {len(names)}", item=where,
-                         hint="or create the round with --overlap " + str(len(names)))
+        raise InputError(f"{len(names)} annotator(s) named, but the round asks {overlap} answer(s) per task and each "
+                         "annotator on their own server answers every task", item=where,
+                         hint=f"name {overlap} annotator(s) with --annotator, or create the round with "
+                              f"--overlap {len(names)}")
     return round_.model_copy(update={"annotators": names})
 
 

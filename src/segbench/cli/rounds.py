@@ -338,7 +338,8 @@ def invite(
     if annotator is not None:
         if annotator not in connection.annotators:
             started = ", ".join(connection.annotators) or "none"
-            raise InputError(f"no server of annotator {annotator!r} was started here (started: {started})",
+            raise InputError(f"no Label Studio server of annotator {annotator} was ever started here (those that "
+                             f"were: {started})",
                              item=f"--annotator {annotator}",
                              hint=f"scripts/label-studio.sh start --annotator {annotator}")
         server = connection.annotators[annotator]

@@ -85,8 +85,8 @@ class LabelStudioBackend:
         servers = self.connection().annotators
         missing = [name for name in round_.annotators if name not in servers]
         if missing:
-            raise InputError(f"round {round_.key!r} is on the own Label Studio server of {', '.join(missing)}, "
-                             "which was never started here", item=f"round {round_.key}",
+            raise InputError(f"no Label Studio server of annotator {', '.join(missing)} was ever started here",
+                             item=f"round {round_.key}",
                              hint=" && ".join(f"scripts/label-studio.sh start --annotator {name}" for name in missing))
         return [Site(name, servers[name]) for name in round_.annotators]
 
