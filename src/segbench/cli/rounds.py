@@ -366,7 +366,8 @@ def follow_up(
 ) -> None:
     """Create a follow-up round for the items of KEY that need more answers.
 
-    Same kind, questions and backend as KEY; launch and ingest it as any round. Its ingest merges
+    Same kind, questions and backend as KEY (a round kept apart: the same annotators' servers); launch
+    and ingest it as any round. Its ingest merges
     the answers of KEY's chain, and records per item the round that decided it. When no item
     matches, nothing is created and the command still succeeds (exit code 0)."""
     from segbench.annotation_ui.followups import create_follow_up, parse_condition
