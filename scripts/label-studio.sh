@@ -23,7 +23,7 @@ usage: scripts/label-studio.sh install|start|stop|status|env [--annotator NAME]|
   stop --all
             stop the server and every annotator's server
   status    running / healthy, url, pid (exit 0 only when healthy)
-  env       print export lines for SEGBENCH_LABEL_STUDIO_URL, _TOKEN, _FILES, _DIR (for eval; segbench
+  env       print export lines for SEGBENCH_LABEL_STUDIO_URL, _TOKEN, _FILES (for eval; segbench
             needs none of them for a server this script started: it reads connection.json)
 
   --annotator NAME
@@ -326,7 +326,6 @@ cmd_env() {
   require_credentials
   printf 'export SEGBENCH_LABEL_STUDIO_URL=%q\nexport SEGBENCH_LABEL_STUDIO_TOKEN=%q\nexport SEGBENCH_LABEL_STUDIO_FILES=%q\n' \
     "$URL" "$SEGBENCH_LABEL_STUDIO_TOKEN" "$FILES_DIR"
-  [ -n "${ANNOTATOR:-}" ] || printf 'export SEGBENCH_LABEL_STUDIO_DIR=%q\n' "$LS_DIR"
 }
 
 cmd_stop_all() {

@@ -55,8 +55,8 @@ def test_an_annotators_server_keeps_its_port_and_a_new_one_takes_a_port_no_other
     assert "SEGBENCH_LABEL_STUDIO_URL=http://127.0.0.1:8555\n" in _script(tmp_path, "env", "--annotator", "alice").stdout
     carol = _script(tmp_path, "env", "--annotator", "carol").stdout  # 8100 is bob's, stopped or not
     assert "SEGBENCH_LABEL_STUDIO_URL=http://127.0.0.1:81" in carol and ":8100\n" not in carol
-    # An annotator's server serves the main server's files folder; only the main one names its folder.
-    assert f"SEGBENCH_LABEL_STUDIO_FILES={tmp_path}/label-studio/files\n" in carol and "_DIR=" not in carol
+    # An annotator's server serves the main server's files folder.
+    assert f"SEGBENCH_LABEL_STUDIO_FILES={tmp_path}/label-studio/files\n" in carol
     stopped = _script(tmp_path, "stop", "--all")
     assert stopped.returncode == 0 and stopped.stdout.count("not running") == 3  # the main server, alice and bob
     assert _script(tmp_path, "stop", "--all", "--annotator", "bob").returncode == 1

@@ -42,11 +42,11 @@ def _script(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def own_servers(label_studio):
-    """The two annotators' own test servers, started beside the main test server (the folder of both)."""
+    """The two annotators' own test servers, started beside the main test server (the folder of both:
+    the main server's, where its files folder is)."""
     for name in NAMES:
         _script("start", "--fresh", "--annotator", name)
-    folder = re.search(r"SEGBENCH_LABEL_STUDIO_DIR=(\S+)", _script("env")).group(1)
-    yield Path(folder)
+    yield label_studio.files.parent
     for name in NAMES:
         _script("stop", "--annotator", name)
 

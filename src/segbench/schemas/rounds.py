@@ -117,9 +117,6 @@ class Round(BaseModel):
     items: list[RoundItem]
     backend: Literal["labelstudio", "files"] = "labelstudio"
     project_id: int | None = Field(None, description="Label Studio project id once launched")
-    annotators: list[Annotator] | None = Field(
-        None, description="Label Studio rounds kept apart: the annotators whose own servers hold the round, one "
-                          "project each with every task (None: one project on the shared server)")
     status: RoundStatus = RoundStatus.CREATED
     created_at: str
     updated_at: str
@@ -170,6 +167,10 @@ class Round(BaseModel):
         description="worker report rules this round sets (segbench.core.worker_quality.QualityRules names)")
     gold_selection: str | None = Field(None, exclude_if=lambda v: v is None,
                                        description="how the gold items were chosen, in words")
+    annotators: list[Annotator] | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="Label Studio rounds kept apart: the annotators whose own servers hold the round, one project "
+                    "each with every task (None: one project on the shared server)")
     task_salt: str | None = Field(
         None, exclude_if=lambda v: v is None,
         description="set on rounds with gold: tasks then show an opaque id per item (public_task_id), never the "
