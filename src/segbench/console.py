@@ -27,6 +27,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from segbench.core.redaction import redact
+
 # Wide enough for any path or key segbench prints: a pipe has no width, so a table takes its content's.
 PIPE_WIDTH = 10_000
 
@@ -301,8 +303,6 @@ def error(message: str, exc: BaseException | None = None) -> None:
 
 
 def _masked(text: str) -> str:
-    from segbench.core.versioning import redact
-
     for secret in sorted(_secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
     return redact(text)

@@ -9,7 +9,8 @@ import pytest
 from segbench.core.errors import InputError, VersioningError
 from segbench.core.io import write_json
 from segbench.core.manifest import build_manifest, write_manifest
-from segbench.core.versioning import configure_remote, describe_datasets, publish, redact
+from segbench.core.redaction import redact
+from segbench.core.versioning import configure_remote, describe_datasets, publish
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from segbench.core.errors import InputError, VersioningError
 from segbench.core.io import atomic_write_text, not_utf8, read_bytes
 from segbench.core.manifest import MANIFEST_NAME, read_manifest
+from segbench.core.redaction import redact
 from segbench.schemas.versioning import CommitInfo, DatasetEntry, PublishRecord, TrackedData
 
 logger = logging.getLogger(__name__)
@@ -47,14 +48,6 @@ BUILD_LOCKS = ".*.build.lock"  # an output's lock file, left behind only by a ki
 DEFAULT_REMOTE = "storage"
 _STDERR_TAIL = 12  # lines of stderr kept in an error message
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_USERINFO_RE = re.compile(r"(\b[a-zA-Z][\w+.-]*://)[^/\s@]+@")
-_QUERY_RE = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^\s?]*)\?\S*")
-
-
-def redact(text: str) -> str:
-    """``text`` with URL user-info (``user:password@``) and query strings (signed tokens) masked."""
-    return _QUERY_RE.sub(r"\1?***", _USERINFO_RE.sub(r"\1***@", text))
-
 
 def _run(args: list[str], *, cwd: Path, hint: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     shown = redact(" ".join(shlex.quote(a) for a in (["dvc", *args[3:]] if args[0] == sys.executable else args)))
