@@ -177,3 +177,25 @@ def test_ctrl_c_to_the_group_while_the_drawing_processes_fork_stops_the_command_
         """)], capture_output=True, text=True, timeout=120, start_new_session=True)
     assert done.stdout == "interrupted\n", done.stderr
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
+
+
+def test_a_ctrl_c_caught_before_the_fork_leaves_no_signal_blocked(monkeypatch):
+    """``pthread_sigmask`` raises a Ctrl-C caught before it only once it has changed the mask."""
+    from segbench.core import figures
+
+    real = signal.pthread_sigmask
+
+    def raises_after_blocking(how, mask):
+        previous = real(how, mask)
+        if how == signal.SIG_BLOCK and set(mask) == set(figures._STOPS):
+            raise KeyboardInterrupt
+        return previous
+
+    before = real(signal.SIG_BLOCK, ())
+    monkeypatch.setattr(figures.signal, "pthread_sigmask", raises_after_blocking)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            figures._forked(1)
+        assert real(signal.SIG_BLOCK, ()) == before
+    finally:
+        real(signal.SIG_SETMASK, before)

@@ -74,9 +74,12 @@ def _forked(count: int) -> ProcessPoolExecutor | None:
     """``count`` drawing processes, forked now; None when there is no process or semaphore to spare (a
     limit, no /dev/shm)."""
     pool: ProcessPoolExecutor | None = None
+    # The mask as it is, read apart: a call that changes it raises a Ctrl-C already caught only after
+    # the change, which would leave the signals blocked.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, ())
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
             pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_ready,
                                        initargs=(process.tie_to_parent(),))
             pool.submit(int)  # the first task forks the processes: now, before this process starts threads
