@@ -68,6 +68,3 @@ class StandInClient:
         annotation_id = self._next_id()
         task["annotations"].append({"id": annotation_id, "completed_by": completed_by, "result": result})
         return annotation_id
-
-    progress = LabelStudioClient.progress  # derived from export() alone
-

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import urllib.parse
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -31,6 +30,7 @@ from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 from label_studio_sdk.core.request_options import RequestOptions
 
+from segbench.annotation_ui.convert import progress_of
 from segbench.core.errors import InputError, ServiceError
 from segbench.core.http_limits import MAX_REDIRECTS, deadline, keep_deadlines
 from segbench.schemas.rounds import BackendProgress
@@ -326,22 +326,7 @@ class LabelStudioClient:
         """How far the project is: ``tasks``, ``done`` (tasks with ≥1 answer that was not
         cancelled), ``annotations`` (answers not cancelled), ``by_annotator``
         (``<prefix>:<user id>`` → answers) and ``done_items`` (item ids of the done tasks)."""
-        tasks = self.export(project_id)
-        by_annotator: Counter[str] = Counter()
-        done, done_items = 0, set()
-        for task in tasks:
-            answers = [a for a in task.get("annotations", []) if not a.get("was_cancelled")]
-            done += bool(answers)
-            if answers and "item_id" in task.get("data", {}):
-                done_items.add(str(task["data"]["item_id"]))
-            by_annotator.update(f"{prefix}:{a.get('completed_by')}" for a in answers)
-        return {
-            "tasks": len(tasks),
-            "done": done,
-            "annotations": sum(by_annotator.values()),
-            "by_annotator": dict(sorted(by_annotator.items())),
-            "done_items": sorted(done_items),
-        }
+        return progress_of(self.export(project_id), prefix)
 
     # -- annotators -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from segbench.annotation_ui.crowd_files import FILES_REQUIRED
 from segbench.core import clock
 from segbench.core.errors import AnnotationError, ImportPolicy
 from segbench.core.io import FLOAT_DIGITS
-from segbench.schemas.rounds import Answer, Polygon, Round
+from segbench.schemas.rounds import Answer, BackendProgress, Polygon, Round
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,27 @@ def answers_from_labelstudio(
     if cancelled:
         logger.info("round %s: %d cancelled Label Studio annotations carry no answer", round_.key, cancelled)
     return sorted(answers, key=answer_order)
+
+
+def progress_of(export: list[dict[str, Any]], prefix: str = "labelstudio") -> BackendProgress:
+    """How far a Label Studio project is, from its JSON export: ``tasks``, ``done`` (tasks with ≥1
+    answer that was not cancelled), ``annotations`` (answers not cancelled), ``by_annotator``
+    (``<prefix>:<user id>`` → answers) and ``done_items`` (the task ids of the done tasks)."""
+    by_annotator: Counter[str] = Counter()
+    done, done_items = 0, set()
+    for task in export:
+        answers = [a for a in task.get("annotations", []) if not a.get("was_cancelled")]
+        done += bool(answers)
+        if answers and "item_id" in task.get("data", {}):
+            done_items.add(str(task["data"]["item_id"]))
+        by_annotator.update(f"{prefix}:{a.get('completed_by')}" for a in answers)
+    return {
+        "tasks": len(export),
+        "done": done,
+        "annotations": sum(by_annotator.values()),
+        "by_annotator": dict(sorted(by_annotator.items())),
+        "done_items": sorted(done_items),
+    }
 
 
 def _labelstudio_answer(task, annotation, items, allowed, where, source, check_polygons=True,

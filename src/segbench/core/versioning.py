@@ -49,6 +49,7 @@ DEFAULT_REMOTE = "storage"
 _STDERR_TAIL = 12  # lines of stderr kept in an error message
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
+
 def _run(args: list[str], *, cwd: Path, hint: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     shown = redact(" ".join(shlex.quote(a) for a in (["dvc", *args[3:]] if args[0] == sys.executable else args)))
     logger.debug("running %s (in %s)", shown, cwd)

@@ -21,10 +21,10 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from segbench.annotation_ui.backends import BackendContext
-from segbench.annotation_ui.convert import answer_order, answers_from_labelstudio
+from segbench.annotation_ui.convert import answer_order, answers_from_labelstudio, progress_of
 from segbench.annotation_ui.kinds import answer_checks, label_config_instructions, render_label_config
 from segbench.core.errors import ImportPolicy, InputError, RoundStateError, SegbenchError
 from segbench.core.io import fingerprint
@@ -145,7 +145,7 @@ class LabelStudioBackend:
         done_items: set[str] = set()
         for site in self.sites(round_):
             with self.client(site.connection) as client:
-                progress = client.progress(self._project_id(client, site, round_), prefix=site.prefix)
+                progress = progress_of(_export(client, site, round_), site.prefix)
             for field in ("tasks", "done", "annotations"):
                 total[field] += progress[field]
             total["by_annotator"].update(progress["by_annotator"])
@@ -161,7 +161,7 @@ class LabelStudioBackend:
         for site in self.sites(round_):
             with self.client(site.connection) as client:
                 client.check()
-                export = client.export(self._project_id(client, site, round_))
+                export = _export(client, site, round_)
             answers += answers_from_labelstudio(export, round_, policy, prefix=site.prefix, **checks)
         return sorted(answers, key=answer_order)
 
@@ -191,17 +191,6 @@ class LabelStudioBackend:
         return "Each annotator annotates on their own server: " + "; ".join(
             f"{site.annotator} at {site.connection.url.rstrip('/')}/projects" for site in self.sites(round_))
 
-    def _project_id(self, client: LabelStudioClient, site: Site, round_: Round) -> int:
-        """The round's project on a server: the recorded one, or on an annotator's server the one its
-        title names."""
-        if round_.project_id is not None and site.annotator is None:
-            return round_.project_id
-        project_id = _unrecorded_project(client, round_)
-        if project_id is None:
-            raise SegbenchError(f"{site} has no project of round {round_.key}",
-                                hint=f"segbench rounds launch {round_.key} creates it")
-        return project_id
-
 
 def _unrecorded_project(client: LabelStudioClient, round_: Round) -> int | None:
     """The project a killed launch of this round created, found by title, if every task in it is
@@ -209,8 +198,26 @@ def _unrecorded_project(client: LabelStudioClient, round_: Round) -> int | None:
     project_id = client.project_by_title(project_title(round_.key))
     if project_id is None:
         return None
+    return project_id if _all_ours(round_, client.export(project_id)) else None
+
+
+def _all_ours(round_: Round, export: list[dict[str, Any]]) -> bool:
+    """Whether every task of a project's export is one of the round's."""
     ours = {round_.task_id(item.item_id) for item in round_.items}
-    return project_id if set(client.task_item_ids(project_id).values()) <= ours else None
+    return {str(task["data"]["item_id"]) for task in export if "item_id" in task.get("data", {})} <= ours
+
+
+def _export(client: LabelStudioClient, site: Site, round_: Round) -> list[dict[str, Any]]:
+    """The round's tasks and answers on a server (one export): its recorded project's, or on an
+    annotator's server that of the project its title names, if every task there is the round's."""
+    if site.annotator is None and round_.project_id is not None:
+        return client.export(round_.project_id)
+    project_id = client.project_by_title(project_title(round_.key))
+    export = client.export(project_id) if project_id is not None else []
+    if project_id is None or not _all_ours(round_, export):
+        raise SegbenchError(f"{site} has no project of round {round_.key}",
+                            hint=f"segbench rounds launch {round_.key} creates it")
+    return export
 
 
 def _files_root(connection: LabelStudioConnection) -> Path:
