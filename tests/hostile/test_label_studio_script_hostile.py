@@ -35,8 +35,9 @@ def _script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "SEGBENCH_LABEL_STUDIO_DIR": str(tmp_path / "label-studio"),
            "SEGBENCH_LABEL_STUDIO_VENV": str(tmp_path / "venv"), "SEGBENCH_WORK_DIR": str(tmp_path),
            "SEGBENCH_LABEL_STUDIO_USER": "me@example.com", "SEGBENCH_LABEL_STUDIO_PASSWORD": "pw",
-           "SEGBENCH_LABEL_STUDIO_TOKEN": "t" * 40, "SEGBENCH_LABEL_STUDIO_ANNOTATOR_PORT": "8100"}
-    env.pop("SEGBENCH_LABEL_STUDIO_TEST", None)
+           "SEGBENCH_LABEL_STUDIO_TOKEN": "t" * 40}
+    for name in ("SEGBENCH_LABEL_STUDIO_TEST", "SEGBENCH_LABEL_STUDIO_ANNOTATOR_PORT"):  # the defaults: from 8100
+        env.pop(name, None)
     return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60)
 
 
